@@ -1,0 +1,347 @@
+"""A Vision Transformer written from scratch, as in "An Image is Worth 16x16 Words" (Dosovitskiy et al. 2021).
+
+The module layout follows timm's ``VisionTransformer`` so that checkpoints map onto it with few renames:
+
+    image (B, C, H, W)
+      -> PatchEmbed: Conv2d(C, D, kernel=P, stride=P)            -> (B, N, D), N = (H/P)·(W/P)
+      -> prepend prefix tokens [CLS, (DIST), (REG × R)]          -> (B, T, D), T = prefix + N
+      -> + position embeddings (resampled to the input's grid)
+      -> L × Block: x = x + DropPath(MHSA(LN(x)));  x = x + DropPath(MLP(LN(x)))
+      -> LayerNorm -> pool (CLS token or mean of patches) -> [pre-logits Linear+Tanh] -> head
+
+``model(x)`` is the plain forward (fused scaled-dot-product attention when ``fused_attn``);
+``model.forward_with_attention(x)`` returns the logits together with every layer's attention
+probabilities, computed with an explicit softmax inside the call (no hooks, no module state), so
+that concurrent calls never mix and the captured maps are exactly the ones the logits came from.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+@dataclass(frozen=True)
+class ViTConfig:
+    img_size: tuple[int, int] = (224, 224)  # native input (H, W); the position embeddings are learnt for this grid
+    patch_size: int = 16           # P: side of a square patch in pixels
+    in_chans: int = 3              # C: input image channels
+    num_classes: int = 1000        # classifier outputs; 0 means no head (a backbone such as DINO's)
+    embed_dim: int = 768           # D: token width
+    depth: int = 12                # L: number of transformer blocks
+    num_heads: int = 12            # H: attention heads per block (head width D/H)
+    mlp_dim: int = 3072            # hidden width of each block's MLP (usually 4·D)
+    qkv_bias: bool = True          # bias on the query/key/value projection
+    class_token: bool = True       # prepend a learnable [CLS] token
+    distilled: bool = False        # prepend DeiT's distillation token and add a distillation head
+    num_reg_tokens: int = 0        # register tokens (Darcet et al. 2023) after CLS/DIST
+    pos_embed_prefix: bool = True  # position embeddings cover the prefix tokens too (False: patches only, timm's no_embed_class)
+    layer_scale: bool = False      # per-channel learnable residual scale (CaiT/DINOv2 LayerScale)
+    layer_norm_eps: float = 1e-6   # LayerNorm epsilon (1e-6 for Google/timm/torchvision, 1e-12 for Hugging Face)
+    global_pool: str = "token"     # "token": classify from CLS; "avg": mean of patch tokens
+    fc_norm: bool = False          # with "avg": LayerNorm after pooling instead of before (timm's fc_norm)
+    representation_size: int | None = None  # width of the pre-logits Linear+Tanh layer; None: no such layer
+    drop_rate: float = 0.0         # dropout on position-embedded tokens, in MLPs and before the head
+    attn_drop_rate: float = 0.0    # dropout on attention probabilities
+    drop_path_rate: float = 0.0    # stochastic depth, rising linearly to this rate in the last block
+
+    def __post_init__(self):
+        if isinstance(self.img_size, int):  # accept 224 for (224, 224)
+            object.__setattr__(self, "img_size", (self.img_size, self.img_size))
+        object.__setattr__(self, "img_size", tuple(int(s) for s in self.img_size))
+        if self.embed_dim % self.num_heads:
+            raise ValueError(f"embed_dim must be divisible by num_heads! Expected a multiple of {self.num_heads} "
+                             f"but got {self.embed_dim}!")
+        if self.global_pool not in ("token", "avg"):
+            raise ValueError(f"global_pool must be 'token' or 'avg' but got {self.global_pool!r}!")
+        if self.global_pool == "token" and not self.class_token:
+            raise ValueError("global_pool='token' needs class_token=True!")
+        for side in self.img_size:
+            if side % self.patch_size:
+                raise ValueError(f"img_size {self.img_size} is not divisible by patch_size {self.patch_size}!")
+
+    @property
+    def grid(self) -> tuple[int, int]:
+        """Native patch grid (gh, gw)."""
+        return self.img_size[0] // self.patch_size, self.img_size[1] // self.patch_size
+
+    @property
+    def num_prefix_tokens(self) -> int:
+        return int(self.class_token) + int(self.distilled) + self.num_reg_tokens
+
+
+# Named variants of the paper (Table 1) and DeiT: width D, depth L, heads H, MLP width.
+_SIZES = {
+    "tiny": dict(embed_dim=192, depth=12, num_heads=3, mlp_dim=768),
+    "small": dict(embed_dim=384, depth=12, num_heads=6, mlp_dim=1536),
+    "base": dict(embed_dim=768, depth=12, num_heads=12, mlp_dim=3072),
+    "large": dict(embed_dim=1024, depth=24, num_heads=16, mlp_dim=4096),
+    "huge": dict(embed_dim=1280, depth=32, num_heads=16, mlp_dim=5120),
+}
+_SHORT = {"ti": "tiny", "s": "small", "b": "base", "l": "large", "h": "huge"}
+
+
+def variant(name: str, **overrides) -> ViTConfig:
+    """Config of a named variant: "base", "vit_b_16", "ViT-B/16", "tiny-14", … (size, optional patch 14/16/32)."""
+    key = name.lower().replace("vit", "").replace("/", "_").replace("-", "_").strip("_")
+    size, _, patch = key.partition("_")
+    size = _SHORT.get(size, size)
+    if size not in _SIZES:
+        raise ValueError(f"Unknown ViT variant {name!r}! Expected one of {sorted(_SIZES)} with an optional "
+                         f"patch size 14, 16 or 32, e.g. 'vit_b_16'.")
+    patch_size = int(patch) if patch else 16
+    return ViTConfig(**{**_SIZES[size], "patch_size": patch_size, **overrides})
+
+
+class TokenLayout(NamedTuple):
+    """How the T tokens of a forward pass are laid out: ``num_prefix`` tokens, then a gh×gw patch grid (row-major)."""
+    num_prefix: int
+    grid: tuple[int, int]
+
+    @property
+    def num_tokens(self) -> int:
+        return self.num_prefix + self.grid[0] * self.grid[1]
+
+
+class PatchEmbed(nn.Module):
+    """Cut the image into P×P patches and project each to D dims with one strided convolution."""
+
+    def __init__(self, cfg: ViTConfig):
+        super().__init__()
+        self.patch_size = cfg.patch_size
+        self.proj = nn.Conv2d(cfg.in_chans, cfg.embed_dim, kernel_size=cfg.patch_size, stride=cfg.patch_size)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        B, C, H, W = x.shape
+        if H % self.patch_size or W % self.patch_size:
+            P = self.patch_size
+            raise ValueError(f"Input size {H}×{W} is not divisible by the patch size {P}! "
+                             f"Expected height and width that are multiples of {P}, e.g. {H // P * P or P}×{W // P * P or P}.")
+        x = self.proj(x)                     # (B, D, gh, gw)
+        return x.flatten(2).transpose(1, 2)  # (B, N, D) with N = gh·gw, row-major
+
+
+class Attention(nn.Module):
+    """Multi-head self-attention with a fused (SDPA) path and an explicit-softmax path that can return the maps."""
+
+    def __init__(self, cfg: ViTConfig):
+        super().__init__()
+        self.num_heads = cfg.num_heads
+        self.head_dim = cfg.embed_dim // cfg.num_heads
+        self.scale = self.head_dim ** -0.5
+        self.fused_attn = True  # plain forward uses F.scaled_dot_product_attention
+        self.qkv = nn.Linear(cfg.embed_dim, 3 * cfg.embed_dim, bias=cfg.qkv_bias)
+        self.attn_drop = nn.Dropout(cfg.attn_drop_rate)
+        self.proj = nn.Linear(cfg.embed_dim, cfg.embed_dim)
+        self.proj_drop = nn.Dropout(cfg.drop_rate)
+
+    def forward(self, x: torch.Tensor, return_attn: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """x: (B, T, D) -> (out (B, T, D), attention probabilities (B, H, T, T) if return_attn else None)."""
+        B, T, D = x.shape
+        qkv = self.qkv(x).reshape(B, T, 3, self.num_heads, self.head_dim)  # (B, T, 3, H, Dh)
+        q, k, v = qkv.permute(2, 0, 3, 1, 4).unbind(0)                      # each (B, H, T, Dh)
+        attn = None
+        if self.fused_attn and not return_attn:
+            x = F.scaled_dot_product_attention(q, k, v, dropout_p=self.attn_drop.p if self.training else 0.0)
+        else:
+            attn = (q * self.scale) @ k.transpose(-2, -1)  # (B, H, T, T) scaled dot products
+            attn = attn.softmax(dim=-1)                    # each query row sums to 1
+            x = self.attn_drop(attn) @ v                   # (B, H, T, Dh)
+        x = x.transpose(1, 2).reshape(B, T, D)             # heads concatenated back to (B, T, D)
+        return self.proj_drop(self.proj(x)), attn
+
+
+class Mlp(nn.Module):
+    """Linear -> GELU -> Dropout -> Linear -> Dropout."""
+
+    def __init__(self, cfg: ViTConfig):
+        super().__init__()
+        self.fc1 = nn.Linear(cfg.embed_dim, cfg.mlp_dim)
+        self.act = nn.GELU()
+        self.drop1 = nn.Dropout(cfg.drop_rate)
+        self.fc2 = nn.Linear(cfg.mlp_dim, cfg.embed_dim)
+        self.drop2 = nn.Dropout(cfg.drop_rate)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.drop2(self.fc2(self.drop1(self.act(self.fc1(x)))))
+
+
+class LayerScale(nn.Module):
+    def __init__(self, dim: int, init_value: float = 1e-5):
+        super().__init__()
+        self.gamma = nn.Parameter(init_value * torch.ones(dim))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * self.gamma
+
+
+class DropPath(nn.Module):
+    """Stochastic depth: drop the whole residual branch per sample with probability p while training."""
+
+    def __init__(self, p: float = 0.0):
+        super().__init__()
+        self.p = p
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.p == 0.0 or not self.training:
+            return x
+        keep = 1.0 - self.p
+        mask = x.new_empty((x.shape[0],) + (1,) * (x.ndim - 1)).bernoulli_(keep)  # (B, 1, 1)
+        return x * mask / keep
+
+
+class Block(nn.Module):
+    """Pre-norm transformer block."""
+
+    def __init__(self, cfg: ViTConfig, drop_path: float):
+        super().__init__()
+        self.norm1 = nn.LayerNorm(cfg.embed_dim, eps=cfg.layer_norm_eps)
+        self.attn = Attention(cfg)
+        self.ls1 = LayerScale(cfg.embed_dim) if cfg.layer_scale else nn.Identity()
+        self.norm2 = nn.LayerNorm(cfg.embed_dim, eps=cfg.layer_norm_eps)
+        self.mlp = Mlp(cfg)
+        self.ls2 = LayerScale(cfg.embed_dim) if cfg.layer_scale else nn.Identity()
+        self.drop_path = DropPath(drop_path)
+
+    def forward(self, x: torch.Tensor, return_attn: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """x: (B, T, D) -> (B, T, D), and the block's attention (B, H, T, T) when asked."""
+        a, attn = self.attn(self.norm1(x), return_attn)
+        x = x + self.drop_path(self.ls1(a))
+        x = x + self.drop_path(self.ls2(self.mlp(self.norm2(x))))
+        return x, attn
+
+
+class VisionTransformer(nn.Module):
+    def __init__(self, cfg: ViTConfig):
+        super().__init__()
+        self.cfg = cfg
+        D = cfg.embed_dim
+        self.patch_embed = PatchEmbed(cfg)
+        self.cls_token = nn.Parameter(torch.zeros(1, 1, D)) if cfg.class_token else None
+        self.dist_token = nn.Parameter(torch.zeros(1, 1, D)) if cfg.distilled else None
+        self.reg_token = nn.Parameter(torch.zeros(1, cfg.num_reg_tokens, D)) if cfg.num_reg_tokens else None
+        gh, gw = cfg.grid
+        pos_len = gh * gw + (cfg.num_prefix_tokens - cfg.num_reg_tokens if cfg.pos_embed_prefix else 0)
+        self.pos_embed = nn.Parameter(torch.zeros(1, pos_len, D))  # (1, [CLS, DIST] + gh·gw, D); registers never get one
+        self.pos_drop = nn.Dropout(cfg.drop_rate)
+        rates = [cfg.drop_path_rate * i / max(cfg.depth - 1, 1) for i in range(cfg.depth)]
+        self.blocks = nn.ModuleList([Block(cfg, r) for r in rates])
+        use_fc_norm = cfg.global_pool == "avg" and cfg.fc_norm
+        self.norm = nn.Identity() if use_fc_norm else nn.LayerNorm(D, eps=cfg.layer_norm_eps)
+        self.fc_norm = nn.LayerNorm(D, eps=cfg.layer_norm_eps) if use_fc_norm else nn.Identity()
+        R = cfg.representation_size
+        self.pre_logits = nn.Sequential(nn.Linear(D, R), nn.Tanh()) if R else nn.Identity()
+        self.head_drop = nn.Dropout(cfg.drop_rate)
+        width = R or D
+        self.head = nn.Linear(width, cfg.num_classes) if cfg.num_classes else nn.Identity()
+        self.head_dist = nn.Linear(width, cfg.num_classes) if cfg.distilled and cfg.num_classes else None
+        self.apply(_init_weights)
+        for p in (self.cls_token, self.dist_token, self.reg_token, self.pos_embed):
+            if p is not None:
+                nn.init.trunc_normal_(p, std=0.02)
+
+    @property
+    def fused_attn(self) -> bool:
+        return all(b.attn.fused_attn for b in self.blocks)
+
+    @fused_attn.setter
+    def fused_attn(self, value: bool) -> None:
+        for b in self.blocks:
+            b.attn.fused_attn = value
+
+    def token_layout(self, height: int, width: int) -> TokenLayout:
+        """Token layout for an input of height×width pixels; raises ValueError when the patch size does not divide it."""
+        P = self.cfg.patch_size
+        if height % P or width % P or height < P or width < P:
+            raise ValueError(f"Wrong input size! Expected height and width that are positive multiples of the "
+                             f"patch size {P} (e.g. {self.cfg.img_size[0]}×{self.cfg.img_size[1]}) but got {height}×{width}!")
+        return TokenLayout(self.cfg.num_prefix_tokens, (height // P, width // P))
+
+    def resampled_pos_embed(self, grid: tuple[int, int]) -> torch.Tensor:
+        """Position embeddings for a gh×gw grid: the patch part resized bicubically, prefix part untouched.
+
+        Returns (1, prefix_with_pos + gh·gw, D).
+        """
+        n_pre = self.pos_embed.shape[1] - self.cfg.grid[0] * self.cfg.grid[1]
+        if tuple(grid) == self.cfg.grid:
+            return self.pos_embed
+        prefix, patches = self.pos_embed[:, :n_pre], self.pos_embed[:, n_pre:]
+        gh0, gw0 = self.cfg.grid
+        D = patches.shape[-1]
+        patches = patches.reshape(1, gh0, gw0, D).permute(0, 3, 1, 2)  # (1, D, gh0, gw0)
+        patches = F.interpolate(patches, size=grid, mode="bicubic", align_corners=False)
+        patches = patches.permute(0, 2, 3, 1).reshape(1, grid[0] * grid[1], D)  # (1, gh·gw, D)
+        return torch.cat([prefix, patches], dim=1)
+
+    def embed(self, x: torch.Tensor) -> torch.Tensor:
+        """Images (B, C, H, W) -> position-embedded tokens (B, T, D): [CLS, DIST, REG…, patches]."""
+        B, C, H, W = x.shape
+        if C != self.cfg.in_chans:
+            raise ValueError(f"Wrong number of channels! Expected {self.cfg.in_chans} but got {C}!")
+        layout = self.token_layout(H, W)
+        x = self.patch_embed(x)  # (B, N, D)
+        with_pos = [t.expand(B, -1, -1) for t in (self.cls_token, self.dist_token) if t is not None]
+        pos = self.resampled_pos_embed(layout.grid)
+        if self.cfg.pos_embed_prefix:
+            x = torch.cat(with_pos + [x], dim=1) + pos  # (B, [CLS, DIST] + N, D)
+        else:
+            x = torch.cat(with_pos + [x + pos], dim=1)
+        if self.reg_token is not None:  # registers go after CLS/DIST, without position embedding
+            n = len(with_pos)
+            x = torch.cat([x[:, :n], self.reg_token.expand(B, -1, -1), x[:, n:]], dim=1)  # (B, T, D)
+        return self.pos_drop(x)
+
+    def forward_head(self, x: torch.Tensor) -> torch.Tensor:
+        """Final tokens (B, T, D) -> logits (B, num_classes), or pooled features (B, D) when there is no head."""
+        x = self.norm(x)
+        if self.cfg.global_pool == "avg":
+            pooled = x[:, self.cfg.num_prefix_tokens:].mean(dim=1)  # (B, D) mean of patch tokens
+        else:
+            pooled = x[:, 0]                                         # (B, D) the CLS token
+        logits = self.head(self.head_drop(self.pre_logits(self.fc_norm(pooled))))
+        if self.head_dist is not None:  # DeiT: average the class and distillation heads at inference
+            dist_logits = self.head_dist(self.head_drop(self.pre_logits(x[:, 1])))
+            logits = (logits + dist_logits) / 2
+        return logits
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Images (B, C, H, W) -> logits (B, num_classes)."""
+        x = self.embed(x)
+        for blk in self.blocks:
+            x, _ = blk(x)
+        return self.forward_head(x)
+
+    def forward_with_attention(self, x: torch.Tensor, return_token_norms: bool = False):
+        """Logits plus every layer's attention, from one forward pass with an explicit softmax.
+
+        Returns ``(logits (B, K), attn (B, L, H, T, T))`` where T = prefix tokens + patches (see
+        ``token_layout``); with ``return_token_norms`` also the L2 norm of every token after each block,
+        ``(B, L, T)``. The maps live only in this call's locals, so concurrent calls are independent.
+        """
+        x = self.embed(x)
+        maps, norms = [], []
+        for blk in self.blocks:
+            x, attn = blk(x, return_attn=True)
+            maps.append(attn)                        # (B, H, T, T)
+            if return_token_norms:
+                norms.append(x.norm(dim=-1))         # (B, T)
+        logits = self.forward_head(x)
+        attn = torch.stack(maps, dim=1)              # (B, L, H, T, T)
+        if return_token_norms:
+            return logits, attn, torch.stack(norms, dim=1)  # (B, L, T)
+        return logits, attn
+
+
+def _init_weights(m: nn.Module) -> None:
+    """Truncated-normal(0.02) for Linear and patch weights, zeros for biases, ones/zeros for LayerNorm."""
+    if isinstance(m, (nn.Linear, nn.Conv2d)):
+        nn.init.trunc_normal_(m.weight, std=0.02)
+        if m.bias is not None:
+            nn.init.zeros_(m.bias)
+    elif isinstance(m, nn.LayerNorm):
+        nn.init.ones_(m.weight)
+        nn.init.zeros_(m.bias)

@@ -16,8 +16,7 @@ that concurrent calls never mix and the captured maps are exactly the ones the l
 """
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import NamedTuple
 
 import torch

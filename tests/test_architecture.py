@@ -1,0 +1,66 @@
+"""Protects the Model tab (viz/architecture.py): parameter counts equal the real module's, shapes follow the input."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+import vit
+from viz.architecture import attention_cache_bytes, block_params, stages, to_markdown, total_params
+
+
+@pytest.mark.parametrize("name, overrides", [
+    ("vit_b_16", {}),
+    ("tiny", {}),
+    ("small", dict(distilled=True)),
+    ("tiny", dict(num_reg_tokens=4, layer_scale=True)),
+    ("tiny", dict(class_token=False, global_pool="avg", fc_norm=True, representation_size=96)),
+    ("tiny-32", dict(pos_embed_prefix=False, qkv_bias=False, num_classes=10)),
+    ("tiny", dict(num_classes=0)),
+])
+def test_parameter_counts_match_the_model(name, overrides):
+    cfg = vit.variant(name, **overrides)
+    with torch.device("meta"):  # shapes only: no memory, no initialisation cost
+        model = vit.VisionTransformer(cfg)
+    assert total_params(stages(cfg)) == sum(p.numel() for p in model.parameters())
+    assert block_params(cfg) == sum(p.numel() for p in model.blocks[0].parameters())
+
+
+def test_vit_b16_shapes_at_224_are_the_papers():
+    rows = {r.name.split(":")[0].strip(" ├└"): r for r in stages(vit.variant("vit_b_16"))}
+    assert rows["Input image (center crop)"].shape == "224×224×3"
+    assert rows["Patch embedding"].shape == "196×768"
+    assert rows["Prepend CLS token"].shape == "197×768"
+    assert rows["12 × transformer block"].shape == "197×768"
+    assert rows["softmax(q·kᵀ/√d) — the attention maps"].shape == "12×197×197"
+    assert rows["Classifier head"].shape == "1000"
+    assert total_params(stages(vit.variant("vit_b_16"))) == 86_567_656  # torchvision's vit_b_16 has the same count
+
+
+def test_shapes_follow_the_input_size_and_match_a_forward_pass():
+    cfg = vit.variant("tiny", distilled=True)
+    model = vit.VisionTransformer(cfg).eval()
+    with torch.inference_mode():
+        _, attn = model.forward_with_attention(torch.zeros(1, 3, 160, 96))
+    L, H, T = attn.shape[1], attn.shape[2], attn.shape[3]
+    rows = stages(cfg, (160, 96))
+    assert [r.shape for r in rows[:4]] == ["160×96×3", "60×192", "62×192", "62×192"]
+    assert any(r.shape == f"{H}×{T}×{T}" for r in rows) and L == cfg.depth
+    assert "resampled bicubically to 10×6" in rows[3].note
+
+
+def test_indivisible_input_is_refused_with_expected_and_got():
+    with pytest.raises(ValueError, match="225×224 is not divisible by the patch size 16"):
+        stages(vit.variant("tiny"), (225, 224))
+
+
+def test_attention_cache_of_vit_b16_fits_the_15_mb_budget_in_float16():
+    assert attention_cache_bytes(vit.variant("vit_b_16")) == 12 * 12 * 197 * 197 * 2
+    assert attention_cache_bytes(vit.variant("vit_b_16")) < 15e6 < attention_cache_bytes(vit.variant("vit_b_16"), bytes_per_value=4)
+
+
+def test_markdown_lists_every_stage_and_the_total():
+    rows = stages(vit.variant("tiny"))
+    text = to_markdown(rows, "ViT-Ti/16")
+    assert text.startswith("### ViT-Ti/16")
+    assert text.count("\n| ") == len(rows) + 1  # header + one line per stage (separator starts with "|-")
+    assert f"**Total: {total_params(rows):,} parameters.**" in text

@@ -1,0 +1,271 @@
+"""``vit.load(source)``: find a checkpoint, read it safely, and return our model with its preprocessing and labels.
+
+Sources, tried in this order: None/"default" (torchvision's ViT-B/16 IMAGENET1K_V1); a path to a file or
+a Hugging Face folder; a known name (vit.registry) looked up in weights/ and the torch hub cache, and for
+torchvision's weights downloaded through torchvision when online; a file name inside weights/.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+from . import registry
+from .checkpoint import checkpoint_filter_fn, detect_format, google_num_heads, load_strict, resample_pos_embed, \
+    unwrap_state_dict
+from .files import CHECKPOINT_SUFFIXES, OWN_FORMAT, OWN_VERSION, read_file
+from .infer import checkpoint_grid, infer_config
+from .labels import default_labels, imagenet_labels
+from .model import ViTConfig, VisionTransformer, variant
+from .preprocess import IMAGENET_MEAN, IMAGENET_STD, INCEPTION_MEAN, INCEPTION_STD, Preprocess
+
+_REPO = Path(__file__).resolve().parent.parent
+SIDECAR_FIELDS = {"name", "variant", "config", "format", "preprocess", "labels"}
+
+
+def weights_dir() -> Path:
+    """Folder of local checkpoints: $VIT_WEIGHTS_DIR, else <repo>/weights (read on every call)."""
+    return Path(os.environ.get("VIT_WEIGHTS_DIR") or _REPO / "weights")
+
+
+WEIGHTS_DIR = weights_dir()
+
+
+@dataclass
+class LoadedModel:
+    model: VisionTransformer = field(repr=False)  # eval mode
+    preprocess: Preprocess                      # PIL image -> (1, 3, H, W) for this checkpoint
+    labels: list[str] = field(repr=False)       # class index -> name ([] for a backbone without head)
+    name: str                                   # short display name
+    source: str                                 # the path or known name it came from
+    config: ViTConfig = field(repr=False)
+    format: str = "vit-explorer"                # checkpoint format it was read from
+
+
+@dataclass
+class _Meta:
+    """What a checkpoint's tensors do not say, gathered from the registry, a sidecar JSON or a HF config."""
+    name: str
+    format: str | None = None
+    config: dict = field(default_factory=dict)
+    preprocess: Preprocess | None = None
+    labels: list[str] | None = None
+    variant: str | None = None
+
+
+def list_local_checkpoints(directory: str | Path | None = None) -> list[str]:
+    """Names of the checkpoints in weights/ (files with a checkpoint suffix and Hugging Face folders), sorted."""
+    directory = Path(directory) if directory else weights_dir()
+    if not directory.is_dir():
+        return []
+    return sorted(p.name for p in directory.iterdir()
+                  if (p.is_file() and p.suffix in CHECKPOINT_SUFFIXES) or (p.is_dir() and (p / "config.json").is_file()))
+
+
+def load(source: str | Path | None = None, *, download: bool | None = None, **overrides) -> LoadedModel:
+    """Load a checkpoint as our VisionTransformer (eval mode) with its preprocessing and labels.
+
+    ``source``: None or "default", a path (file or Hugging Face folder), a known name (see
+    ``vit.registry``), or a file name in weights/. ``download`` (default: unless $VIT_OFFLINE is set)
+    lets torchvision download its weights into the torch hub cache. ``overrides`` are ViTConfig fields
+    that win over what is inferred (e.g. ``num_heads=6``, or ``img_size=(384, 384)``: position
+    embeddings are then resampled). ValueError for a bad or mismatched checkpoint, FileNotFoundError
+    when nothing is found (the message says what to download and where to put it).
+    """
+    if download is None:
+        download = not os.environ.get("VIT_OFFLINE")
+    if source is not None and not str(source).strip():
+        raise ValueError("Empty checkpoint source! Expected a path, a known name such as 'default', or a file in "
+                         f"{weights_dir()}.")
+    text = "default" if source is None else str(source)
+    path = Path(text).expanduser()
+    if source is not None and path.exists():
+        return _load_path(path, text, overrides)
+    known = registry.by_name(text)
+    if known is not None:
+        return _load_known(known, download, overrides)
+    local = weights_dir() / text
+    if local.exists():
+        return _load_path(local, text, overrides)
+    available = list_local_checkpoints()
+    raise FileNotFoundError(
+        f"No checkpoint {text!r}: it is not an existing path, not a known name (e.g. 'default', "
+        f"{registry.SHARED_CHECKPOINTS[0].name!r}, 'vit_b_16') and not a file in {weights_dir()} "
+        f"(which holds: {', '.join(available) or 'nothing'}). Put the file in {weights_dir()} or pass its path.")
+
+
+def _load_known(known: registry.KnownCheckpoint, download: bool, overrides: dict) -> LoadedModel:
+    """A known checkpoint from weights/ or the torch hub cache, else torchvision's download."""
+    places = [weights_dir() / known.filename, Path(torch.hub.get_dir()) / "checkpoints" / known.filename]
+    for p in places:
+        if p.is_file():
+            return _load_path(p, str(p), overrides, known=known)
+    error = None
+    if download and known.weights is not None:
+        try:  # torchvision's own download into the torch hub cache, hash-checked and read without pickled code
+            state = known.weights.get_state_dict(progress=True, check_hash=True, weights_only=True)
+            return _build(state, known.url, _meta_from_known(known), overrides)
+        except OSError as e:  # URLError is an OSError: offline, DNS failure, refused connection
+            error = e
+    why = f"Downloading failed ({error}). " if error else ("Downloading is off (VIT_OFFLINE is set). " if
+                                                           known.weights is not None else "")
+    raise FileNotFoundError(
+        f"Checkpoint {known.name!r} is not available offline. Looked for: {', '.join(map(str, places))}. {why}"
+        f"Download {known.url} and save it as {weights_dir() / known.filename} (or set VIT_WEIGHTS_DIR to the "
+        f"folder that holds {known.filename}), or pass a checkpoint path to vit.load().")
+
+
+def _meta_from_known(known: registry.KnownCheckpoint) -> _Meta:
+    return _Meta(name=known.name, format=known.format, config=dict(known.config), preprocess=known.preprocess)
+
+
+def _load_path(path: Path, source: str, overrides: dict, known: registry.KnownCheckpoint | None = None) -> LoadedModel:
+    if path.is_dir():
+        return _load_huggingface_folder(path, source, overrides)
+    raw = read_file(path)
+    known = known or registry.identify(path)
+    meta = _meta_from_known(known) if known else _Meta(name=path.stem)
+    sidecar = path.with_suffix(".json")
+    if sidecar.is_file():
+        meta = _apply_sidecar(meta, sidecar)
+    return _build(raw, source, meta, overrides)
+
+
+def _apply_sidecar(meta: _Meta, path: Path) -> _Meta:
+    """model.pt + model.json: {"name", "variant", "config", "format", "preprocess", "labels"} (all optional)."""
+    try:
+        d = json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ValueError(f"Sidecar {path} is not valid JSON: {e}") from None
+    if not isinstance(d, dict) or set(d) - SIDECAR_FIELDS:
+        raise ValueError(f"Sidecar {path} must be a JSON object with some of {sorted(SIDECAR_FIELDS)}; got "
+                         f"{sorted(d) if isinstance(d, dict) else type(d).__name__}.")
+    labels = d.get("labels", meta.labels)
+    if labels == "imagenet":
+        labels = imagenet_labels()
+    elif labels is not None and not (isinstance(labels, list) and all(isinstance(s, str) for s in labels)):
+        raise ValueError(f"Sidecar {path}: labels must be a list of strings or \"imagenet\".")
+    preprocess = Preprocess.from_dict(d["preprocess"]) if "preprocess" in d else meta.preprocess
+    return _Meta(name=d.get("name", meta.name), format=d.get("format", meta.format),
+                 config={**meta.config, **d.get("config", {})}, preprocess=preprocess, labels=labels,
+                 variant=d.get("variant", meta.variant))
+
+
+def _load_huggingface_folder(folder: Path, source: str, overrides: dict) -> LoadedModel:
+    """A save_pretrained folder of ViTForImageClassification (or DeiT): config.json + weights (+ preprocessor)."""
+    config_file = folder / "config.json"
+    if not config_file.is_file():
+        raise ValueError(f"{folder} is a folder but not a Hugging Face model: no config.json inside.")
+    hf = json.loads(config_file.read_text())
+    if hf.get("model_type") not in ("vit", "deit"):
+        raise ValueError(f"{folder}: unsupported Hugging Face model_type {hf.get('model_type')!r}! Expected 'vit' or 'deit'.")
+    if hf.get("hidden_act", "gelu") != "gelu":
+        raise ValueError(f"{folder}: hidden_act {hf['hidden_act']!r} is not supported! Expected 'gelu' (exact GELU).")
+    state = _read_huggingface_weights(folder)
+    id2label = hf.get("id2label") or {}
+    labels = [id2label.get(str(i), id2label.get(i)) for i in range(len(id2label))]
+    if not labels or None in labels or all(s == f"LABEL_{i}" for i, s in enumerate(labels)):
+        labels = None  # HF's placeholder names: fall back to ImageNet names for 1000 classes
+    size = hf.get("image_size", 224)
+    config = dict(num_heads=hf["num_attention_heads"], layer_norm_eps=hf.get("layer_norm_eps", 1e-12),
+                  img_size=tuple(size) if isinstance(size, (list, tuple)) else (size, size))
+    meta = _Meta(name=folder.name, format="huggingface", config=config, labels=labels,
+                 preprocess=_huggingface_preprocess(folder / "preprocessor_config.json", config["img_size"]))
+    return _build(state, source, meta, overrides)
+
+
+def _read_huggingface_weights(folder: Path) -> dict:
+    for name in ("model.safetensors", "pytorch_model.bin"):
+        if (folder / name).is_file():
+            return read_file(folder / name)
+    for index in ("model.safetensors.index.json", "pytorch_model.bin.index.json"):
+        if (folder / index).is_file():  # sharded: the index maps every tensor to its shard
+            shards = sorted(set(json.loads((folder / index).read_text())["weight_map"].values()))
+            return {k: v for s in shards for k, v in read_file(folder / s).items()}
+    raise FileNotFoundError(f"{folder}: no model.safetensors or pytorch_model.bin (nor a sharded index) inside.")
+
+
+def _huggingface_preprocess(path: Path, img_size: tuple[int, int]) -> Preprocess:
+    """HF image processor settings -> Preprocess. HF resizes to exactly size×size; we resize the short side and
+    center-crop, which is the same for square photos and keeps the aspect ratio otherwise."""
+    d = json.loads(path.read_text()) if path.is_file() else {}
+    interpolation = {2: "bilinear", 3: "bicubic"}.get(d.get("resample", 2), "bilinear")
+    mean, std = tuple(d.get("image_mean", INCEPTION_MEAN)), tuple(d.get("image_std", INCEPTION_STD))
+
+    def hw(s):
+        if isinstance(s, dict):
+            return (s["height"], s["width"]) if "height" in s else (s["shortest_edge"],) * 2
+        return (s, s) if isinstance(s, int) else tuple(img_size)
+
+    crop = hw(d["crop_size"]) if d.get("do_center_crop") and "crop_size" in d else hw(d.get("size", img_size))
+    resize = min(hw(d.get("size", crop)))
+    return Preprocess(resize=resize, crop=crop, interpolation=interpolation, mean=mean, std=std)
+
+
+def _build(raw: dict, source: str, meta: _Meta, overrides: dict) -> LoadedModel:
+    """Checkpoint dict -> LoadedModel: unwrap, detect the format, rename keys, infer the config, load strictly."""
+    if raw.get("format") == OWN_FORMAT:
+        return _build_own(raw, source, meta, overrides)
+    state = unwrap_state_dict(raw)
+    fmt = meta.format or detect_format(state)
+    config = dict(meta.config)
+    if fmt == "google-npz":
+        config.setdefault("num_heads", google_num_heads(state))
+    if meta.variant:
+        v = variant(meta.variant)
+        config.update({k: getattr(v, k) for k in ("patch_size", "embed_dim", "depth", "num_heads", "mlp_dim")})
+    state = checkpoint_filter_fn(state, fmt)
+    cfg = infer_config(state, **{**config, **overrides})
+    state = _fit_pos_embed(state, cfg, checkpoint_grid(state, cfg))
+    return _finish(state, cfg, source, meta, fmt, overrides)
+
+
+def _build_own(ckpt: dict, source: str, meta: _Meta, overrides: dict) -> LoadedModel:
+    """Our own format carries config, labels and preprocessing; the sidecar/registry cannot be needed."""
+    if ckpt.get("version") != OWN_VERSION:
+        raise ValueError(f"{source}: unsupported {OWN_FORMAT} checkpoint version {ckpt.get('version')!r}! "
+                         f"Expected {OWN_VERSION}.")
+    saved = ViTConfig(**ckpt["config"])
+    cfg = dataclasses.replace(saved, **overrides)
+    state = _fit_pos_embed(ckpt["model"], cfg, saved.grid)
+    name = (ckpt.get("extra") or {}).get("name") or meta.name
+    meta = _Meta(name=name, config={}, labels=list(ckpt["labels"]),
+                 preprocess=Preprocess.from_dict(ckpt["preprocess"]))
+    return _finish(state, cfg, source, meta, OWN_FORMAT, overrides)
+
+
+def _fit_pos_embed(state: dict, cfg: ViTConfig, old_grid: tuple[int, int]) -> dict:
+    """Resample the checkpoint's position embeddings when the model is built for another grid."""
+    if "pos_embed" not in state or tuple(old_grid) == cfg.grid:
+        return state
+    num_prefix = int(cfg.class_token) + int(cfg.distilled) if cfg.pos_embed_prefix else 0
+    return {**state, "pos_embed": resample_pos_embed(state["pos_embed"], num_prefix, cfg.grid, old_grid)}
+
+
+def _finish(state: dict, cfg: ViTConfig, source: str, meta: _Meta, fmt: str, overrides: dict) -> LoadedModel:
+    model = VisionTransformer(cfg)
+    load_strict(model, state, source)
+    model.eval()
+    labels = meta.labels if meta.labels is not None else default_labels(cfg.num_classes)
+    if len(labels) != cfg.num_classes:
+        raise ValueError(f"{source}: wrong number of labels! Expected {cfg.num_classes} (the head's outputs) "
+                         f"but got {len(labels)}.")
+    preprocess = meta.preprocess or default_preprocess(fmt, cfg)
+    if "img_size" in overrides and preprocess.crop != cfg.img_size:  # run at the requested size, same crop ratio
+        ratio = preprocess.resize / min(preprocess.crop)
+        preprocess = dataclasses.replace(preprocess, crop=cfg.img_size, resize=round(min(cfg.img_size) * ratio))
+    return LoadedModel(model=model, preprocess=preprocess, labels=labels, name=meta.name, source=source,
+                       config=cfg, format=fmt)
+
+
+def default_preprocess(fmt: str, cfg: ViTConfig) -> Preprocess:
+    """Preprocessing of a checkpoint that names none: its source's convention at the model's native size."""
+    if fmt == "torchvision":
+        return Preprocess.for_crop(cfg.img_size, interpolation="bilinear", mean=IMAGENET_MEAN, std=IMAGENET_STD)
+    if fmt in ("google-npz", "huggingface"):
+        return Preprocess.for_crop(cfg.img_size, interpolation="bicubic", mean=INCEPTION_MEAN, std=INCEPTION_STD)
+    return Preprocess.for_crop(cfg.img_size, interpolation="bicubic", mean=IMAGENET_MEAN, std=IMAGENET_STD)

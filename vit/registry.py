@@ -1,0 +1,110 @@
+"""Checkpoints we know: the files in ../shared/weights (by sha256) and torchvision's ViT weights (by file name).
+
+A known checkpoint carries what its tensors cannot tell: its preprocessing, its number of heads where
+64 dims per head would be wrong, and where to download it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .files import sha256
+from .preprocess import IMAGENET_MEAN, IMAGENET_STD, INCEPTION_MEAN, INCEPTION_STD, Preprocess
+
+
+@dataclass(frozen=True)
+class KnownCheckpoint:
+    name: str                     # short name, accepted by vit.load()
+    filename: str                 # the file's usual name (looked up in weights/ and the torch hub cache)
+    format: str                   # checkpoint format, see vit.checkpoint.FILTERS
+    preprocess: Preprocess        # how its training/evaluation images were prepared
+    config: dict = field(default_factory=dict)  # config fields the tensor shapes do not show (e.g. num_heads)
+    sha256: str | None = None     # full digest: recognises a renamed copy of the file
+    size: int | None = None       # bytes; only files of this size are hashed
+    url: str | None = None        # where to download it
+    weights: object = None        # torchvision weights enum member, for torchvision's own download
+
+
+_BICUBIC_256_224 = dict(resize=256, crop=(224, 224), interpolation="bicubic")
+
+SHARED_CHECKPOINTS = (
+    KnownCheckpoint(
+        name="vit_tiny_patch16_224.augreg_in21k_ft_in1k",
+        filename="vit_tiny_patch16_224.augreg_in21k_ft_in1k.safetensors",
+        format="timm",
+        preprocess=Preprocess(**_BICUBIC_256_224, mean=INCEPTION_MEAN, std=INCEPTION_STD),
+        config=dict(num_heads=3),
+        sha256="bb7536071de5e187af0395b4bad61ab56f7663eb293b316cd9f81b5802e14c11",
+        size=22_883_528,
+        url="https://github.com/codr-shiv/VisionTransformer (parameters/*.bin, repacked; see PROVENANCE.md)",
+    ),
+    KnownCheckpoint(
+        name="deit_tiny_patch16_224.pipevit_ln_fixedpoint",
+        filename="deit_tiny_patch16_224.pipevit_ln_fixedpoint.safetensors",
+        format="timm",
+        preprocess=Preprocess(**_BICUBIC_256_224, mean=IMAGENET_MEAN, std=IMAGENET_STD),
+        config=dict(num_heads=3),
+        sha256="d5fb53d84b9f82dd7356c80b4c83240a3fa46bdd867298be402242748a054caf",
+        size=22_883_544,
+        url="https://github.com/wvfunc/matlab-bit_true-deit_tiny-fix (mat_extract/deit_tiny, repacked; see PROVENANCE.md)",
+    ),
+)
+
+DEFAULT_NAME = "vit_b_16.imagenet1k_v1"  # torchvision's ViT_B_16_Weights.IMAGENET1K_V1
+
+
+def torchvision_checkpoints() -> list[KnownCheckpoint]:
+    """Every torchvision ViT weight (vit_b_16 … vit_h_14), named "<arch>.<weights name>" in lower case.
+
+    Preprocessing comes from each enum's own transforms: resize (default 256), crop, interpolation
+    (default bilinear) and ImageNet mean/std.
+    """
+    from torchvision.models import (ViT_B_16_Weights, ViT_B_32_Weights, ViT_H_14_Weights, ViT_L_16_Weights,
+                                    ViT_L_32_Weights)
+    out = []
+    for arch, enum in (("vit_b_16", ViT_B_16_Weights), ("vit_b_32", ViT_B_32_Weights), ("vit_l_16", ViT_L_16_Weights),
+                       ("vit_l_32", ViT_L_32_Weights), ("vit_h_14", ViT_H_14_Weights)):
+        for w in enum:
+            kw = w.transforms.keywords
+            crop = kw["crop_size"]
+            interpolation = kw.get("interpolation")
+            out.append(KnownCheckpoint(
+                name=f"{arch}.{w.name.lower()}",
+                filename=w.url.rsplit("/", 1)[-1],
+                format="torchvision",
+                preprocess=Preprocess(resize=kw.get("resize_size", 256), crop=(crop, crop),
+                                      interpolation=interpolation.value if interpolation else "bilinear",
+                                      mean=IMAGENET_MEAN, std=IMAGENET_STD),
+                config=dict(img_size=tuple(w.meta["min_size"])),
+                url=w.url,
+                weights=w,
+            ))
+    return out
+
+
+def known_checkpoints() -> list[KnownCheckpoint]:
+    return list(SHARED_CHECKPOINTS) + torchvision_checkpoints()
+
+
+def by_name(name: str) -> KnownCheckpoint | None:
+    """Known checkpoint by name; "default" and a bare torchvision arch ("vit_b_16") mean its IMAGENET1K_V1 weights."""
+    name = name.strip().lower()
+    if name == "default":
+        name = DEFAULT_NAME
+    for ck in known_checkpoints():
+        if name in (ck.name.lower(), ck.filename.lower()) or (ck.format == "torchvision" and
+                                                                 name + ".imagenet1k_v1" == ck.name):
+            return ck
+    return None
+
+
+def identify(path: Path) -> KnownCheckpoint | None:
+    """The known checkpoint this file is: by size and sha256 where known, else by torchvision's file name."""
+    size = path.stat().st_size
+    for ck in SHARED_CHECKPOINTS:
+        if ck.size == size and ck.sha256 == sha256(path):
+            return ck
+    for ck in torchvision_checkpoints():
+        if ck.filename == path.name:
+            return ck
+    return None

@@ -1,0 +1,132 @@
+"""Rendering: colour lookup tables, bilinear upsampling, blending, outlines, thumbnail grids and Figure plots."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import matplotlib
+import numpy as np
+import pytest
+from PIL import Image
+
+from viz import plots
+from viz.grids import interpolation_matrix, resize_maps, similarity_mosaic, thumbnail_grid, tile_images
+from viz.render import add_colorbar, colorize, colormap_lut, mark_patch, mask_outline, normalize, overlay, upsample
+
+
+def test_lut_matches_matplotlib():
+    lut = colormap_lut("viridis")
+    assert lut.shape == (256, 3) and lut.dtype == np.uint8
+    cmap = matplotlib.colormaps["viridis"]
+    for i in (0, 100, 255):
+        np.testing.assert_allclose(lut[i], np.array(cmap(i / 255)[:3]) * 255, atol=1)
+    with pytest.raises(ValueError, match="Unknown colormap"):
+        colormap_lut("no-such-map")
+
+
+def test_normalize_and_colorize():
+    v = normalize(np.array([[2.0, 4.0], [6.0, 10.0]]))
+    np.testing.assert_allclose(v, [[0, 0.25], [0.5, 1.0]])
+    np.testing.assert_array_equal(normalize(np.full((2, 2), 3.0)), np.zeros((2, 2)))
+    np.testing.assert_allclose(normalize(np.array([0.0, 5.0, 20.0]), vmin=0, vmax=10), [0, 0.5, 1.0])
+    rgb = colorize(v, "gray")
+    np.testing.assert_array_equal(rgb[..., 0], [[0, 64], [128, 255]])
+
+
+def test_upsample_is_bilinear_between_patch_centres():
+    m = np.array([[0.0, 1.0], [2.0, 3.0]], dtype=np.float32)
+    up = upsample(m, (4, 4))
+    assert up.shape == (4, 4)
+    np.testing.assert_allclose(up[0, 0], 0.0, atol=1e-6)    # corners are clamped to the corner patches
+    np.testing.assert_allclose(up[3, 3], 3.0, atol=1e-6)
+    np.testing.assert_allclose(up[0, 1], 0.25, atol=1e-6)   # pixel centre 1.5 -> a quarter of the way to patch 1
+    np.testing.assert_allclose(upsample(np.full((3, 5), 7.0), (48, 80)), 7.0, atol=1e-5)
+    np.testing.assert_allclose(resize_maps(m[None], (4, 4))[0], up, atol=1e-6)   # the grids' resize agrees
+    np.testing.assert_allclose(interpolation_matrix(3, 7).sum(1), 1.0, atol=1e-6)
+
+
+def test_overlay_blends_at_the_photo_resolution():
+    photo = Image.fromarray(np.full((32, 48, 3), 200, dtype=np.uint8))
+    values = np.array([[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]])
+    assert overlay(photo, values, alpha=0.0).tobytes() == photo.tobytes()
+    full = np.asarray(overlay(photo, values, cmap="gray", alpha=1.0))
+    assert full.shape == (32, 48, 3)
+    assert full[0, 0, 0] == 0 and full[-1, -1, 0] == 255     # min and max patches
+    half = np.asarray(overlay(photo, values, cmap="gray", alpha=0.5)).astype(int)
+    np.testing.assert_allclose(half, (200 + full.astype(int)) / 2, atol=1)
+    with_bar = overlay(photo, values, colorbar=True, label="x")
+    assert with_bar.size[1] == 32 and with_bar.size[0] > 48
+
+
+def test_mask_outline_and_patch_marker():
+    mask = np.zeros((4, 4), dtype=bool)
+    mask[1:3, 1:3] = True
+    edge = mask_outline(mask, (64, 64), width=2)
+    assert edge[32, 16:18].all() and not edge[32, 32]          # on the border, not inside
+    assert not edge[:8].any()
+    photo = Image.new("RGB", (64, 64), "black")
+    marked = np.asarray(mark_patch(photo, 1, 2, (4, 4), color=(0, 255, 0), width=1))
+    assert marked[16, 40, 1] == 255 and marked[20, 40, 1] == 0  # top edge of patch (1, 2), not its inside
+    bar = add_colorbar(photo, "viridis", 0.0, 1.0)
+    assert bar.size[1] == 64 and bar.size[0] > 64
+
+
+def test_thumbnail_grid_layout_round_trips_clicks():
+    maps = np.random.default_rng(0).random((3, 4, 2, 3)).astype(np.float32)
+    image, layout = thumbnail_grid(maps, cell=20, cmap="gray", row_labels=["a", "b", "c"],
+                                   col_labels=list("wxyz"), selected=(1, 2))
+    assert (layout.rows, layout.cols, layout.cell) == (3, 4, (20, 30))
+    assert image.size == (layout.left + 4 * 30 + 3 * layout.gap, layout.top + 3 * 20 + 2 * layout.gap)
+    pixels = np.asarray(image)
+    for r in range(3):
+        for c in range(4):
+            x0, y0, x1, y1 = layout.box(r, c)
+            assert layout.cell_at((x0 + x1) / 2, (y0 + y1) / 2) == (r, c)
+            brightest = np.unravel_index(maps[r, c].argmax(), (2, 3))   # each thumbnail is scaled on its own
+            y = y0 + int((brightest[0] + 0.5) * 10)
+            x = x0 + int((brightest[1] + 0.5) * 10)
+            assert pixels[y, x, 0] >= 235                         # near the top of the gray ramp
+    assert layout.cell_at(1, 1) is None                       # the label margin
+
+
+def test_thumbnail_grid_marks_and_background():
+    maps = np.zeros((1, 2, 4, 4), dtype=np.float32)
+    marks = np.zeros((1, 2, 4, 4), dtype=bool)
+    marks[0, 1, 0, 0] = True
+    image, layout = thumbnail_grid(maps, cell=16, cmap="gray", marks=marks,
+                                   background=np.full((8, 8, 3), 255, dtype=np.uint8), alpha=0.5)
+    pixels = np.asarray(image)
+    x0, y0, _, _ = layout.box(0, 1)
+    np.testing.assert_array_equal(pixels[y0, x0], (0, 255, 255))   # the marked patch's outline
+    x0, y0, _, _ = layout.box(0, 0)
+    assert abs(int(pixels[y0 + 8, x0 + 8, 0]) - 128) <= 1          # half photo (255), half map colour (0)
+
+
+def test_tiles_and_similarity_mosaic():
+    tiles = np.random.default_rng(0).random((5, 4, 4, 3))
+    assert tile_images(tiles, cols=3, scale=2, gap=1).size == (3 * 8 + 2, 2 * 8 + 1)
+    sim = np.arange(36, dtype=np.float32).reshape(6, 6)
+    mosaic = similarity_mosaic(sim, (2, 3), gap=1)
+    assert mosaic.shape == (2 * 3 - 1, 3 * 4 - 1)                            # tiles of 2×3 with 1-pixel gaps
+    np.testing.assert_array_equal(mosaic[0:2, 0:3], sim[0].reshape(2, 3))     # tile of patch (0, 0)
+    np.testing.assert_array_equal(mosaic[3:5, 4:7], sim[4].reshape(2, 3))     # tile of patch (1, 1)
+    assert np.isnan(mosaic[2]).all()
+
+
+def test_plots_have_labelled_axes_and_become_images():
+    rng = np.random.default_rng(0)
+    figs = [plots.distance_plot(rng.random((4, 3)) * 100, "title", uniform_distance=50.0),
+            plots.position_similarity_plot(np.eye(6), (2, 3)),
+            plots.token_norm_plot(rng.random((4, 1 + 6)) + 1, 1, flags=np.eye(4, 6, dtype=bool))]
+    for fig in figs:
+        ax = fig.axes[0]
+        assert ax.get_xlabel() and ax.get_ylabel()
+        image = plots.figure_to_image(fig)
+        assert image.mode == "RGB" and image.size == tuple(int(v) for v in fig.get_size_inches() * fig.dpi)
+
+
+def test_rendering_never_touches_pyplot():
+    code = ("import sys, numpy as np; from viz import panels, plots; "
+            "plots.figure_to_image(plots.distance_plot(np.ones((2, 2)))); "
+            "assert 'matplotlib.pyplot' not in sys.modules, 'pyplot imported'")
+    subprocess.run([sys.executable, "-c", code], check=True)

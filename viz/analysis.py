@@ -1,0 +1,56 @@
+"""Run the model once on an image and keep everything the panels need as numpy arrays.
+
+This is the only module of viz/ that touches a model (and torch); every map and panel downstream works
+on the returned ``Analysis``, so an app can cache it per session and re-render without the model.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import torch
+from PIL import Image
+
+from .result import Analysis, ModelArrays
+
+
+@torch.inference_mode()
+def analyze(loaded, image: Image.Image, attention_dtype=np.float32) -> Analysis:
+    """One forward pass with attention capture -> Analysis.
+
+    ``loaded``: a ``vit.LoadedModel`` (anything with ``.model``, ``.preprocess``, ``.labels``, ``.name``).
+    ``image``: any PIL image; ``loaded.preprocess.crop_image`` gives the exact pixels the model sees.
+    ``attention_dtype``: np.float16 halves the cache (ViT-B/16 at 224: 11 MB instead of 22 MB). Measured on
+    the AugReg ViT-Ti and the cat photo: rollout changes by 1e-4 of its maximum; with a 0.9 discard by
+    2e-3, since rounding reorders near-equal entries.
+    """
+    timings = {}
+    t0 = time.perf_counter()
+    cropped = loaded.preprocess.crop_image(image)
+    model = loaded.model
+    x = loaded.preprocess.to_tensor(cropped).to(next(model.parameters()).device)
+    t1 = time.perf_counter()
+    logits, attn, norms = model.forward_with_attention(x, return_token_norms=True)
+    t2 = time.perf_counter()
+    probabilities = logits[0].float().softmax(dim=-1).cpu().numpy()
+    attention = attn[0].cpu().numpy().astype(attention_dtype, copy=False)
+    token_norms = norms[0].float().cpu().numpy()
+    t3 = time.perf_counter()
+    timings.update(preprocess=t1 - t0, forward=t2 - t1, to_numpy=t3 - t2)
+    layout = model.token_layout(x.shape[-2], x.shape[-1])
+    labels = tuple(loaded.labels) if len(loaded.labels) == probabilities.size else \
+        tuple(f"class {i}" for i in range(probabilities.size))
+    return Analysis(image=cropped, probabilities=probabilities, labels=labels, attention=attention,
+                    token_norms=token_norms, num_prefix=layout.num_prefix, grid=tuple(layout.grid),
+                    patch_size=model.cfg.patch_size, model_name=getattr(loaded, "name", ""), timings=timings)
+
+
+@torch.inference_mode()
+def model_arrays(model, name: str = "") -> ModelArrays:
+    """Copy the patch-embedding filters and position embeddings out of a VisionTransformer."""
+    cfg = model.cfg
+    return ModelArrays(name=name,
+                       patch_weight=model.patch_embed.proj.weight.detach().float().cpu().numpy(),
+                       pos_embed=model.pos_embed.detach().float().cpu().numpy()[0],
+                       native_grid=tuple(cfg.grid), patch_size=cfg.patch_size, num_prefix=cfg.num_prefix_tokens,
+                       depth=cfg.depth, heads=cfg.num_heads)

@@ -1,0 +1,86 @@
+"""The three panels of Figure 7 of the ViT paper (Dosovitskiy et al. 2021), which has no public code.
+
+Left: principal components of the patch-embedding filters. Centre: cosine similarity between the
+position embeddings of every pair of patches. Right: mean attention distance of every head by depth.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .layout import check_attention
+
+
+def embedding_filter_components(weight: np.ndarray, count: int = 28) -> tuple[np.ndarray, np.ndarray]:
+    """Patch-embedding filters (D, C, P, P) -> (top ``count`` principal components (count, P, P, C) scaled to
+    [0, 1] each, their explained-variance ratios (count,)).
+
+    Each of the D filters is one sample of C·P·P pixels; PCA centres the samples and takes the right
+    singular vectors, as the paper's "first 28 principal components" of the RGB embedding filters.
+    A component's sign is arbitrary: it is fixed so that its largest-magnitude pixel is positive. Each
+    component is min-max scaled on its own for display (as the paper's tiles are).
+    """
+    weight = np.asarray(weight, dtype=np.float64)
+    if weight.ndim != 4 or weight.shape[2] != weight.shape[3]:
+        raise ValueError(f"Wrong filter shape! Expected (D, C, P, P) but got {weight.shape}!")
+    D, C, P, _ = weight.shape
+    samples = weight.reshape(D, C * P * P)
+    samples = samples - samples.mean(axis=0)
+    _, s, vt = np.linalg.svd(samples, full_matrices=False)
+    count = min(count, vt.shape[0])
+    comps = vt[:count]                                                   # (count, C·P·P)
+    signs = np.sign(comps[np.arange(count), np.abs(comps).argmax(axis=1)])
+    comps = comps * signs[:, None]
+    lo, hi = comps.min(axis=1, keepdims=True), comps.max(axis=1, keepdims=True)
+    comps = (comps - lo) / np.maximum(hi - lo, 1e-12)
+    variance = s ** 2 / max((s ** 2).sum(), 1e-12)
+    tiles = comps.reshape(count, C, P, P).transpose(0, 2, 3, 1)           # (count, P, P, C)
+    return tiles.astype(np.float32), variance[:count].astype(np.float32)
+
+
+def position_similarity(pos_embed: np.ndarray, grid: tuple[int, int]) -> np.ndarray:
+    """Position embeddings (1, prefix + gh·gw, D) or (prefix + gh·gw, D) -> cosine similarity (gh·gw, gh·gw).
+
+    ``grid`` is the checkpoint's native grid; the leading prefix embeddings (CLS, DIST, if any) are
+    dropped, their number being whatever precedes the gh·gw patch embeddings. Entry (i, j) compares patch i
+    with patch j in row-major order; the diagonal is 1.
+    """
+    pos = np.asarray(pos_embed, dtype=np.float64)
+    pos = pos.reshape(-1, pos.shape[-1])
+    n = grid[0] * grid[1]
+    if pos.shape[0] < n:
+        raise ValueError(f"Too few position embeddings! Expected at least {n} for a {grid[0]}×{grid[1]} grid "
+                         f"but got {pos.shape[0]}!")
+    patches = pos[pos.shape[0] - n:]
+    unit = patches / np.maximum(np.linalg.norm(patches, axis=1, keepdims=True), 1e-12)
+    sim = unit @ unit.T
+    np.fill_diagonal(sim, 1.0)   # exact 1 on the diagonal (a zero vector would otherwise give 0)
+    return sim.astype(np.float32)
+
+
+def patch_distances(grid: tuple[int, int], patch_size: int) -> np.ndarray:
+    """Euclidean distance in pixels between the centres of every pair of patches -> (gh·gw, gh·gw)."""
+    gh, gw = grid
+    rows, cols = np.divmod(np.arange(gh * gw), gw)
+    dr = rows[:, None] - rows[None, :]
+    dc = cols[:, None] - cols[None, :]
+    return (patch_size * np.sqrt(dr ** 2 + dc ** 2)).astype(np.float32)
+
+
+def mean_attention_distance(attn: np.ndarray, num_prefix: int, grid: tuple[int, int], patch_size: int,
+                            renormalise: bool = False) -> np.ndarray:
+    """Mean attention distance in pixels for every block and head -> (L, H).
+
+    For each query patch i: Σ_j A_ij · dist(i, j) over the patch tokens j, then the mean over query
+    patches — the paper's "distance between the query pixel and all other pixels, weighted by the
+    attention weight", as its common reproduction (keras-io "Investigating Vision Transformer
+    representations") computes it: attention given to prefix tokens is not renormalised away, i.e. it
+    counts as distance 0. With ``renormalise=True`` each query row is divided by its mass on patches
+    first, giving the expected distance given that attention lands on a patch.
+    """
+    attn = check_attention(attn, num_prefix, grid)
+    patches = attn[:, :, num_prefix:, num_prefix:].astype(np.float32, copy=False)  # (L, H, N, N)
+    dist = patch_distances(grid, patch_size)
+    weighted = np.einsum("lhij,ij->lhi", patches, dist)                              # (L, H, N)
+    if renormalise:
+        weighted = weighted / np.maximum(patches.sum(axis=-1), 1e-12)
+    return weighted.mean(axis=-1)

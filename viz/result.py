@@ -1,0 +1,59 @@
+"""Plain containers for what one forward pass produced and what a checkpoint holds: numpy arrays and
+a PIL image, no tensors and no model, so they can be cached per session and passed to any panel."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from PIL import Image
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """One image through one model.
+
+    attention: (L, H, T, T) probabilities (float32 or float16); token_norms: (L, T) L2 norm of every
+    token after each block; T = num_prefix + gh·gw. ``image`` is the cropped RGB image the model saw
+    (width gw·P, height gh·P): maps are overlaid on exactly these pixels.
+    """
+    image: Image.Image
+    probabilities: np.ndarray            # (K,) softmax over the classes
+    labels: tuple[str, ...]              # K class names
+    attention: np.ndarray                # (L, H, T, T)
+    token_norms: np.ndarray              # (L, T)
+    num_prefix: int
+    grid: tuple[int, int]                # (gh, gw)
+    patch_size: int
+    model_name: str = ""
+    timings: dict = field(default_factory=dict)  # seconds per step
+
+    @property
+    def depth(self) -> int:
+        return self.attention.shape[0]
+
+    @property
+    def heads(self) -> int:
+        return self.attention.shape[1]
+
+    @property
+    def input_size(self) -> tuple[int, int]:
+        """(H, W) in pixels of the model input."""
+        return self.grid[0] * self.patch_size, self.grid[1] * self.patch_size
+
+    def top_k(self, k: int = 5) -> list[tuple[str, float]]:
+        """The k most probable classes as (label, probability), most probable first."""
+        order = np.argsort(-self.probabilities, kind="stable")[:k]
+        return [(self.labels[i], float(self.probabilities[i])) for i in order]
+
+
+@dataclass(frozen=True)
+class ModelArrays:
+    """The image-independent tensors Figure 7 needs, copied out of a model once per checkpoint."""
+    name: str
+    patch_weight: np.ndarray             # (D, C, P, P) patch-embedding filters
+    pos_embed: np.ndarray                # (prefix_with_pos + gh·gw, D) learnt position embeddings
+    native_grid: tuple[int, int]         # grid the position embeddings were learnt for
+    patch_size: int
+    num_prefix: int
+    depth: int
+    heads: int

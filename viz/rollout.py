@@ -1,0 +1,120 @@
+"""Attention rollout (Abnar & Zuidema 2020, "Quantifying Attention Flow in Transformers").
+
+Attention in a pre-norm block mixes tokens, but the residual connection carries every token forward
+unchanged as well. Rollout models one block as Â = 0.5·A + 0.5·I (A: the block's attention with its
+heads fused into one matrix), and follows the flow through the blocks by multiplying these matrices:
+``R = Â_{L-1} · … · Â_start``. Row t of R says how much of token t's final representation came from
+each input token; the usual map is the CLS row over the patch columns.
+
+Options, in the order they are applied per block:
+  1. token dropping (``drop_patches``): flagged tokens (e.g. high-norm artifacts) are removed — their row
+     and column deleted from every block's attention — so no flow passes through them;
+  2. head fusion: mean, max or min over heads;
+  3. discard (vit-explain's filter): the lowest ``discard_ratio`` fraction of the fused matrix's entries is
+     set to 0. Entries in the row and in the column of every *protected* token (by default the token
+     whose row is read out, e.g. CLS) are never candidates, so ``k = floor(ratio · (T - p)²)`` of the
+     remaining (T - p)² entries are zeroed (p = number of protected tokens);
+  4. Â = 0.5·A + 0.5·I, then every row is divided by its sum. After a discard (or max/min fusion) the rows
+     of A no longer sum to 1; renormalising the *rows* keeps Â a proper mixing matrix (vit-explain divides
+     by ``a.sum(dim=-1)`` without keepdim, which divides columns instead — its issue #16).
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from .layout import check_attention, layer_index, to_grid
+
+FUSIONS = ("mean", "max", "min")
+
+
+def fuse_heads(attn: np.ndarray, fusion: str = "mean") -> np.ndarray:
+    """(L, H, T, T) -> (L, T, T) float32: one matrix per block, heads combined by mean, max or min."""
+    if fusion not in FUSIONS:
+        raise ValueError(f"Unknown head fusion {fusion!r}! Expected one of {FUSIONS}.")
+    if fusion == "mean":
+        return attn.mean(axis=1, dtype=np.float32)
+    reduce = np.max if fusion == "max" else np.min
+    return reduce(attn, axis=1).astype(np.float32, copy=False)
+
+
+def discard_lowest(matrix: np.ndarray, ratio: float, protect: Sequence[int] = (0,)) -> np.ndarray:
+    """(T, T) -> copy with the lowest ``ratio`` of the unprotected entries set to 0.
+
+    Entries in the rows and columns of the ``protect`` tokens are kept whatever their value.
+    """
+    if not 0.0 <= ratio < 1.0:
+        raise ValueError(f"discard_ratio must be in [0, 1) but got {ratio}!")
+    out = np.array(matrix, dtype=np.float32)
+    if ratio == 0.0:
+        return out
+    candidate = np.ones(out.shape, dtype=bool)
+    candidate[list(protect), :] = False
+    candidate[:, list(protect)] = False
+    positions = np.flatnonzero(candidate)               # flat indices of the entries that may be discarded
+    k = int(ratio * positions.size)
+    if k:
+        lowest = np.argpartition(out.flat[positions], k - 1)[:k]
+        out.flat[positions[lowest]] = 0.0
+    return out
+
+
+def with_residual(matrix: np.ndarray) -> np.ndarray:
+    """(T, T) attention -> Â = 0.5·A + 0.5·I with every row renormalised to sum to 1."""
+    a = 0.5 * matrix + 0.5 * np.eye(matrix.shape[-1], dtype=matrix.dtype)
+    return a / a.sum(axis=-1, keepdims=True)
+
+
+def rollout_matrix(attn: np.ndarray, fusion: str = "mean", discard_ratio: float = 0.0, start_layer: int = 0,
+                   protect: Sequence[int] = (0,)) -> np.ndarray:
+    """(L, H, T, T) attention -> rollout R (T, T) = Â_{L-1} · … · Â_start (start_layer 0-based).
+
+    Row t of R is the rolled-out attention of token t over all input tokens; each row sums to 1.
+    """
+    attn = np.asarray(attn)
+    start = layer_index(start_layer, attn.shape[0])
+    fused = fuse_heads(attn[start:], fusion)             # (L - start, T, T)
+    result = np.eye(attn.shape[-1], dtype=np.float32)
+    for matrix in fused:                                 # from the start block upward
+        result = with_residual(discard_lowest(matrix, discard_ratio, protect)) @ result
+    return result
+
+
+def kept_tokens(num_prefix: int, grid: tuple[int, int], drop_patches: np.ndarray | None) -> np.ndarray:
+    """Token indices left after dropping the patches flagged True in ``drop_patches`` (gh, gw); prefix kept."""
+    T = num_prefix + grid[0] * grid[1]
+    if drop_patches is None:
+        return np.arange(T)
+    drop_patches = np.asarray(drop_patches, dtype=bool)
+    if drop_patches.shape != tuple(grid):
+        raise ValueError(f"Wrong token mask shape! Expected the patch grid {tuple(grid)} but got {drop_patches.shape}!")
+    keep = np.concatenate([np.ones(num_prefix, dtype=bool), ~drop_patches.ravel()])
+    return np.flatnonzero(keep)
+
+
+def rollout_map(attn: np.ndarray, num_prefix: int, grid: tuple[int, int], token: int = 0, fusion: str = "mean",
+                discard_ratio: float = 0.0, start_layer: int = 0,
+                drop_patches: np.ndarray | None = None) -> np.ndarray:
+    """Rolled-out attention of one token over the patches -> (gh, gw).
+
+    ``token``: the token whose row is read out (0 = CLS; a patch via ``layout.patch_token``); it is the
+    protected token of the discard. ``drop_patches`` (gh, gw) bool: patches removed before rollout; they
+    read 0 in the map. Values are the rollout weights themselves (prefix columns excluded), not rescaled.
+    """
+    attn = check_attention(attn, num_prefix, grid)
+    keep = kept_tokens(num_prefix, grid, drop_patches)
+    T = attn.shape[-1]
+    if not -T <= token < T:
+        raise ValueError(f"Token {token} does not exist! Expected 0 <= token < {T}.")
+    token %= T
+    where = np.flatnonzero(keep == token)
+    if where.size == 0:
+        raise ValueError(f"Token {token} is masked out, so it has no rollout! Unmask it or read out another token.")
+    if keep.size < T:
+        start = layer_index(start_layer, attn.shape[0])
+        attn, start_layer = attn[start:][:, :, keep][:, :, :, keep], 0
+    matrix = rollout_matrix(attn, fusion, discard_ratio, start_layer, protect=(int(where[0]),))
+    row = np.zeros(T, dtype=np.float32)
+    row[keep] = matrix[where[0]]
+    return to_grid(row, num_prefix, grid)

@@ -1,0 +1,64 @@
+"""The model to train (a named variant from scratch, or a loaded checkpoint with a new head) and its optimizer."""
+from __future__ import annotations
+
+import dataclasses
+
+import torch.nn as nn
+
+from ..model import ViTConfig, VisionTransformer, variant
+from ..preprocess import Preprocess
+
+# Normalization for models trained from scratch: the ImageNet statistics most natural-image models use.
+IMAGENET_MEAN = (0.485, 0.456, 0.406)
+IMAGENET_STD = (0.229, 0.224, 0.225)
+HEAD_PREFIXES = ("head.", "head_dist.")            # replaced when fine-tuning: they are sized to the old classes
+NO_DECAY = ("pos_embed", "cls_token", "dist_token", "reg_token")  # embeddings, like biases and norms, skip weight decay
+
+
+def scratch_config(name: str, num_classes: int, img_size: tuple[int, int], patch_size: int, drop_path: float,
+                   depth: int | None = None, embed_dim: int | None = None, num_heads: int | None = None,
+                   mlp_dim: int | None = None) -> ViTConfig:
+    """Config of a named variant ("tiny", "small", "base", …) with the given image/patch size and optional overrides.
+
+    A new ``embed_dim`` without ``mlp_dim`` keeps the usual MLP ratio of 4.
+    """
+    overrides = dict(img_size=img_size, patch_size=patch_size, num_classes=num_classes, drop_path_rate=drop_path)
+    for key, value in (("depth", depth), ("embed_dim", embed_dim), ("num_heads", num_heads), ("mlp_dim", mlp_dim)):
+        if value is not None:
+            overrides[key] = value
+    if embed_dim is not None and mlp_dim is None:
+        overrides["mlp_dim"] = 4 * embed_dim
+    return variant(name, **overrides)
+
+
+def scratch_preprocess(img_size: tuple[int, int]) -> Preprocess:
+    """Resize the short side to the longer model side, center crop to the model size, ImageNet normalization."""
+    return Preprocess(resize=max(img_size), crop=tuple(img_size), interpolation="bicubic",
+                      mean=IMAGENET_MEAN, std=IMAGENET_STD)
+
+
+def fine_tune_model(pretrained: VisionTransformer, num_classes: int, drop_path: float) -> VisionTransformer:
+    """A copy of ``pretrained`` with a new, randomly initialised head for ``num_classes`` classes.
+
+    Everything but the head is copied (load the checkpoint at the wanted image size first: ``vit.load`` resamples
+    the position embeddings). Raises ValueError when anything else would not be copied, never silently.
+    """
+    cfg = dataclasses.replace(pretrained.cfg, num_classes=num_classes, drop_path_rate=drop_path)
+    model = VisionTransformer(cfg)
+    state = {k: v for k, v in pretrained.state_dict().items() if not k.startswith(HEAD_PREFIXES)}
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    not_copied = [k for k in missing if not k.startswith(HEAD_PREFIXES)]
+    if not_copied or unexpected:
+        raise ValueError(f"Could not copy the pretrained weights into the fine-tuning model! Not copied: {not_copied}; "
+                         f"unexpected: {unexpected}.")
+    return model
+
+
+def param_groups(model: nn.Module, weight_decay: float) -> list[dict]:
+    """AdamW groups: weight decay on matrices only, none on biases, norms, layer scales and token/position embeddings."""
+    decay, no_decay = [], []
+    for name, p in model.named_parameters():
+        if not p.requires_grad:
+            continue
+        (no_decay if p.ndim <= 1 or name in NO_DECAY else decay).append(p)
+    return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]

@@ -1,0 +1,181 @@
+"""Command-line options of ``python -m vit.train`` and the defaults that depend on the data or the checkpoint."""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import re
+from dataclasses import dataclass
+
+from ..model import ViTConfig, variant
+
+
+@dataclass
+class TrainOptions:
+    """Everything that defines a training run. ``None`` means "choose for me" (see ``resolve``)."""
+    data: str | None = None
+    out: str = "weights/model.pt"
+    variant: str | None = None                    # scratch: "tiny", "small", "base", "tiny-8", … (default "tiny")
+    init: str | None = None                       # fine-tune: any source vit.load reads
+    img_size: tuple[int, int] | None = None       # default: the checkpoint's; 32 for CIFAR-10; 224 for folders
+    patch_size: int | None = None                 # default: the variant's if named ("tiny-8"), else 4 (≤ 64 px) / 16
+    depth: int | None = None                      # scratch overrides, e.g. for a tiny test model
+    embed_dim: int | None = None
+    num_heads: int | None = None
+    mlp_dim: int | None = None
+    epochs: int = 30
+    batch_size: int = 64
+    lr: float | None = None                       # peak rate; default 5e-4 from scratch, 1e-4 fine-tuning
+    weight_decay: float = 0.05
+    warmup_epochs: float = 2.0
+    label_smoothing: float = 0.1
+    drop_path: float = 0.1
+    augment: str = "auto"
+    seed: int = 0
+    val_share: float = 0.2
+    workers: int = 2
+    device: str = "auto"
+    download: bool = False
+    resume: bool = False
+
+    def to_dict(self) -> dict:
+        """Plain values only (stored in the checkpoint's ``extra``, which must load with weights_only=True)."""
+        return dataclasses.asdict(self)
+
+
+def flag(name: str) -> str:
+    """Option name -> its command-line flag, for messages."""
+    return "--heads" if name == "num_heads" else "--" + name.replace("_", "-")
+
+
+# Options a resumed run may change: where the data lives and how it is read; everything else must match.
+RESUME_MAY_CHANGE = ("data", "workers", "device", "download")
+
+
+def resolve(opts: TrainOptions, data_kind: str, pretrained: ViTConfig | None) -> TrainOptions:
+    """Fill the "choose for me" options from the data (``"folder"``/``"cifar10"``) and the pretrained config."""
+    if pretrained is not None:
+        scratch_only = [flag(k) for k in ("depth", "embed_dim", "num_heads", "mlp_dim")
+                        if getattr(opts, k) is not None]
+        if scratch_only:
+            raise ValueError(f"{', '.join(scratch_only)} only apply to training from scratch (--variant); "
+                             f"--init keeps the checkpoint's architecture!")
+        if opts.patch_size is not None and opts.patch_size != pretrained.patch_size:
+            raise ValueError(f"--patch-size cannot change when fine-tuning! The checkpoint uses patches of "
+                             f"{pretrained.patch_size} but got --patch-size {opts.patch_size}.")
+        img_size = opts.img_size or pretrained.img_size
+        patch_size = pretrained.patch_size
+        lr = 1e-4 if opts.lr is None else opts.lr
+        name = None
+    else:
+        name = opts.variant or "tiny"
+        img_size = opts.img_size or ((32, 32) if data_kind == "cifar10" else (224, 224))
+        if opts.patch_size is not None:
+            patch_size = opts.patch_size
+        elif re.search(r"\d+$", name):          # "tiny-8", "vit_b_16": the name says it
+            patch_size = variant(name).patch_size
+        else:
+            patch_size = 4 if max(img_size) <= 64 else 16
+        lr = 5e-4 if opts.lr is None else opts.lr
+    return dataclasses.replace(opts, variant=name, img_size=tuple(img_size), patch_size=patch_size, lr=lr)
+
+
+def merge_resumed(saved: dict, given: TrainOptions, explicit: set[str]) -> TrainOptions:
+    """The interrupted run's options, with only ``RESUME_MAY_CHANGE`` taken from the command line.
+
+    ``explicit`` names the options given on the command line; any other of them that differs from the saved run
+    is an error rather than silently ignored, because changing it mid-run would not continue the same run.
+    """
+    fields = {f.name for f in dataclasses.fields(TrainOptions)}
+    saved_opts = TrainOptions(**{k: v for k, v in saved.items() if k in fields})
+    if saved_opts.img_size is not None:
+        saved_opts.img_size = tuple(saved_opts.img_size)
+    changed = []
+    for name in sorted(explicit - set(RESUME_MAY_CHANGE) - {"out", "resume"}):
+        new, old = getattr(given, name), getattr(saved_opts, name)
+        if name == "img_size" and new is not None:
+            new = tuple(new)
+        if new != old:
+            changed.append(f"{flag(name)} (saved {old!r}, got {new!r})")
+    if changed:
+        raise ValueError(f"--resume continues the interrupted run with its own settings, but these differ: "
+                         f"{', '.join(changed)}! Leave them out, or start a new run without --resume.")
+    keep = {name: getattr(given, name) for name in RESUME_MAY_CHANGE if name in explicit}
+    return dataclasses.replace(saved_opts, **keep, out=given.out, resume=True)
+
+
+def parse_size(text: str) -> tuple[int, int]:
+    """"224" -> (224, 224); "160x224" -> (160, 224)  (height × width)."""
+    m = re.fullmatch(r"\s*(\d+)\s*(?:[x×,]\s*(\d+))?\s*", text)
+    if not m:
+        raise argparse.ArgumentTypeError(f"expected a size like 224 or 160x224 (height x width) but got {text!r}")
+    h = int(m.group(1))
+    return h, int(m.group(2) or h)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The CLI. Options left out stay ``None`` here so that ``--resume`` can tell given options from defaults."""
+    d = TrainOptions()
+    p = argparse.ArgumentParser(
+        prog="python -m vit.train",
+        description="Train a Vision Transformer on an image folder or CIFAR-10 (from scratch or fine-tuning a "
+                    "checkpoint) and save the best epoch as a checkpoint the app opens: "
+                    "python app.py --weights weights/NAME.pt")
+    p.add_argument("--data", help="image folder (one sub-folder per class; optional train/ and val/ splits) or "
+                                  "a folder holding cifar-10-batches-py/ (or that folder itself)")
+    p.add_argument("--out", required=True, help="best checkpoint, e.g. weights/NAME.pt; next to it: NAME.last.pt "
+                                                "(for --resume), NAME.metrics.csv and NAME.curves.png")
+    model = p.add_argument_group("model (pick one of --variant / --init)").add_mutually_exclusive_group()
+    model.add_argument("--variant", help="train from scratch: tiny, small, base (optionally with a patch size, "
+                                         "e.g. tiny-8) [default: tiny]")
+    model.add_argument("--init", help="fine-tune this checkpoint (anything vit.load reads: a file, folder, known "
+                                      "name or file in weights/); a new head is sized to the data's classes")
+    arch = p.add_argument_group("model shape")
+    arch.add_argument("--img-size", type=parse_size, help="input size, 32 or 160x224 [default: the checkpoint's; "
+                                                          "32 for CIFAR-10; 224 for image folders]")
+    arch.add_argument("--patch-size", type=int, help="patch side in pixels (scratch only) [default: 4 for images "
+                                                     "of at most 64 px, else 16]")
+    arch.add_argument("--depth", type=int, help="number of blocks (scratch only) [default: the variant's]")
+    arch.add_argument("--embed-dim", type=int, help="token width (scratch only; MLP width follows as 4x) "
+                                                    "[default: the variant's]")
+    arch.add_argument("--heads", dest="num_heads", type=int, help="attention heads (scratch only) "
+                                                                  "[default: the variant's]")
+    arch.add_argument("--mlp-dim", type=int, help="MLP hidden width (scratch only) [default: 4 x embed dim]")
+    opt = p.add_argument_group("optimisation")
+    opt.add_argument("--epochs", type=int, help=f"epochs [default: {d.epochs}]")
+    opt.add_argument("--batch-size", type=int, help=f"images per step [default: {d.batch_size}]")
+    opt.add_argument("--lr", type=float, help="peak AdamW learning rate [default: 5e-4 from scratch, 1e-4 with "
+                                              "--init]")
+    opt.add_argument("--weight-decay", type=float, help=f"AdamW weight decay (not on biases, norms, embeddings) "
+                                                        f"[default: {d.weight_decay}]")
+    opt.add_argument("--warmup-epochs", type=float, help=f"linear warmup before the cosine decay "
+                                                         f"[default: {d.warmup_epochs}]")
+    opt.add_argument("--label-smoothing", type=float, help=f"[default: {d.label_smoothing}]")
+    opt.add_argument("--drop-path", type=float, help=f"stochastic depth rate of the last block "
+                                                     f"[default: {d.drop_path}]")
+    opt.add_argument("--augment", choices=("auto", "standard", "light", "none"),
+                     help="training augmentation: standard = RandomResizedCrop(0.08-1) + flip, light = "
+                          "RandomResizedCrop(0.6-1) + flip [default: auto = light up to 64 px, else standard]")
+    opt.add_argument("--seed", type=int, help=f"seeds the weights, the held-out split, shuffling and augmentation "
+                                              f"[default: {d.seed}]")
+    run = p.add_argument_group("data and run")
+    run.add_argument("--val-share", type=float, help=f"share of each class held out for validation when the "
+                                                     f"folder has no val/ [default: {d.val_share}]")
+    run.add_argument("--workers", type=int, help=f"data-loading processes (0: load in the main process) "
+                                                 f"[default: {d.workers}]")
+    run.add_argument("--device", help="auto, cpu, cuda, cuda:1, mps [default: auto = cuda when available]")
+    run.add_argument("--download", action="store_true", default=None,
+                     help="download CIFAR-10 into --data when it is not there (needs internet)")
+    run.add_argument("--resume", action="store_true", default=None,
+                     help="continue the run saved in NAME.last.pt next to --out, at the epoch it stopped, with "
+                          "its optimizer and schedule state")
+    p.set_defaults(**{k: None for k in ("epochs", "batch_size", "weight_decay", "warmup_epochs", "label_smoothing",
+                                        "drop_path", "augment", "seed", "val_share", "workers", "device")})
+    return p
+
+
+def parse_args(argv: list[str] | None = None) -> tuple[TrainOptions, set[str]]:
+    """Command line -> (options with defaults filled in, names of the options that were given explicitly)."""
+    ns = vars(build_parser().parse_args(argv))
+    explicit = {k for k, v in ns.items() if v is not None}
+    opts = TrainOptions(**{k: v for k, v in ns.items() if v is not None})
+    return opts, explicit

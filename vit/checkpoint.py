@@ -202,8 +202,8 @@ def detect_format(state_dict: dict) -> str:
         return "google-npz"
     plain = {re.sub(r"^(module\.)?(backbone\.)?", "", k) for k in keys}
     if "patch_embed.proj.weight" in plain:
-        has_head = "head.weight" in plain and not any(k.startswith("head.mlp.") for k in plain)
-        return "timm" if has_head else "dino"
+        dino_wrapped = any(re.match(r"^(module\.)?backbone\.", k) for k in keys)
+        return "dino" if dino_wrapped or "head.weight" not in plain else "timm"
     shown = ", ".join(keys[:8]) + (f", … ({len(keys)} keys)" if len(keys) > 8 else "")
     raise ValueError(f"Unknown checkpoint format! Expected the keys of a torchvision, timm, DINO, Hugging Face or "
                      f"Google ViT, but got: {shown or 'no tensors at all'}.")
@@ -252,8 +252,11 @@ def resample_pos_embed(pos_embed: torch.Tensor, num_prefix: int, new_grid: tuple
     return torch.cat([prefix.float(), patches], dim=1).to(pos_embed.dtype)
 
 
-def load_strict(model: torch.nn.Module, state_dict: dict, source: str = "checkpoint") -> None:
-    """Copy ``state_dict`` into ``model``; ValueError listing missing, unexpected and mis-shaped keys if any."""
+def load_strict(model: torch.nn.Module, state_dict: dict, source: str = "checkpoint", assign: bool = False) -> None:
+    """Copy ``state_dict`` into ``model``; ValueError listing missing, unexpected and mis-shaped keys if any.
+
+    ``assign=True`` makes the checkpoint's tensors the parameters (for a model built on the meta device).
+    """
     expected = model.state_dict()
     missing = sorted(set(expected) - set(state_dict))
     unexpected = sorted(set(state_dict) - set(expected))
@@ -266,7 +269,7 @@ def load_strict(model: torch.nn.Module, state_dict: dict, source: str = "checkpo
                 shown = items[:20] + ([f"… and {len(items) - 20} more"] if len(items) > 20 else [])
                 parts.append(f"  {title} ({len(items)}): " + "; ".join(shown))
         raise ValueError("\n".join(parts))
-    model.load_state_dict(state_dict, strict=True)
+    model.load_state_dict(state_dict, strict=True, assign=assign)
 
 
 def describe(cfg) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import os
 import pickle
+import re
 import struct
 import zipfile
 from dataclasses import asdict
@@ -81,8 +82,8 @@ def _read_torch(path: Path) -> dict:
     try:
         obj = torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as e:
-        reason = str(e).split("\n")
-        detail = next((line.strip() for line in reason if "GLOBAL" in line or "Unsupported" in line), reason[0])
+        found = re.search(r"GLOBAL ([\w.]+)", str(e))  # name only: torch's advice to allowlist it is not ours
+        detail = f"the Python object {found[1]}" if found else str(e).splitlines()[0]
         raise ValueError(
             f"Refusing to load {path}: it is a pickle that holds Python objects other than tensors, which could run "
             f"code when loaded. Only weights-only checkpoints and safetensors are loaded; re-save the state dict "

@@ -247,8 +247,10 @@ def _fit_pos_embed(state: dict, cfg: ViTConfig, old_grid: tuple[int, int]) -> di
 
 
 def _finish(state: dict, cfg: ViTConfig, source: str, meta: _Meta, fmt: str, overrides: dict) -> LoadedModel:
-    model = VisionTransformer(cfg)
-    load_strict(model, state, source)
+    with torch.device("meta"):  # no random init: every parameter comes from the checkpoint
+        model = VisionTransformer(cfg)
+    state = {k: v.float().contiguous() if torch.is_floating_point(v) else v for k, v in state.items()}
+    load_strict(model, state, source, assign=True)
     model.eval()
     labels = meta.labels if meta.labels is not None else default_labels(cfg.num_classes)
     if len(labels) != cfg.num_classes:

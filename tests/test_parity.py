@@ -1,0 +1,301 @@
+"""Protects the claim that our model *is* the reference model once a checkpoint is loaded.
+
+Randomly initialised torchvision, timm, Hugging Face and Google-layout models are saved in their own
+formats, loaded with ``vit.load``, and must give the same logits (max abs diff <= 1e-4). Every layer's
+captured attention must equal the attention recomputed from the reference model's own weights (<= 1e-5).
+"""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import timm
+import torch
+import torch.nn.functional as F
+from safetensors.torch import save_file
+from torchvision.models import vision_transformer as tv
+
+import vit
+from vit.checkpoint import checkpoint_filter_fn, detect_format
+
+LOGIT_TOL = 1e-4
+ATTN_TOL = 1e-5
+
+
+def randomize_(model: torch.nn.Module, std: float = 0.02, seed: int = 0) -> torch.nn.Module:
+    """Perturb every parameter, so zero-initialised heads and identity LayerNorms cannot hide a wrong mapping."""
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(std * torch.randn(p.shape, generator=g))
+    return model.eval()
+
+
+def images(n: int, size: tuple[int, int], seed: int = 1) -> torch.Tensor:
+    return torch.randn(n, 3, *size, generator=torch.Generator().manual_seed(seed))
+
+
+def max_diff(a: torch.Tensor, b: torch.Tensor) -> float:
+    return (a - b).abs().max().item()
+
+
+def assert_attention_matches(ours: torch.Tensor, reference: list[torch.Tensor]) -> None:
+    """ours (B, L, H, T, T) against one (B, H, T, T) map per layer from the reference."""
+    assert ours.shape[1] == len(reference)
+    for layer, ref in enumerate(reference):
+        assert ours[:, layer].shape == ref.shape
+        assert max_diff(ours[:, layer], ref) <= ATTN_TOL, f"layer {layer}"
+
+
+# --- torchvision ---------------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def torchvision_b16():
+    torch.manual_seed(0)
+    return randomize_(tv.vit_b_16(weights=None))
+
+
+def torchvision_attention(model: tv.VisionTransformer, x: torch.Tensor) -> list[torch.Tensor]:
+    """Each layer's attention from torchvision's own nn.MultiheadAttention (need_weights, per head)."""
+    inputs = []
+    hooks = [layer.ln_1.register_forward_hook(lambda m, i, o: inputs.append(o)) for layer in model.encoder.layers]
+    try:
+        model(x)
+    finally:
+        for h in hooks:
+            h.remove()
+    return [layer.self_attention(y, y, y, need_weights=True, average_attn_weights=False)[1]
+            for layer, y in zip(model.encoder.layers, inputs)]
+
+
+def test_torchvision_vit_b_16_logits_and_attention(torchvision_b16, tmp_path):
+    path = tmp_path / "vit_b_16_random.pth"
+    torch.save(torchvision_b16.state_dict(), path)
+    loaded = vit.load(path)
+    assert loaded.format == "torchvision"
+    assert loaded.config == vit.variant("vit_b_16")
+    x = images(1, (224, 224))
+    with torch.no_grad():
+        logits, attn = loaded.model.forward_with_attention(x)
+        assert max_diff(logits, torchvision_b16(x)) <= LOGIT_TOL
+        assert max_diff(loaded.model(x), torchvision_b16(x)) <= LOGIT_TOL
+        assert_attention_matches(attn, torchvision_attention(torchvision_b16, x))
+
+
+@pytest.fixture(scope="module")
+def torchvision_small():
+    """A small custom torchvision ViT with a representation layer (heads.pre_logits) and 4 heads of 16 dims."""
+    torch.manual_seed(0)
+    model = tv.VisionTransformer(image_size=64, patch_size=8, num_layers=3, num_heads=4, hidden_dim=64, mlp_dim=96,
+                                 num_classes=7, representation_size=32)
+    return randomize_(model)
+
+
+def test_torchvision_custom_logits_and_attention(torchvision_small, tmp_path):
+    path = tmp_path / "small.pt"
+    torch.save(torchvision_small.state_dict(), path)
+    loaded = vit.load(path, num_heads=4)  # 16 dims per head: not inferable, so given
+    cfg = loaded.config
+    assert (cfg.img_size, cfg.patch_size, cfg.depth, cfg.embed_dim, cfg.mlp_dim, cfg.representation_size,
+            cfg.num_classes) == ((64, 64), 8, 3, 64, 96, 32, 7)
+    x = images(2, (64, 64))
+    with torch.no_grad():
+        logits, attn = loaded.model.forward_with_attention(x)
+        assert max_diff(logits, torchvision_small(x)) <= LOGIT_TOL
+        assert_attention_matches(attn, torchvision_attention(torchvision_small, x))
+
+
+# --- timm ----------------------------------------------------------------------------------------------------
+
+def timm_attention(model, x: torch.Tensor) -> list[torch.Tensor]:
+    """Each block's attention recomputed by hand from timm's qkv weights and its own norm1 output."""
+    inputs = []
+    hooks = [blk.norm1.register_forward_hook(lambda m, i, o: inputs.append(o)) for blk in model.blocks]
+    try:
+        model(x)
+    finally:
+        for h in hooks:
+            h.remove()
+    maps = []
+    for blk, y in zip(model.blocks, inputs):
+        B, T, D = y.shape
+        H = blk.attn.num_heads
+        qkv = F.linear(y, blk.attn.qkv.weight, blk.attn.qkv.bias).reshape(B, T, 3, H, D // H).permute(2, 0, 3, 1, 4)
+        q, k = qkv[0], qkv[1]
+        maps.append(torch.softmax(q @ k.transpose(-2, -1) / (D // H) ** 0.5, dim=-1))
+    return maps
+
+
+TIMM_MODELS = {  # name -> (create_model kwargs, input size)
+    "vit_small_patch16_224": ({}, (224, 224)),
+    "deit_tiny_distilled_patch16_224": ({}, (224, 224)),
+    "vit_little_patch16_reg4_gap_256": ({"depth": 3}, (256, 256)),       # registers, no CLS, mean pool + fc_norm
+    "vit_small_patch14_reg4_dinov2": ({"img_size": 112}, (112, 112)),    # CLS + registers, LayerScale, no head
+}
+
+
+@pytest.mark.parametrize("name", sorted(TIMM_MODELS))
+def test_timm_logits_and_attention(name, tmp_path):
+    kwargs, size = TIMM_MODELS[name]
+    torch.manual_seed(0)
+    ref = randomize_(timm.create_model(name, pretrained=False, **kwargs))
+    path = tmp_path / f"{name}.safetensors"
+    save_file({k: v.contiguous() for k, v in ref.state_dict().items()}, str(path))
+    loaded = vit.load(path)
+    assert loaded.config.num_heads == ref.blocks[0].attn.num_heads
+    assert loaded.model.cfg.num_prefix_tokens == ref.num_prefix_tokens
+    x = images(2, size)
+    with torch.no_grad():
+        logits, attn = loaded.model.forward_with_attention(x)
+        assert max_diff(logits, ref(x)) <= LOGIT_TOL
+        assert max_diff(loaded.model(x), ref(x)) <= LOGIT_TOL
+        assert_attention_matches(attn, timm_attention(ref, x))
+
+
+def test_timm_checkpoint_wrapped_like_facebooks_deit(tmp_path):
+    """DeiT's released .pth files hold {"model": state_dict}; the distilled head is averaged with the class head."""
+    torch.manual_seed(0)
+    ref = randomize_(timm.create_model("deit_tiny_distilled_patch16_224", pretrained=False))
+    path = tmp_path / "deit_tiny_distilled.pth"
+    torch.save({"model": ref.state_dict(), "epoch": 299}, path)
+    loaded = vit.load(path)
+    assert loaded.config.distilled and loaded.format == "timm"
+    x = images(1, (224, 224))
+    with torch.no_grad():
+        assert max_diff(loaded.model(x), ref(x)) <= LOGIT_TOL
+
+
+# --- Hugging Face ------------------------------------------------------------------------------------------
+
+def hf_tiny(cls_name: str, **extra):
+    import transformers
+    config_cls = transformers.DeiTConfig if cls_name.startswith("DeiT") else transformers.ViTConfig
+    config = config_cls(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128,
+                        image_size=32, patch_size=8, num_labels=5, attn_implementation="eager",
+                        id2label={i: f"thing {i}" for i in range(5)}, **extra)
+    torch.manual_seed(0)
+    return randomize_(getattr(transformers, cls_name)(config))
+
+
+@pytest.mark.parametrize("cls_name", ["ViTForImageClassification", "DeiTForImageClassificationWithTeacher"])
+def test_huggingface_folder_logits_attention_and_labels(cls_name, tmp_path):
+    ref = hf_tiny(cls_name)
+    ref.save_pretrained(tmp_path / "hf")
+    loaded = vit.load(tmp_path / "hf")
+    assert loaded.format == "huggingface"
+    assert loaded.labels == [f"thing {i}" for i in range(5)]
+    assert loaded.config.layer_norm_eps == 1e-12 and loaded.config.num_heads == 4
+    x = images(2, (32, 32))
+    with torch.no_grad():
+        logits, attn = loaded.model.forward_with_attention(x)
+        out = ref(pixel_values=x, output_attentions=True)
+    assert max_diff(logits, out.logits) <= LOGIT_TOL
+    assert_attention_matches(attn, list(out.attentions))
+
+
+def test_huggingface_pytorch_model_bin_in_memory_key_names(tmp_path):
+    """pytorch_model.bin written from a transformers>=5 model in memory (q_proj/o_proj names) loads too."""
+    ref = hf_tiny("ViTForImageClassification")
+    folder = tmp_path / "hf_bin"
+    folder.mkdir()
+    (folder / "config.json").write_text(ref.config.to_json_string())
+    torch.save(ref.state_dict(), folder / "pytorch_model.bin")
+    loaded = vit.load(folder)
+    x = images(1, (32, 32))
+    with torch.no_grad():
+        assert max_diff(loaded.model(x), ref(pixel_values=x).logits) <= LOGIT_TOL
+
+
+# --- Google's original .npz -----------------------------------------------------------------------------
+
+def google_npz_arrays(model) -> dict[str, np.ndarray]:
+    """A timm ViT written in Google's vit_jax layout: HWIO conv kernel, (in, out) Dense kernels, (D, H, Dh) q/k/v."""
+    sd = {k: v.detach().numpy() for k, v in model.state_dict().items()}
+    D = model.embed_dim
+    H = model.blocks[0].attn.num_heads
+    a = {
+        "embedding/kernel": sd["patch_embed.proj.weight"].transpose(2, 3, 1, 0),
+        "embedding/bias": sd["patch_embed.proj.bias"],
+        "cls": sd["cls_token"],
+        "Transformer/posembed_input/pos_embedding": sd["pos_embed"],
+        "Transformer/encoder_norm/scale": sd["norm.weight"],
+        "Transformer/encoder_norm/bias": sd["norm.bias"],
+        "head/kernel": sd["head.weight"].T,
+        "head/bias": sd["head.bias"],
+    }
+    for i in range(len(model.blocks)):
+        b, p = f"blocks.{i}.", f"Transformer/encoderblock_{i}/"
+        a[p + "LayerNorm_0/scale"], a[p + "LayerNorm_0/bias"] = sd[b + "norm1.weight"], sd[b + "norm1.bias"]
+        a[p + "LayerNorm_2/scale"], a[p + "LayerNorm_2/bias"] = sd[b + "norm2.weight"], sd[b + "norm2.bias"]
+        for j, n in enumerate(("query", "key", "value")):
+            w = sd[b + "attn.qkv.weight"][j * D:(j + 1) * D]                   # (out, in)
+            a[p + f"MultiHeadDotProductAttention_1/{n}/kernel"] = w.T.reshape(D, H, D // H)
+            a[p + f"MultiHeadDotProductAttention_1/{n}/bias"] = sd[b + "attn.qkv.bias"][j * D:(j + 1) * D].reshape(H, -1)
+        a[p + "MultiHeadDotProductAttention_1/out/kernel"] = sd[b + "attn.proj.weight"].T.reshape(H, D // H, D)
+        a[p + "MultiHeadDotProductAttention_1/out/bias"] = sd[b + "attn.proj.bias"]
+        for r in range(2):
+            a[p + f"MlpBlock_3/Dense_{r}/kernel"] = sd[b + f"mlp.fc{r + 1}.weight"].T
+            a[p + f"MlpBlock_3/Dense_{r}/bias"] = sd[b + f"mlp.fc{r + 1}.bias"]
+    return {k: np.ascontiguousarray(v, dtype=np.float32) for k, v in a.items()}
+
+
+def test_google_npz_logits(tmp_path):
+    from timm.models.vision_transformer import VisionTransformer as TimmViT, _load_weights
+    kw = dict(img_size=48, patch_size=16, embed_dim=96, depth=2, num_heads=2, mlp_ratio=3, num_classes=11)
+    torch.manual_seed(0)
+    ref = randomize_(TimmViT(**kw))
+    path = tmp_path / "ViT-custom.npz"
+    np.savez(path, **google_npz_arrays(ref))
+    # the file really is in Google's layout: timm's own .npz reader rebuilds the reference exactly
+    check = TimmViT(**kw).eval()
+    _load_weights(check, str(path))
+    for k, v in ref.state_dict().items():
+        assert torch.equal(check.state_dict()[k], v), k
+    loaded = vit.load(path)
+    assert loaded.format == "google-npz"
+    assert loaded.config.num_heads == 2  # read from the (D, H, Dh) query kernels, not 96 // 64
+    assert loaded.preprocess.mean == (0.5, 0.5, 0.5)
+    x = images(2, (48, 48))
+    with torch.no_grad():
+        logits, attn = loaded.model.forward_with_attention(x)
+        assert max_diff(logits, ref(x)) <= LOGIT_TOL
+        assert_attention_matches(attn, timm_attention(ref, x))
+
+
+# --- format detection --------------------------------------------------------------------------------------
+
+def test_format_detection_from_keys(torchvision_small):
+    timm_sd = timm.create_model("vit_tiny_patch16_224", pretrained=False, depth=1).state_dict()
+    assert detect_format(torchvision_small.state_dict()) == "torchvision"
+    assert detect_format(timm_sd) == "timm"
+    assert detect_format({k: v for k, v in timm_sd.items() if not k.startswith("head.")}) == "dino"
+    assert detect_format({f"backbone.{k}": v for k, v in timm_sd.items()}) == "dino"
+    assert detect_format(hf_tiny("ViTForImageClassification").state_dict()) == "huggingface"
+    with pytest.raises(ValueError, match="Unknown checkpoint format.*fc.weight"):
+        detect_format({"fc.weight": torch.zeros(2, 2)})
+
+
+def test_dino_training_checkpoint_loads_the_teacher_backbone(tmp_path):
+    """DINO's checkpoints hold {"teacher", "student"} with a .backbone prefix and a projection head we drop."""
+    torch.manual_seed(0)
+    ref = randomize_(timm.create_model("vit_small_patch16_224", pretrained=False, num_classes=0, depth=2))
+    teacher = {f"backbone.{k}": v for k, v in ref.state_dict().items()}
+    teacher.update({"head.mlp.0.weight": torch.zeros(8, 384), "head.last_layer.weight_g": torch.ones(16, 1)})
+    student = {k: torch.zeros_like(v) for k, v in teacher.items()}
+    torch.save({"teacher": teacher, "student": student, "epoch": 100}, tmp_path / "dino_vits16.pth")
+    loaded = vit.load(tmp_path / "dino_vits16.pth")
+    assert loaded.format == "dino" and loaded.labels == [] and loaded.config.num_classes == 0
+    x = images(1, (224, 224))
+    with torch.no_grad():
+        features = loaded.model(x)                      # (B, D): the CLS token after the final norm
+        assert features.shape == (1, 384)
+        assert max_diff(features, ref(x)) <= LOGIT_TOL
+
+
+def test_hf_sidecar_free_labels_json_roundtrip(tmp_path):
+    """HF config.json id2label survives: a label list written by transformers equals what we read."""
+    ref = hf_tiny("ViTForImageClassification")
+    ref.save_pretrained(tmp_path / "m")
+    config = json.loads((tmp_path / "m" / "config.json").read_text())
+    assert vit.load(tmp_path / "m").labels == [config["id2label"][str(i)] for i in range(5)]

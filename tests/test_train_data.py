@@ -47,6 +47,12 @@ def test_train_and_val_sub_folders_are_used_as_given(tmp_path):
     assert data.val[0][1] == sorted(CLASSES).index("red_square")  # indices follow the train/ classes
 
 
+def test_train_folder_alone_gets_a_held_out_share(tmp_path):
+    make_shapes_folder(tmp_path / "train", per_class=5)
+    data = open_data(tmp_path, val_share=0.2, seed=0)
+    assert data.classes == sorted(CLASSES) and len(data.train) == 16 and len(data.val) == 4
+
+
 def test_val_folder_with_an_unknown_class_is_refused(tmp_path):
     make_shapes_folder(tmp_path / "train", per_class=2, classes={k: CLASSES[k] for k in ("red_square", "green_circle")})
     make_shapes_folder(tmp_path / "val", per_class=1, classes={"yellow_cross": CLASSES["yellow_cross"]})

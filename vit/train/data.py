@@ -33,7 +33,8 @@ def open_data(path: str | Path, val_share: float, seed: int, download: bool = Fa
 
     - ``path/cifar-10-batches-py`` or that folder itself -> CIFAR-10 (its 50,000 train and 10,000 test images);
       with ``download`` a missing CIFAR-10 is fetched into ``path`` by torchvision.
-    - ``path/train`` and ``path/val`` -> an image folder already split; the class names come from ``train/``.
+    - ``path/train`` and ``path/val`` -> an image folder already split; the class names come from ``train/``
+      (``train/`` alone: the held-out share comes from it).
     - otherwise ``path/<class>/<image>`` -> an image folder; a share ``val_share`` of each class is held out,
       chosen by ``seed`` (the same seed always holds out the same images).
     """
@@ -48,6 +49,8 @@ def open_data(path: str | Path, val_share: float, seed: int, download: bool = Fa
     val_dir = next((path / v for v in VAL_FOLDERS if (path / v).is_dir()), None)
     if train_dir.is_dir() and val_dir is not None:
         return open_split_folders(train_dir, val_dir)
+    if train_dir.is_dir():  # train/ alone: hold out from it, rather than take "train" for a class
+        return open_folder_with_holdout(train_dir, val_share, seed)
     return open_folder_with_holdout(path, val_share, seed)
 
 

@@ -9,8 +9,8 @@ Uploads come from anyone, so decoding is guarded in this order, each step before
 3. the size declared in the header is at most ``max_pixels`` (a decompression bomb declares a huge size
    in a tiny file; it is refused here, before the pixels are decompressed, so memory stays bounded).
 
-Then the first frame is decoded, turned upright (EXIF orientation), and mapped to 8-bit RGB: 16-bit
-and float greyscale are rescaled instead of clipped, transparency is flattened onto white. Pictures
+Then the first frame is decoded, turned upright (EXIF orientation), and mapped to 8-bit RGB by
+``vit.preprocess.to_rgb`` (16-bit greyscale rescaled, transparency flattened onto white). Pictures
 thinner than 1:``MAX_ASPECT`` are center-cropped along their long side to that ratio: resizing the
 short side to the model's 256 pixels would otherwise blow a 20000×3 strip up to gigabytes, and the
 model's center crop never reaches beyond the middle of the long side anyway.
@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import os
 
-import numpy as np
 from PIL import Image, ImageOps, UnidentifiedImageError
+
+from .preprocess import to_rgb
 
 FORMATS = ("JPEG", "MPO", "PNG", "GIF", "WEBP", "BMP", "TIFF", "AVIF")  # photo formats Pillow may open here
 MAX_BYTES = 50 * 1024 * 1024   # largest upload read, in bytes
@@ -96,29 +97,8 @@ def _check_declared_size(im: Image.Image, max_pixels: int) -> None:
 
 
 def _to_upright_rgb(im: Image.Image) -> Image.Image:
-    """Any Pillow mode -> 8-bit RGB, turned upright by its EXIF orientation."""
-    im = ImageOps.exif_transpose(im)
-    if im.mode in ("I;16", "I;16L", "I;16B", "I;16N", "I", "F"):
-        im = _wide_grey_to_8bit(im)
-    if im.mode == "P" and "transparency" in im.info:
-        im = im.convert("RGBA")
-    if im.mode in ("RGBA", "LA", "PA", "RGBa", "La"):
-        rgba = im.convert("RGBA")
-        white = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
-        return Image.alpha_composite(white, rgba).convert("RGB")
-    return im.convert("RGB")
-
-
-def _wide_grey_to_8bit(im: Image.Image) -> Image.Image:
-    """16-bit, 32-bit integer or float greyscale -> 'L'. 16-bit data is scaled by 255/65535 (Pillow's
-    convert would clip everything above 255 to white); other ranges are stretched from their min to max."""
-    a = np.asarray(im, dtype=np.float64)
-    lo, hi = float(a.min()), float(a.max())
-    if im.mode.startswith("I;16") or (lo >= 0 and 255 < hi <= 65535 and im.mode == "I"):
-        a = a / 257.0
-    elif not (lo >= 0 and hi <= 255):
-        a = (a - lo) / (hi - lo) * 255.0 if hi > lo else np.zeros_like(a)
-    return Image.fromarray(np.clip(np.rint(a), 0, 255).astype(np.uint8), mode="L")
+    """Any Pillow mode -> 8-bit RGB (``preprocess.to_rgb``), turned upright by its EXIF orientation."""
+    return to_rgb(ImageOps.exif_transpose(im))
 
 
 def _limit_aspect(im: Image.Image, max_aspect: int) -> Image.Image:

@@ -1,0 +1,317 @@
+"""ViT Attention Explorer: drop a photo, see the top-5 classes and what the Vision Transformer looked at.
+
+    python app.py [--weights PATH | --model NAME] [--host 127.0.0.1] [--port 7860] [--share]
+
+This file only wires Gradio components to functions: the model, checkpoints and upload decoding live in
+vit/, the analysis, maps and rendering in viz/ (``viz.explorer`` is what each tab shows). Layout first,
+then the handlers, then the events. The model runs once per (photo, model), one run at a time (event
+group "model"); every slider move or click re-renders from the session's cached analysis (group
+"render", several at once), so the page stays responsive while someone else's photo is analysed.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+import gradio as gr
+import torch
+from gradio import processing_utils
+
+import vit
+from vit.image_file import MAX_BYTES, ImageFileError, open_image
+from vit.model_cache import ModelCache
+from viz import explorer
+from viz.explorer import Controls, Session
+
+EXAMPLES_DIR = Path(__file__).resolve().parent / "examples"
+MAX_SESSIONS = 32        # browser sessions kept in memory, each with one analysis (ViT-B/16: 11 MB)
+MODELS_IN_MEMORY = 2     # checkpoints kept loaded at once
+RENDER_CONCURRENCY = 4   # re-renders running at once (milliseconds of numpy each)
+MODELS = ModelCache(vit.load, explorer.serve, MODELS_IN_MEMORY)
+
+
+class PhotoInput(gr.Image):
+    """gr.Image that hands the handler the uploaded file unopened.
+
+    gr.Image opens every upload with Pillow and may convert and re-save it before the handler runs, so a
+    broken file or a decompression bomb would fail (or be decoded) there, without a message of ours.
+    Decoding is ``vit.image_file.open_image``'s job; this only passes the file's path on.
+    """
+    is_template = True  # shown by the browser's ordinary Image component
+
+    def preprocess(self, payload):
+        if payload is None:
+            return None
+        if payload.url and payload.url.startswith("data:"):  # pasted images may arrive inline
+            return processing_utils.save_base64_to_cache(payload.url, self.GRADIO_CACHE)  # bytes saved, not decoded
+        return payload.path
+
+
+# ---- handlers ---------------------------------------------------------------------------------------------
+
+def _served(source: str) -> explorer.ServedModel:
+    try:
+        return MODELS.get(source)
+    except (ValueError, OSError) as err:  # vit.load: bad checkpoint (ValueError), nothing found (FileNotFoundError)
+        raise gr.Error(f"Could not load the model {source!r}. {err}", print_exception=False) from None
+
+
+def _controls(fusion, discard_ratio, start_layer, opacity, mask_artifacts, layer, head, mean_of_heads,
+              dino_mask, through_all_layers) -> Controls:
+    return Controls(fusion=fusion, discard_ratio=float(discard_ratio), start_layer=int(start_layer),
+                    opacity=float(opacity), mask_artifacts=bool(mask_artifacts), layer=int(layer),
+                    head=None if mean_of_heads else int(head), dino_mask=bool(dino_mask),
+                    rolled=bool(through_all_layers))
+
+
+def _session_or_warn(session: Session | None) -> Session | None:
+    if session is None:
+        gr.Warning("There is no analysed photo in this session yet (or it was dropped to free memory): "
+                    "upload a photo or press Analyze.")
+    return session
+
+
+@torch.inference_mode()
+def analyze(photo, model, fusion="mean", discard_ratio=0.9, start_layer=0, opacity=0.6, mask_artifacts=False,
+            layer=-1, head=0, mean_of_heads=True, dino_mask=False, through_all_layers=False,
+            session: Session | None = None):
+    """Classify the photo and render every panel. The only required input is the photo file.
+
+    Returns the top-5 classes, a summary, and the rollout, attention, all-heads, patch-query, position
+    embedding, attention distance, token norm, architecture and filter panels. Layers and heads are 0-based;
+    out-of-range values are clamped to the model.
+    """
+    if not photo:  # the photo was cleared: so are the session and the 14 outputs
+        return (None,) * 15
+    served = _served(model)
+    key = (str(photo), str(model))
+    if session is None or session.key != key:
+        try:
+            image = open_image(photo)
+        except ImageFileError as err:
+            raise gr.Error(str(err), print_exception=False) from None
+        session = explorer.new_session(key, image, served)
+    c = explorer.clamp_controls(_controls(fusion, discard_ratio, start_layer, opacity, mask_artifacts, layer, head,
+                                          mean_of_heads, dino_mask, through_all_layers), served.depth, served.heads)
+    session, heads_grid = explorer.heads_view(session, c)
+    attends_to, attended_by = explorer.query_views(session, c)
+    norm_maps, norm_curves = explorer.norms_views(session)
+    return (session, explorer.top_classes(session.analysis), explorer.summary(session),
+            explorer.rollout_view(session, c), explorer.attention_view(session, c), heads_grid,
+            explorer.query_photo(session), attends_to, attended_by, served.position, explorer.distance_view(session),
+            norm_maps, norm_curves, explorer.architecture(session), served.filters)
+
+
+@torch.inference_mode()
+def change_model(model, head):
+    """Load the picked model (or refuse it: gr.Error, then ``keep_model`` puts the picker back) and fit the
+    sliders to its depth and heads."""
+    served = _served(model)
+    L, H = served.depth, served.heads
+    return (model, gr.Dropdown(choices=model_choices(model), value=model),
+            gr.Slider(maximum=L - 1, value=L - 1), gr.Slider(maximum=H - 1, value=min(int(head), H - 1)),
+            gr.Slider(maximum=L - 1, value=0))
+
+
+def keep_model(current):
+    return gr.Dropdown(choices=model_choices(current), value=current)
+
+
+def rerender_rollout(session, *controls):
+    if _session_or_warn(session) is None:
+        return gr.skip()
+    c = explorer.clamp_controls(_controls(*controls), session.model.depth, session.model.heads)
+    return explorer.rollout_view(session, c)
+
+
+def rerender_layer(session, *controls):
+    """Layer or head changed: the attention map, the framed thumbnail and the patch query follow."""
+    if _session_or_warn(session) is None:
+        return (gr.skip(),) * 5
+    c = explorer.clamp_controls(_controls(*controls), session.model.depth, session.model.heads)
+    session, heads_grid = explorer.heads_view(session, c)
+    return (session, explorer.attention_view(session, c), heads_grid) + explorer.query_views(session, c)
+
+
+def pick_head(session, *controls, evt: gr.SelectData):
+    """A click on the all-heads grid selects that layer and head and opens the Attention tab."""
+    if _session_or_warn(session) is None or (cell := explorer.head_at(session, *evt.index)) is None:
+        return (gr.skip(),) * 9
+    layer, head = cell
+    values = list(controls)
+    values[5:8] = [layer, head, False]  # layer, head, mean_of_heads
+    c = explorer.clamp_controls(_controls(*values), session.model.depth, session.model.heads)
+    session, heads_grid = explorer.heads_view(session, c)
+    return (session, layer, head, False, explorer.attention_view(session, c), heads_grid,
+            *explorer.query_views(session, c), gr.Tabs(selected="attention"))
+
+
+def pick_patch(session, *controls, evt: gr.SelectData):
+    """A click on the photo of the Patch query tab queries the patch under it."""
+    if _session_or_warn(session) is None:
+        return (gr.skip(),) * 4
+    session = explorer.select_patch(session, *evt.index)
+    c = explorer.clamp_controls(_controls(*controls), session.model.depth, session.model.heads)
+    return (session, explorer.query_photo(session)) + explorer.query_views(session, c)
+
+
+def rerender_query(session, *controls):
+    if _session_or_warn(session) is None:
+        return (gr.skip(),) * 2
+    c = explorer.clamp_controls(_controls(*controls), session.model.depth, session.model.heads)
+    return explorer.query_views(session, c)
+
+
+# ---- layout -----------------------------------------------------------------------------------------------
+
+_BASE_CHOICES: list[str] = []
+
+
+def model_choices(extra: str | None = None) -> list[str]:
+    """The models on offer: the one the server started with, the files in weights/, and ``extra`` (a path)."""
+    choices = list(dict.fromkeys(_BASE_CHOICES + vit.list_local_checkpoints()))
+    return choices + [extra] if extra and extra not in choices else choices
+
+
+def example_photos() -> list[str]:
+    return sorted(str(p) for p in EXAMPLES_DIR.glob("*") if p.suffix.lower() in (".jpg", ".jpeg", ".png", ".webp"))
+
+
+def _picture(label: str, **kw) -> gr.Image:
+    return gr.Image(label=label, interactive=False, format="jpeg", buttons=["download", "fullscreen"], **kw)
+
+
+def build_app(default_model: str) -> gr.Blocks:
+    """The Blocks app; ``default_model`` (a source for vit.load) is loaded now to size the sliders."""
+    served = _served_at_startup(default_model)
+    _BASE_CHOICES[:] = [default_model]
+    L, H = served.depth, served.heads
+    with gr.Blocks(title="ViT Attention Explorer", delete_cache=(600, 3600)) as demo:
+        session = gr.State(None)
+        current_model = gr.State(default_model)
+        gr.Markdown("# ViT Attention Explorer\nDrop a photo: the Vision Transformer classifies it once, then "
+                    "every tab shows what it looked at. Sliders and clicks re-render instantly.")
+        with gr.Row():
+            with gr.Column(scale=2):
+                photo = PhotoInput(label="Photo", type="filepath", image_mode=None,
+                                   sources=["upload", "webcam", "clipboard"], height=320)
+                with gr.Row():
+                    model = gr.Dropdown(model_choices(), value=default_model, allow_custom_value=True, scale=4,
+                                        label="Model", info="a checkpoint in weights/, or type a path and press Enter")
+                    rerun = gr.Button("Analyze", variant="primary", scale=1)
+                photos = example_photos()
+                if photos:
+                    gr.Examples(photos, inputs=photo, cache_examples=False, api_visibility="private",
+                                label="Example photos")
+            with gr.Column(scale=3):
+                top5 = gr.Label(num_top_classes=5, label="Top-5 classes")
+                summary = gr.Markdown(label="Summary")
+        with gr.Tabs() as tabs:
+            with gr.Tab("Rollout", id="rollout"):
+                with gr.Row():
+                    fusion = gr.Radio(["mean", "max", "min"], value="mean", label="Head fusion")
+                    discard = gr.Slider(0.0, 0.99, value=0.9, step=0.01, label="Discard ratio",
+                                        info="lowest share of each layer's attention set to 0")
+                    start_layer = gr.Slider(0, L - 1, value=0, step=1, label="Start layer")
+                    opacity = gr.Slider(0.0, 1.0, value=0.6, step=0.05, label="Opacity")
+                    mask_artifacts = gr.Checkbox(False, label="Mask high-norm artifact tokens")
+                rollout_img = _picture("Attention rollout (CLS)", elem_id="rollout-image")
+            with gr.Tab("Attention", id="attention"):
+                with gr.Row():
+                    layer = gr.Slider(0, L - 1, value=L - 1, step=1, label="Layer", elem_id="layer-slider")
+                    head = gr.Slider(0, H - 1, value=0, step=1, label="Head")
+                    mean_heads = gr.Checkbox(True, label="Mean of heads")
+                    dino_mask = gr.Checkbox(False, label="Outline the patches holding 60% of the attention (DINO)")
+                attention_img = _picture("CLS attention", elem_id="attention-image")
+            with gr.Tab("All heads", id="heads"):
+                gr.Markdown("The CLS attention of every layer (rows) and head (columns). Click a thumbnail to "
+                            "open it in the Attention tab.")
+                heads_img = _picture("Layers × heads", elem_id="heads-image")
+            with gr.Tab("Patch query", id="query"):
+                gr.Markdown("Click a patch of the photo: where it attends (its attention row) and which patches "
+                            "attend to it (its column), in the layer and head picked in the Attention tab.")
+                rolled = gr.Checkbox(False, label="Through all layers (rollout) instead of one layer")
+                with gr.Row():
+                    query_photo = _picture("Click a patch", elem_id="query-photo")
+                    query_out = _picture("Where this patch attends", elem_id="query-out")
+                    query_in = _picture("Which patches attend to it", elem_id="query-in")
+            with gr.Tab("Position embeddings", id="position"):
+                gr.Markdown("Cosine similarity of each patch's learnt position embedding with all others "
+                            "(ViT paper, Figure 7 centre): nearby patches, rows and columns are alike.")
+                position_img = gr.Image(label="Position embedding similarity", interactive=False, format="png")
+            with gr.Tab("Attention distance", id="distance"):
+                gr.Markdown("Mean distance in pixels over which each head attends, by depth (Figure 7 right): "
+                            "early layers mix local and global heads, late layers attend globally.")
+                distance_img = gr.Image(label="Mean attention distance", interactive=False, format="png")
+            with gr.Tab("Token norms", id="norms"):
+                gr.Markdown("The length of every token after each block. A few background patches grow very "
+                            "long and soak up attention (Darcet et al. 2023); they are outlined in cyan.")
+                norms_img = _picture("Patch token norms per block")
+                norm_curves_img = gr.Image(label="Token norms by depth", interactive=False, format="png")
+            with gr.Tab("Model", id="model"):
+                architecture = gr.Markdown(label="Architecture")
+                gr.Markdown("Principal components of the patch-embedding filters (Figure 7 left): what the first "
+                            "layer looks for in each 16×16 patch.")
+                filters_img = gr.Image(label="Embedding filters", interactive=False, format="png")
+
+        # ---- events ---------------------------------------------------------------------------------------
+        controls = [fusion, discard, start_layer, opacity, mask_artifacts, layer, head, mean_heads, dino_mask, rolled]
+        analyze_outputs = [session, top5, summary, rollout_img, attention_img, heads_img, query_photo, query_out,
+                           query_in, position_img, distance_img, norms_img, norm_curves_img, architecture,
+                           filters_img]
+        model_work = dict(concurrency_id="model", concurrency_limit=1)
+        render = dict(concurrency_id="render", concurrency_limit=RENDER_CONCURRENCY, show_progress="minimal",
+                      api_visibility="private", trigger_mode="always_last")
+        analyze_inputs = [photo, model, *controls, session]
+
+        gr.on([photo.change, rerun.click], analyze, analyze_inputs, analyze_outputs, api_name="analyze",
+              **model_work)
+        model.input(change_model, [model, head], [current_model, model, layer, head, start_layer],
+                    api_visibility="private", **model_work) \
+            .success(analyze, analyze_inputs, analyze_outputs, api_visibility="private", **model_work) \
+            .failure(keep_model, current_model, model, api_visibility="private")
+        gr.on([c.input for c in (fusion, discard, start_layer, opacity, mask_artifacts)],
+              rerender_rollout, [session, *controls], rollout_img, **render)
+        gr.on([c.input for c in (layer, head, mean_heads, dino_mask)],
+              rerender_layer, [session, *controls], [session, attention_img, heads_img, query_out, query_in], **render)
+        gr.on([c.input for c in (rolled, fusion, discard, start_layer, opacity)],
+              rerender_query, [session, *controls], [query_out, query_in], **render)
+        heads_img.select(pick_head, [session, *controls],
+                         [session, layer, head, mean_heads, attention_img, heads_img, query_out, query_in, tabs],
+                         **render)
+        query_photo.select(pick_patch, [session, *controls], [session, query_photo, query_out, query_in], **render)
+    return demo
+
+
+def _served_at_startup(source: str) -> explorer.ServedModel:
+    try:
+        return MODELS.get(source)
+    except (ValueError, OSError) as err:
+        sys.exit(f"Cannot start: the model {source!r} did not load. {err}")
+
+
+def launch(demo: gr.Blocks, host: str, port: int, share: bool = False, **kwargs):
+    """Serve with the queue set up: model work one at a time, re-renders alongside; bounded session memory."""
+    demo.queue(default_concurrency_limit=1)
+    return demo.launch(server_name=host, server_port=port, share=share, state_session_capacity=MAX_SESSIONS,
+                       max_file_size=MAX_BYTES, show_error=True, **kwargs)
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description="ViT Attention Explorer: a Gradio app to explore what a ViT attends to.")
+    which = p.add_mutually_exclusive_group()
+    which.add_argument("--weights", help="checkpoint file or Hugging Face folder to start with")
+    which.add_argument("--model", default="default",
+                       help="known model name or file in weights/ (default: torchvision's ViT-B/16)")
+    p.add_argument("--host", default=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"),
+                   help="address to serve on (default 127.0.0.1; 0.0.0.0 serves the network)")
+    p.add_argument("--port", type=int, default=int(os.environ.get("GRADIO_SERVER_PORT", 7860)))
+    p.add_argument("--share", action="store_true", help="also serve through a temporary public gradio.live link")
+    return p.parse_args(argv)
+
+
+if __name__ == "__main__":
+    args = parse_args()
+    launch(build_app(args.weights or args.model), args.host, args.port, args.share)

@@ -8,7 +8,6 @@ import pickle
 import numpy as np
 import pytest
 import torch
-from PIL import Image
 from safetensors.torch import save_file
 
 import vit

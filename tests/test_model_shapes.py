@@ -59,7 +59,7 @@ def test_every_module_output_shape(name, wide):
     cfg = vit.variant(name)
     model = meta_model(cfg).eval()
     B, H, W = 2, 224, 20 * cfg.patch_size if wide else 224
-    D, M, P, heads = cfg.embed_dim, cfg.mlp_dim, cfg.patch_size, cfg.num_heads
+    D, M, P = cfg.embed_dim, cfg.mlp_dim, cfg.patch_size
     gh, gw = H // P, W // P
     T = 1 + gh * gw
     expected = {

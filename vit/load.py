@@ -18,6 +18,7 @@ from . import registry
 from .checkpoint import checkpoint_filter_fn, detect_format, google_num_heads, load_strict, resample_pos_embed, \
     unwrap_state_dict
 from .files import CHECKPOINT_SUFFIXES, OWN_FORMAT, OWN_VERSION, read_file
+from .huggingface import read_folder as read_huggingface_folder
 from .infer import checkpoint_grid, infer_config
 from .labels import default_labels, imagenet_labels
 from .model import ViTConfig, VisionTransformer, variant
@@ -43,7 +44,7 @@ class LoadedModel:
     name: str                                   # short display name
     source: str                                 # the path or known name it came from
     config: ViTConfig = field(repr=False)
-    format: str = "vit-explorer"                # checkpoint format it was read from
+    format: str                                 # checkpoint format it was read from (see vit.checkpoint.FILTERS)
 
 
 @dataclass
@@ -111,8 +112,10 @@ def _load_known(known: registry.KnownCheckpoint, download: bool, overrides: dict
             return _build(state, known.url, _meta_from_known(known), overrides)
         except OSError as e:  # URLError is an OSError: offline, DNS failure, refused connection
             error = e
-    why = f"Downloading failed ({error}). " if error else ("Downloading is off (VIT_OFFLINE is set). " if
-                                                           known.weights is not None else "")
+        except RuntimeError as e:  # torch.hub's hash check: a corrupted or substituted download
+            raise ValueError(f"The download of {known.url} is not the published file: {e}") from None
+    why = f"Downloading failed ({error}). " if error else (
+        "Downloading is off (download=False or VIT_OFFLINE is set). " if known.weights is not None else "")
     raise FileNotFoundError(
         f"Checkpoint {known.name!r} is not available offline. Looked for: {', '.join(map(str, places))}. {why}"
         f"Download {known.url} and save it as {weights_dir() / known.filename} (or set VIT_WEIGHTS_DIR to the "
@@ -125,7 +128,9 @@ def _meta_from_known(known: registry.KnownCheckpoint) -> _Meta:
 
 def _load_path(path: Path, source: str, overrides: dict, known: registry.KnownCheckpoint | None = None) -> LoadedModel:
     if path.is_dir():
-        return _load_huggingface_folder(path, source, overrides)
+        hf = read_huggingface_folder(path)
+        meta = _Meta(name=path.name, format="huggingface", config=hf.config, labels=hf.labels, preprocess=hf.preprocess)
+        return _build(hf.state, source, meta, overrides)
     raw = read_file(path)
     known = known or registry.identify(path)
     meta = _meta_from_known(known) if known else _Meta(name=path.stem)
@@ -149,61 +154,12 @@ def _apply_sidecar(meta: _Meta, path: Path) -> _Meta:
         labels = imagenet_labels()
     elif labels is not None and not (isinstance(labels, list) and all(isinstance(s, str) for s in labels)):
         raise ValueError(f"Sidecar {path}: labels must be a list of strings or \"imagenet\".")
+    if not isinstance(d.get("config", {}), dict) or not isinstance(d.get("preprocess", {}), dict):
+        raise ValueError(f"Sidecar {path}: config and preprocess must be JSON objects.")
     preprocess = Preprocess.from_dict(d["preprocess"]) if "preprocess" in d else meta.preprocess
     return _Meta(name=d.get("name", meta.name), format=d.get("format", meta.format),
                  config={**meta.config, **d.get("config", {})}, preprocess=preprocess, labels=labels,
                  variant=d.get("variant", meta.variant))
-
-
-def _load_huggingface_folder(folder: Path, source: str, overrides: dict) -> LoadedModel:
-    """A save_pretrained folder of ViTForImageClassification (or DeiT): config.json + weights (+ preprocessor)."""
-    config_file = folder / "config.json"
-    if not config_file.is_file():
-        raise ValueError(f"{folder} is a folder but not a Hugging Face model: no config.json inside.")
-    hf = json.loads(config_file.read_text())
-    if hf.get("model_type") not in ("vit", "deit"):
-        raise ValueError(f"{folder}: unsupported Hugging Face model_type {hf.get('model_type')!r}! Expected 'vit' or 'deit'.")
-    if hf.get("hidden_act", "gelu") != "gelu":
-        raise ValueError(f"{folder}: hidden_act {hf['hidden_act']!r} is not supported! Expected 'gelu' (exact GELU).")
-    state = _read_huggingface_weights(folder)
-    id2label = hf.get("id2label") or {}
-    labels = [id2label.get(str(i), id2label.get(i)) for i in range(len(id2label))]
-    if not labels or None in labels or all(s == f"LABEL_{i}" for i, s in enumerate(labels)):
-        labels = None  # HF's placeholder names: fall back to ImageNet names for 1000 classes
-    size = hf.get("image_size", 224)
-    config = dict(num_heads=hf["num_attention_heads"], layer_norm_eps=hf.get("layer_norm_eps", 1e-12),
-                  img_size=tuple(size) if isinstance(size, (list, tuple)) else (size, size))
-    meta = _Meta(name=folder.name, format="huggingface", config=config, labels=labels,
-                 preprocess=_huggingface_preprocess(folder / "preprocessor_config.json", config["img_size"]))
-    return _build(state, source, meta, overrides)
-
-
-def _read_huggingface_weights(folder: Path) -> dict:
-    for name in ("model.safetensors", "pytorch_model.bin"):
-        if (folder / name).is_file():
-            return read_file(folder / name)
-    for index in ("model.safetensors.index.json", "pytorch_model.bin.index.json"):
-        if (folder / index).is_file():  # sharded: the index maps every tensor to its shard
-            shards = sorted(set(json.loads((folder / index).read_text())["weight_map"].values()))
-            return {k: v for s in shards for k, v in read_file(folder / s).items()}
-    raise FileNotFoundError(f"{folder}: no model.safetensors or pytorch_model.bin (nor a sharded index) inside.")
-
-
-def _huggingface_preprocess(path: Path, img_size: tuple[int, int]) -> Preprocess:
-    """HF image processor settings -> Preprocess. HF resizes to exactly size×size; we resize the short side and
-    center-crop, which is the same for square photos and keeps the aspect ratio otherwise."""
-    d = json.loads(path.read_text()) if path.is_file() else {}
-    interpolation = {2: "bilinear", 3: "bicubic"}.get(d.get("resample", 2), "bilinear")
-    mean, std = tuple(d.get("image_mean", INCEPTION_MEAN)), tuple(d.get("image_std", INCEPTION_STD))
-
-    def hw(s):
-        if isinstance(s, dict):
-            return (s["height"], s["width"]) if "height" in s else (s["shortest_edge"],) * 2
-        return (s, s) if isinstance(s, int) else tuple(img_size)
-
-    crop = hw(d["crop_size"]) if d.get("do_center_crop") and "crop_size" in d else hw(d.get("size", img_size))
-    resize = min(hw(d.get("size", crop)))
-    return Preprocess(resize=resize, crop=crop, interpolation=interpolation, mean=mean, std=std)
 
 
 def _build(raw: dict, source: str, meta: _Meta, overrides: dict) -> LoadedModel:
@@ -212,12 +168,13 @@ def _build(raw: dict, source: str, meta: _Meta, overrides: dict) -> LoadedModel:
         return _build_own(raw, source, meta, overrides)
     state = unwrap_state_dict(raw)
     fmt = meta.format or detect_format(state)
-    config = dict(meta.config)
+    config = {}
     if fmt == "google-npz":
-        config.setdefault("num_heads", google_num_heads(state))
-    if meta.variant:
+        config["num_heads"] = google_num_heads(state)
+    if meta.variant:  # the named variant's shape; strict loading reports where the weights disagree
         v = variant(meta.variant)
         config.update({k: getattr(v, k) for k in ("patch_size", "embed_dim", "depth", "num_heads", "mlp_dim")})
+    config.update(meta.config)
     state = checkpoint_filter_fn(state, fmt)
     cfg = infer_config(state, **{**config, **overrides})
     state = _fit_pos_embed(state, cfg, checkpoint_grid(state, cfg))
@@ -229,7 +186,13 @@ def _build_own(ckpt: dict, source: str, meta: _Meta, overrides: dict) -> LoadedM
     if ckpt.get("version") != OWN_VERSION:
         raise ValueError(f"{source}: unsupported {OWN_FORMAT} checkpoint version {ckpt.get('version')!r}! "
                          f"Expected {OWN_VERSION}.")
-    saved = ViTConfig(**ckpt["config"])
+    missing = {"config", "labels", "preprocess", "model"} - set(ckpt)
+    if missing:
+        raise ValueError(f"{source}: {OWN_FORMAT} checkpoint without {sorted(missing)}!")
+    try:
+        saved = ViTConfig(**ckpt["config"])
+    except TypeError as e:  # a field this version of the code does not know
+        raise ValueError(f"{source}: its config does not fit this version of vit.ViTConfig: {e}") from None
     cfg = dataclasses.replace(saved, **overrides)
     state = _fit_pos_embed(ckpt["model"], cfg, saved.grid)
     name = (ckpt.get("extra") or {}).get("name") or meta.name
@@ -251,6 +214,8 @@ def _finish(state: dict, cfg: ViTConfig, source: str, meta: _Meta, fmt: str, ove
         model = VisionTransformer(cfg)
     state = {k: v.float().contiguous() if torch.is_floating_point(v) else v for k, v in state.items()}
     load_strict(model, state, source, assign=True)
+    if any(t.is_meta for t in [*model.parameters(), *model.buffers()]):  # a tensor no checkpoint fills
+        raise RuntimeError("VisionTransformer has tensors outside its state dict; they cannot be built on 'meta'.")
     model.eval()
     labels = meta.labels if meta.labels is not None else default_labels(cfg.num_classes)
     if len(labels) != cfg.num_classes:

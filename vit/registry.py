@@ -92,8 +92,10 @@ def by_name(name: str) -> KnownCheckpoint | None:
     if name == "default":
         name = DEFAULT_NAME
     for ck in known_checkpoints():
-        if name in (ck.name.lower(), ck.filename.lower()) or (ck.format == "torchvision" and
-                                                                 name + ".imagenet1k_v1" == ck.name):
+        aliases = {ck.name.lower(), ck.filename.lower()}
+        if ck.name.endswith(".imagenet1k_v1"):
+            aliases.add(ck.name.removesuffix(".imagenet1k_v1"))  # "vit_b_16"
+        if name in aliases:
             return ck
     return None
 

@@ -177,6 +177,7 @@ def test_huggingface_preprocessor_config_is_used(tmp_path):
 def test_list_local_checkpoints(tmp_path):
     (tmp_path / "a.safetensors").write_bytes(b"")
     (tmp_path / "b.pth").write_bytes(b"")
+    (tmp_path / "b.last.pth").write_bytes(b"")  # training's resume file: not a model to pick
     (tmp_path / "notes.txt").write_text("")
     (tmp_path / "hf_vit").mkdir()
     (tmp_path / "hf_vit" / "config.json").write_text("{}")

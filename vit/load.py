@@ -59,12 +59,16 @@ class _Meta:
 
 
 def list_local_checkpoints(directory: str | Path | None = None) -> list[str]:
-    """Names of the checkpoints in weights/ (files with a checkpoint suffix and Hugging Face folders), sorted."""
+    """Names of the checkpoints in weights/ (files with a checkpoint suffix and Hugging Face folders), sorted.
+
+    Training's resume files (``NAME.last.pt``) are left out: ``NAME.pt`` beside them is the model to look at.
+    """
     directory = Path(directory) if directory else weights_dir()
     if not directory.is_dir():
         return []
     return sorted(p.name for p in directory.iterdir()
-                  if (p.is_file() and p.suffix in CHECKPOINT_SUFFIXES) or (p.is_dir() and (p / "config.json").is_file()))
+                  if (p.is_file() and p.suffix in CHECKPOINT_SUFFIXES and not p.stem.endswith(".last"))
+                  or (p.is_dir() and (p / "config.json").is_file()))
 
 
 def load(source: str | Path | None = None, *, download: bool | None = None, **overrides) -> LoadedModel:

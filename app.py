@@ -135,8 +135,10 @@ def rerender_layer(session, *controls):
     return (session, explorer.attention_view(session, c), heads_grid) + explorer.query_views(session, c)
 
 
-def pick_head(session, *controls, evt: gr.SelectData):
-    """A click on the all-heads grid selects that layer and head and opens the Attention tab."""
+def pick_head(evt: gr.SelectData, session, *controls):
+    """A click on the all-heads grid selects that layer and head and opens the Attention tab.
+
+    (Gradio passes the click as ``evt``; it must come before ``*controls`` to be recognised.)"""
     if _session_or_warn(session) is None or (cell := explorer.head_at(session, *evt.index)) is None:
         return (gr.skip(),) * 9
     layer, head = cell
@@ -148,7 +150,7 @@ def pick_head(session, *controls, evt: gr.SelectData):
             *explorer.query_views(session, c), gr.Tabs(selected="attention"))
 
 
-def pick_patch(session, *controls, evt: gr.SelectData):
+def pick_patch(evt: gr.SelectData, session, *controls):
     """A click on the photo of the Patch query tab queries the patch under it."""
     if _session_or_warn(session) is None:
         return (gr.skip(),) * 4
@@ -179,8 +181,15 @@ def example_photos() -> list[str]:
     return sorted(str(p) for p in EXAMPLES_DIR.glob("*") if p.suffix.lower() in (".jpg", ".jpeg", ".png", ".webp"))
 
 
-def _picture(label: str, **kw) -> gr.Image:
-    return gr.Image(label=label, interactive=False, format="jpeg", buttons=["download", "fullscreen"], **kw)
+# Overlays are rendered at the model's 224 pixels (re-rendering stays at milliseconds) and enlarged by the browser.
+# Clickable images keep their natural size: Gradio maps a click to image pixels only up to a scale of 1.
+CSS = ".enlarge img { width: 100%; height: 100%; object-fit: contain; }"
+
+
+def _picture(label: str, height: int = 380, enlarge: bool = True, **kw) -> gr.Image:
+    """An output image: JPEG keeps encoding at a few ms (PNG takes tens of ms for a heads grid)."""
+    return gr.Image(label=label, interactive=False, format="jpeg", buttons=["download", "fullscreen"], height=height,
+                    elem_classes=["enlarge"] if enlarge else None, **kw)
 
 
 def build_app(default_model: str) -> gr.Blocks:
@@ -188,26 +197,27 @@ def build_app(default_model: str) -> gr.Blocks:
     served = _served_at_startup(default_model)
     _BASE_CHOICES[:] = [default_model]
     L, H = served.depth, served.heads
-    with gr.Blocks(title="ViT Attention Explorer", delete_cache=(600, 3600)) as demo:
+    with gr.Blocks(title="ViT Attention Explorer", delete_cache=(600, 3600), analytics_enabled=False) as demo:
         session = gr.State(None)
         current_model = gr.State(default_model)
         gr.Markdown("# ViT Attention Explorer\nDrop a photo: the Vision Transformer classifies it once, then "
                     "every tab shows what it looked at. Sliders and clicks re-render instantly.")
         with gr.Row():
             with gr.Column(scale=2):
-                photo = PhotoInput(label="Photo", type="filepath", image_mode=None,
+                photo = PhotoInput(label="Photo", type="filepath", image_mode=None, elem_id="photo-input",
                                    sources=["upload", "webcam", "clipboard"], height=320)
-                with gr.Row():
-                    model = gr.Dropdown(model_choices(), value=default_model, allow_custom_value=True, scale=4,
-                                        label="Model", info="a checkpoint in weights/, or type a path and press Enter")
-                    rerun = gr.Button("Analyze", variant="primary", scale=1)
                 photos = example_photos()
                 if photos:
                     gr.Examples(photos, inputs=photo, cache_examples=False, api_visibility="private",
                                 label="Example photos")
             with gr.Column(scale=3):
-                top5 = gr.Label(num_top_classes=5, label="Top-5 classes")
-                summary = gr.Markdown(label="Summary")
+                top5 = gr.Label(num_top_classes=5, label="Top-5 classes", elem_id="top5")
+                summary = gr.Markdown(label="Summary", elem_id="summary")
+                with gr.Row(equal_height=True):
+                    model = gr.Dropdown(model_choices(), value=default_model, allow_custom_value=True, scale=4,
+                                        label="Model", elem_id="model-picker",
+                                        info="a checkpoint in weights/, or type a path and press Enter")
+                    rerun = gr.Button("Analyze", variant="primary", scale=1)
         with gr.Tabs() as tabs:
             with gr.Tab("Rollout", id="rollout"):
                 with gr.Row():
@@ -228,13 +238,13 @@ def build_app(default_model: str) -> gr.Blocks:
             with gr.Tab("All heads", id="heads"):
                 gr.Markdown("The CLS attention of every layer (rows) and head (columns). Click a thumbnail to "
                             "open it in the Attention tab.")
-                heads_img = _picture("Layers × heads", elem_id="heads-image")
+                heads_img = _picture("Layers × heads", height=720, enlarge=False, elem_id="heads-image")
             with gr.Tab("Patch query", id="query"):
                 gr.Markdown("Click a patch of the photo: where it attends (its attention row) and which patches "
                             "attend to it (its column), in the layer and head picked in the Attention tab.")
                 rolled = gr.Checkbox(False, label="Through all layers (rollout) instead of one layer")
                 with gr.Row():
-                    query_photo = _picture("Click a patch", elem_id="query-photo")
+                    query_photo = _picture("Click a patch", enlarge=False, elem_id="query-photo")
                     query_out = _picture("Where this patch attends", elem_id="query-out")
                     query_in = _picture("Which patches attend to it", elem_id="query-in")
             with gr.Tab("Position embeddings", id="position"):
@@ -248,7 +258,7 @@ def build_app(default_model: str) -> gr.Blocks:
             with gr.Tab("Token norms", id="norms"):
                 gr.Markdown("The length of every token after each block. A few background patches grow very "
                             "long and soak up attention (Darcet et al. 2023); they are outlined in cyan.")
-                norms_img = _picture("Patch token norms per block")
+                norms_img = _picture("Patch token norms per block", height=160)
                 norm_curves_img = gr.Image(label="Token norms by depth", interactive=False, format="png")
             with gr.Tab("Model", id="model"):
                 architecture = gr.Markdown(label="Architecture")
@@ -296,7 +306,7 @@ def launch(demo: gr.Blocks, host: str, port: int, share: bool = False, **kwargs)
     """Serve with the queue set up: model work one at a time, re-renders alongside; bounded session memory."""
     demo.queue(default_concurrency_limit=1)
     return demo.launch(server_name=host, server_port=port, share=share, state_session_capacity=MAX_SESSIONS,
-                       max_file_size=MAX_BYTES, show_error=True, **kwargs)
+                       max_file_size=MAX_BYTES, show_error=True, css=CSS, **kwargs)
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

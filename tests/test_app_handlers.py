@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 
+import app_server  # noqa: F401  (first: gives this process its own GRADIO_TEMP_DIR before Gradio is imported)
 import gradio as gr
 import numpy as np
 import pytest
@@ -11,7 +12,7 @@ from gradio.data_classes import ImageData
 from PIL import Image
 
 import app
-from viz import panels
+from viz import explorer, panels
 
 CAT_CLASSES = {"Egyptian cat", "tabby", "tiger cat", "Persian cat", "Siamese cat", "lynx"}
 AUGREG = "vit_tiny_patch16_224.augreg_in21k_ft_in1k.safetensors"
@@ -144,17 +145,18 @@ def test_layer_and_head_follow_in_attention_heads_and_query(cat_result):
 def test_clicking_a_thumbnail_selects_its_layer_and_head(cat_result):
     session = cat_result["session"]
     x0, y0, x1, y1 = session.heads_layout.box(4, 2)
-    out = app.pick_head(session, *_controls(), evt=_select((x0 + x1) / 2, (y0 + y1) / 2))
+    out = app.pick_head(_select((x0 + x1) / 2, (y0 + y1) / 2), session, *_controls())
     new_session, layer, head, mean, attention_image, _, _, _, tabs = out
     assert (layer, head, mean) == (4, 2, False)
     assert np.array_equal(_pixels(attention_image), _pixels(panels.attention_panel(session.analysis, 4, 2)))
     assert tabs.selected == "attention"
-    assert app.pick_head(session, *_controls(), evt=_select(1, 1)) == (gr.skip(),) * 9  # on the labels: nothing
+    assert app.pick_head(_select(1, 1), session, *_controls()) == (gr.skip(),) * 9  # on the labels: nothing
 
 
 def test_clicking_the_photo_queries_that_patch(cat_result):
     session = cat_result["session"]
-    out = app.pick_patch(session, *_controls(), evt=_select(4 * 16 + 3, 2 * 16 + 8))  # inside patch row 2, col 4
+    scale = explorer.QUERY_PHOTO_SCALE  # the photo to click on is shown enlarged
+    out = app.pick_patch(_select((4 * 16 + 3) * scale, (2 * 16 + 8) * scale), session, *_controls())  # row 2, col 4
     new_session, photo, attends_to, attended_by = out
     assert new_session.query == (2, 4)
     expected_out, expected_in = panels.query_panels(session.analysis, 2, 4, 11, None, alpha=0.6)

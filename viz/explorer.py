@@ -19,6 +19,7 @@ from .layout import pixel_to_patch
 from .result import Analysis, ModelArrays
 
 ATTENTION_DTYPE = np.float16  # cached maps: ViT-B/16 at 224 needs 11 MB per image instead of 22 MB
+QUERY_PHOTO_SCALE = 2         # the photo to click on in the Patch query tab is shown at twice the model's size
 
 
 @dataclass(frozen=True)
@@ -39,7 +40,10 @@ class ServedModel:
 
 
 def serve(loaded) -> ServedModel:
-    """vit.LoadedModel -> ServedModel (copies the embedding arrays, renders the two model-only panels)."""
+    """vit.LoadedModel -> ServedModel: copies the embedding arrays, renders the two model-only panels, and runs
+    the model once on a blank image, so that the first person's photo does not pay PyTorch's warm-up."""
+    height, width = loaded.preprocess.crop
+    analyze(loaded, Image.new("RGB", (width, height)), ATTENTION_DTYPE)
     arrays = model_arrays(loaded.model, loaded.name)
     return ServedModel(loaded, arrays, panels.position_panel(arrays), panels.filters_panel(arrays))
 
@@ -135,14 +139,16 @@ def head_at(s: Session, x: float, y: float) -> tuple[int, int] | None:
 
 
 def query_photo(s: Session) -> Image.Image:
-    """The photo to click on, the queried patch framed."""
+    """The photo to click on, enlarged ``QUERY_PHOTO_SCALE``× so patches are easy to hit, the queried one framed."""
     row, col = s.query or panels.default_query(s.analysis)
-    return render.mark_patch(panels.photo(s.analysis), row, col, s.analysis.grid)
+    return render.mark_patch(panels.photo(s.analysis, QUERY_PHOTO_SCALE), row, col, s.analysis.grid)
 
 
 def select_patch(s: Session, x: float, y: float) -> Session:
     """Pixel (x, y) clicked on ``query_photo`` -> session whose query is the patch under it."""
-    return replace(s, query=pixel_to_patch(x, y, s.analysis.image.size, s.analysis.grid))
+    w, h = s.analysis.image.size
+    size = (w * QUERY_PHOTO_SCALE, h * QUERY_PHOTO_SCALE)
+    return replace(s, query=pixel_to_patch(x, y, size, s.analysis.grid))
 
 
 def query_views(s: Session, c: Controls) -> tuple[Image.Image, Image.Image]:

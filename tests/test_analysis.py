@@ -10,6 +10,8 @@ import vit
 from PIL import Image
 from viz import panels
 from viz.analysis import analyze, model_arrays
+from viz.figure7 import mean_attention_distance
+from viz.rollout import fuse_heads
 
 
 def tiny_loaded(**overrides):
@@ -29,6 +31,10 @@ def test_analysis_matches_the_plain_forward(cat):
     np.testing.assert_allclose(a.attention.sum(-1), 1.0, rtol=1e-5)
     assert np.asarray(a.image).tobytes() == np.asarray(loaded.preprocess.crop_image(cat)).tobytes()
     assert set(a.timings) >= {"preprocess", "forward"}
+    for fusion in ("mean", "max", "min"):                 # the per-image caches are what they stand for
+        np.testing.assert_allclose(a.fused[fusion], fuse_heads(a.attention, fusion), rtol=1e-6)
+    np.testing.assert_allclose(panels.mean_distance_of(a),
+                               mean_attention_distance(a.attention, 1, (14, 14), 16), rtol=1e-6)
 
 
 def test_float16_cache_changes_maps_little(cat):

@@ -8,7 +8,7 @@ import pytest
 from viz.attention import all_heads_maps, patch_query_maps, rollout_query_maps, threshold_mask, token_attention_map
 from viz.layout import patch_token, pixel_to_patch, to_grid
 from viz.norms import artifact_mask, flag_high_norm, token_norm_maps
-from viz.rollout import rollout_matrix
+from viz.rollout import fuse_heads, rollout_matrix
 
 GRID, PREFIX = (3, 4), 2  # non-square grid, CLS + DIST
 T = PREFIX + 12
@@ -62,7 +62,7 @@ def test_patch_query_row_and_column(attn):
     np.testing.assert_allclose(row, attn[0, 1, q, PREFIX:].reshape(GRID))
     np.testing.assert_allclose(column, attn[0, 1, PREFIX:, q].reshape(GRID))
     matrix = rollout_matrix(attn, protect=(q,))
-    row, column = rollout_query_maps(attn, PREFIX, GRID, 1, 2)
+    row, column = rollout_query_maps(fuse_heads(attn), PREFIX, GRID, 1, 2)
     np.testing.assert_allclose(row, matrix[q, PREFIX:].reshape(GRID))
     np.testing.assert_allclose(column, matrix[PREFIX:, q].reshape(GRID))
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 import sys
 
 import matplotlib
@@ -130,3 +131,27 @@ def test_rendering_never_touches_pyplot():
             "plots.figure_to_image(plots.distance_plot(np.ones((2, 2)))); "
             "assert 'matplotlib.pyplot' not in sys.modules, 'pyplot imported'")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_blitted_plots_equal_full_draws():
+    rng = np.random.default_rng(0)
+    d = rng.random((12, 3)) * 150
+    norms = rng.random((12, 1 + 196)) * 5 + 10
+    norms[7:, 1] = 500.0
+    flags = np.zeros((12, 196), dtype=bool)
+    flags[7:, 0] = True
+    pairs = [(plots.distance_image(d, uniform_distance=117.0), plots.distance_plot(d, uniform_distance=117.0)),
+             (plots.token_norm_image(norms, 1, flags), plots.token_norm_plot(norms, 1, flags))]
+    for fast, figure in pairs:
+        full = np.asarray(plots.figure_to_image(figure)).astype(int)
+        assert np.abs(np.asarray(fast).astype(int) - full).mean() < 0.5
+
+
+def test_blitted_plots_are_thread_safe():
+    rng = np.random.default_rng(1)
+    data = [rng.random((12, 12)) * 100 for _ in range(8)]
+    alone = [np.asarray(plots.distance_image(d)) for d in data]
+    with ThreadPoolExecutor(8) as pool:
+        together = list(pool.map(lambda d: np.asarray(plots.distance_image(d)), data * 3))
+    for i, image in enumerate(together):
+        np.testing.assert_array_equal(image, alone[i % 8])

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from viz.layout import patch_token
-from viz.rollout import discard_lowest, rollout_map, rollout_matrix, with_residual
+from viz.rollout import discard_lowest, fuse_heads, fused_rollout_map, rollout_map, rollout_matrix, with_residual
 
 
 def random_attention(L=4, H=3, T=10, seed=0) -> np.ndarray:
@@ -54,6 +54,18 @@ def test_rollout_map_reads_the_token_row_over_patches():
     matrix_q = rollout_matrix(attn, "max", 0.5, protect=(q,))
     np.testing.assert_allclose(rollout_map(attn, 1, (2, 3), token=q, fusion="max", discard_ratio=0.5),
                                matrix_q[q, 1:].reshape(2, 3))
+
+
+def test_rollout_from_cached_fused_heads_is_the_same():
+    attn = random_attention(L=5, T=1 + 6)
+    drop = np.zeros((2, 3), dtype=bool)
+    drop[1, 1] = True
+    for fusion in ("mean", "max", "min"):
+        np.testing.assert_allclose(
+            fused_rollout_map(fuse_heads(attn, fusion), 1, (2, 3), 0, 0.4, 2, drop),
+            rollout_map(attn, 1, (2, 3), 0, fusion, 0.4, 2, drop), atol=1e-7)
+    with pytest.raises(ValueError, match="fused attention shape"):
+        fused_rollout_map(attn, 1, (2, 3))
 
 
 def test_identity_attention_rolls_out_to_identity_and_a_uniform_zero_map():

@@ -11,7 +11,11 @@ import numpy as np
 import torch
 from PIL import Image
 
+from .figure7 import mean_attention_distance
 from .result import Analysis, ModelArrays
+from .rollout import FUSIONS, fuse_heads
+
+_TORCH_DTYPES = {np.dtype(np.float32): torch.float32, np.dtype(np.float16): torch.float16}
 
 
 @torch.inference_mode()
@@ -33,16 +37,21 @@ def analyze(loaded, image: Image.Image, attention_dtype=np.float32) -> Analysis:
     logits, attn, norms = model.forward_with_attention(x, return_token_norms=True)
     t2 = time.perf_counter()
     probabilities = logits[0].float().softmax(dim=-1).cpu().numpy()
-    attention = attn[0].cpu().numpy().astype(attention_dtype, copy=False)
+    attn = attn[0].float().cpu()                                           # (L, H, T, T)
+    attention32 = attn.numpy()
+    fused = {f: fuse_heads(attention32, f).astype(attention_dtype, copy=False) for f in FUSIONS}  # (L, T, T)
     token_norms = norms[0].float().cpu().numpy()
+    layout = model.token_layout(x.shape[-2], x.shape[-1])
+    P = model.cfg.patch_size
+    mean_distance = {False: mean_attention_distance(attention32, layout.num_prefix, layout.grid, P)}
+    attention = attn.to(_TORCH_DTYPES[np.dtype(attention_dtype)]).numpy()  # torch converts to float16 faster
     t3 = time.perf_counter()
     timings.update(preprocess=t1 - t0, forward=t2 - t1, to_numpy=t3 - t2)
-    layout = model.token_layout(x.shape[-2], x.shape[-1])
     labels = tuple(loaded.labels) if len(loaded.labels) == probabilities.size else \
         tuple(f"class {i}" for i in range(probabilities.size))
     return Analysis(image=cropped, probabilities=probabilities, labels=labels, attention=attention,
-                    token_norms=token_norms, num_prefix=layout.num_prefix, grid=tuple(layout.grid),
-                    patch_size=model.cfg.patch_size, model_name=getattr(loaded, "name", ""), timings=timings)
+                    token_norms=token_norms, num_prefix=layout.num_prefix, grid=tuple(layout.grid), patch_size=P,
+                    model_name=getattr(loaded, "name", ""), timings=timings, fused=fused, mean_distance=mean_distance)
 
 
 @torch.inference_mode()

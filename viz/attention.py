@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from .layout import check_attention, layer_index, patch_token, to_grid
-from .rollout import rollout_matrix
+from .rollout import rollout_product
 
 
 def _layer_heads(attn: np.ndarray, layer: int, head: int | None) -> np.ndarray:
@@ -49,16 +49,15 @@ def patch_query_maps(attn: np.ndarray, num_prefix: int, grid: tuple[int, int], r
     return to_grid(a[q], num_prefix, grid), to_grid(a[:, q], num_prefix, grid)
 
 
-def rollout_query_maps(attn: np.ndarray, num_prefix: int, grid: tuple[int, int], row: int, col: int,
-                       fusion: str = "mean", discard_ratio: float = 0.0,
-                       start_layer: int = 0) -> tuple[np.ndarray, np.ndarray]:
+def rollout_query_maps(fused: np.ndarray, num_prefix: int, grid: tuple[int, int], row: int, col: int,
+                       discard_ratio: float = 0.0, start_layer: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """Like ``patch_query_maps`` through all layers: the row and the column of the rollout matrix.
 
-    The query patch is the protected token of the discard (see ``viz.rollout``).
+    ``fused``: head-fused attention (L, T, T) (``viz.rollout.fuse_heads``). The query patch is the protected
+    token of the discard (see ``viz.rollout``).
     """
-    attn = check_attention(attn, num_prefix, grid)
     q = patch_token(row, col, num_prefix, grid)
-    matrix = rollout_matrix(attn, fusion, discard_ratio, start_layer, protect=(q,))
+    matrix = rollout_product(fused, discard_ratio, start_layer, protect=(q,))
     return to_grid(matrix[q], num_prefix, grid), to_grid(matrix[:, q], num_prefix, grid)
 
 

@@ -15,7 +15,7 @@ from . import attention, figure7, norms, plots, render
 from .grids import GridLayout, thumbnail_grid, tile_images
 from .layout import layer_index, patch_token
 from .result import Analysis, ModelArrays
-from .rollout import rollout_map
+from .rollout import FUSIONS, fused_rollout_map
 
 
 @dataclass(frozen=True)
@@ -37,6 +37,30 @@ class MapOptions:
     alpha: float = 0.6
     colorbar: bool = True
     scale: int = 1
+
+
+def check_options(o: MapOptions, depth: int, heads: int, grid: tuple[int, int] | None = None) -> None:
+    """Raise ValueError, saying what is allowed, for options that do not fit a model of ``depth`` blocks and
+    ``heads`` heads (and, when given, a ``grid`` of patches) — before any image is analysed."""
+    layer_index(o.layer, depth)
+    layer_index(o.start_layer, depth)
+    if o.head is not None and not -heads <= o.head < heads:
+        raise ValueError(f"Head {o.head} does not exist! Expected 0 <= head < {heads}, or the mean of heads.")
+    if o.fusion not in FUSIONS:
+        raise ValueError(f"Unknown head fusion {o.fusion!r}! Expected one of {FUSIONS}.")
+    if not 0.0 <= o.discard_ratio < 1.0:
+        raise ValueError(f"discard_ratio must be in [0, 1) but got {o.discard_ratio}!")
+    if not 0.0 < o.share <= 1.0:
+        raise ValueError(f"share must be in (0, 1] but got {o.share}!")
+    if o.norm_ratio <= 1.0:
+        raise ValueError(f"norm_ratio must be greater than 1 but got {o.norm_ratio}!")
+    if o.mask_source not in ("attention", "rollout"):
+        raise ValueError(f"Unknown mask source {o.mask_source!r}! Expected 'attention' or 'rollout'.")
+    if not 0.0 <= o.alpha <= 1.0 or o.scale < 1:
+        raise ValueError(f"alpha must be in [0, 1] and scale at least 1 but got {o.alpha} and {o.scale}!")
+    render.colormap_lut(o.cmap)
+    if grid is not None and o.query is not None:
+        patch_token(*o.query, 0, grid)
 
 
 def photo(a: Analysis, scale: int = 1) -> Image.Image:
@@ -64,7 +88,7 @@ def rollout_of(a: Analysis, fusion: str = "mean", discard_ratio: float = 0.0, st
                mask_artifacts: bool = False, norm_ratio: float = 3.0) -> np.ndarray:
     """CLS rollout over the patches (gh, gw), optionally without the high-norm tokens (they read 0)."""
     drop = artifact_drop(a, mask_artifacts, norm_ratio)
-    return rollout_map(a.attention, a.num_prefix, a.grid, 0, fusion, discard_ratio, start_layer, drop)
+    return fused_rollout_map(a.fused_heads(fusion), a.num_prefix, a.grid, 0, discard_ratio, start_layer, drop)
 
 
 def rollout_overlay(a: Analysis, values: np.ndarray, drop: np.ndarray | None, cmap: str = render.DEFAULT_CMAP,
@@ -78,8 +102,8 @@ def rollout_panel(a: Analysis, fusion: str = "mean", discard_ratio: float = 0.0,
                   mask_artifacts: bool = False, norm_ratio: float = 3.0, cmap: str = render.DEFAULT_CMAP,
                   alpha: float = 0.6, colorbar: bool = True, scale: int = 1) -> Image.Image:
     """Attention rollout of the CLS token blended onto the photo."""
+    values = rollout_of(a, fusion, discard_ratio, start_layer, mask_artifacts, norm_ratio)
     drop = artifact_drop(a, mask_artifacts, norm_ratio)
-    values = rollout_map(a.attention, a.num_prefix, a.grid, 0, fusion, discard_ratio, start_layer, drop)
     return rollout_overlay(a, values, drop, cmap, alpha, colorbar, scale)
 
 
@@ -113,7 +137,7 @@ def query_maps(a: Analysis, row: int, col: int, layer: int = -1, head: int | Non
                fusion: str = "mean", discard_ratio: float = 0.0, start_layer: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """(where patch (row, col) attends, who attends to it), each (gh, gw): one block, or rolled out."""
     if rolled:
-        return attention.rollout_query_maps(a.attention, a.num_prefix, a.grid, row, col, fusion, discard_ratio,
+        return attention.rollout_query_maps(a.fused_heads(fusion), a.num_prefix, a.grid, row, col, discard_ratio,
                                             start_layer)
     return attention.patch_query_maps(a.attention, a.num_prefix, a.grid, row, col, layer, head)
 
@@ -168,12 +192,13 @@ def token_norms_panel(a: Analysis, norm_ratio: float = 3.0, cell: int = 56,
 
 def token_norm_curves_panel(a: Analysis, norm_ratio: float = 3.0) -> Image.Image:
     """Token norms against depth (log scale), flagged patches in red."""
-    fig = plots.token_norm_plot(a.token_norms, a.num_prefix, artifact_flags(a, norm_ratio))
-    return plots.figure_to_image(fig)
+    return plots.token_norm_image(a.token_norms, a.num_prefix, artifact_flags(a, norm_ratio))
 
 
 def mean_distance_of(a: Analysis, renormalise: bool = False) -> np.ndarray:
-    """Mean attention distance in pixels (L, H)."""
+    """Mean attention distance in pixels (L, H) (cached by ``analyze``)."""
+    if renormalise in a.mean_distance:
+        return a.mean_distance[renormalise]
     return figure7.mean_attention_distance(a.attention, a.num_prefix, a.grid, a.patch_size, renormalise)
 
 
@@ -181,7 +206,7 @@ def distance_panel(mean_distance: np.ndarray, grid: tuple[int, int], patch_size:
                    title: str | None = None) -> Image.Image:
     """Mean attention distance (L, H) of one image, or averaged over images, against depth."""
     uniform = float(figure7.patch_distances(grid, patch_size).mean())
-    return plots.figure_to_image(plots.distance_plot(mean_distance, title, uniform))
+    return plots.distance_image(mean_distance, title, uniform)
 
 
 def position_similarity_of(m: ModelArrays) -> np.ndarray:
@@ -190,7 +215,8 @@ def position_similarity_of(m: ModelArrays) -> np.ndarray:
 
 
 def position_panel(m: ModelArrays) -> Image.Image:
-    """Figure 7, centre: position-embedding similarity, one tile per patch."""
+    """Figure 7, centre: position-embedding similarity, one tile per patch (a full matplotlib draw, ~0.1 s:
+    render it once per model)."""
     return plots.figure_to_image(plots.position_similarity_plot(position_similarity_of(m), m.native_grid))
 
 
@@ -200,14 +226,21 @@ def filters_panel(m: ModelArrays, count: int = 28) -> Image.Image:
     return tile_images(tiles, cols=7, scale=max(1, 64 // m.patch_size))
 
 
-def render_all(a: Analysis, m: ModelArrays, o: MapOptions = MapOptions()) -> tuple[dict[str, Image.Image], dict[str, np.ndarray]]:
-    """Every panel for one image -> ({name: image}, {name: array} of the maps drawn)."""
+def model_panels(m: ModelArrays) -> tuple[dict[str, Image.Image], dict[str, np.ndarray]]:
+    """The panels that depend on the checkpoint only (Figure 7 left and centre), to render once per model
+    -> ({name: image}, {name: array})."""
+    similarity = position_similarity_of(m)
+    image = plots.figure_to_image(plots.position_similarity_plot(similarity, m.native_grid))
+    return {"filters": filters_panel(m), "pos_similarity": image}, {"pos_similarity": similarity}
+
+
+def image_panels(a: Analysis, o: MapOptions = MapOptions()) -> tuple[dict[str, Image.Image], dict[str, np.ndarray]]:
+    """Every panel that depends on the image -> ({name: image}, {name: array} of the maps drawn)."""
     row, col = o.query if o.query is not None else default_query(a)
     patch_token(row, col, a.num_prefix, a.grid)  # validates the query patch
     rollout_options = dict(fusion=o.fusion, discard_ratio=o.discard_ratio, start_layer=o.start_layer)
     style = dict(cmap=o.cmap, alpha=o.alpha, colorbar=o.colorbar, scale=o.scale)
     rollout = rollout_of(a, **rollout_options, mask_artifacts=o.mask_artifacts, norm_ratio=o.norm_ratio)
-    cls_map = attention.token_attention_map(a.attention, a.num_prefix, a.grid, o.layer, o.head)
     query_out, query_in = query_maps(a, row, col, o.layer, o.head, o.query_rollout, **rollout_options)
     distance = mean_distance_of(a, o.distance_renormalise)
     images = {
@@ -218,16 +251,21 @@ def render_all(a: Analysis, m: ModelArrays, o: MapOptions = MapOptions()) -> tup
         "threshold": threshold_panel(a, o.share, o.mask_source, o.layer, o.head, o.scale, **rollout_options,
                                      mask_artifacts=o.mask_artifacts, norm_ratio=o.norm_ratio),
         "heads": heads_panel(a, cmap=o.cmap)[0],
-        "filters": filters_panel(m),
-        "pos_similarity": position_panel(m),
         "mean_distance": distance_panel(distance, a.grid, a.patch_size),
         "token_norms": token_norms_panel(a, o.norm_ratio)[0],
         "token_norm_curves": token_norm_curves_panel(a, o.norm_ratio),
     }
     images["query_row"], images["query_column"] = query_panels(a, row, col, o.layer, o.head, o.query_rollout,
                                                                **rollout_options, **style)
-    arrays = {"rollout": rollout, "cls_attention": cls_map, "query_row": query_out, "query_column": query_in,
-              "query_patch": np.array([row, col]), "mean_distance": distance,
-              "pos_similarity": position_similarity_of(m),
-              "high_norm_flags": artifact_flags(a, o.norm_ratio)}
+    arrays = {"rollout": rollout,
+              "cls_attention": attention.token_attention_map(a.attention, a.num_prefix, a.grid, o.layer, o.head),
+              "query_row": query_out, "query_column": query_in, "query_patch": np.array([row, col]),
+              "mean_distance": distance, "high_norm_flags": artifact_flags(a, o.norm_ratio)}
     return images, arrays
+
+
+def render_all(a: Analysis, m: ModelArrays, o: MapOptions = MapOptions()) -> tuple[dict[str, Image.Image], dict[str, np.ndarray]]:
+    """Every panel for one image, the model's own included -> ({name: image}, {name: array})."""
+    images, arrays = image_panels(a, o)
+    model_images, model_maps = model_panels(m)
+    return {**images, **model_images}, {**arrays, **model_maps}

@@ -1,20 +1,32 @@
 """Plots with labelled axes, drawn on ``matplotlib.figure.Figure`` + Agg canvases (never pyplot: no global
 state, safe in a server with many threads).
 
-Figures are kept small, with fixed margins (no tight_layout, which doubles the drawing time), and are
-turned into PIL images straight from the Agg buffer without a PNG round trip.
+A full matplotlib draw of even a small plot costs ~50 ms (mostly tick labels and text), too slow to redo
+for every image. The per-image plots are therefore blitted: their axes — frame, ticks, labels, legend —
+are drawn once per axis range into a ``Backdrop``, and each image only draws its data artists onto a copy
+of those pixels (a few ms). ``distance_plot`` / ``token_norm_plot`` still return complete Figures for
+anyone who wants to edit or save them; ``distance_image`` / ``token_norm_image`` are the fast path.
+Figures use fixed margins (no tight_layout) and become PIL images straight from the Agg buffer.
 """
 from __future__ import annotations
+
+import math
+import threading
+from functools import lru_cache
 
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
 from PIL import Image
 
 from .grids import similarity_mosaic
 
+PLOT_SIZE = (4.8, 3.4)  # inches at 100 dpi
 
-def new_figure(width: float = 4.8, height: float = 3.4, dpi: int = 100) -> Figure:
+
+def new_figure(width: float = PLOT_SIZE[0], height: float = PLOT_SIZE[1], dpi: int = 100) -> Figure:
     """A Figure with its own Agg canvas."""
     fig = Figure(figsize=(width, height), dpi=dpi)
     FigureCanvasAgg(fig)
@@ -27,6 +39,81 @@ def figure_to_image(fig: Figure) -> Image.Image:
     return Image.fromarray(np.asarray(fig.canvas.buffer_rgba())[:, :, :3].copy())
 
 
+def plot_axes(fig: Figure, title: str | None):
+    """The one axes of a plot, with room for labels (and a title)."""
+    return fig.add_axes((0.13, 0.14, 0.84, 0.76 if title else 0.82))
+
+
+class Backdrop:
+    """A plot's static pixels (axes, ticks, labels, legend) drawn once; ``render`` draws data on top.
+
+    Autoscaling is off, so data artists use exactly the axis ranges the backdrop was drawn with. A lock
+    serialises renders because the Figure underneath is shared, mutable state.
+    """
+
+    def __init__(self, fig: Figure):
+        self.fig, self.ax = fig, fig.axes[0]
+        self.ax.set_autoscale_on(False)
+        fig.canvas.draw()
+        self.background = fig.canvas.copy_from_bbox(fig.bbox)
+        self.lock = threading.Lock()
+
+    def render(self, add_artists) -> Image.Image:
+        """``add_artists(ax)`` creates the data artists -> the plot as a PIL RGB image."""
+        with self.lock:
+            canvas = self.fig.canvas
+            canvas.restore_region(self.background)
+            artists = add_artists(self.ax)
+            try:
+                for artist in artists:
+                    self.ax.draw_artist(artist)
+                pixels = np.asarray(canvas.buffer_rgba())[:, :, :3].copy()
+            finally:
+                for artist in artists:
+                    artist.remove()
+        return Image.fromarray(pixels)
+
+
+def nice_top(value: float) -> float:
+    """Upper axis limit: ``value`` + 8 % rounded up to 1, 2 or 5 × a power of ten halved (few distinct values,
+    so few backdrops)."""
+    value = max(float(value) * 1.08, 1e-6)
+    step = 10 ** math.floor(math.log10(value)) / 2
+    return math.ceil(value / step) * step
+
+
+def log_range(values: np.ndarray) -> tuple[float, float]:
+    """Whole decades around positive values, for a log axis."""
+    values = np.asarray(values, dtype=np.float64)
+    positive = values[values > 0]
+    lo, hi = (positive.min(), positive.max()) if positive.size else (1.0, 10.0)
+    return 10.0 ** math.floor(math.log10(lo)), 10.0 ** math.ceil(math.log10(hi * 1.05))
+
+
+# --- mean attention distance (paper Figure 7, right) ---------------------------------------------------
+
+def _distance_axes(ax, layers: int, heads: int, top: float, uniform_distance: float | None, title: str | None):
+    ax.set_xlim(-0.7, layers - 0.3)
+    ax.set_ylim(0, top)
+    ax.set_xticks(range(0, layers, max(1, layers // 12)))
+    ax.set_xlabel("Network depth (block)")
+    ax.set_ylabel("Mean attention distance (pixels)")
+    ax.grid(alpha=0.3)
+    if uniform_distance is not None:
+        ax.axhline(uniform_distance, color="gray", linestyle="--", linewidth=0.8)
+        ax.text(layers - 0.4, uniform_distance, "uniform", color="gray", fontsize=7, ha="right", va="bottom")
+    if title:
+        ax.set_title(title, fontsize=10)
+
+
+def _distance_artists(ax, d: np.ndarray) -> list:
+    L, H = d.shape
+    layers = np.repeat(np.arange(L), H)                  # 0-based blocks, as in every other panel
+    colors = np.tile(np.arange(H), L)                    # one colour per head
+    return [ax.scatter(layers, d.ravel(), c=colors, cmap="tab20" if H > 10 else "tab10", s=14, vmin=0,
+                       vmax=max(H - 1, 1), edgecolors="none")]
+
+
 def distance_plot(mean_distance: np.ndarray, title: str | None = None, uniform_distance: float | None = None) -> Figure:
     """Mean attention distance (L, H) in pixels -> scatter of every head against depth (paper Figure 7, right).
 
@@ -34,26 +121,31 @@ def distance_plot(mean_distance: np.ndarray, title: str | None = None, uniform_d
     patches would get (``patch_distances(grid, P).mean()``): heads below it look locally.
     """
     d = np.asarray(mean_distance, dtype=np.float32)
-    L, H = d.shape
     fig = new_figure()
-    ax = fig.add_axes((0.13, 0.14, 0.84, 0.76 if title else 0.82))
-    layers = np.repeat(np.arange(1, L + 1), H)
-    colors = np.tile(np.arange(H), L)
-    ax.scatter(layers, d.ravel(), c=colors, cmap="tab20" if H > 10 else "tab10", s=14, vmin=0, vmax=max(H - 1, 1),
-               edgecolors="none")
-    if uniform_distance is not None:
-        ax.axhline(uniform_distance, color="gray", linestyle="--", linewidth=0.8)
-        ax.text(L + 0.6, uniform_distance, "uniform", color="gray", fontsize=7, ha="right", va="bottom")
-    ax.set_xlabel("Network depth (block)")
-    ax.set_ylabel("Mean attention distance (pixels)")
-    ax.set_xticks(range(1, L + 1, max(1, L // 12)))
-    ax.set_xlim(0.3, L + 0.7)
-    ax.set_ylim(bottom=0)
-    ax.grid(alpha=0.3)
-    if title:
-        ax.set_title(title, fontsize=10)
+    ax = plot_axes(fig, title)
+    _distance_axes(ax, *d.shape, nice_top(max(d.max(), uniform_distance or 0)), uniform_distance, title)
+    _distance_artists(ax, d)
     return fig
 
+
+@lru_cache(maxsize=16)
+def _distance_backdrop(layers: int, heads: int, top: float, uniform_distance: float | None,
+                       title: str | None) -> Backdrop:
+    fig = new_figure()
+    _distance_axes(plot_axes(fig, title), layers, heads, top, uniform_distance, title)
+    return Backdrop(fig)
+
+
+def distance_image(mean_distance: np.ndarray, title: str | None = None,
+                   uniform_distance: float | None = None) -> Image.Image:
+    """``distance_plot`` as a PIL image, blitted onto a cached backdrop."""
+    d = np.asarray(mean_distance, dtype=np.float32)
+    uniform = None if uniform_distance is None else round(float(uniform_distance), 3)
+    top = nice_top(max(float(d.max()), uniform or 0.0))
+    return _distance_backdrop(*d.shape, top, uniform, title).render(lambda ax: _distance_artists(ax, d))
+
+
+# --- position-embedding similarity (paper Figure 7, centre) ---------------------------------------------
 
 def position_similarity_plot(sim: np.ndarray, grid: tuple[int, int], title: str | None = None) -> Figure:
     """Cosine similarity (gh·gw, gh·gw) -> grid of grid tiles with row/column axes and a colour bar
@@ -69,8 +161,9 @@ def position_similarity_plot(sim: np.ndarray, grid: tuple[int, int], title: str 
     ax = fig.add_axes((left / fig_w, bottom / fig_h, axes_w / fig_w, axes_h / fig_h))
     image = ax.imshow(mosaic, cmap="viridis", vmin=-1, vmax=1, interpolation="nearest")
     step_r, step_c = max(1, gh // 7), max(1, gw // 7)
-    ax.set_yticks([(i * (gh + 1)) + (gh - 1) / 2 for i in range(0, gh, step_r)], [str(i + 1) for i in range(0, gh, step_r)])
-    ax.set_xticks([(j * (gw + 1)) + (gw - 1) / 2 for j in range(0, gw, step_c)], [str(j + 1) for j in range(0, gw, step_c)])
+    rows, cols = range(0, gh, step_r), range(0, gw, step_c)  # 0-based patch rows/columns, as in the query panels
+    ax.set_yticks([i * (gh + 1) + (gh - 1) / 2 for i in rows], [str(i) for i in rows])
+    ax.set_xticks([j * (gw + 1) + (gw - 1) / 2 for j in cols], [str(j) for j in cols])
     ax.tick_params(length=0, labelsize=8)
     ax.set_xlabel("Input patch column")
     ax.set_ylabel("Input patch row")
@@ -83,34 +176,68 @@ def position_similarity_plot(sim: np.ndarray, grid: tuple[int, int], title: str 
     return fig
 
 
-def token_norm_plot(norms: np.ndarray, num_prefix: int, flags: np.ndarray | None = None,
-                    title: str | None = None) -> Figure:
-    """Token norms (L, T) -> curves against depth: median and max of the patch tokens (shaded 5–95 %
-    band), every prefix token (CLS, …), and each flagged high-norm patch (flags (L, N) or (L, gh, gw) bool)."""
-    norms = np.asarray(norms, dtype=np.float32)
-    L = norms.shape[0]
-    patches = norms[:, num_prefix:]
-    x = np.arange(1, L + 1)
-    fig = new_figure()
-    ax = fig.add_axes((0.13, 0.14, 0.84, 0.76 if title else 0.82))
-    lo, med, hi = np.percentile(patches, [5, 50, 95], axis=1)
-    ax.fill_between(x, lo, hi, color="tab:blue", alpha=0.2, linewidth=0, label="patches 5–95 %")
-    ax.plot(x, med, color="tab:blue", label="patch median")
-    ax.plot(x, patches.max(axis=1), color="tab:blue", linestyle=":", label="patch max")
-    names = ["CLS"] + [f"prefix {i}" for i in range(1, num_prefix)]
-    for i in range(num_prefix):
-        ax.plot(x, norms[:, i], color="black" if i == 0 else "gray", linewidth=1, label=names[i] if i < 3 else None)
-    if flags is not None:
-        flagged = np.flatnonzero(np.asarray(flags, dtype=bool).reshape(L, -1).any(axis=0))
-        for n, j in enumerate(flagged):
-            ax.plot(x, patches[:, j], color="tab:red", linewidth=0.8, alpha=0.8,
-                    label=f"flagged patches ({flagged.size})" if n == 0 else None)
+# --- token norms against depth ------------------------------------------------------------------------
+
+def _norm_axes(ax, layers: int, num_prefix: int, ylim: tuple[float, float], title: str | None):
     ax.set_yscale("log")
+    ax.set_xlim(-0.3, layers - 0.7)
+    ax.set_ylim(*ylim)
+    ax.set_xticks(range(0, layers, max(1, layers // 12)))
     ax.set_xlabel("Block")
     ax.set_ylabel("Token L2 norm")
-    ax.set_xticks(range(1, L + 1, max(1, L // 12)))
-    ax.grid(alpha=0.3, which="both")
-    ax.legend(fontsize=7, loc="upper left")
+    ax.grid(alpha=0.3)
+    handles = [Patch(color="tab:blue", alpha=0.2, label="patches 5–95 %"),
+               Line2D([], [], color="tab:blue", label="patch median"),
+               Line2D([], [], color="tab:blue", linestyle=":", label="patch max"),
+               Line2D([], [], color="black", linewidth=1, label="CLS" if num_prefix else "no CLS")]
+    if num_prefix > 1:
+        handles.append(Line2D([], [], color="gray", linewidth=1, label=f"other prefix tokens ({num_prefix - 1})"))
+    handles.append(Line2D([], [], color="tab:red", linewidth=0.8, label="flagged high-norm patches"))
+    ax.legend(handles=handles, fontsize=7, loc="upper left")
     if title:
         ax.set_title(title, fontsize=10)
+
+
+def _norm_artists(ax, norms: np.ndarray, num_prefix: int, flags: np.ndarray | None) -> list:
+    L = norms.shape[0]
+    x = np.arange(L)                                     # 0-based blocks
+    patches = norms[:, num_prefix:]
+    lo, med, hi = np.percentile(patches, [5, 50, 95], axis=1)
+    artists = [ax.fill_between(x, lo, hi, color="tab:blue", alpha=0.2, linewidth=0)]
+    artists += ax.plot(x, med, color="tab:blue")
+    artists += ax.plot(x, patches.max(axis=1), color="tab:blue", linestyle=":")
+    for i in range(num_prefix):
+        artists += ax.plot(x, norms[:, i], color="black" if i == 0 else "gray", linewidth=1)
+    if flags is not None:
+        flagged = np.flatnonzero(np.asarray(flags, dtype=bool).reshape(L, -1).any(axis=0))
+        for j in flagged:
+            artists += ax.plot(x, patches[:, j], color="tab:red", linewidth=0.8, alpha=0.8)
+    return artists
+
+
+def token_norm_plot(norms: np.ndarray, num_prefix: int, flags: np.ndarray | None = None,
+                    title: str | None = None) -> Figure:
+    """Token norms (L, T) -> curves against depth on a log scale: median and max of the patch tokens
+    (shaded 5–95 % band), every prefix token (CLS, …), and each flagged high-norm patch (flags (L, N) or
+    (L, gh, gw) bool)."""
+    norms = np.asarray(norms, dtype=np.float32)
+    fig = new_figure()
+    ax = plot_axes(fig, title)
+    _norm_axes(ax, norms.shape[0], num_prefix, log_range(norms), title)
+    _norm_artists(ax, norms, num_prefix, flags)
     return fig
+
+
+@lru_cache(maxsize=16)
+def _norm_backdrop(layers: int, num_prefix: int, ylim: tuple[float, float], title: str | None) -> Backdrop:
+    fig = new_figure()
+    _norm_axes(plot_axes(fig, title), layers, num_prefix, ylim, title)
+    return Backdrop(fig)
+
+
+def token_norm_image(norms: np.ndarray, num_prefix: int, flags: np.ndarray | None = None,
+                     title: str | None = None) -> Image.Image:
+    """``token_norm_plot`` as a PIL image, blitted onto a cached backdrop."""
+    norms = np.asarray(norms, dtype=np.float32)
+    backdrop = _norm_backdrop(norms.shape[0], num_prefix, log_range(norms), title)
+    return backdrop.render(lambda ax: _norm_artists(ax, norms, num_prefix, flags))

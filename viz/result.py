@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from PIL import Image
 
+from .rollout import fuse_heads
+
 
 @dataclass(frozen=True)
 class Analysis:
@@ -26,6 +28,11 @@ class Analysis:
     patch_size: int
     model_name: str = ""
     timings: dict = field(default_factory=dict)  # seconds per step
+    # Derived once per image so that re-renders never reduce the whole (L, H, T, T) array again
+    # (numpy is slow on float16): head-fused attention per fusion ("mean", "max", "min") -> (L, T, T)
+    # in the attention's dtype, and the mean attention distance (L, H) keyed by ``renormalise``.
+    fused: dict = field(default_factory=dict)
+    mean_distance: dict = field(default_factory=dict)
 
     @property
     def depth(self) -> int:
@@ -39,6 +46,12 @@ class Analysis:
     def input_size(self) -> tuple[int, int]:
         """(H, W) in pixels of the model input."""
         return self.grid[0] * self.patch_size, self.grid[1] * self.patch_size
+
+    def fused_heads(self, fusion: str = "mean") -> np.ndarray:
+        """Head-fused attention (L, T, T): the cached one, else fused now from ``attention``."""
+        if fusion in self.fused:
+            return self.fused[fusion]
+        return fuse_heads(self.attention, fusion)
 
     def top_k(self, k: int = 5) -> list[tuple[str, float]]:
         """The k most probable classes as (label, probability), most probable first."""

@@ -66,19 +66,26 @@ def with_residual(matrix: np.ndarray) -> np.ndarray:
     return a / a.sum(axis=-1, keepdims=True)
 
 
-def rollout_matrix(attn: np.ndarray, fusion: str = "mean", discard_ratio: float = 0.0, start_layer: int = 0,
-                   protect: Sequence[int] = (0,)) -> np.ndarray:
-    """(L, H, T, T) attention -> rollout R (T, T) = Â_{L-1} · … · Â_start (start_layer 0-based).
+def rollout_product(fused: np.ndarray, discard_ratio: float = 0.0, start_layer: int = 0,
+                    protect: Sequence[int] = (0,)) -> np.ndarray:
+    """Head-fused attention (L, T, T) -> rollout R (T, T) = Â_{L-1} · … · Â_start (start_layer 0-based).
 
     Row t of R is the rolled-out attention of token t over all input tokens; each row sums to 1.
     """
-    attn = np.asarray(attn)
-    start = layer_index(start_layer, attn.shape[0])
-    fused = fuse_heads(attn[start:], fusion)             # (L - start, T, T)
-    result = np.eye(attn.shape[-1], dtype=np.float32)
-    for matrix in fused:                                 # from the start block upward
+    fused = np.asarray(fused)
+    result = np.eye(fused.shape[-1], dtype=np.float32)
+    for matrix in fused[layer_index(start_layer, fused.shape[0]):]:   # from the start block upward
+        matrix = matrix.astype(np.float32, copy=False)
         result = with_residual(discard_lowest(matrix, discard_ratio, protect)) @ result
     return result
+
+
+def rollout_matrix(attn: np.ndarray, fusion: str = "mean", discard_ratio: float = 0.0, start_layer: int = 0,
+                   protect: Sequence[int] = (0,)) -> np.ndarray:
+    """(L, H, T, T) attention -> rollout R (T, T): heads fused by ``fusion``, then ``rollout_product``."""
+    attn = np.asarray(attn)
+    start = layer_index(start_layer, attn.shape[0])
+    return rollout_product(fuse_heads(attn[start:], fusion), discard_ratio, 0, protect)
 
 
 def kept_tokens(num_prefix: int, grid: tuple[int, int], drop_patches: np.ndarray | None) -> np.ndarray:
@@ -103,18 +110,30 @@ def rollout_map(attn: np.ndarray, num_prefix: int, grid: tuple[int, int], token:
     read 0 in the map. Values are the rollout weights themselves (prefix columns excluded), not rescaled.
     """
     attn = check_attention(attn, num_prefix, grid)
-    keep = kept_tokens(num_prefix, grid, drop_patches)
-    T = attn.shape[-1]
+    start = layer_index(start_layer, attn.shape[0])
+    return fused_rollout_map(fuse_heads(attn[start:], fusion), num_prefix, grid, token, discard_ratio, 0, drop_patches)
+
+
+def fused_rollout_map(fused: np.ndarray, num_prefix: int, grid: tuple[int, int], token: int = 0,
+                      discard_ratio: float = 0.0, start_layer: int = 0,
+                      drop_patches: np.ndarray | None = None) -> np.ndarray:
+    """``rollout_map`` from attention whose heads are already fused, (L, T, T) (e.g. ``Analysis.fused``)."""
+    fused = np.asarray(fused)
+    T = num_prefix + grid[0] * grid[1]
+    if fused.ndim != 3 or fused.shape[1:] != (T, T):
+        raise ValueError(f"Wrong fused attention shape! Expected (layers, {T}, {T}) for {num_prefix} prefix "
+                         f"tokens and a {grid[0]}×{grid[1]} grid but got {fused.shape}!")
     if not -T <= token < T:
         raise ValueError(f"Token {token} does not exist! Expected 0 <= token < {T}.")
     token %= T
+    keep = kept_tokens(num_prefix, grid, drop_patches)
     where = np.flatnonzero(keep == token)
     if where.size == 0:
         raise ValueError(f"Token {token} is masked out, so it has no rollout! Unmask it or read out another token.")
-    if keep.size < T:
-        start = layer_index(start_layer, attn.shape[0])
-        attn, start_layer = attn[start:][:, :, keep][:, :, :, keep], 0
-    matrix = rollout_matrix(attn, fusion, discard_ratio, start_layer, protect=(int(where[0]),))
+    fused = fused[layer_index(start_layer, fused.shape[0]):]
+    if keep.size < T:                                    # drop the tokens' rows and columns in every block
+        fused = fused[:, keep][:, :, keep]
+    matrix = rollout_product(fused, discard_ratio, 0, protect=(int(where[0]),))
     row = np.zeros(T, dtype=np.float32)
     row[keep] = matrix[where[0]]
     return to_grid(row, num_prefix, grid)

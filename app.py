@@ -278,10 +278,10 @@ def build_app(default_model: str) -> gr.Blocks:
 
         gr.on([photo.change, rerun.click], analyze, analyze_inputs, analyze_outputs, api_name="analyze",
               **model_work)
-        model.input(change_model, [model, head], [current_model, model, layer, head, start_layer],
-                    api_visibility="private", **model_work) \
-            .success(analyze, analyze_inputs, analyze_outputs, api_visibility="private", **model_work) \
-            .failure(keep_model, current_model, model, api_visibility="private")
+        picked = model.input(change_model, [model, head], [current_model, model, layer, head, start_layer],
+                             api_visibility="private", **model_work)
+        picked.success(analyze, analyze_inputs, analyze_outputs, api_visibility="private", **model_work)
+        picked.failure(keep_model, current_model, model, api_visibility="private")  # a refused checkpoint
         gr.on([c.input for c in (fusion, discard, start_layer, opacity, mask_artifacts)],
               rerender_rollout, [session, *controls], rollout_img, **render)
         gr.on([c.input for c in (layer, head, mean_heads, dino_mask)],

@@ -116,6 +116,19 @@ def test_typing_a_checkpoint_path_switches_the_model(page, real_weights_dir):
     assert top in CAT_CLASSES
 
 
+def test_a_path_that_is_no_checkpoint_is_refused_and_the_model_kept(page, tmp_path):
+    fake = tmp_path / "holiday.pth"
+    fake.write_text("not weights")
+    picker = page.locator("#model-picker input")
+    before = picker.input_value()
+    picker.click()
+    picker.fill(str(fake))
+    picker.press("Enter")
+    page.get_by_text("is not a checkpoint").first.wait_for()  # the error toast, in plain words
+    page.wait_for_function("before => document.querySelector('#model-picker input').value === before", arg=before)
+    assert "deit_tiny" in page.locator("#summary").inner_text()
+
+
 def test_an_example_photo_runs(page):
     page.locator("button", has=page.locator("img[src*='camera']")).first.click()  # the camera example
     page.wait_for_function("() => document.querySelector('#top5 [data-testid=label-output-value]')"

@@ -4,7 +4,7 @@ Large ViTs repurpose a few low-information patch tokens (often in corners and bo
 scratch space; their norms grow many times larger than the others and they attract much of the
 attention, which spoils attention maps (Darcet et al. 2023, "Vision Transformers Need Registers").
 The AugReg ViT-Ti in ../shared/weights shows them in its four corners from block 7 on, with norms
-10–40× the median patch; ordinary patches stay below 2.5× the median in it and in DeiT-Ti (measured on
+10–46× the median patch; ordinary patches stay below 2.5× the median in it and in DeiT-Ti (measured on
 the scikit-image photos), so a patch is flagged when its norm exceeds ``ratio`` (default 3) times the
 median patch norm of the same block — a robust rule that needs no absolute scale.
 """

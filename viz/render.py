@@ -151,7 +151,7 @@ def add_colorbar(image: Image.Image, cmap: str, vmin: float, vmax: float, label:
                  bar_width: int = 14) -> Image.Image:
     """Image with a vertical colour bar on its right: vmax at the top, vmin at the bottom, 3 tick labels."""
     W, H = image.size
-    f = font(max(10, min(14, H // 20)))
+    f = font(max(12, min(14, H // 18)))     # below 12 px the font's spaces shrink to 2 px
     ticks = [vmax, (vmin + vmax) / 2, vmin]
     texts = [f"{t:.3g}" for t in ticks]
     text_w = max(int(f.getlength(t)) for t in texts)

@@ -102,8 +102,8 @@ def rollout_panel(a: Analysis, fusion: str = "mean", discard_ratio: float = 0.0,
                   mask_artifacts: bool = False, norm_ratio: float = 3.0, cmap: str = render.DEFAULT_CMAP,
                   alpha: float = 0.6, colorbar: bool = True, scale: int = 1) -> Image.Image:
     """Attention rollout of the CLS token blended onto the photo."""
-    values = rollout_of(a, fusion, discard_ratio, start_layer, mask_artifacts, norm_ratio)
     drop = artifact_drop(a, mask_artifacts, norm_ratio)
+    values = fused_rollout_map(a.fused_heads(fusion), a.num_prefix, a.grid, 0, discard_ratio, start_layer, drop)
     return rollout_overlay(a, values, drop, cmap, alpha, colorbar, scale)
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import gradio as gr
@@ -58,12 +59,13 @@ def _served(source: str) -> explorer.ServedModel:
         raise gr.Error(f"Could not load the model {source!r}. {err}", print_exception=False) from None
 
 
-def _controls(fusion, discard_ratio, start_layer, opacity, mask_artifacts, layer, head, mean_of_heads,
-              dino_mask, through_all_layers) -> Controls:
-    return Controls(fusion=fusion, discard_ratio=float(discard_ratio), start_layer=int(start_layer),
-                    opacity=float(opacity), mask_artifacts=bool(mask_artifacts), layer=int(layer),
-                    head=None if mean_of_heads else int(head), dino_mask=bool(dino_mask),
-                    rolled=bool(through_all_layers))
+def _controls(served: explorer.ServedModel, fusion, discard_ratio, start_layer, opacity, mask_artifacts, layer, head,
+              mean_of_heads, dino_mask, through_all_layers) -> Controls:
+    """The ten control values, in the order of the page's ``controls`` list, made valid for the model."""
+    c = Controls(fusion=fusion, discard_ratio=float(discard_ratio), start_layer=int(start_layer),
+                 opacity=float(opacity), mask_artifacts=bool(mask_artifacts), layer=int(layer),
+                 head=None if mean_of_heads else int(head), dino_mask=bool(dino_mask), rolled=bool(through_all_layers))
+    return explorer.clamp_controls(c, served.depth, served.heads)
 
 
 def _session_or_warn(session: Session | None) -> Session | None:
@@ -93,8 +95,8 @@ def analyze(photo, model, fusion="mean", discard_ratio=0.9, start_layer=0, opaci
         except ImageFileError as err:
             raise gr.Error(str(err), print_exception=False) from None
         session = explorer.new_session(key, image, served)
-    c = explorer.clamp_controls(_controls(fusion, discard_ratio, start_layer, opacity, mask_artifacts, layer, head,
-                                          mean_of_heads, dino_mask, through_all_layers), served.depth, served.heads)
+    c = _controls(served, fusion, discard_ratio, start_layer, opacity, mask_artifacts, layer, head, mean_of_heads,
+                  dino_mask, through_all_layers)
     session, heads_grid = explorer.heads_view(session, c)
     attends_to, attended_by = explorer.query_views(session, c)
     norm_maps, norm_curves = explorer.norms_views(session)
@@ -122,7 +124,7 @@ def keep_model(current):
 def rerender_rollout(session, *controls):
     if _session_or_warn(session) is None:
         return gr.skip()
-    c = explorer.clamp_controls(_controls(*controls), session.model.depth, session.model.heads)
+    c = _controls(session.model, *controls)
     return explorer.rollout_view(session, c)
 
 
@@ -130,7 +132,7 @@ def rerender_layer(session, *controls):
     """Layer or head changed: the attention map, the framed thumbnail and the patch query follow."""
     if _session_or_warn(session) is None:
         return (gr.skip(),) * 5
-    c = explorer.clamp_controls(_controls(*controls), session.model.depth, session.model.heads)
+    c = _controls(session.model, *controls)
     session, heads_grid = explorer.heads_view(session, c)
     return (session, explorer.attention_view(session, c), heads_grid) + explorer.query_views(session, c)
 
@@ -142,9 +144,7 @@ def pick_head(evt: gr.SelectData, session, *controls):
     if _session_or_warn(session) is None or (cell := explorer.head_at(session, *evt.index)) is None:
         return (gr.skip(),) * 9
     layer, head = cell
-    values = list(controls)
-    values[5:8] = [layer, head, False]  # layer, head, mean_of_heads
-    c = explorer.clamp_controls(_controls(*values), session.model.depth, session.model.heads)
+    c = replace(_controls(session.model, *controls), layer=layer, head=head)
     session, heads_grid = explorer.heads_view(session, c)
     return (session, layer, head, False, explorer.attention_view(session, c), heads_grid,
             *explorer.query_views(session, c), gr.Tabs(selected="attention"))
@@ -155,14 +155,14 @@ def pick_patch(evt: gr.SelectData, session, *controls):
     if _session_or_warn(session) is None:
         return (gr.skip(),) * 4
     session = explorer.select_patch(session, *evt.index)
-    c = explorer.clamp_controls(_controls(*controls), session.model.depth, session.model.heads)
+    c = _controls(session.model, *controls)
     return (session, explorer.query_photo(session)) + explorer.query_views(session, c)
 
 
 def rerender_query(session, *controls):
     if _session_or_warn(session) is None:
         return (gr.skip(),) * 2
-    c = explorer.clamp_controls(_controls(*controls), session.model.depth, session.model.heads)
+    c = _controls(session.model, *controls)
     return explorer.query_views(session, c)
 
 

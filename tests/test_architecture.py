@@ -54,8 +54,9 @@ def test_indivisible_input_is_refused_with_expected_and_got():
 
 
 def test_attention_cache_of_vit_b16_fits_the_15_mb_budget_in_float16():
-    assert attention_cache_bytes(vit.variant("vit_b_16")) == 12 * 12 * 197 * 197 * 2
-    assert attention_cache_bytes(vit.variant("vit_b_16")) < 15e6 < attention_cache_bytes(vit.variant("vit_b_16"), bytes_per_value=4)
+    b16 = vit.variant("vit_b_16")
+    assert attention_cache_bytes(b16) == 12 * 12 * 197 * 197 * 2
+    assert attention_cache_bytes(b16) < 15e6 < attention_cache_bytes(b16, bytes_per_value=4)
 
 
 def test_markdown_lists_every_stage_and_the_total():

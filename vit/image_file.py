@@ -62,7 +62,8 @@ def open_image(path: str | os.PathLike | None, *, max_bytes: int = MAX_BYTES,
     if path is None or str(path) == "":
         raise ImageFileError("No image was given. Please upload a photo.")
     if not os.path.isfile(path):
-        raise ImageFileError(f"The file {os.path.basename(str(path))!r} does not exist (any more). Please upload it again.")
+        name = os.path.basename(str(path))
+        raise ImageFileError(f"The file {name!r} does not exist (any more). Please upload it again.")
     size = os.path.getsize(path)
     if size == 0:
         raise ImageFileError("The file is empty (0 bytes). Please upload a photo.")

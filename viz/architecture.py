@@ -67,12 +67,12 @@ def stages(cfg, image_hw: tuple[int, int] | None = None) -> list[Stage]:
     rows += [
         Stage(f"{cfg.depth} × transformer block", f"{T}×{D}", cfg.depth * per_block,
               f"{per_block:,} parameters each; pre-norm, residual around attention and MLP"),
-        Stage("  ├ LayerNorm → qkv Linear", f"3 × {heads}×{T}×{Dh}", _layer_norm(D) + _linear(D, 3 * D, cfg.qkv_bias),
-              f"queries, keys, values for {heads} heads of width {Dh}"),
+        Stage("  ├ LayerNorm → qkv Linear", f"3 × {heads}×{T}×{Dh}",
+              _layer_norm(D) + _linear(D, 3 * D, cfg.qkv_bias), f"queries, keys, values for {heads} heads of width {Dh}"),
         Stage("  ├ softmax(q·kᵀ/√d) — the attention maps", f"{heads}×{T}×{T}", 0,
               "each row: how much one token attends to every token (sums to 1)"),
-        Stage("  ├ attention · v → proj Linear, + residual", f"{T}×{D}", _linear(D, D) + (D if cfg.layer_scale else 0),
-              "heads concatenated and mixed"),
+        Stage("  ├ attention · v → proj Linear, + residual", f"{T}×{D}",
+              _linear(D, D) + (D if cfg.layer_scale else 0), "heads concatenated and mixed"),
         Stage("  └ LayerNorm → MLP (GELU), + residual", f"{T}×{D}",
               _layer_norm(D) + _linear(D, cfg.mlp_dim) + _linear(cfg.mlp_dim, D) + (D if cfg.layer_scale else 0),
               f"{D} → {cfg.mlp_dim} → {D} per token"),
@@ -91,7 +91,7 @@ def stages(cfg, image_hw: tuple[int, int] | None = None) -> list[Stage]:
         heads_count = 2 if cfg.distilled else 1
         rows.append(Stage("Classifier head" + (" (+ distillation head, averaged)" if cfg.distilled else ""),
                           f"{cfg.num_classes}", heads_count * _linear(width, cfg.num_classes),
-                          f"one logit per class; softmax gives the probabilities"))
+                          "one logit per class; softmax gives the probabilities"))
     return rows
 
 

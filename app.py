@@ -317,7 +317,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                        help="known model name or file in weights/ (default: torchvision's ViT-B/16)")
     p.add_argument("--host", default=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"),
                    help="address to serve on (default 127.0.0.1; 0.0.0.0 serves the network)")
-    p.add_argument("--port", type=int, default=int(os.environ.get("GRADIO_SERVER_PORT", 7860)))
+    p.add_argument("--port", type=int, default=int(os.environ.get("GRADIO_SERVER_PORT", 7860)),
+                   help="port to serve on (default 7860)")
     p.add_argument("--share", action="store_true", help="also serve through a temporary public gradio.live link")
     return p.parse_args(argv)
 

@@ -2,18 +2,23 @@
 
 Gradio names output files by a content hash under one machine-wide folder and deletes them when an app
 closes, so a test run beside another one (or beside a running app) could lose the files it is about to
-download. This process therefore gets a folder of its own, set before Gradio is first imported.
+download. Importing this module gives the process a folder of its own ($GRADIO_TEMP_DIR, which Gradio reads
+when components are built and when an app launches), so import it before building any app.
 """
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import socket
 import tempfile
 from contextlib import contextmanager
 
-os.environ.setdefault("GRADIO_TEMP_DIR", tempfile.mkdtemp(prefix="vit-explorer-tests-"))
+import app
 
-import app  # noqa: E402  (after GRADIO_TEMP_DIR, which Gradio reads on import)
+if "GRADIO_TEMP_DIR" not in os.environ:
+    os.environ["GRADIO_TEMP_DIR"] = tempfile.mkdtemp(prefix="vit-explorer-tests-")
+    atexit.register(shutil.rmtree, os.environ["GRADIO_TEMP_DIR"], ignore_errors=True)
 
 
 def free_port() -> int:

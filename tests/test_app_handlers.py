@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import base64
 
-import app_server  # noqa: F401  (first: gives this process its own GRADIO_TEMP_DIR before Gradio is imported)
 import gradio as gr
 import numpy as np
 import pytest
@@ -12,6 +11,7 @@ from gradio.data_classes import ImageData
 from PIL import Image
 
 import app
+import app_server  # noqa: F401  (gives this process its own GRADIO_TEMP_DIR before the app is built)
 from viz import explorer, panels
 
 CAT_CLASSES = {"Egyptian cat", "tabby", "tiger cat", "Persian cat", "Siamese cat", "lynx"}

@@ -75,7 +75,9 @@ def test_cat_photo_is_classified_as_a_cat_with_every_panel(cat_result):
     assert len(images) == 11 and all(isinstance(im, Image.Image) and im.width > 100 for im in images)
     assert "| 224×224×3 |" in architecture and "| 197×192 |" in architecture and "3×197×197" in architecture
     assert "**Total: 5,717,416 parameters.**" in architecture
-    assert session.analysis.attention.dtype == np.float16  # the per-session cache stays small
+    assert session.analysis.attention.dtype == np.float16  # the per-session cache stays small:
+    assert explorer.cached_bytes(session.analysis) == (12 * 3 + 3 * 12) * 197 * 197 * 2  # maps + 3 fusions
+    assert f"({explorer.cached_bytes(session.analysis) / 2**20:.1f} MB with their head-fused copies)" in architecture
 
 
 def test_same_photo_and_model_reuse_the_cached_analysis(cat_result, photos, augreg):

@@ -100,13 +100,6 @@ def total_params(rows: list[Stage]) -> int:
     return sum(r.params for r in rows if not r.name.startswith("  "))
 
 
-def attention_cache_bytes(cfg, image_hw: tuple[int, int] | None = None, bytes_per_value: int = 2) -> int:
-    """Bytes to keep every attention map of one image: L·H·T² values (float16 by default)."""
-    H, W = image_hw or cfg.img_size
-    T = cfg.num_prefix_tokens + (H // cfg.patch_size) * (W // cfg.patch_size)
-    return cfg.depth * cfg.num_heads * T * T * bytes_per_value
-
-
 def to_markdown(rows: list[Stage], title: str = "") -> str:
     """The table as Markdown, with the total parameter count underneath."""
     lines = ([f"### {title}", ""] if title else []) + ["| stage | output shape | parameters | how |",

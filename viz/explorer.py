@@ -13,7 +13,7 @@ from PIL import Image
 
 from . import panels, render
 from .analysis import analyze, model_arrays
-from .architecture import attention_cache_bytes, stages, to_markdown
+from .architecture import stages, to_markdown
 from .grids import GridLayout
 from .layout import pixel_to_patch
 from .result import Analysis, ModelArrays
@@ -107,14 +107,18 @@ def summary(s: Session) -> str:
             f"{a.num_prefix + gh * gw} tokens, {a.depth} blocks × {a.heads} heads{took}.")
 
 
+def cached_bytes(a: Analysis) -> int:
+    """Memory a session spends on its photo's maps: the attention and its head-fused copies."""
+    return a.attention.nbytes + sum(f.nbytes for f in a.fused.values())
+
+
 def architecture(s: Session) -> str:
-    """The Model tab: stages with this photo's tensor shapes, parameter counts and the attention cache size."""
-    cfg = s.model.loaded.config
-    rows = stages(cfg, s.analysis.input_size)
-    cache = attention_cache_bytes(cfg, s.analysis.input_size, s.analysis.attention.itemsize)
-    return (to_markdown(rows, s.model.loaded.name)
-            + f"\n\nAll {cfg.depth}×{cfg.num_heads} attention maps of this photo are cached as "
-            f"{s.analysis.attention.dtype} ({cache / 2**20:.1f} MB), so every control re-renders without the model.")
+    """The Model tab: stages with this photo's tensor shapes, parameter counts and the session's cache size."""
+    cfg, a = s.model.loaded.config, s.analysis
+    return (to_markdown(stages(cfg, a.input_size), s.model.loaded.name)
+            + f"\n\nAll {a.depth}×{a.heads} attention maps of this photo are cached as {a.attention.dtype} "
+            f"({cached_bytes(a) / 2**20:.1f} MB with their head-fused copies), so every control re-renders "
+            f"without running the model again.")
 
 
 def rollout_view(s: Session, c: Controls) -> Image.Image:

@@ -11,6 +11,7 @@ group "model"); every slider move or click re-renders from the session's cached 
 from __future__ import annotations
 
 import argparse
+import ctypes
 import os
 import sys
 from dataclasses import replace
@@ -302,8 +303,18 @@ def _served_at_startup(source: str) -> explorer.ServedModel:
         sys.exit(f"Cannot start: the model {source!r} did not load. {err}")
 
 
+def limit_malloc_arenas(arenas: int = 2) -> None:
+    """Cap glibc's malloc arenas, as MALLOC_ARENA_MAX=2 does. Gradio runs handlers on a pool of worker threads,
+    each with its own arena by default, and the freed attention maps and images of past analyses stayed
+    resident there: the server grew by megabytes per analysis. No-op where the C library has no mallopt."""
+    mallopt = getattr(ctypes.CDLL(None), "mallopt", None)
+    if mallopt is not None:
+        mallopt(-8, arenas)  # M_ARENA_MAX; only arenas created from now on are limited, so call it early
+
+
 def launch(demo: gr.Blocks, host: str, port: int, share: bool = False, **kwargs):
     """Serve with the queue set up: model work one at a time, re-renders alongside; bounded session memory."""
+    limit_malloc_arenas()
     demo.queue(default_concurrency_limit=1)
     return demo.launch(server_name=host, server_port=port, share=share, state_session_capacity=MAX_SESSIONS,
                        max_file_size=MAX_BYTES, show_error=True, css=CSS, **kwargs)

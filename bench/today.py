@@ -1,10 +1,13 @@
 """The pipeline people assemble today, measured as the baseline of bench/run.py.
 
-Hugging Face ``transformers`` ViT with ``output_attentions=True`` (eager attention: under SDPA the
-attentions come back as None), attention rollout written the way vit-explain writes it (per layer:
-fuse heads, discard, ``(A + I) / 2``, divide by ``a.sum(dim=-1)`` — without keepdim, so it divides
-columns, not rows — multiply into the running product), and one pyplot figure per panel saved to PNG.
-Bench-only: nothing in the product imports this module.
+Pillow decode and the Hugging Face ``ViTImageProcessor``; Hugging Face ``transformers`` ViT with
+``output_attentions=True`` (eager attention: under SDPA the attentions come back as None); attention
+rollout written the way vit-explain writes it (per layer: fuse heads, discard, ``(A + I) / 2``, divide by
+``a.sum(dim=-1)`` — without keepdim, so it divides columns, not rows — multiply into the running
+product); mean attention distance as the keras-io ViT-representations example computes it; and one
+pyplot figure per panel saved to PNG. The position-similarity figure does not depend on the photo, so it
+is timed apart (``render_position``) and left out of the per-photo total, as our app renders it once per
+model. Bench-only: nothing in the product imports this module.
 """
 from __future__ import annotations
 
@@ -47,6 +50,25 @@ def rollout_like_vit_explain(attentions, discard_ratio: float = 0.9, head_fusion
     return mask / np.max(mask)
 
 
+def distance_matrix_like_keras_io(patch_size: int, num_patches: int, length: int) -> np.ndarray:
+    """Pixel distance between every pair of patches, with keras-io's double loop (computed once, untimed)."""
+    distance = np.zeros((num_patches, num_patches))
+    for i in range(num_patches):
+        for j in range(num_patches):
+            if i == j:
+                continue
+            xi, yi = int(i / length), i % length
+            xj, yj = int(j / length), j % length
+            distance[i, j] = patch_size * np.linalg.norm([xi - xj, yi - yj])
+    return distance
+
+
+def mean_distance_like_keras_io(attn: np.ndarray, distance: np.ndarray) -> np.ndarray:
+    """(L, H, T, T) attention -> (L, H) mean attention distance (CLS row and column dropped)."""
+    weights = attn[..., 1:, 1:]
+    return (weights * distance[None, None]).sum(axis=-1).mean(axis=-1)
+
+
 def _save(fig) -> bytes:
     import matplotlib.pyplot as plt
 
@@ -56,14 +78,18 @@ def _save(fig) -> bytes:
     return buf.getvalue()
 
 
-def render_panels_with_pyplot(image: np.ndarray, attn: np.ndarray, rollout: np.ndarray, pos_sim: np.ndarray,
-                              mean_dist: np.ndarray, norms: np.ndarray) -> list[bytes]:
-    """The same panels as our analysis, one pyplot figure each (attn: (L, H, T, T) numpy, image: (h, w, 3) uint8)."""
+def _pyplot():
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    return plt
 
+
+def render_panels_with_pyplot(image: np.ndarray, attn: np.ndarray, rollout: np.ndarray, mean_dist: np.ndarray,
+                              norms: np.ndarray) -> list[bytes]:
+    """The per-photo panels of our analysis, one pyplot figure each (attn: (L, H, T, T), image: (h, w, 3) uint8)."""
+    plt = _pyplot()
     L, H, T, _ = attn.shape
     g = int(round((T - 1) ** 0.5))
     pngs = []
@@ -77,17 +103,13 @@ def render_panels_with_pyplot(image: np.ndarray, attn: np.ndarray, rollout: np.n
 
     pngs.append(overlay(rollout))                                  # rollout overlay
     pngs.append(overlay(attn[-1].mean(0)[0, 1:].reshape(g, g)))    # CLS attention, last layer
-    pngs.append(overlay(attn[-1].mean(0)[1 + g * g // 2, 1:].reshape(g, g)))  # a patch query
+    pngs.append(overlay(attn[-1].mean(0)[1 + g * g // 2, 1:].reshape(g, g)))  # a patch query: its row
+    pngs.append(overlay(attn[-1].mean(0)[1:, 1 + g * g // 2].reshape(g, g)))  # and its column
     fig, axes = plt.subplots(L, H, figsize=(H, L))                 # the all-heads grid
     for i in range(L):
         for j in range(H):
             axes[i, j].imshow(attn[i, j, 0, 1:].reshape(g, g), cmap="viridis")
             axes[i, j].axis("off")
-    pngs.append(_save(fig))
-    fig, axes = plt.subplots(g, g, figsize=(8, 8))                 # position-embedding similarity
-    for k in range(g * g):
-        axes[k // g, k % g].imshow(pos_sim[k].reshape(g, g), vmin=-1, vmax=1)
-        axes[k // g, k % g].axis("off")
     pngs.append(_save(fig))
     fig = plt.figure(figsize=(5, 4))                               # mean attention distance
     for h in range(H):
@@ -102,25 +124,61 @@ def render_panels_with_pyplot(image: np.ndarray, attn: np.ndarray, rollout: np.n
     return pngs
 
 
-def time_today(pixel_values: torch.Tensor, image: np.ndarray, repeats: int = 3) -> dict[str, float]:
-    """Seconds for each stage of today's pipeline on one (1, 3, 224, 224) input, best of ``repeats``."""
-    model = build_hf_vit_b16()
-    best = {"forward": float("inf"), "rollout": float("inf"), "render": float("inf")}
-    for _ in range(repeats):
-        t0 = time.perf_counter()
+def render_position_with_pyplot(pos_sim: np.ndarray) -> bytes:
+    """Position-embedding similarity (N, N) as one small image per patch (Figure 7 centre), one pyplot figure."""
+    plt = _pyplot()
+    g = int(round(pos_sim.shape[0] ** 0.5))
+    fig, axes = plt.subplots(g, g, figsize=(8, 8))
+    for k in range(g * g):
+        axes[k // g, k % g].imshow(pos_sim[k].reshape(g, g), vmin=-1, vmax=1)
+        axes[k // g, k % g].axis("off")
+    return _save(fig)
+
+
+class TodayPipeline:
+    """Photo file -> classification and every panel, today's way. ``pipeline(path)`` runs it once and appends
+    the seconds of each stage to ``pipeline.stages``; ``render_position()`` is the per-model figure."""
+
+    STAGES = ("decode + preprocess", "forward", "rollout", "mean distance", "render panels")
+
+    def __init__(self):
+        from transformers import ViTImageProcessor
+
+        self.model = build_hf_vit_b16()
+        self.processor = ViTImageProcessor()
+        cfg = self.model.config
+        g = cfg.image_size // cfg.patch_size
+        self.distance = distance_matrix_like_keras_io(cfg.patch_size, g * g, g)
+        self.stages: dict[str, list[float]] = {s: [] for s in self.STAGES}
+
+    def __call__(self, path: str) -> None:
+        from PIL import Image
+
+        t = [time.perf_counter()]
+        image = Image.open(path).convert("RGB")
+        pixel_values = self.processor(images=image, return_tensors="pt")["pixel_values"]
+        t.append(time.perf_counter())
         with torch.no_grad():
-            out = model(pixel_values=pixel_values, output_attentions=True, output_hidden_states=True)
-        t1 = time.perf_counter()
+            out = self.model(pixel_values=pixel_values, output_attentions=True, output_hidden_states=True)
+        probabilities = out.logits.softmax(-1)[0]
+        t.append(time.perf_counter())
         mask = rollout_like_vit_explain(out.attentions)
-        t2 = time.perf_counter()
+        t.append(time.perf_counter())
         attn = torch.cat(out.attentions).numpy()                                   # (L, H, T, T)
+        mean_dist = mean_distance_like_keras_io(attn, self.distance)
+        t.append(time.perf_counter())
         norms = torch.stack(out.hidden_states[1:])[:, 0].norm(dim=-1).numpy()      # (L, T)
-        pos = model.vit.embeddings.position_embeddings[0, 1:].detach()
+        shown = np.asarray(image.resize((224, 224)))
+        render_panels_with_pyplot(shown, attn, mask, mean_dist, norms)
+        probabilities.topk(5)
+        t.append(time.perf_counter())
+        for stage, t0, t1 in zip(self.STAGES, t, t[1:]):
+            self.stages[stage].append(t1 - t0)
+
+    def position_similarity(self) -> np.ndarray:
+        pos = self.model.vit.embeddings.position_embeddings[0, 1:].detach()
         pos = torch.nn.functional.normalize(pos, dim=-1)
-        pos_sim = (pos @ pos.T).numpy()
-        mean_dist = np.zeros(attn.shape[:2])
-        render_panels_with_pyplot(image, attn, mask, pos_sim, mean_dist, norms)
-        t3 = time.perf_counter()
-        for key, value in (("forward", t1 - t0), ("rollout", t2 - t1), ("render", t3 - t2)):
-            best[key] = min(best[key], value)
-    return best
+        return (pos @ pos.T).numpy()
+
+    def render_position(self) -> bytes:
+        return render_position_with_pyplot(self.position_similarity())

@@ -1,0 +1,1 @@
+"""Benchmark of the explorer against torchvision and today's pipeline: ``python -m bench.run``."""

@@ -1,0 +1,59 @@
+"""Timing and memory measurement for the benchmark: interleaved medians, and RSS read from /proc.
+
+The benchmark machine is a shared 2-core CPU whose load changes from second to second, so contenders are
+timed in interleaved rounds (A, B, C, A, B, C, …) after a warm-up, and compared through their medians:
+a slow spell then hits every contender alike instead of one of them.
+"""
+from __future__ import annotations
+
+import statistics
+import time
+from typing import Callable
+
+
+def interleaved(contenders: dict[str, Callable[[], object]], rounds: int, warmup: int = 1,
+                rounds_of: dict[str, int] | None = None) -> dict[str, list[float]]:
+    """Seconds per call of every contender, timed round-robin: ``rounds`` rounds after ``warmup`` untimed ones.
+
+    ``rounds_of`` gives slow contenders fewer rounds (they take part in the first n rounds only).
+    """
+    rounds_of = rounds_of or {}
+    for _ in range(warmup):
+        for fn in contenders.values():
+            fn()
+    times: dict[str, list[float]] = {name: [] for name in contenders}
+    for r in range(rounds):
+        for name, fn in contenders.items():
+            if r >= rounds_of.get(name, rounds):
+                continue
+            t0 = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - t0)
+    return times
+
+
+def median(seconds: list[float]) -> float:
+    return statistics.median(seconds)
+
+
+def proc_status_kb(field: str, pid: int | str = "self") -> int:
+    """A memory field of /proc/<pid>/status in KiB: "VmRSS" (now) or "VmHWM" (peak since start or reset)."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise KeyError(f"{field} not in /proc/{pid}/status")
+
+
+def reset_peak_rss() -> None:
+    """Set this process's VmHWM back to its current RSS (Linux: write 5 to /proc/self/clear_refs)."""
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
+
+
+def peak_rss_delta_mb(fn: Callable[[], object]) -> tuple[float, object]:
+    """(MiB the peak RSS rose above the RSS before ``fn``, fn's result)."""
+    reset_peak_rss()
+    before = proc_status_kb("VmRSS")
+    result = fn()
+    return (proc_status_kb("VmHWM") - before) / 1024, result

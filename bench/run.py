@@ -1,0 +1,323 @@
+"""Benchmark: ``python -m bench.run [--weights PATH] [--rounds N]`` prints one table of ratios measured in one run.
+
+ViT-B/16 at 224, batch 1, on the CPU with torch's default thread count, randomly initialised (weights do
+not change timings) unless ``--weights`` names a checkpoint. Every number comes from this run:
+
+- forward with full capture (``forward_with_attention``: every layer's maps and token norms) against
+  torchvision's ``vit_b_16`` plain forward, and our own plain (SDPA) forward;
+- the full analysis exactly as the app's ``/analyze`` handler does it (``app.analyze``: decode the upload,
+  one forward, every panel rendered to an image) against one plain forward;
+- re-rendering after a layer/head change, a patch click, a heads-grid click and a rollout control, with
+  the app's own handlers on a cached session;
+- the attention cache kept per image, and the peak RSS of ``python app.py`` serving ViT-B/16 while
+  analysing photos sent through gradio_client (the API round trip is timed too);
+- scaling with the input size (224 and 384 with ViT-B/16, 518 with ViT-B/14 as DINOv2 runs it);
+- the pipeline people use today (``bench.today``) on the same photo, interleaved with ours, and the speed-up.
+
+Timings are medians of interleaved rounds after a warm-up (see ``bench.measure``).
+"""
+from __future__ import annotations
+
+import argparse
+import gc
+import itertools
+import os
+import platform
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, fields
+from pathlib import Path
+
+import numpy as np
+import torch
+from PIL import Image
+from skimage import data
+
+import vit
+from bench.measure import interleaved, median, peak_rss_delta_mb, proc_status_kb
+from vit.image_file import open_image
+
+MB = 2 ** 20
+
+
+@dataclass
+class Row:
+    measure: str
+    value: str
+    target: str = ""
+    met: bool | None = None
+
+    def cells(self) -> list[str]:
+        verdict = "" if self.met is None else ("yes" if self.met else "**no**")
+        return [self.measure, self.value, self.target, verdict]
+
+
+def table(rows: list[Row], header=("measure", "value", "target", "met")) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(["---"] + ["---:"] * (len(header) - 1)) + "|"]
+    lines += ["| " + " | ".join(r.cells() if isinstance(r, Row) else r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def ms(seconds: float) -> str:
+    return f"{seconds * 1000:.0f} ms" if seconds >= 0.1 else f"{seconds * 1000:.1f} ms"
+
+
+def machine() -> str:
+    cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")), "?")
+    return (f"{cpu}, {os.cpu_count()} cores, torch {torch.__version__} with {torch.get_num_threads()} threads, "
+            f"Python {platform.python_version()}")
+
+
+def random_vit_checkpoint(path: Path, name: str = "vit_b_16", img_size: int = 224) -> Path:
+    """Save a randomly initialised ViT of the named variant with our checkpoint format (no download)."""
+    torch.manual_seed(0)
+    model = vit.VisionTransformer(vit.variant(name, img_size=img_size)).eval()
+    preprocess = vit.Preprocess.for_crop(img_size, interpolation="bilinear")
+    return vit.save_checkpoint(path, model, vit.imagenet_labels(), preprocess, extra={"name": f"{name} (random init)"})
+
+
+def write_photos(folder: Path) -> list[Path]:
+    """Real photos shipped with scikit-image, as JPEG files (decoding the upload is part of the analysis)."""
+    photos = {"cat": data.chelsea(), "astronaut": data.astronaut(), "coffee": data.coffee(), "rocket": data.rocket(),
+              "motorcycle": data.stereo_motorcycle()[0], "camera": data.camera()}
+    paths = []
+    for name, pixels in photos.items():
+        path = folder / f"{name}.jpg"
+        Image.fromarray(pixels).save(path, quality=90)
+        paths.append(path)
+    return paths
+
+
+# ---- 1. forward and full analysis ---------------------------------------------------------------------------
+
+def speed(app, weights: str, photo: Path, rounds: int, today_rounds: int) -> tuple[list[Row], dict]:
+    import torchvision
+
+    from bench.today import TodayPipeline
+
+    served = app.MODELS.get(weights)
+    model = served.loaded.model
+    x = served.loaded.preprocess(open_image(photo))
+    torch.manual_seed(0)
+    reference = torchvision.models.vit_b_16().eval()
+    today = TodayPipeline()
+    sessions = []
+
+    @torch.inference_mode()
+    def plain_torchvision():
+        reference(x)
+
+    @torch.inference_mode()
+    def plain_ours():
+        model(x)
+
+    @torch.inference_mode()
+    def capture():
+        model.forward_with_attention(x, return_token_norms=True)
+
+    def full_analysis():
+        sessions.append(app.analyze(str(photo), weights)[0])  # session None: decode, forward, every panel
+
+    contenders = {"torchvision": plain_torchvision, "ours plain": plain_ours, "capture": capture,
+                  "full": full_analysis, "today": lambda: today(str(photo))}
+    t = interleaved(contenders, rounds, warmup=1, rounds_of={"today": today_rounds})
+    position = interleaved({"today position": today.render_position}, 1, warmup=0)["today position"]
+    tv, plain, cap, full = (median(t[k]) for k in ("torchvision", "ours plain", "capture", "full"))
+    decode = median(interleaved({"decode": lambda: open_image(photo)}, rounds)["decode"])
+    timings = {k: median([s.analysis.timings[k] for s in sessions[1:]]) for k in ("preprocess", "forward", "to_numpy")}
+    render = full - decode - sum(timings.values())
+    today_stages = {k: median(v[1:]) for k, v in today.stages.items()}  # its warm-up call left out
+    today_total = median(t["today"])
+    rows = [
+        Row("torchvision `vit_b_16` plain forward", ms(tv)),
+        Row("our plain forward (SDPA)", ms(plain)),
+        Row("our forward with full capture (L×H maps + token norms)", ms(cap)),
+        Row("**capture forward ÷ torchvision plain forward**", f"{cap / tv:.2f}", "≤ 1.00", cap / tv <= 1.0),
+        Row("our plain forward ÷ torchvision plain forward", f"{plain / tv:.2f}"),
+        Row("full analysis (`app.analyze`: decode → every panel rendered)", ms(full)),
+        Row("&nbsp;&nbsp;decode upload / preprocess / forward+capture / to numpy (float16) / panels",
+            " / ".join(ms(v) for v in (decode, timings["preprocess"], timings["forward"], timings["to_numpy"], render))),
+        Row("**full analysis ÷ torchvision plain forward**", f"{full / tv:.2f}", "≤ 1.50", full / tv <= 1.5),
+        Row("today: HF `output_attentions` + vit-explain rollout + pyplot, per photo", ms(today_total)),
+        Row("&nbsp;&nbsp;" + " / ".join(today_stages), " / ".join(ms(v) for v in today_stages.values())),
+        Row("&nbsp;&nbsp;(today, per model: position-similarity figure, not in the total)", ms(median(position))),
+        Row("**speed-up of our full analysis over today's pipeline**", f"{today_total / full:.1f}×"),
+    ]
+    return rows, {"session": sessions[-1], "full": full, "today": today_total}
+
+
+# ---- 2. re-render from the cached session ---------------------------------------------------------------------
+
+def rerender(app, session, rounds: int) -> list[Row]:
+    import gradio as gr
+
+    from viz import explorer
+
+    L, H = session.model.depth, session.model.heads
+    gh, gw = session.analysis.grid
+    W, Hpx = explorer.query_photo(session).size  # the clickable photo (shown enlarged)
+    layers_heads = itertools.cycle([(layer, head) for layer in range(L) for head in range(H)])
+    patches = itertools.cycle([(r, c) for r in range(gh) for c in range(gw)])
+    discards = itertools.cycle([0.0, 0.5, 0.9, 0.95])
+
+    def controls(layer=L - 1, head=0, mean_of_heads=True, discard=0.9):
+        # fusion, discard ratio, start layer, opacity, mask artifacts, layer, head, mean of heads, DINO mask, rolled
+        return ("mean", discard, 0, 0.6, False, layer, head, mean_of_heads, False, False)
+
+    def layer_head():
+        layer, head = next(layers_heads)
+        app.rerender_layer(session, *controls(layer, head, mean_of_heads=False))
+
+    def patch_click():
+        r, c = next(patches)
+        app.pick_patch(gr.SelectData(None, {"index": [(c + 0.5) * W / gw, (r + 0.5) * Hpx / gh], "value": None}),
+                       session, *controls())
+
+    heads_session = app.rerender_layer(session, *controls(0, 0, mean_of_heads=False))[0]  # with the grid's geometry
+    cells = itertools.cycle([heads_session.heads_layout.box(layer, head) for layer in range(L) for head in range(H)])
+
+    def heads_click():
+        x0, y0, x1, y1 = next(cells)
+        app.pick_head(gr.SelectData(None, {"index": [(x0 + x1) / 2, (y0 + y1) / 2], "value": None}),
+                      heads_session, *controls())
+
+    def rollout_control():
+        app.rerender_rollout(session, *controls(discard=next(discards)))
+
+    t = interleaved({"layer/head": layer_head, "patch": patch_click, "heads grid": heads_click,
+                     "rollout": rollout_control}, rounds, warmup=2)
+    names = {"layer/head": "layer or head slider (`rerender_layer`: attention map, framed grid, patch query)",
+             "patch": "patch click (`pick_patch`: framed photo, attention row and column)",
+             "heads grid": "click on the layers × heads grid (`pick_head`)",
+             "rollout": "rollout control, discard 0–0.95 (`rerender_rollout`)"}
+    return [Row(f"re-render after {names[k]}", ms(median(v)), "≤ 50 ms", median(v) <= 0.05) for k, v in t.items()]
+
+
+# ---- 3. memory -------------------------------------------------------------------------------------------------
+
+def session_bytes(session) -> int:
+    """Bytes of every array a session keeps (attention, its head-fused copies, norms, …) plus its photo."""
+    a = session.analysis
+    arrays = [v for f in fields(a) for v in ([getattr(a, f.name)] if not isinstance(getattr(a, f.name), dict)
+                                              else getattr(a, f.name).values())]
+    return sum(v.nbytes for v in arrays if isinstance(v, np.ndarray)) + len(a.image.tobytes())
+
+
+def cache_rows(session) -> list[Row]:
+    a = session.analysis
+    total = session_bytes(session)
+    return [Row(f"attention cache per image ({a.attention.dtype}, {a.depth}×{a.heads}×{a.attention.shape[-1]}²)",
+                f"{a.attention.nbytes / MB:.1f} MB"),
+            Row("**everything a session caches per image** (maps, head-fused copies, norms, cropped photo)",
+                f"{total / MB:.1f} MB", "≤ 15 MB", total <= 15 * MB)]
+
+
+def app_rows(weights: str, photos: list[Path], capacity: int, log: Path) -> list[Row]:
+    """Serve ViT-B/16 with ``python app.py``; analyse the photos in one session (timing the round trips), then
+    one photo in each of ``capacity + 2`` new sessions, so that the app's cache of ``capacity`` sessions is full."""
+    from gradio_client import handle_file
+
+    from bench.app_process import AppProcess
+
+    def memory(pid: int) -> str:
+        rss, anon, file = (proc_status_kb(f, pid) / 1024 for f in ("VmRSS", "RssAnon", "RssFile"))
+        return f"{rss:.0f} MB ({anon:.0f} + {file:.0f})"
+
+    with AppProcess(weights, log=log) as server:
+        started = memory(server.pid)
+        client = server.client()
+        trips = []
+        for photo in photos:  # one session, a new photo each call: its cached analysis is replaced every time
+            t0 = time.perf_counter()
+            out = client.predict(handle_file(str(photo)), api_name="/analyze")
+            trips.append(time.perf_counter() - t0)
+            if not out[0]:
+                raise RuntimeError(f"/analyze returned no classes for {photo}")
+        sessions = capacity + 2
+        for i in range(sessions):
+            client.reset_session()  # a new visitor
+            client.predict(handle_file(str(photos[i % len(photos)])), api_name="/analyze")
+        peak = proc_status_kb("VmHWM", server.pid) / 1024
+        full = memory(server.pid)
+    return [Row("`python app.py` serving ViT-B/16: RSS (anonymous + file-backed) after start", started),
+            Row(f"&nbsp;&nbsp;after {len(photos) + sessions} analyses in {sessions + 1} sessions "
+                f"(the {capacity}-session cache full)", full),
+            Row("**peak RSS of the app process** (VmHWM)", f"{peak:.0f} MB", "≤ 1536 MB", peak <= 1536),
+            Row("`/analyze` round trip through gradio_client (upload, queue, analysis, panels encoded, download)",
+                ms(median(trips[1:])))]
+
+
+# ---- 4. scaling with the input size -------------------------------------------------------------------------
+
+def scaling(rounds: int) -> list[list[str]]:
+    from viz.analysis import analyze
+    from viz.explorer import ATTENTION_DTYPE
+
+    image = Image.fromarray(data.chelsea())
+    out = []
+    for name, size in (("vit_b_16", 224), ("vit_b_16", 384), ("vit_b_14", 518)):
+        torch.manual_seed(0)
+        cfg = vit.variant(name, img_size=size)
+        model = vit.VisionTransformer(cfg).eval()
+        loaded = vit.LoadedModel(model=model, preprocess=vit.Preprocess.for_crop(size), labels=vit.imagenet_labels(),
+                                 name=name, source=name, config=cfg, format="own")
+        x = loaded.preprocess(image)
+
+        @torch.inference_mode()
+        def plain():
+            model(x)
+
+        t = interleaved({"plain": plain, "analysis": lambda: analyze(loaded, image, ATTENTION_DTYPE)}, rounds)
+        delta, a = peak_rss_delta_mb(lambda: analyze(loaded, image, ATTENTION_DTYPE))
+        T = a.attention.shape[-1]
+        maps = cfg.depth * cfg.num_heads * T * T
+        out.append([f"{name} @ {size}", f"{a.grid[0]}×{a.grid[1]} + {a.num_prefix} = {T}",
+                    ms(median(t["plain"])), ms(a.timings["forward"]), ms(median(t["analysis"])),
+                    f"{maps * 4 / MB:.0f} MB", f"{a.attention.nbytes / MB:.0f} MB", f"{delta:.0f} MB"])
+        del model, loaded, a
+        gc.collect()
+    return out
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--weights", help="checkpoint to benchmark instead of a randomly initialised ViT-B/16")
+    p.add_argument("--rounds", type=int, default=7, help="timed rounds per measurement (median reported)")
+    p.add_argument("--today-rounds", type=int, default=3, help="timed rounds of today's (slow) pipeline")
+    p.add_argument("--no-app", action="store_true", help="skip the app process (peak RSS, API round trip)")
+    p.add_argument("--no-scaling", action="store_true", help="skip the 224/384/518 scaling table")
+    return p.parse_args(argv)
+
+
+def main(argv=None) -> None:
+    args = parse_args(argv)
+    os.environ.setdefault("VIT_OFFLINE", "1")
+    os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+    import app  # the Gradio app's handlers: the benchmark times exactly what /analyze and the sliders run
+
+    print(f"# python -m bench.run {' '.join(sys.argv[1:])}".rstrip())
+    print(f"Machine: {machine()}\n")
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        weights = args.weights or str(random_vit_checkpoint(tmp / "vit_b_16_random.pt"))
+        photos = write_photos(tmp)
+        rows, result = speed(app, weights, photos[0], args.rounds, args.today_rounds)
+        rows += rerender(app, result["session"], max(args.rounds, 20))
+        rows += cache_rows(result["session"])
+        if not args.no_app:
+            rows += app_rows(weights, photos, app.MAX_SESSIONS, tmp / "app.log")
+        print(f"Model: {result['session'].model.loaded.name}, photo: {photos[0].name} "
+              f"({Image.open(photos[0]).size[0]}×{Image.open(photos[0]).size[1]}), batch 1; "
+              f"medians of {args.rounds} interleaved rounds (today's pipeline: {args.today_rounds}).\n")
+        print(table(rows))
+    if not args.no_scaling:
+        print("\nScaling with the input size (random init; analysis = `viz.analysis.analyze`, the model call of a "
+              "new photo, float16 cache; peak RSS delta = one analysis):\n")
+        print(table(scaling(max(3, args.rounds // 2)),
+                    header=("model @ input", "grid + prefix = tokens T", "plain forward", "forward with capture",
+                            "analysis", "attention, float32 (L·H·T²)", "cache, float16", "peak RSS delta")))
+
+
+if __name__ == "__main__":
+    main()

@@ -32,6 +32,10 @@ MAX_SESSIONS = 32        # browser sessions kept in memory, each with one analys
 MODELS_IN_MEMORY = 2     # checkpoints kept loaded at once
 RENDER_CONCURRENCY = 4   # re-renders running at once (milliseconds of numpy each)
 MODELS = ModelCache(vit.load, explorer.serve, MODELS_IN_MEMORY)
+LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
+# Whether the Model box (and /analyze's ``model``) may name any path or known model, or only those listed. A
+# server reachable by others must not let them read files by path or download any model: launch() decides.
+ANY_MODEL = True
 
 
 class PhotoInput(gr.Image):
@@ -54,6 +58,9 @@ class PhotoInput(gr.Image):
 # ---- handlers ---------------------------------------------------------------------------------------------
 
 def _served(source: str) -> explorer.ServedModel:
+    if not ANY_MODEL and str(source).strip() not in model_choices():
+        raise gr.Error("This server only runs the models in its Model list. Typed paths and other model names "
+                       "load when the app runs on your own machine (python app.py).", print_exception=False)
     try:
         return MODELS.get(source)
     except (ValueError, OSError) as err:  # vit.load: bad checkpoint (ValueError), nothing found (FileNotFoundError)
@@ -317,9 +324,17 @@ def return_freed_memory_to_the_os() -> None:
         mallopt(-3, 4 * 2 ** 20)  # M_MMAP_THRESHOLD, fixed (no longer raised by large frees)
 
 
+def only_this_machine(host: str, share: bool) -> bool:
+    """Whether a server on ``host`` (with or without a share link) is reachable from this machine alone."""
+    return host in LOCAL_HOSTS and not share
+
+
 def launch(demo: gr.Blocks, host: str, port: int, share: bool = False, **kwargs):
-    """Serve with the queue set up: model work one at a time, re-renders alongside; bounded session memory."""
+    """Serve with the queue set up: model work one at a time, re-renders alongside; bounded session memory; a
+    server others can reach loads only the models in its list."""
+    global ANY_MODEL
     return_freed_memory_to_the_os()
+    ANY_MODEL = only_this_machine(host, share)
     demo.queue(default_concurrency_limit=1)
     return demo.launch(server_name=host, server_port=port, share=share, state_session_capacity=MAX_SESSIONS,
                        max_file_size=MAX_BYTES, show_error=True, css=CSS, **kwargs)

@@ -144,6 +144,30 @@ def test_pickle_payload_never_ran(url, bad, photos):
     assert marker.exists()
 
 
+def test_a_server_others_can_reach_loads_only_its_listed_models(url, photos, tmp_path, monkeypatch):
+    """Through /analyze's ``model`` input anyone could name a server file: its first bytes came back in the
+    message, and a known name made the server download that model. A public server refuses both."""
+    secret = tmp_path / "credentials.txt"
+    secret.write_text("SECRET-TOKEN-42\n")
+    client = Client(url, verbose=False)
+    with pytest.raises(AppError, match="SECRET-TO"):  # on this machine alone: any path loads, or says why not
+        analyze(client, photos["cat"], model=str(secret))
+    monkeypatch.setattr(app, "ANY_MODEL", False)  # as launch() sets it for --host 0.0.0.0 or --share
+    for source in (str(secret), "vit_h_14", "default"):
+        with pytest.raises(AppError) as refused:
+            analyze(client, photos["cat"], model=source)
+        assert "only runs the models in its Model list" in str(refused.value)
+        assert "SECRET" not in str(refused.value)
+    assert top5(analyze(client, photos["camera"]))[0][0] == "tripod"  # its listed model still runs
+
+
+@pytest.mark.parametrize("host, share, alone", [("127.0.0.1", False, True), ("localhost", False, True),
+                                                ("0.0.0.0", False, False), ("192.168.1.5", False, False),
+                                                ("127.0.0.1", True, False)])
+def test_only_a_server_reachable_from_this_machine_alone_loads_any_model(host, share, alone):
+    assert app.only_this_machine(host, share) is alone
+
+
 def test_browser_model_picker_goes_back_to_the_current_model(url, bad, photos):
     """Type a bad checkpoint in the picker: an error says why, the picker shows the current model again, and the
     next photo is analysed with it (not refused again because the picker still held the bad path)."""

@@ -68,9 +68,9 @@ class AppProcess:
         self.__exit__(None, None, None)
         raise TimeoutError(f"app.py did not serve on port {self.port} within {self.startup_timeout:.0f} s.")
 
-    def client(self):
+    def client(self, **kwargs):
         from gradio_client import Client
-        return Client(self.url, verbose=False)
+        return Client(self.url, verbose=False, **kwargs)
 
     def __exit__(self, *exc) -> None:
         if self.process is not None and self.process.poll() is None:

@@ -6,6 +6,7 @@ a slow spell then hits every contender alike instead of one of them.
 """
 from __future__ import annotations
 
+import ctypes
 import statistics
 import time
 from typing import Callable
@@ -51,8 +52,17 @@ def reset_peak_rss() -> None:
         f.write("5")
 
 
+def release_free_memory() -> None:
+    """Give the memory malloc holds but does not use back to the OS (glibc's malloc_trim; no-op elsewhere), so
+    that a peak measured next counts what ``fn`` needs, not what earlier calls happened to leave free."""
+    trim = getattr(ctypes.CDLL(None), "malloc_trim", None)
+    if trim is not None:
+        trim(0)
+
+
 def peak_rss_delta_mb(fn: Callable[[], object]) -> tuple[float, object]:
     """(MiB the peak RSS rose above the RSS before ``fn``, fn's result)."""
+    release_free_memory()
     reset_peak_rss()
     before = proc_status_kb("VmRSS")
     result = fn()

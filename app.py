@@ -14,12 +14,14 @@ import argparse
 import ctypes
 import os
 import sys
+import tempfile
 from dataclasses import replace
 from pathlib import Path
 
 import gradio as gr
 import torch
 from gradio import processing_utils
+from PIL import Image
 
 import vit
 from vit.image_file import MAX_BYTES, ImageFileError, open_image
@@ -194,9 +196,39 @@ def example_photos() -> list[str]:
 CSS = ".enlarge img { width: 100%; height: 100%; object-fit: contain; }"
 
 
+class Picture(gr.Image):
+    """Output gr.Image whose saved pictures are never rewritten in place.
+
+    Gradio saves an output picture under a hash of its bytes and rewrites that file (truncate, then write)
+    whenever the same picture is produced again: the model-only panels on every analysis, every panel when two
+    people analyse the same example photo. Someone downloading it at that moment got a truncated file (seen
+    with 16 simultaneous API clients). Here a picture already saved is reused, and a new one appears at once,
+    written under a temporary name and renamed.
+    """
+    is_template = True  # shown by the browser's ordinary Image component
+
+    def postprocess(self, value):
+        if isinstance(value, Image.Image):
+            value = _saved_once(value, self.GRADIO_CACHE, self.format)
+        return super().postprocess(value)
+
+
+def _saved_once(image: Image.Image, cache_dir: str, fmt: str) -> str:
+    """Path of the picture in Gradio's cache, where Gradio itself would put it; written atomically, once."""
+    data = processing_utils.encode_pil_to_bytes(image, fmt)
+    folder = Path(cache_dir) / processing_utils.hash_bytes(data)
+    path = folder / f"image.{fmt}"
+    if not path.is_file():
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=folder, suffix=".part", delete=False) as part:
+            part.write(data)
+        os.replace(part.name, path)
+    return str(path)
+
+
 def _picture(label: str, height: int = 380, enlarge: bool = True, **kw) -> gr.Image:
     """An output image: JPEG keeps encoding at a few ms (PNG takes tens of ms for a heads grid)."""
-    return gr.Image(label=label, interactive=False, format="jpeg", buttons=["download", "fullscreen"], height=height,
+    return Picture(label=label, interactive=False, format="jpeg", buttons=["download", "fullscreen"], height=height,
                     elem_classes=["enlarge"] if enlarge else None, **kw)
 
 
@@ -258,21 +290,21 @@ def build_app(default_model: str) -> gr.Blocks:
             with gr.Tab("Position embeddings", id="position"):
                 gr.Markdown("Cosine similarity of each patch's learnt position embedding with all others "
                             "(ViT paper, Figure 7 centre): nearby patches, rows and columns are alike.")
-                position_img = gr.Image(label="Position embedding similarity", interactive=False, format="png")
+                position_img = Picture(label="Position embedding similarity", interactive=False, format="png")
             with gr.Tab("Attention distance", id="distance"):
                 gr.Markdown("Mean distance in pixels over which each head attends, by depth (Figure 7 right): "
                             "early layers mix local and global heads, late layers attend globally.")
-                distance_img = gr.Image(label="Mean attention distance", interactive=False, format="png")
+                distance_img = Picture(label="Mean attention distance", interactive=False, format="png")
             with gr.Tab("Token norms", id="norms"):
                 gr.Markdown("The length of every token after each block. A few background patches grow very "
                             "long and soak up attention (Darcet et al. 2023); they are outlined in cyan.")
                 norms_img = _picture("Patch token norms per block", height=160)
-                norm_curves_img = gr.Image(label="Token norms by depth", interactive=False, format="png")
+                norm_curves_img = Picture(label="Token norms by depth", interactive=False, format="png")
             with gr.Tab("Model", id="model"):
                 architecture = gr.Markdown(label="Architecture")
                 gr.Markdown("Principal components of the patch-embedding filters (Figure 7 left): what the first "
                             "layer looks for in each 16×16 patch.")
-                filters_img = gr.Image(label="Embedding filters", interactive=False, format="png")
+                filters_img = Picture(label="Embedding filters", interactive=False, format="png")
 
         # ---- events ---------------------------------------------------------------------------------------
         controls = [fusion, discard, start_layer, opacity, mask_artifacts, layer, head, mean_heads, dino_mask, rolled]

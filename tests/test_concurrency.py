@@ -1,15 +1,20 @@
 """Protects people using the app at the same time: 16 API clients sending 16 different photos at once each get
-exactly the answer they get alone — no mixed-up sessions, maps or model state between concurrent requests."""
+exactly the answer they get alone — no mixed-up sessions, maps or model state between concurrent requests — and
+a picture two requests both produce is never downloaded half-written."""
 from __future__ import annotations
 
 import threading
+import time
+from pathlib import Path
 
+import gradio as gr
 import numpy as np
 import pytest
 from gradio_client import Client
 from PIL import Image, ImageOps
 from skimage import data
 
+import app
 from api_client import AUGREG, analyze, model_input, top5
 from app_server import running_app
 
@@ -65,3 +70,22 @@ def test_simultaneous_clients_each_get_their_own_answer(url, photos):
     for photo, got, expected in zip(photos, results, alone):
         assert top5(got) == top5(expected), photo  # same classes, bit-identical probabilities
         assert np.array_equal(model_input(got), model_input(expected)), photo  # its own photo, not another's
+
+
+def test_a_picture_produced_again_is_not_rewritten_in_place():
+    """Gradio's gr.Image rewrites an output picture's file in place (truncate, then write) each time the same
+    picture is produced again, so a client downloading it at that moment can get a truncated file: with 16
+    simultaneous clients (the model-only panels are the same for all) one did. The app's Picture writes it once."""
+    def saves(component, image) -> list[tuple[str, int, int]]:
+        out = []
+        for _ in range(3):
+            path = component.postprocess(image).path
+            out.append((path, Path(path).stat().st_ino, Path(path).stat().st_mtime_ns))
+            time.sleep(0.02)
+        return out
+
+    plain = saves(gr.Image(format="png"), Image.fromarray(data.astronaut()))
+    assert len({p for p, _, _ in plain}) == 1 and len({m for _, _, m in plain}) == 3  # same file, written 3 times
+    ours = saves(app.Picture(format="png"), Image.fromarray(data.coffee()))
+    assert len(set(ours)) == 1  # same file, same inode, never written again
+    assert np.array_equal(np.asarray(Image.open(ours[0][0])), data.coffee())

@@ -1,5 +1,5 @@
 """Protects where checkpoints come from and what comes with them: weights/ and the torch hub cache, the
-default model's download through torchvision, our own format, sidecar JSONs, Hugging Face preprocessing,
+default model's download into the torch hub cache, our own format, sidecar JSONs, Hugging Face preprocessing,
 and position embeddings resampled for another resolution."""
 from __future__ import annotations
 
@@ -58,15 +58,16 @@ def test_default_found_in_torch_hub_cache(isolated):
     assert vit.load(None).source == str(hub / DEFAULT_FILE)
 
 
-def test_default_downloads_through_torchvision_safely(isolated, monkeypatch):
-    """Online, the default comes from torchvision's own downloader, hash-checked and weights-only."""
+def test_default_downloads_safely(isolated, monkeypatch):
+    """Online, the default comes through torch.hub's downloader as torchvision's weights enums call it:
+    hash-checked and weights-only."""
     calls = []
 
     def fake_download(url, *args, **kwargs):
         calls.append((url, kwargs))
         return small_torchvision_state_dict()
 
-    monkeypatch.setattr("torchvision.models._api.load_state_dict_from_url", fake_download)
+    monkeypatch.setattr("torch.hub.load_state_dict_from_url", fake_download)
     loaded = vit.load()
     assert calls == [(DEFAULT_URL, {"progress": True, "check_hash": True, "weights_only": True})]
     assert loaded.name == "vit_b_16.imagenet1k_v1" and loaded.config.num_classes == 1000
@@ -78,7 +79,7 @@ def test_offline_without_weights_says_what_to_download_and_where(isolated, monke
     def no_network(url, *args, **kwargs):
         raise urllib.error.URLError("[Errno -2] Name or service not known")
 
-    monkeypatch.setattr("torchvision.models._api.load_state_dict_from_url", no_network)
+    monkeypatch.setattr("torch.hub.load_state_dict_from_url", no_network)
     with pytest.raises(FileNotFoundError) as err:
         vit.load()
     message = str(err.value)

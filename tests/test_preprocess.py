@@ -74,6 +74,9 @@ def test_dict_round_trip_and_validation():
 
 
 def test_imagenet_labels():
+    """The shipped list is torchvision's, in its order."""
+    from torchvision.models._meta import _IMAGENET_CATEGORIES
     labels = vit.imagenet_labels()
+    assert labels == list(_IMAGENET_CATEGORIES)
     assert len(labels) == 1000 and len(set(labels)) > 990
     assert (labels[0], labels[281], labels[285], labels[999]) == ("tench", "tabby", "Egyptian cat", "toilet tissue")

@@ -1,11 +1,22 @@
-"""Class names: ImageNet-1k from torchvision's own metadata, placeholders for anything else."""
+"""Class names: ImageNet-1k from the list shipped beside this file, placeholders for anything else."""
 from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+
+IMAGENET_CLASSES = Path(__file__).with_name("imagenet_classes.txt")  # torchvision's _IMAGENET_CATEGORIES, one per line
+
+
+@cache
+def _imagenet_classes() -> tuple[str, ...]:
+    # A text file rather than torchvision's own list: importing torchvision costs a server ~170 MB of RSS.
+    # tests/test_preprocess.py checks the file against torchvision's list.
+    return tuple(IMAGENET_CLASSES.read_text(encoding="utf-8").splitlines())
 
 
 def imagenet_labels() -> list[str]:
     """The 1000 ImageNet-1k class names in the standard index order (torchvision's _IMAGENET_CATEGORIES)."""
-    from torchvision.models._meta import _IMAGENET_CATEGORIES
-    return list(_IMAGENET_CATEGORIES)
+    return list(_imagenet_classes())
 
 
 def default_labels(num_classes: int) -> list[str]:

@@ -2,7 +2,7 @@
 
 Sources, tried in this order: None/"default" (torchvision's ViT-B/16 IMAGENET1K_V1); a path to a file or
 a Hugging Face folder; a known name (vit.registry) looked up in weights/ and the torch hub cache, and for
-torchvision's weights downloaded through torchvision when online; a file name inside weights/.
+torchvision's weights downloaded into the torch hub cache when online; a file name inside weights/.
 """
 from __future__ import annotations
 
@@ -76,7 +76,7 @@ def load(source: str | Path | None = None, *, download: bool | None = None, **ov
 
     ``source``: None or "default", a path (file or Hugging Face folder), a known name (see
     ``vit.registry``), or a file name in weights/. ``download`` (default: unless $VIT_OFFLINE is set)
-    lets torchvision download its weights into the torch hub cache. ``overrides`` are ViTConfig fields
+    lets torchvision's weights download into the torch hub cache. ``overrides`` are ViTConfig fields
     that win over what is inferred (e.g. ``num_heads=6``, or ``img_size=(384, 384)``: position
     embeddings are then resampled). ValueError for a bad or mismatched checkpoint, FileNotFoundError
     when nothing is found (the message says what to download and where to put it).
@@ -104,22 +104,22 @@ def load(source: str | Path | None = None, *, download: bool | None = None, **ov
 
 
 def _load_known(known: registry.KnownCheckpoint, download: bool, overrides: dict) -> LoadedModel:
-    """A known checkpoint from weights/ or the torch hub cache, else torchvision's download."""
+    """A known checkpoint from weights/ or the torch hub cache, else downloaded into that cache."""
     places = [weights_dir() / known.filename, Path(torch.hub.get_dir()) / "checkpoints" / known.filename]
     for p in places:
         if p.is_file():
             return _load_path(p, str(p), overrides, known=known)
     error = None
-    if download and known.weights is not None:
-        try:  # torchvision's own download into the torch hub cache, hash-checked and read without pickled code
-            state = known.weights.get_state_dict(progress=True, check_hash=True, weights_only=True)
+    if download and known.downloadable:
+        try:  # what torchvision's weights enums do: into the torch hub cache, hash-checked, no pickled code run
+            state = torch.hub.load_state_dict_from_url(known.url, progress=True, check_hash=True, weights_only=True)
             return _build(state, known.url, _meta_from_known(known), overrides)
         except OSError as e:  # URLError is an OSError: offline, DNS failure, refused connection
             error = e
         except RuntimeError as e:  # torch.hub's hash check: a corrupted or substituted download
             raise ValueError(f"The download of {known.url} is not the published file: {e}") from None
     why = f"Downloading failed ({error}). " if error else (
-        "Downloading is off (download=False or VIT_OFFLINE is set). " if known.weights is not None else "")
+        "Downloading is off (download=False or VIT_OFFLINE is set). " if known.downloadable else "")
     raise FileNotFoundError(
         f"Checkpoint {known.name!r} is not available offline. Looked for: {', '.join(map(str, places))}. {why}"
         f"Download {known.url} and save it as {weights_dir() / known.filename} (or set VIT_WEIGHTS_DIR to the "

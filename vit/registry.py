@@ -22,7 +22,7 @@ class KnownCheckpoint:
     sha256: str | None = None     # full digest: recognises a renamed copy of the file
     size: int | None = None       # bytes; only files of this size are hashed
     url: str | None = None        # where to download it
-    weights: object = None        # torchvision weights enum member, for torchvision's own download
+    downloadable: bool = False    # whether ``url`` is a file torch.hub can fetch (hash in its name)
 
 
 _BICUBIC_256_224 = dict(resize=256, crop=(224, 224), interpolation="bicubic")
@@ -53,33 +53,33 @@ SHARED_CHECKPOINTS = (
 DEFAULT_NAME = "vit_b_16.imagenet1k_v1"  # torchvision's ViT_B_16_Weights.IMAGENET1K_V1
 
 
-def torchvision_checkpoints() -> list[KnownCheckpoint]:
-    """Every torchvision ViT weight (vit_b_16 … vit_h_14), named "<arch>.<weights name>" in lower case.
+# torchvision's ViT weights as its ``ViT_*_Weights`` enums describe them: (name, file name, resize, crop,
+# interpolation). Written out rather than read from torchvision at run time, since importing torchvision
+# costs a server ~170 MB of RSS; tests/test_registry.py checks every field against torchvision's enums.
+_TORCHVISION_WEIGHTS = (
+    ("vit_b_16.imagenet1k_v1", "vit_b_16-c867db91.pth", 256, 224, "bilinear"),
+    ("vit_b_16.imagenet1k_swag_e2e_v1", "vit_b_16_swag-9ac1b537.pth", 384, 384, "bicubic"),
+    ("vit_b_16.imagenet1k_swag_linear_v1", "vit_b_16_lc_swag-4e70ced5.pth", 224, 224, "bicubic"),
+    ("vit_b_32.imagenet1k_v1", "vit_b_32-d86f8d99.pth", 256, 224, "bilinear"),
+    ("vit_l_16.imagenet1k_v1", "vit_l_16-852ce7e3.pth", 242, 224, "bilinear"),
+    ("vit_l_16.imagenet1k_swag_e2e_v1", "vit_l_16_swag-4f3808c9.pth", 512, 512, "bicubic"),
+    ("vit_l_16.imagenet1k_swag_linear_v1", "vit_l_16_lc_swag-4d563306.pth", 224, 224, "bicubic"),
+    ("vit_l_32.imagenet1k_v1", "vit_l_32-c7638314.pth", 256, 224, "bilinear"),
+    ("vit_h_14.imagenet1k_swag_e2e_v1", "vit_h_14_swag-80465313.pth", 518, 518, "bicubic"),
+    ("vit_h_14.imagenet1k_swag_linear_v1", "vit_h_14_lc_swag-c1eb923e.pth", 224, 224, "bicubic"),
+)
+TORCHVISION_URL = "https://download.pytorch.org/models/"
 
-    Preprocessing comes from each enum's own transforms: resize (default 256), crop, interpolation
-    (default bilinear) and ImageNet mean/std.
-    """
-    from torchvision.models import (ViT_B_16_Weights, ViT_B_32_Weights, ViT_H_14_Weights, ViT_L_16_Weights,
-                                    ViT_L_32_Weights)
-    out = []
-    for arch, enum in (("vit_b_16", ViT_B_16_Weights), ("vit_b_32", ViT_B_32_Weights), ("vit_l_16", ViT_L_16_Weights),
-                       ("vit_l_32", ViT_L_32_Weights), ("vit_h_14", ViT_H_14_Weights)):
-        for w in enum:
-            kw = w.transforms.keywords
-            crop = kw["crop_size"]
-            interpolation = kw.get("interpolation")
-            out.append(KnownCheckpoint(
-                name=f"{arch}.{w.name.lower()}",
-                filename=w.url.rsplit("/", 1)[-1],
-                format="torchvision",
-                preprocess=Preprocess(resize=kw.get("resize_size", 256), crop=(crop, crop),
-                                      interpolation=interpolation.value if interpolation else "bilinear",
-                                      mean=IMAGENET_MEAN, std=IMAGENET_STD),
-                config=dict(img_size=tuple(w.meta["min_size"])),
-                url=w.url,
-                weights=w,
-            ))
-    return out
+
+def torchvision_checkpoints() -> list[KnownCheckpoint]:
+    """Every torchvision ViT weight (vit_b_16 … vit_h_14), named "<arch>.<weights name>" in lower case, with
+    ImageNet mean/std and the input size it was trained at."""
+    return [KnownCheckpoint(name=name, filename=filename, format="torchvision",
+                            preprocess=Preprocess(resize=resize, crop=(crop, crop), interpolation=interpolation,
+                                                  mean=IMAGENET_MEAN, std=IMAGENET_STD),
+                            config=dict(img_size=(crop, crop)), url=TORCHVISION_URL + filename,
+                            downloadable=True)
+            for name, filename, resize, crop, interpolation in _TORCHVISION_WEIGHTS]
 
 
 def known_checkpoints() -> list[KnownCheckpoint]:

@@ -322,16 +322,19 @@ class VisionTransformer(nn.Module):
         ``(B, L, T)``. The maps live only in this call's locals, so concurrent calls are independent.
         """
         x = self.embed(x)
-        maps, norms = [], []
-        for blk in self.blocks:
-            x, attn = blk(x, return_attn=True)
-            maps.append(attn)                        # (B, H, T, T)
+        B, T, _ = x.shape
+        # Filled block by block: stacking a list of maps would hold every map twice at the end (ViT-B/14 at 518:
+        # 1 GB each time).
+        attn = x.new_empty(B, len(self.blocks), self.cfg.num_heads, T, T)  # (B, L, H, T, T)
+        norms = x.new_empty(B, len(self.blocks), T)                        # (B, L, T)
+        for i, blk in enumerate(self.blocks):
+            x, maps = blk(x, return_attn=True)       # maps: (B, H, T, T)
+            attn[:, i] = maps
             if return_token_norms:
-                norms.append(x.norm(dim=-1))         # (B, T)
+                norms[:, i] = x.norm(dim=-1)
         logits = self.forward_head(x)
-        attn = torch.stack(maps, dim=1)              # (B, L, H, T, T)
         if return_token_norms:
-            return logits, attn, torch.stack(norms, dim=1)  # (B, L, T)
+            return logits, attn, norms
         return logits, attn
 
 

@@ -3,10 +3,11 @@
     python app.py [--weights PATH | --model NAME] [--host 127.0.0.1] [--port 7860] [--share]
 
 This file only wires Gradio components to functions: the model, checkpoints and upload decoding live in
-vit/, the analysis, maps and rendering in viz/ (``viz.explorer`` is what each tab shows). Layout first,
-then the handlers, then the events. The model runs once per (photo, model), one run at a time (event
-group "model"); every slider move or click re-renders from the session's cached analysis (group
-"render", several at once), so the page stays responsive while someone else's photo is analysed.
+vit/, the analysis, maps and rendering in viz/ (``viz.explorer`` is what each tab shows). Handlers first,
+then the layout, then the events. The model runs once per (photo, model), one run at a time (event group
+"model"), and the analysis goes into a cache shared by every session and bounded in bytes; every slider
+move or click re-renders from it (group "render", several at once), so the page stays responsive while
+someone else's photo is analysed.
 """
 from __future__ import annotations
 
@@ -24,16 +25,18 @@ from gradio import processing_utils
 from PIL import Image
 
 import vit
-from vit.image_file import MAX_BYTES, ImageFileError, open_image
-from vit.model_cache import ModelCache
+from vit.cache import LRUCache
+from vit.image_file import MAX_BYTES, ImageFileError
 from viz import explorer
 from viz.explorer import Controls, Session
+from viz.result import Analysis
 
 EXAMPLES_DIR = Path(__file__).resolve().parent / "examples"
-MAX_SESSIONS = 32        # browser sessions kept in memory, each with one analysis (ViT-B/16: 11 MB)
-MODELS_IN_MEMORY = 2     # checkpoints kept loaded at once
-RENDER_CONCURRENCY = 4   # re-renders running at once (milliseconds of numpy each)
-MODELS = ModelCache(vit.load, explorer.serve, MODELS_IN_MEMORY)
+MAX_SESSIONS = 1000          # browser sessions remembered (a few hundred bytes each: which analysis, which patch)
+ANALYSES_MEMORY = 200 * 2**20  # bytes of analyses kept for re-rendering, shared by all sessions (ViT-B/16: 14 MB each)
+MODELS_IN_MEMORY = 2         # checkpoints kept loaded at once
+RENDER_CONCURRENCY = 4       # re-renders running at once (milliseconds of numpy each)
+MODELS = LRUCache(lambda source: explorer.serve(vit.load(source)), MODELS_IN_MEMORY)
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
 # Whether the Model box (and /analyze's ``model``) may name any path or known model, or only those listed. A
 # server reachable by others must not let them read files by path or download any model: launch() decides.
@@ -59,8 +62,20 @@ class PhotoInput(gr.Image):
 
 # ---- handlers ---------------------------------------------------------------------------------------------
 
+def analyze_key(key: tuple[str, str]) -> Analysis:
+    """(photo file, model source) -> its analysis: the one model call of a photo."""
+    photo, source = key
+    return explorer.analyze_photo(photo, MODELS.get(source))
+
+
+# (photo file, model source) -> Analysis, shared by every session. An analysis dropped to make room is computed
+# again when its session re-renders (one forward pass), so memory stays bounded however many people are on the page.
+ANALYSES = LRUCache(analyze_key, ANALYSES_MEMORY, weigh=explorer.cached_bytes)
+
+
 def _served(source: str) -> explorer.ServedModel:
-    if not ANY_MODEL and str(source).strip() not in model_choices():
+    source = str(source).strip()
+    if not ANY_MODEL and source not in model_choices():
         raise gr.Error("This server only runs the models in its Model list. Typed paths and other model names "
                        "load when the app runs on your own machine (python app.py).", print_exception=False)
     try:
@@ -69,20 +84,32 @@ def _served(source: str) -> explorer.ServedModel:
         raise gr.Error(f"Could not load the model {source!r}. {err}", print_exception=False) from None
 
 
-def _controls(served: explorer.ServedModel, fusion, discard_ratio, start_layer, opacity, mask_artifacts, layer, head,
-              mean_of_heads, dino_mask, through_all_layers) -> Controls:
-    """The ten control values, in the order of the page's ``controls`` list, made valid for the model."""
+def _controls(a: Analysis, fusion, discard_ratio, start_layer, opacity, mask_artifacts, layer, head, mean_of_heads,
+              dino_mask, through_all_layers) -> Controls:
+    """The ten control values, in the order of the page's ``controls`` list, made valid for the analysis's model."""
     c = Controls(fusion=fusion, discard_ratio=float(discard_ratio), start_layer=int(start_layer),
                  opacity=float(opacity), mask_artifacts=bool(mask_artifacts), layer=int(layer),
                  head=None if mean_of_heads else int(head), dino_mask=bool(dino_mask), rolled=bool(through_all_layers))
-    return explorer.clamp_controls(c, served.depth, served.heads)
+    return explorer.clamp_controls(c, a.depth, a.heads)
 
 
-def _session_or_warn(session: Session | None) -> Session | None:
+def _analysis(key: tuple[str, str]) -> Analysis:
+    """The cached analysis of (photo file, model source), computed if it is not (or no longer) cached."""
+    try:
+        return ANALYSES.get(key)
+    except ImageFileError as err:
+        raise gr.Error(str(err), print_exception=False) from None
+    except (ValueError, OSError) as err:  # the model could not be loaded again, the photo file is gone
+        raise gr.Error(f"This photo could not be analysed again ({err}). Upload it again.",
+                       print_exception=False) from None
+
+
+def _session_analysis(session: Session | None) -> Analysis | None:
     if session is None:
-        gr.Warning("There is no analysed photo in this session yet (or it was dropped to free memory): "
-                    "upload a photo or press Analyze.")
-    return session
+        gr.Warning("There is no analysed photo in this session yet (or the server forgot this session): "
+                   "upload a photo or press Analyze.")
+        return None
+    return _analysis(session.key)
 
 
 @torch.inference_mode()
@@ -98,22 +125,19 @@ def analyze(photo, model, fusion="mean", discard_ratio=0.9, start_layer=0, opaci
     if not photo:  # the photo was cleared: so are the session and the 14 outputs
         return (None,) * 15
     served = _served(model)
-    key = (str(photo), str(model))
+    key = (str(photo), str(model).strip())
     if session is None or session.key != key:
-        try:
-            image = open_image(photo)
-        except ImageFileError as err:
-            raise gr.Error(str(err), print_exception=False) from None
-        session = explorer.new_session(key, image, served)
-    c = _controls(served, fusion, discard_ratio, start_layer, opacity, mask_artifacts, layer, head, mean_of_heads,
+        session = Session(key)
+    a = _analysis(key)
+    c = _controls(a, fusion, discard_ratio, start_layer, opacity, mask_artifacts, layer, head, mean_of_heads,
                   dino_mask, through_all_layers)
-    session, heads_grid = explorer.heads_view(session, c)
-    attends_to, attended_by = explorer.query_views(session, c)
-    norm_maps, norm_curves = explorer.norms_views(session)
-    return (session, explorer.top_classes(session.analysis), explorer.summary(session),
-            explorer.rollout_view(session, c), explorer.attention_view(session, c), heads_grid,
-            explorer.query_photo(session), attends_to, attended_by, served.position, explorer.distance_view(session),
-            norm_maps, norm_curves, explorer.architecture(session), served.filters)
+    session, heads_grid = explorer.heads_view(session, a, c)
+    attends_to, attended_by = explorer.query_views(session, a, c)
+    norm_maps, norm_curves = explorer.norms_views(a)
+    return (session, explorer.top_classes(a), explorer.summary(a), explorer.rollout_view(a, c),
+            explorer.attention_view(a, c), heads_grid, explorer.query_photo(session, a), attends_to, attended_by,
+            served.position, explorer.distance_view(a), norm_maps, norm_curves, explorer.architecture(served, a),
+            served.filters)
 
 
 @torch.inference_mode()
@@ -132,48 +156,45 @@ def keep_model(current):
 
 
 def rerender_rollout(session, *controls):
-    if _session_or_warn(session) is None:
+    if (a := _session_analysis(session)) is None:
         return gr.skip()
-    c = _controls(session.model, *controls)
-    return explorer.rollout_view(session, c)
+    return explorer.rollout_view(a, _controls(a, *controls))
 
 
 def rerender_layer(session, *controls):
     """Layer or head changed: the attention map, the framed thumbnail and the patch query follow."""
-    if _session_or_warn(session) is None:
+    if (a := _session_analysis(session)) is None:
         return (gr.skip(),) * 5
-    c = _controls(session.model, *controls)
-    session, heads_grid = explorer.heads_view(session, c)
-    return (session, explorer.attention_view(session, c), heads_grid) + explorer.query_views(session, c)
+    c = _controls(a, *controls)
+    session, heads_grid = explorer.heads_view(session, a, c)
+    return (session, explorer.attention_view(a, c), heads_grid) + explorer.query_views(session, a, c)
 
 
 def pick_head(evt: gr.SelectData, session, *controls):
     """A click on the all-heads grid selects that layer and head and opens the Attention tab.
 
     (Gradio passes the click as ``evt``; it must come before ``*controls`` to be recognised.)"""
-    if _session_or_warn(session) is None or (cell := explorer.head_at(session, *evt.index)) is None:
+    if (a := _session_analysis(session)) is None or (cell := explorer.head_at(session, *evt.index)) is None:
         return (gr.skip(),) * 9
     layer, head = cell
-    c = replace(_controls(session.model, *controls), layer=layer, head=head)
-    session, heads_grid = explorer.heads_view(session, c)
-    return (session, layer, head, False, explorer.attention_view(session, c), heads_grid,
-            *explorer.query_views(session, c), gr.Tabs(selected="attention"))
+    c = replace(_controls(a, *controls), layer=layer, head=head)
+    session, heads_grid = explorer.heads_view(session, a, c)
+    return (session, layer, head, False, explorer.attention_view(a, c), heads_grid,
+            *explorer.query_views(session, a, c), gr.Tabs(selected="attention"))
 
 
 def pick_patch(evt: gr.SelectData, session, *controls):
     """A click on the photo of the Patch query tab queries the patch under it."""
-    if _session_or_warn(session) is None:
+    if (a := _session_analysis(session)) is None:
         return (gr.skip(),) * 4
-    session = explorer.select_patch(session, *evt.index)
-    c = _controls(session.model, *controls)
-    return (session, explorer.query_photo(session)) + explorer.query_views(session, c)
+    session = explorer.select_patch(session, a, *evt.index)
+    return (session, explorer.query_photo(session, a)) + explorer.query_views(session, a, _controls(a, *controls))
 
 
 def rerender_query(session, *controls):
-    if _session_or_warn(session) is None:
+    if (a := _session_analysis(session)) is None:
         return (gr.skip(),) * 2
-    c = _controls(session.model, *controls)
-    return explorer.query_views(session, c)
+    return explorer.query_views(session, a, _controls(a, *controls))
 
 
 # ---- layout -----------------------------------------------------------------------------------------------
@@ -337,7 +358,7 @@ def build_app(default_model: str) -> gr.Blocks:
 
 def _served_at_startup(source: str) -> explorer.ServedModel:
     try:
-        return MODELS.get(source)
+        return MODELS.get(str(source).strip())
     except (ValueError, OSError) as err:
         sys.exit(f"Cannot start: the model {source!r} did not load. {err}")
 

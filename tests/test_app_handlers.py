@@ -1,5 +1,6 @@
 """Protects the app's handlers (app.py) on real photos and real weights, without a browser: the analysis runs
-once per photo and model, controls and clicks only re-render, bad input becomes a plain gr.Error."""
+once per photo and model (shared by sessions, bounded in bytes, computed again when dropped), controls and
+clicks only re-render, bad input becomes a plain gr.Error."""
 from __future__ import annotations
 
 import base64
@@ -12,6 +13,7 @@ from PIL import Image
 
 import app
 import app_server  # noqa: F401  (gives this process its own GRADIO_TEMP_DIR before the app is built)
+from vit.cache import LRUCache
 from viz import explorer, panels
 
 CAT_CLASSES = {"Egyptian cat", "tabby", "tiger cat", "Persian cat", "Siamese cat", "lynx"}
@@ -50,6 +52,11 @@ def cat_result(demo, photos, augreg) -> dict:
     return _analyze(photos["cat"], augreg)
 
 
+def _cached(session: explorer.Session):
+    """The analysis the server keeps for this session (computed again if it was dropped)."""
+    return app.ANALYSES.get(session.key)
+
+
 def _pixels(image: Image.Image) -> np.ndarray:
     return np.asarray(image.convert("RGB"), dtype=np.int16)
 
@@ -69,28 +76,29 @@ def _controls(**changes) -> list:
 def test_cat_photo_is_classified_as_a_cat_with_every_panel(cat_result):
     top5, session, architecture = cat_result["top5"], cat_result["session"], cat_result["architecture"]
     assert len(top5) == 5 and list(top5)[0] in CAT_CLASSES and top5[list(top5)[0]] > 0.5
-    assert list(top5.items()) == session.analysis.top_k(5)
+    a = _cached(session)
+    assert list(top5.items()) == a.top_k(5)
     assert "197 tokens" in cat_result["summary"] and "12 blocks × 3 heads" in cat_result["summary"]
     images = [v for k, v in cat_result.items() if k not in ("session", "top5", "summary", "architecture")]
     assert len(images) == 11 and all(isinstance(im, Image.Image) and im.width > 100 for im in images)
     assert "| 224×224×3 |" in architecture and "| 197×192 |" in architecture and "3×197×197" in architecture
     assert "**Total: 5,717,416 parameters.**" in architecture
-    assert session.analysis.attention.dtype == np.float16  # the per-session cache stays small:
-    assert explorer.cached_bytes(session.analysis) == (12 * 3 + 3 * 12) * 197 * 197 * 2  # maps + 3 fusions
-    assert f"({explorer.cached_bytes(session.analysis) / 2**20:.1f} MB with their head-fused copies)" in architecture
+    assert a.attention.dtype == np.float16  # the cache stays small: maps + 3 fusions, token norms, the crop
+    assert explorer.cached_bytes(a) == (12 * 3 + 3 * 12) * 197 * 197 * 2 + 12 * 197 * 4 + 224 * 224 * 3
+    assert f"({explorer.cached_bytes(a) / 2**20:.1f} MB with their head-fused copies)" in architecture
 
 
 def test_same_photo_and_model_reuse_the_cached_analysis(cat_result, photos, augreg):
     session = cat_result["session"]
     again = _analyze(photos["cat"], augreg, layer=3, session=session)
-    assert again["session"].analysis is session.analysis  # no second forward pass
+    assert again["session"].key == session.key and _cached(again["session"]) is _cached(session)  # no second forward
     assert not np.array_equal(_pixels(again["attention"]), _pixels(cat_result["attention"]))  # the layer-3 map
 
 
 def test_another_model_runs_again(cat_result, photos, real_weights_dir):
     deit = str(real_weights_dir / DEIT)
     other = _analyze(photos["cat"], deit, session=cat_result["session"])
-    assert other["session"].analysis is not cat_result["session"].analysis
+    assert _cached(other["session"]) is not _cached(cat_result["session"])
     assert other["session"].key == (photos["cat"], deit) and list(other["top5"])[0] in CAT_CLASSES
 
 
@@ -118,7 +126,7 @@ def test_unknown_model_is_a_plain_error(demo, photos, tmp_path):
 def test_out_of_range_api_values_are_clamped(cat_result, photos, augreg):
     wild = _analyze(photos["cat"], augreg, layer=99, head=7, mean_of_heads=False, start_layer=-40,
                     discard_ratio=3.0, session=cat_result["session"])
-    expected = panels.attention_panel(cat_result["session"].analysis, 11, 2)
+    expected = panels.attention_panel(_cached(cat_result["session"]), 11, 2)
     assert np.array_equal(_pixels(wild["attention"]), _pixels(expected))
 
 
@@ -136,11 +144,12 @@ def test_layer_and_head_follow_in_attention_heads_and_query(cat_result):
     _, attn_last, grid_last, out_last, _ = app.rerender_layer(session, *_controls())
     new_session, attn_3, grid_3, out_3, in_3 = app.rerender_layer(session, *_controls(layer=3, head=1,
                                                                                      mean_of_heads=False))
-    assert new_session.analysis is session.analysis
+    assert new_session.key == session.key
     assert not np.array_equal(_pixels(attn_3), _pixels(attn_last))
     assert not np.array_equal(_pixels(grid_3), _pixels(grid_last))  # the selected thumbnail is framed
     assert not np.array_equal(_pixels(out_3), _pixels(out_last))
-    expected_out, expected_in = panels.query_panels(session.analysis, *session.query, 3, 1, alpha=0.6)
+    expected_out, expected_in = panels.query_panels(_cached(session), *panels.default_query(_cached(session)), 3, 1,
+                                                    alpha=0.6)
     assert np.array_equal(_pixels(out_3), _pixels(expected_out)) and np.array_equal(_pixels(in_3), _pixels(expected_in))
 
 
@@ -150,7 +159,7 @@ def test_clicking_a_thumbnail_selects_its_layer_and_head(cat_result):
     out = app.pick_head(_select((x0 + x1) / 2, (y0 + y1) / 2), session, *_controls())
     new_session, layer, head, mean, attention_image, _, _, _, tabs = out
     assert (layer, head, mean) == (4, 2, False)
-    assert np.array_equal(_pixels(attention_image), _pixels(panels.attention_panel(session.analysis, 4, 2)))
+    assert np.array_equal(_pixels(attention_image), _pixels(panels.attention_panel(_cached(session), 4, 2)))
     assert tabs.selected == "attention"
     assert app.pick_head(_select(1, 1), session, *_controls()) == (gr.skip(),) * 9  # on the labels: nothing
 
@@ -161,11 +170,50 @@ def test_clicking_the_photo_queries_that_patch(cat_result):
     out = app.pick_patch(_select((4 * 16 + 3) * scale, (2 * 16 + 8) * scale), session, *_controls())  # row 2, col 4
     new_session, photo, attends_to, attended_by = out
     assert new_session.query == (2, 4)
-    expected_out, expected_in = panels.query_panels(session.analysis, 2, 4, 11, None, alpha=0.6)
+    expected_out, expected_in = panels.query_panels(_cached(session), 2, 4, 11, None, alpha=0.6)
     assert np.array_equal(_pixels(attends_to), _pixels(expected_out))
     assert np.array_equal(_pixels(attended_by), _pixels(expected_in))
     rolled = app.rerender_query(new_session, *_controls(through_all_layers=True))
     assert not np.array_equal(_pixels(rolled[0]), _pixels(attends_to))
+
+
+def test_sessions_with_the_same_photo_and_model_share_one_analysis(cat_result, photos, augreg):
+    """Two visitors clicking the same example photo: one forward pass, one cached analysis."""
+    visitor = _analyze(photos["cat"], augreg)  # session None: a new visitor
+    assert visitor["session"] is not cat_result["session"] and visitor["session"].key == cat_result["session"].key
+    assert _cached(visitor["session"]) is _cached(cat_result["session"])
+    assert np.array_equal(_pixels(visitor["rollout"]), _pixels(cat_result["rollout"]))
+
+
+@pytest.fixture
+def small_cache(monkeypatch):
+    """The app's cache of analyses with room for one AugReg ViT-Ti analysis (5.5 MB), as on a busy server."""
+    cache = LRUCache(app.analyze_key, capacity=8 * 2**20, weigh=explorer.cached_bytes)
+    monkeypatch.setattr(app, "ANALYSES", cache)
+    return cache
+
+
+def test_analyses_are_bounded_in_bytes_and_recomputed_when_dropped(demo, photos, augreg, small_cache):
+    cat = _analyze(photos["cat"], augreg)
+    first = _cached(cat["session"])
+    camera = _analyze(photos["camera"], augreg)
+    assert small_cache.keys() == [camera["session"].key] and small_cache.weight <= small_cache.capacity
+    # the cat's session re-renders after its analysis was dropped: computed again, the same pictures
+    again = app.rerender_rollout(cat["session"], *_controls())
+    assert np.array_equal(_pixels(again), _pixels(cat["rollout"]))
+    assert small_cache.keys() == [cat["session"].key] and _cached(cat["session"]) is not first
+    new_session, attention, *_ = app.rerender_layer(camera["session"], *_controls())
+    assert np.array_equal(_pixels(attention), _pixels(camera["attention"]))
+
+
+def test_dropped_analysis_of_a_vanished_photo_is_a_plain_error(demo, photos, augreg, small_cache, tmp_path):
+    gone = tmp_path / "gone.jpg"
+    Image.open(photos["cat"]).save(gone)
+    session = _analyze(str(gone), augreg)["session"]
+    _analyze(photos["camera"], augreg)  # drops the analysis of gone.jpg
+    gone.unlink()
+    with pytest.raises(gr.Error, match=r"does not exist \(any more\)\. Please upload it again"):
+        app.rerender_rollout(session, *_controls())
 
 
 def test_controls_before_any_photo_only_warn(demo):

@@ -1,8 +1,8 @@
 """What the explorer app shows, from one cached analysis and the values of its controls. No Gradio here.
 
-The app runs the model once per (photo, model) and keeps a ``Session`` per browser tab; every slider move
-or click calls one of the ``*_view`` functions below, which only re-render from the cached arrays
-(``viz.panels``). Layers, blocks and heads are 0-based everywhere, as in the panels' own labels.
+The app runs the model once per (photo, model) and caches the ``Analysis``; each browser tab keeps a light
+``Session`` (which analysis, which patch was clicked). Every slider move or click calls one of the
+``*_view`` functions below, which only re-render from the cached arrays (``viz.panels``). Layers, blocks and heads are 0-based everywhere, as in the panels' own labels.
 """
 from __future__ import annotations
 
@@ -10,6 +10,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 from PIL import Image
+
+from vit.image_file import open_image
 
 from . import panels, render
 from .analysis import analyze, model_arrays
@@ -64,18 +66,17 @@ class Controls:
 
 @dataclass(frozen=True)
 class Session:
-    """One browser tab's cache: the analysis of its current photo and what was clicked on it."""
+    """One browser tab: which analysis it shows and what was clicked on it. Light on purpose: the analysis
+    itself (ViT-B/16: 14 MB of maps) lives in the server's cache of analyses, shared by every tab that shows
+    the same photo with the same model and bounded in bytes (``cached_bytes``), found by ``key``."""
     key: tuple[str, str]                       # (photo file, model source) the analysis is of
-    analysis: Analysis
-    model: ServedModel
-    query: tuple[int, int] | None = None       # patch (row, col) of the patch query
+    query: tuple[int, int] | None = None       # patch (row, col) of the patch query; None: the default one
     heads_layout: GridLayout | None = None     # geometry of the last heads grid, to map clicks to cells
 
 
-def new_session(key: tuple[str, str], photo: Image.Image, model: ServedModel) -> Session:
-    """Run the model once on the photo (the only model call of a session's photo)."""
-    a = analyze(model.loaded, photo, ATTENTION_DTYPE)
-    return Session(key, a, model, query=panels.default_query(a))
+def analyze_photo(photo: str, model: ServedModel) -> Analysis:
+    """Decode the photo file and run the model once on it (vit.image_file.ImageFileError for a bad file)."""
+    return analyze(model.loaded, open_image(photo), ATTENTION_DTYPE)
 
 
 def clamp_controls(c: Controls, depth: int, heads: int) -> Controls:
@@ -95,45 +96,45 @@ def top_classes(a: Analysis, k: int = 5) -> dict[str, float]:
     return dict(a.top_k(k))
 
 
-def summary(s: Session) -> str:
+def summary(a: Analysis) -> str:
     """One line on what the model did with this photo, in Markdown."""
-    a = s.analysis
     H, W = a.input_size
     gh, gw = a.grid
     prefix = f" + {a.num_prefix} prefix" if a.num_prefix else ""
     forward = a.timings.get("forward")
     took = f" · forward pass {forward * 1000:.0f} ms" if forward is not None else ""
-    return (f"**{s.model.loaded.name}** saw a {W}×{H} crop as {gh}×{gw} patches{prefix} = "
+    return (f"**{a.model_name}** saw a {W}×{H} crop as {gh}×{gw} patches{prefix} = "
             f"{a.num_prefix + gh * gw} tokens, {a.depth} blocks × {a.heads} heads{took}.")
 
 
 def cached_bytes(a: Analysis) -> int:
-    """Memory a session spends on its photo's maps: the attention and its head-fused copies."""
-    return a.attention.nbytes + sum(f.nbytes for f in a.fused.values())
+    """Memory the server's cache spends on one analysis: the attention, its head-fused copies, the token
+    norms and the cropped photo (what bounds the cache of analyses)."""
+    width, height = a.image.size
+    return (a.attention.nbytes + sum(f.nbytes for f in a.fused.values()) + a.token_norms.nbytes
+            + width * height * len(a.image.getbands()))
 
 
-def architecture(s: Session) -> str:
-    """The Model tab: stages with this photo's tensor shapes, parameter counts and the session's cache size."""
-    cfg, a = s.model.loaded.config, s.analysis
-    return (to_markdown(stages(cfg, a.input_size), s.model.loaded.name)
+def architecture(model: ServedModel, a: Analysis) -> str:
+    """The Model tab: stages with this photo's tensor shapes, parameter counts and the analysis's cache size."""
+    return (to_markdown(stages(model.loaded.config, a.input_size), model.loaded.name)
             + f"\n\nAll {a.depth}×{a.heads} attention maps of this photo are cached as {a.attention.dtype} "
             f"({cached_bytes(a) / 2**20:.1f} MB with their head-fused copies), so every control re-renders "
             f"without running the model again.")
 
 
-def rollout_view(s: Session, c: Controls) -> Image.Image:
-    return panels.rollout_panel(s.analysis, c.fusion, c.discard_ratio, c.start_layer, c.mask_artifacts,
-                                alpha=c.opacity)
+def rollout_view(a: Analysis, c: Controls) -> Image.Image:
+    return panels.rollout_panel(a, c.fusion, c.discard_ratio, c.start_layer, c.mask_artifacts, alpha=c.opacity)
 
 
-def attention_view(s: Session, c: Controls) -> Image.Image:
-    return panels.attention_panel(s.analysis, c.layer, c.head, share=0.6 if c.dino_mask else None, alpha=c.opacity)
+def attention_view(a: Analysis, c: Controls) -> Image.Image:
+    return panels.attention_panel(a, c.layer, c.head, share=0.6 if c.dino_mask else None, alpha=c.opacity)
 
 
-def heads_view(s: Session, c: Controls) -> tuple[Session, Image.Image]:
+def heads_view(s: Session, a: Analysis, c: Controls) -> tuple[Session, Image.Image]:
     """The layers × heads grid, the current (layer, head) framed; the session remembers its geometry."""
     selected = None if c.head is None else (c.layer, c.head)
-    image, layout = panels.heads_panel(s.analysis, selected=selected)
+    image, layout = panels.heads_panel(a, selected=selected)
     return replace(s, heads_layout=layout), image
 
 
@@ -142,30 +143,30 @@ def head_at(s: Session, x: float, y: float) -> tuple[int, int] | None:
     return s.heads_layout.cell_at(x, y) if s.heads_layout is not None else None
 
 
-def query_photo(s: Session) -> Image.Image:
+def query_photo(s: Session, a: Analysis) -> Image.Image:
     """The photo to click on, enlarged ``QUERY_PHOTO_SCALE``× so patches are easy to hit, the queried one framed."""
-    row, col = s.query or panels.default_query(s.analysis)
-    return render.mark_patch(panels.photo(s.analysis, QUERY_PHOTO_SCALE), row, col, s.analysis.grid)
+    row, col = s.query or panels.default_query(a)
+    return render.mark_patch(panels.photo(a, QUERY_PHOTO_SCALE), row, col, a.grid)
 
 
-def select_patch(s: Session, x: float, y: float) -> Session:
+def select_patch(s: Session, a: Analysis, x: float, y: float) -> Session:
     """Pixel (x, y) clicked on ``query_photo`` -> session whose query is the patch under it."""
-    w, h = s.analysis.image.size
+    w, h = a.image.size
     size = (w * QUERY_PHOTO_SCALE, h * QUERY_PHOTO_SCALE)
-    return replace(s, query=pixel_to_patch(x, y, size, s.analysis.grid))
+    return replace(s, query=pixel_to_patch(x, y, size, a.grid))
 
 
-def query_views(s: Session, c: Controls) -> tuple[Image.Image, Image.Image]:
+def query_views(s: Session, a: Analysis, c: Controls) -> tuple[Image.Image, Image.Image]:
     """(where the queried patch attends, who attends to it) in the control's layer and head, or rolled out."""
-    row, col = s.query or panels.default_query(s.analysis)
-    return panels.query_panels(s.analysis, row, col, c.layer, c.head, c.rolled, c.fusion, c.discard_ratio,
+    row, col = s.query or panels.default_query(a)
+    return panels.query_panels(a, row, col, c.layer, c.head, c.rolled, c.fusion, c.discard_ratio,
                                c.start_layer, alpha=c.opacity)
 
 
-def distance_view(s: Session) -> Image.Image:
-    return panels.distance_panel(panels.mean_distance_of(s.analysis), s.analysis.grid, s.analysis.patch_size)
+def distance_view(a: Analysis) -> Image.Image:
+    return panels.distance_panel(panels.mean_distance_of(a), a.grid, a.patch_size)
 
 
-def norms_views(s: Session) -> tuple[Image.Image, Image.Image]:
+def norms_views(a: Analysis) -> tuple[Image.Image, Image.Image]:
     """(token norms per block as thumbnails, norms against depth as curves)."""
-    return panels.token_norms_panel(s.analysis)[0], panels.token_norm_curves_panel(s.analysis)
+    return panels.token_norms_panel(a)[0], panels.token_norm_curves_panel(a)

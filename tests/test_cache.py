@@ -1,5 +1,5 @@
-"""Protects the server's model cache (vit/model_cache.py): one load per checkpoint even when sessions ask at
-once, a bounded number kept, failures not cached."""
+"""Protects the server's caches (vit/cache.py): one load per checkpoint even when sessions ask at once, a
+bounded number of models kept, analyses bounded by their bytes, failures not cached."""
 from __future__ import annotations
 
 import threading
@@ -7,7 +7,7 @@ import threading
 import pytest
 
 import vit
-from vit.model_cache import ModelCache
+from vit.cache import LRUCache
 
 AUGREG = "vit_tiny_patch16_224.augreg_in21k_ft_in1k.safetensors"
 DEIT = "deit_tiny_patch16_224.pipevit_ln_fixedpoint.safetensors"
@@ -29,7 +29,7 @@ class CountingLoader:
 def test_concurrent_requests_share_one_load(real_weights_dir):
     source = str(real_weights_dir / AUGREG)
     loader = CountingLoader()
-    cache = ModelCache(loader, capacity=2)
+    cache = LRUCache(loader, capacity=2)
     got, barrier = [], threading.Barrier(4)
 
     def ask():
@@ -49,11 +49,11 @@ def test_concurrent_requests_share_one_load(real_weights_dir):
 def test_least_recently_used_model_is_dropped(real_weights_dir):
     augreg, deit = str(real_weights_dir / AUGREG), str(real_weights_dir / DEIT)
     loader = CountingLoader()
-    cache = ModelCache(loader, capacity=1)
+    cache = LRUCache(loader, capacity=1)
     first = cache.get(augreg)
     assert cache.get(augreg) is first and loader.calls[augreg] == 1
     cache.get(deit)
-    assert cache.sources() == [deit] and augreg not in cache
+    assert cache.keys() == [deit] and augreg not in cache
     assert cache.get(augreg) is not first and loader.calls[augreg] == 2  # loaded again after being dropped
 
 
@@ -61,22 +61,28 @@ def test_failed_load_is_reported_and_not_cached(tmp_path):
     bad = tmp_path / "notes.pth"
     bad.write_text("not a checkpoint")
     loader = CountingLoader()
-    cache = ModelCache(loader, capacity=2)
+    cache = LRUCache(loader, capacity=2)
     for attempt in (1, 2):
         with pytest.raises(ValueError, match="not a checkpoint"):
             cache.get(str(bad))
         assert loader.calls[str(bad)] == attempt
-    assert cache.sources() == []
+    assert cache.keys() == []
 
 
-def test_prepare_runs_once_per_load(real_weights_dir):
-    prepared = []
-    cache = ModelCache(vit.load, prepare=lambda loaded: prepared.append(loaded.name) or loaded.name.upper(), capacity=2)
-    source = str(real_weights_dir / AUGREG)
-    assert cache.get(source) == cache.get(" " + source + " ") == "VIT_TINY_PATCH16_224.AUGREG_IN21K_FT_IN1K"
-    assert prepared == ["vit_tiny_patch16_224.augreg_in21k_ft_in1k"]
+def test_weighed_entries_are_kept_while_they_fit():
+    """Capacity in bytes: the least recently used values go until the rest fits; the newest always stays."""
+    cache = LRUCache(lambda n: bytes(n), capacity=100, weigh=len)
+    cache.get(40), cache.get(30), cache.get(20)
+    assert cache.keys() == [40, 30, 20] and cache.weight == 90
+    cache.get(40)                      # used again: now the most recent
+    cache.get(25)                      # 115 > 100: the least recently used (30) goes
+    assert cache.keys() == [20, 40, 25] and cache.weight == 85
+    cache.get(150)                     # heavier than the capacity alone: kept, everything else dropped
+    assert cache.keys() == [150] and cache.weight == 150
+    cache.get(1)
+    assert cache.keys() == [1] and cache.weight == 1
 
 
 def test_capacity_must_be_positive():
-    with pytest.raises(ValueError, match="capacity must be at least 1"):
-        ModelCache(vit.load, capacity=0)
+    with pytest.raises(ValueError, match="capacity must be positive but got 0!"):
+        LRUCache(vit.load, capacity=0)

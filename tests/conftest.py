@@ -34,3 +34,17 @@ def cat() -> Image.Image:
 @pytest.fixture(scope="session")
 def camera() -> Image.Image:
     return Image.fromarray(data.camera())  # 512×512 grayscale photo of a man with a camera on a tripod
+
+
+@pytest.fixture(scope="module")
+def augreg_weights(real_weights_dir) -> str:
+    """Path of the real AugReg ViT-Ti checkpoint (ImageNet-1k classifier)."""
+    return str(real_weights_dir / "vit_tiny_patch16_224.augreg_in21k_ft_in1k.safetensors")
+
+
+@pytest.fixture(scope="module")
+def augreg_url(augreg_weights):
+    """URL of app.py served in this process on 127.0.0.1 with the AugReg ViT-Ti, one server per test module."""
+    from app_server import running_app  # imports the app (Gradio): only for the modules that serve it
+    with running_app(augreg_weights) as address:
+        yield address

@@ -22,8 +22,7 @@ from safetensors.torch import save_file
 
 import app
 import vit
-from api_client import AUGREG, CAT_CLASSES, analyze, top5
-from app_server import running_app
+from api_client import CAT_CLASSES, analyze, top5
 from vit.files import OWN_FORMAT, OWN_VERSION
 
 CHROMIUM = "/usr/bin/chromium"
@@ -84,20 +83,9 @@ BAD = {  # kind -> words the message must contain
 
 
 @pytest.fixture(scope="module")
-def weights(real_weights_dir) -> str:
-    return str(real_weights_dir / AUGREG)
-
-
-@pytest.fixture(scope="module")
-def url(weights):
-    with running_app(weights) as address:
-        yield address
-
-
-@pytest.fixture(scope="module")
-def bad(tmp_path_factory, weights) -> dict[str, str]:
+def bad(tmp_path_factory, augreg_weights) -> dict[str, str]:
     folder = tmp_path_factory.mktemp("bad_checkpoints")
-    return {kind: _make(kind, folder, weights) for kind in BAD}
+    return {kind: _make(kind, folder, augreg_weights) for kind in BAD}
 
 
 @pytest.fixture(scope="module")
@@ -116,17 +104,17 @@ def test_vit_load_refuses_with_a_clear_message(bad, kind):
 
 
 @pytest.mark.parametrize("kind", BAD)
-def test_model_picker_handler_refuses_with_a_clear_message(url, bad, weights, kind):
+def test_model_picker_handler_refuses_with_a_clear_message(augreg_url, bad, augreg_weights, kind):
     with pytest.raises(gr.Error) as refused:
         app.change_model(bad[kind], 0)
     assert f"Could not load the model {bad[kind]!r}" in refused.value.message
     assert BAD[kind] in refused.value.message
-    assert bad[kind] not in app.MODELS and weights in app.MODELS  # nothing half-loaded is kept; the current model is
+    assert bad[kind] not in app.MODELS and augreg_weights in app.MODELS  # nothing half-loaded is kept; the current model is
 
 
 @pytest.mark.parametrize("kind", BAD)
-def test_api_refuses_the_checkpoint_and_the_session_keeps_its_model(url, bad, photos, kind):
-    client = Client(url, verbose=False)
+def test_api_refuses_the_checkpoint_and_the_session_keeps_its_model(augreg_url, bad, photos, kind):
+    client = Client(augreg_url, verbose=False)
     assert top5(analyze(client, photos["cat"]))[0][0] in CAT_CLASSES
     with pytest.raises(AppError) as refused:
         analyze(client, photos["camera"], model=bad[kind])
@@ -135,21 +123,21 @@ def test_api_refuses_the_checkpoint_and_the_session_keeps_its_model(url, bad, ph
     assert top5(result)[0][0] == "tripod" and "augreg" in result[1]
 
 
-def test_pickle_payload_never_ran(url, bad, photos):
+def test_pickle_payload_never_ran(augreg_url, bad, photos):
     marker = Path(bad["pickle"]).with_name("payload_ran")
     with pytest.raises(AppError, match="could run code"):
-        analyze(Client(url, verbose=False), photos["cat"], model=bad["pickle"])
+        analyze(Client(augreg_url, verbose=False), photos["cat"], model=bad["pickle"])
     assert not marker.exists()
     torch.load(bad["pickle"], weights_only=False)  # the payload is real: an unsafe load runs it
     assert marker.exists()
 
 
-def test_a_server_others_can_reach_loads_only_its_listed_models(url, photos, tmp_path, monkeypatch):
+def test_a_server_others_can_reach_loads_only_its_listed_models(augreg_url, photos, tmp_path, monkeypatch):
     """Through /analyze's ``model`` input anyone could name a server file: its first bytes came back in the
     message, and a known name made the server download that model. A public server refuses both."""
     secret = tmp_path / "credentials.txt"
     secret.write_text("SECRET-TOKEN-42\n")
-    client = Client(url, verbose=False)
+    client = Client(augreg_url, verbose=False)
     with pytest.raises(AppError, match="SECRET-TO"):  # on this machine alone: any path loads, or says why not
         analyze(client, photos["cat"], model=str(secret))
     monkeypatch.setattr(app, "ANY_MODEL", False)  # as launch() sets it for --host 0.0.0.0 or --share
@@ -168,14 +156,14 @@ def test_only_a_server_reachable_from_this_machine_alone_loads_any_model(host, s
     assert app.only_this_machine(host, share) is alone
 
 
-def test_browser_model_picker_goes_back_to_the_current_model(url, bad, photos):
+def test_browser_model_picker_goes_back_to_the_current_model(augreg_url, bad, photos):
     """Type a bad checkpoint in the picker: an error says why, the picker shows the current model again, and the
     next photo is analysed with it (not refused again because the picker still held the bad path)."""
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": 1280, "height": 1000})
         page.set_default_timeout(60_000)
-        page.goto(url)
+        page.goto(augreg_url)
         page.locator("#photo-input input[type=file]").set_input_files(photos["cat"])
         page.wait_for_selector("#top5 [data-testid=label-output-value]")
         picker = page.locator("#model-picker input")

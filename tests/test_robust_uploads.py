@@ -20,32 +20,20 @@ from PIL import Image
 from skimage import data
 
 import app
-from api_client import AUGREG, CAT_CLASSES, analyze, difference_outside_query_frame, model_input, top5
-from app_server import running_app
+from api_client import CAT_CLASSES, analyze, difference_outside_query_frame, model_input, top5
 from bench.measure import peak_rss_delta_mb
 from vit.image_file import MAX_ASPECT
 
 
 @pytest.fixture(scope="module")
-def weights(real_weights_dir) -> str:
-    return str(real_weights_dir / AUGREG)
-
-
-@pytest.fixture(scope="module")
-def url(weights):
-    with running_app(weights) as address:
-        yield address
-
-
-@pytest.fixture(scope="module")
-def client(url) -> Client:
+def client(augreg_url) -> Client:
     """One person's session, used by every test of this module in turn."""
-    return Client(url, verbose=False)
+    return Client(augreg_url, verbose=False)
 
 
 @pytest.fixture(scope="module")
-def preprocess(url, weights):
-    return app.MODELS.get(weights).loaded.preprocess  # the served model's own preprocessing
+def preprocess(augreg_url, augreg_weights):
+    return app.MODELS.get(augreg_weights).loaded.preprocess  # the served model's own preprocessing
 
 
 @pytest.fixture(scope="module")

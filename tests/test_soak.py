@@ -20,8 +20,8 @@ from app_server import free_port
 from bench.app_process import AppProcess
 from bench.measure import proc_status_kb
 
-ANALYSES = 300
-WARM_UP = 100        # the cache of analyses (200 MB: 36 ViT-Ti analyses) is full and malloc has reached its steady state
+WARM_UP = app.MAX_SESSIONS  # 100: Gradio's sessions and the cache of analyses (36 ViT-Ti) full, malloc steady
+ANALYSES = WARM_UP + 200
 MAX_GROWTH_MB = 50
 CROPS = 12           # different photos per skimage picture: 5 × 12 = 60, more than the cache holds
 

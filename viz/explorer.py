@@ -120,7 +120,7 @@ def architecture(model: ServedModel, a: Analysis) -> str:
     return (to_markdown(stages(model.loaded.config, a.input_size), model.loaded.name)
             + f"\n\nAll {a.depth}×{a.heads} attention maps of this photo are cached as {a.attention.dtype} "
             f"({cached_bytes(a) / 2**20:.1f} MB with their head-fused copies), so every control re-renders "
-            f"without running the model again.")
+            f"without running the model again (unless the server needed the room: then it runs once more).")
 
 
 def rollout_view(a: Analysis, c: Controls) -> Image.Image:

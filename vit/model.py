@@ -326,7 +326,7 @@ class VisionTransformer(nn.Module):
         # Filled block by block: stacking a list of maps would hold every map twice at the end (ViT-B/14 at 518:
         # 1 GB each time).
         attn = x.new_empty(B, len(self.blocks), self.cfg.num_heads, T, T)  # (B, L, H, T, T)
-        norms = x.new_empty(B, len(self.blocks), T)                        # (B, L, T)
+        norms = x.new_empty(B, len(self.blocks), T) if return_token_norms else None  # (B, L, T)
         for i, blk in enumerate(self.blocks):
             x, maps = blk(x, return_attn=True)       # maps: (B, H, T, T)
             attn[:, i] = maps

@@ -10,8 +10,8 @@ import vit
 from PIL import Image
 from viz import panels
 from viz.analysis import analyze, model_arrays
-from viz.figure7 import mean_attention_distance
-from viz.rollout import fuse_heads
+from viz.maps.figure7 import mean_attention_distance
+from viz.maps.rollout import fuse_heads
 
 
 def tiny_loaded(**overrides):

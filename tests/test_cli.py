@@ -13,7 +13,7 @@ from PIL import Image
 from skimage import data
 from viz import panels
 from viz.cli import build_parser, main, options_from
-from viz.rollout import rollout_map
+from viz.maps.rollout import rollout_map
 
 AUGREG = "vit_tiny_patch16_224.augreg_in21k_ft_in1k.safetensors"
 PANELS = ["input", "rollout", "attention", "threshold", "heads", "query_row", "query_column", "filters",

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import vit
 from viz.analysis import model_arrays
-from viz.figure7 import embedding_filter_components, mean_attention_distance, patch_distances, position_similarity
+from viz.maps.figure7 import embedding_filter_components, mean_attention_distance, patch_distances, position_similarity
 
 # Uniform attention on a 3×3 grid, distances in patches from each query to all 9 patches:
 #   corner (×4): 1, 1, 2, 2, √2, √5, √5, √8 -> 6 + 3√2 + 2√5

@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from viz.attention import all_heads_maps, patch_query_maps, rollout_query_maps, threshold_mask, token_attention_map
-from viz.layout import patch_token, pixel_to_patch, to_grid
-from viz.norms import artifact_mask, flag_high_norm, token_norm_maps
-from viz.rollout import fuse_heads, rollout_matrix
+from viz.maps.attention import all_heads_maps, patch_query_maps, rollout_query_maps, threshold_mask, token_attention_map
+from viz.maps.layout import patch_token, pixel_to_patch, to_grid
+from viz.maps.norms import artifact_mask, flag_high_norm, token_norm_maps
+from viz.maps.rollout import fuse_heads, rollout_matrix
 
 GRID, PREFIX = (3, 4), 2  # non-square grid, CLS + DIST
 T = PREFIX + 12

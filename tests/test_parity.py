@@ -15,7 +15,7 @@ from safetensors.torch import save_file
 from torchvision.models import vision_transformer as tv
 
 import vit
-from vit.checkpoint import checkpoint_filter_fn, detect_format
+from vit.checkpoints.formats import checkpoint_filter_fn, detect_format
 
 LOGIT_TOL = 1e-4
 ATTN_TOL = 1e-5

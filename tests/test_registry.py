@@ -1,4 +1,4 @@
-"""Protects the table of torchvision's ViT weights in vit/registry.py (written out so that serving never
+"""Protects the table of torchvision's ViT weights in vit/checkpoints/registry.py (written out so that serving never
 imports torchvision): every entry equals what torchvision's own weights enums say, and none is missing."""
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 from torchvision.models import (ViT_B_16_Weights, ViT_B_32_Weights, ViT_H_14_Weights, ViT_L_16_Weights,
                                 ViT_L_32_Weights)
 
-from vit import registry
+from vit.checkpoints import registry
 from vit.preprocess import IMAGENET_MEAN, IMAGENET_STD, Preprocess
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -44,7 +44,7 @@ def test_default_is_torchvisions_vit_b_16_v1():
 def test_serving_never_imports_torchvision():
     """The app, the library and the CLI run without torchvision in memory (~170 MB of RSS saved)."""
     code = ("import sys, app, vit, viz.cli; app.model_choices(); vit.imagenet_labels(); "
-            "vit.registry.by_name('default'); print('torchvision' in sys.modules)")
+            "vit.checkpoints.registry.by_name('default'); print('torchvision' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip().splitlines()[-1] == "False"

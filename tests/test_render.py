@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from viz import plots
-from viz.grids import interpolation_matrix, resize_maps, similarity_mosaic, thumbnail_grid, tile_images
-from viz.render import add_colorbar, colorize, colormap_lut, mark_patch, mask_outline, normalize, overlay, upsample
+from viz.drawing import plots
+from viz.drawing.grids import interpolation_matrix, resize_maps, similarity_mosaic, thumbnail_grid, tile_images
+from viz.drawing.render import add_colorbar, colorize, colormap_lut, mark_patch, mask_outline, normalize, overlay, upsample
 
 
 def test_lut_matches_matplotlib():
@@ -127,7 +127,7 @@ def test_plots_have_labelled_axes_and_become_images():
 
 
 def test_rendering_never_touches_pyplot():
-    code = ("import sys, numpy as np; from viz import panels, plots; "
+    code = ("import sys, numpy as np; from viz import panels; from viz.drawing import plots; "
             "plots.figure_to_image(plots.distance_plot(np.ones((2, 2)))); "
             "assert 'matplotlib.pyplot' not in sys.modules, 'pyplot imported'")
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -23,7 +23,7 @@ from safetensors.torch import save_file
 import app
 import vit
 from api_client import CAT_CLASSES, analyze, top5
-from vit.files import OWN_FORMAT, OWN_VERSION
+from vit.checkpoints.files import OWN_FORMAT, OWN_VERSION
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 import torch
 
-from viz.layout import patch_token
-from viz.rollout import discard_lowest, fuse_heads, fused_rollout_map, rollout_map, rollout_matrix, with_residual
+from viz.maps.layout import patch_token
+from viz.maps.rollout import discard_lowest, fuse_heads, fused_rollout_map, rollout_map, rollout_matrix, with_residual
 
 
 def random_attention(L=4, H=3, T=10, seed=0) -> np.ndarray:

@@ -7,7 +7,7 @@ import pytest
 import vit
 from viz import panels
 from viz.analysis import analyze
-from viz.norms import artifact_mask
+from viz.maps.norms import artifact_mask
 
 AUGREG = "vit_tiny_patch16_224.augreg_in21k_ft_in1k.safetensors"
 DEIT = "deit_tiny_patch16_224.pipevit_ln_fixedpoint.safetensors"

@@ -12,7 +12,7 @@ from PIL import Image
 
 import vit
 from synthetic_shapes import CLASSES, make_shapes_folder
-from vit.files import read_file
+from vit.checkpoints.files import read_file
 from vit.train import TrainOptions, fit
 from vit.train.__main__ import main
 from vit.train.build import HEAD_PREFIXES, fine_tune_model

@@ -1,7 +1,7 @@
 """A from-scratch Vision Transformer, checkpoint loading, preprocessing and attention capture."""
-from .files import save_checkpoint
+from .checkpoints.files import save_checkpoint
 from .labels import imagenet_labels
-from .load import WEIGHTS_DIR, LoadedModel, list_local_checkpoints, load, weights_dir
+from .checkpoints.load import WEIGHTS_DIR, LoadedModel, list_local_checkpoints, load, weights_dir
 from .model import TokenLayout, ViTConfig, VisionTransformer, variant
 from .preprocess import Preprocess
 

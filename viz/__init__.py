@@ -1,16 +1,17 @@
 """Maps and rendering for Vision Transformer attention: numpy arrays in, numpy arrays or PIL images out.
 
-No model, no torch and no Gradio in the map and render modules; ``viz.analysis`` is the one module that
-runs a model (once per image) and hands back a plain ``Analysis``. Submodules:
+No model, no torch and no Gradio in the map and drawing modules; ``viz.analysis`` is the one subpackage
+that runs a model (once per image) and hands back plain arrays (an ``Analysis``). Subpackages and modules:
 
-- ``layout``: token layout helpers (prefix tokens + gh×gw patches), pixel -> patch;
-- ``rollout``: attention rollout (Abnar & Zuidema 2020) with head fusion, discard and token dropping;
-- ``attention``: raw CLS / token attention, all heads, patch queries, DINO threshold mask;
-- ``figure7``: the ViT paper's Figure 7 (embedding filters, position similarity, mean attention distance);
-- ``norms``: token norms per block and high-norm artifact flags (Darcet et al. 2023);
-- ``render``, ``grids``, ``plots``: overlays (numpy/Pillow), thumbnail grids, matplotlib Figure plots;
-- ``panels``: every panel of the explorer from an ``Analysis``; ``analysis``: run the model once;
-- ``architecture``: the stages of the model with this input's tensor shapes (the Model tab).
+- ``maps``: the class-agnostic maps from attention arrays:
+  ``layout`` (prefix tokens + gh×gw patches, pixel -> patch), ``rollout`` (Abnar & Zuidema 2020, with head
+  fusion, discard and token dropping), ``attention`` (raw CLS / token attention, all heads, patch queries,
+  DINO threshold mask), ``figure7`` (the ViT paper's Figure 7), ``norms`` (token norms, high-norm artifacts);
+- ``drawing``: ``render`` (colour lookup, overlays with numpy/Pillow), ``grids`` (thumbnail grids), ``plots``
+  (matplotlib Figure plots);
+- ``analysis``: run the model once -> ``Analysis``;
+- ``panels``: every panel of the explorer from an ``Analysis``; ``explorer``: what the app's tabs show;
+- ``architecture``: the stages of the model with this input's tensor shapes (the Model tab); ``cli``.
 """
 from .result import Analysis, ModelArrays
 

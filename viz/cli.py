@@ -19,7 +19,7 @@ from tqdm import tqdm
 
 from . import panels
 from .result import Analysis
-from .rollout import FUSIONS
+from .maps.rollout import FUSIONS
 
 IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png", ".gif", ".webp", ".bmp", ".tif", ".tiff", ".avif"}
 PANEL_HELP = """panels written per image (PNG):

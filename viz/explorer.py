@@ -13,11 +13,12 @@ from PIL import Image
 
 from vit.image_file import open_image
 
-from . import panels, render
+from . import panels
+from .drawing import render
 from .analysis import analyze, model_arrays
 from .architecture import stages, to_markdown
-from .grids import GridLayout
-from .layout import pixel_to_patch
+from .drawing.grids import GridLayout
+from .maps.layout import pixel_to_patch
 from .result import Analysis, ModelArrays
 
 ATTENTION_DTYPE = np.float16  # cached maps: ViT-B/16 at 224 needs 11 MB per image instead of 22 MB

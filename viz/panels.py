@@ -11,11 +11,12 @@ from dataclasses import dataclass
 import numpy as np
 from PIL import Image
 
-from . import attention, figure7, norms, plots, render
-from .grids import GridLayout, thumbnail_grid, tile_images
-from .layout import layer_index, patch_token
+from .drawing import plots, render
+from .maps import attention, figure7, norms
+from .drawing.grids import GridLayout, thumbnail_grid, tile_images
+from .maps.layout import layer_index, patch_token
 from .result import Analysis, ModelArrays
-from .rollout import FUSIONS, fused_rollout_map
+from .maps.rollout import FUSIONS, fused_rollout_map
 
 
 @dataclass(frozen=True)
@@ -75,7 +76,7 @@ def _head_name(head: int | None) -> str:
 
 
 def artifact_flags(a: Analysis, norm_ratio: float = 3.0) -> np.ndarray:
-    """High-norm patches per block -> bool (L, gh, gw) (see ``viz.norms``)."""
+    """High-norm patches per block -> bool (L, gh, gw) (see ``viz.maps.norms``)."""
     return norms.flag_high_norm(a.token_norms, a.num_prefix, a.grid, norm_ratio)
 
 

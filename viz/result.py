@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from PIL import Image
 
-from .rollout import fuse_heads
+from .maps.rollout import fuse_heads
 
 
 @dataclass(frozen=True)

@@ -21,8 +21,8 @@ from pathlib import Path
 import torch
 from torch.utils.data import DataLoader
 
-from ..files import read_file, save_checkpoint
-from ..load import load
+from ..checkpoints.files import read_file, save_checkpoint
+from ..checkpoints.load import load
 from ..model import VisionTransformer
 from ..preprocess import Preprocess
 from .build import fine_tune_model, param_groups, scratch_config, scratch_preprocess

@@ -9,7 +9,7 @@ import dataclasses
 import math
 import re
 
-from .model import ViTConfig
+from ..model import ViTConfig
 
 # Heads of the paper's and DeiT's variants by width; H/14 uses 80 dims per head, so 1280 // 64 would be wrong.
 STANDARD_HEADS = {192: 3, 384: 6, 768: 12, 1024: 16, 1280: 16}

@@ -11,9 +11,9 @@ import numpy as np
 import torch
 from PIL import Image
 
-from .figure7 import mean_attention_distance
-from .result import Analysis, ModelArrays
-from .rollout import FUSIONS, fuse_heads
+from ..maps.figure7 import mean_attention_distance
+from ..result import Analysis, ModelArrays
+from ..maps.rollout import FUSIONS, fuse_heads
 
 _TORCH_DTYPES = {np.dtype(np.float32): torch.float32, np.dtype(np.float16): torch.float16}
 

@@ -15,16 +15,16 @@ from pathlib import Path
 import torch
 
 from . import registry
-from .checkpoint import checkpoint_filter_fn, detect_format, google_num_heads, load_strict, resample_pos_embed, \
+from .formats import checkpoint_filter_fn, detect_format, google_num_heads, load_strict, resample_pos_embed, \
     unwrap_state_dict
 from .files import CHECKPOINT_SUFFIXES, OWN_FORMAT, OWN_VERSION, read_file
 from .huggingface import read_folder as read_huggingface_folder
 from .infer import checkpoint_grid, infer_config
-from .labels import default_labels, imagenet_labels
-from .model import ViTConfig, VisionTransformer, variant
-from .preprocess import IMAGENET_MEAN, IMAGENET_STD, INCEPTION_MEAN, INCEPTION_STD, Preprocess
+from ..labels import default_labels, imagenet_labels
+from ..model import ViTConfig, VisionTransformer, variant
+from ..preprocess import IMAGENET_MEAN, IMAGENET_STD, INCEPTION_MEAN, INCEPTION_STD, Preprocess
 
-_REPO = Path(__file__).resolve().parent.parent
+_REPO = Path(__file__).resolve().parents[2]
 SIDECAR_FIELDS = {"name", "variant", "config", "format", "preprocess", "labels"}
 
 

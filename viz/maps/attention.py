@@ -53,8 +53,8 @@ def rollout_query_maps(fused: np.ndarray, num_prefix: int, grid: tuple[int, int]
                        discard_ratio: float = 0.0, start_layer: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """Like ``patch_query_maps`` through all layers: the row and the column of the rollout matrix.
 
-    ``fused``: head-fused attention (L, T, T) (``viz.rollout.fuse_heads``). The query patch is the protected
-    token of the discard (see ``viz.rollout``).
+    ``fused``: head-fused attention (L, T, T) (``viz.maps.rollout.fuse_heads``). The query patch is the protected
+    token of the discard (see ``viz.maps.rollout``).
     """
     q = patch_token(row, col, num_prefix, grid)
     matrix = rollout_product(fused, discard_ratio, start_layer, protect=(q,))

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .files import read_file
-from .preprocess import INCEPTION_MEAN, INCEPTION_STD, Preprocess
+from ..preprocess import INCEPTION_MEAN, INCEPTION_STD, Preprocess
 
 PIL_RESAMPLE = {2: "bilinear", 3: "bicubic", 0: "nearest"}  # HF stores PIL's resample enum values
 

@@ -35,7 +35,7 @@ def flag_high_norm(norms: np.ndarray, num_prefix: int, grid: tuple[int, int], ra
 def artifact_mask(flags: np.ndarray, from_layer: int = 0) -> np.ndarray:
     """Per-block flags (L, gh, gw) -> (gh, gw): patches flagged in any block from ``from_layer`` on.
 
-    This is the mask to pass as ``drop_patches`` to ``viz.rollout.rollout_map``.
+    This is the mask to pass as ``drop_patches`` to ``viz.maps.rollout.rollout_map``.
     """
     flags = np.asarray(flags, dtype=bool)
     return flags[from_layer:].any(axis=0)

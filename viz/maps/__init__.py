@@ -1,0 +1,2 @@
+"""The class-agnostic maps, from attention arrays alone: token layout, rollout, raw attention and patch
+queries, the ViT paper's Figure 7, token norms and high-norm artifacts."""

@@ -237,3 +237,40 @@ def add_colorbar(image: Image.Image, cmap: str, vmin: float, vmax: float, label:
             strip_draw.text((H // 2, line_h * k + line_h // 2), line, fill="black", font=label_font, anchor="mm")
         canvas.paste(strip.rotate(90, expand=True), (x_text + text_w + 2, 0))
     return canvas
+
+
+def wrap_lines(text: str, f: ImageFont.FreeTypeFont, width: int) -> list[str]:
+    """Break ``text`` into lines no wider than ``width`` pixels in font ``f``: at spaces, and inside a word
+    that is wider than a line (Chinese runs have no spaces)."""
+    lines, line = [], ""
+    for word in text.split(" "):
+        candidate = f"{line} {word}" if line else word
+        if f.getlength(candidate) <= width:
+            line = candidate
+            continue
+        if line:
+            lines.append(line)
+        line = ""
+        for ch in word:                                   # a word (or a Chinese run) longer than a line
+            if f.getlength(line + ch) > width and line:
+                lines.append(line)
+                line = ""
+            line += ch
+    return lines + [line] if line else lines
+
+
+def caption(image: Image.Image, text: str, lang: str = "en", font_size: int | None = None) -> Image.Image:
+    """Image with ``text`` centred on a white strip underneath (wrapped to the image's width), in the font of
+    ``lang`` (size by default about 1/32 of the image's width, at least 12 pixels)."""
+    size = font_size or max(12, image.width // 32)
+    f = font(size, lang, text)
+    lines = wrap_lines(text, f, max(image.width - 8, size * 4))
+    line_h = int(size * 1.4)
+    strip_h = line_h * len(lines) + size // 2
+    canvas = Image.new("RGB", (image.width, image.height + strip_h), "white")
+    canvas.paste(image, (0, 0))
+    draw = ImageDraw.Draw(canvas)
+    for k, line in enumerate(lines):
+        draw.text((image.width // 2, image.height + size // 4 + line_h * k + line_h // 2), line, fill="black",
+                  font=f, anchor="mm")
+    return canvas

@@ -154,4 +154,65 @@ PAGE: dict[str, tuple[str, str]] = {
         "again; or start with any checkpoint file: python app.py --weights PATH",
         "这台电脑上没有找到检查点。请下载一个（例如 {url}），保存到 {folder}，再启动；"
         "或者用任意检查点文件启动：python app.py --weights 路径"),
+
+    # --- the guided walk through the ViT: a title and one sentence per step (viz.walkthrough.step_texts) ---
+    "walk.crop.title": ("1. The crop the model sees", "1. 模型看到的裁剪图像"),
+    "walk.crop.text": (
+        "The photo is resized so that its shorter side is {resize} pixels and the centre is cut out: this "
+        "{shape} array of pixels is all the model sees.",
+        "照片先缩放到短边 {resize} 像素，再裁出中心部分：模型看到的只有这个 {shape} 的像素数组。"),
+    "walk.patches.title": ("2. Cut into patches", "2. 切成图块"),
+    "walk.patches.text": (
+        "The image is cut into a {grid} grid of {patch}×{patch} pixel patches, N = {count} of them, read row by "
+        "row like the words of a sentence: {shape}.",
+        "图像被切成 {grid} 个 {patch}×{patch} 像素的图块，共 N = {count} 个，像句子里的词一样逐行读入：{shape}。"),
+    "walk.flatten.title": ("3. One patch, flattened", "3. 把一个图块展平"),
+    "walk.flatten.text": (
+        "Patch ({row}, {col}) becomes one row of {patch}·{patch}·{channels} = {values} numbers: the transformer "
+        "never sees it as a square.",
+        "图块 ({row}, {col}) 被展平成一行 {patch}·{patch}·{channels} = {values} 个数：Transformer 从不把它当作方块来看。"),
+    "walk.projection.title": ("4. Linear projection to D = {dim}", "4. 线性投影到 D = {dim} 维"),
+    "walk.projection.text": (
+        "One learnt matrix E maps every flattened patch to a vector of D = {dim} numbers, its patch embedding "
+        "({shape}); a {patch}×{patch} convolution with stride {patch} computes exactly this.",
+        "一个学到的矩阵 E 把每个展平的图块映射成 D = {dim} 个数的向量，即图块嵌入（{shape}）；"
+        "步长为 {patch} 的 {patch}×{patch} 卷积做的正是这件事。"),
+    "walk.cls.title": ("5. The CLS token prepended", "5. 在前面加上 CLS 词元"),
+    "walk.cls.text": (
+        "A learnt {names} token is put in front of the patches ({shape}); after the last layer its vector alone "
+        "classifies the image, like BERT's [class] token.",
+        "在图块前面加上一个学到的 {names} 词元（{shape}）；最后一层之后，只用它的向量来给整张图像分类，"
+        "就像 BERT 的 [class] 词元。"),
+    "walk.cls.none": (
+        "This model has no CLS token: the {count} patch tokens go on alone ({shape}).",
+        "这个模型没有 CLS 词元：{count} 个图块词元直接进入下一步（{shape}）。"),
+    "walk.position.title": ("6. Position embeddings added", "6. 加上位置嵌入"),
+    "walk.position.text": (
+        "Attention by itself ignores order, so a learnt position embedding is added to every token "
+        "(z₀ = [x_class; x¹E; …; xᴺE] + E_pos, {shape}); nearby patches learn similar embeddings, as their "
+        "cosine similarity shows.",
+        "注意力本身不管顺序，所以每个词元都加上一个学到的位置嵌入（z₀ = [x_class; x¹E; …; xᴺE] + E_pos，{shape}）；"
+        "相邻图块学到的嵌入很相似，余弦相似度图显示了这一点。"),
+    "walk.blocks.title": ("7. {depth} encoder layers", "7. {depth} 个编码器层"),
+    "walk.blocks.text": (
+        "In every layer each token attends to all {tokens} tokens through {heads} heads (LayerNorm, multi-head "
+        "self-attention, then an MLP, each with a residual connection); the shape stays {shape}. The picture "
+        "shows where the CLS token attends in layer {layer}: attention {attention}.",
+        "每一层里，每个词元通过 {heads} 个头关注全部 {tokens} 个词元（层归一化、多头自注意力，再接 MLP，"
+        "都带残差连接）；形状保持 {shape}。图中是第 {layer} 层里 CLS 词元关注的位置：注意力 {attention}。"),
+    "walk.output.title": ("8. The CLS output", "8. CLS 的输出"),
+    "walk.output.text": (
+        "After the last layer a LayerNorm is applied and the CLS token's vector is taken out (y = LN(z_L⁰), "
+        "{shape}): {dim} numbers that summarise the whole image.",
+        "最后一层之后做一次层归一化，取出 CLS 词元的向量（y = LN(z_L⁰)，{shape}）：用 {dim} 个数概括整张图像。"),
+    "walk.output.text_avg": (
+        "After the last layer the patch tokens are averaged and normalised ({shape}): {dim} numbers that "
+        "summarise the whole image (this model pools instead of using CLS).",
+        "最后一层之后对图块词元取平均并归一化（{shape}）：用 {dim} 个数概括整张图像（这个模型用平均池化而不用 CLS）。"),
+    "walk.logits.title": ("9. Logits and softmax", "9. logits 与 softmax"),
+    "walk.logits.text": (
+        "A linear head turns these numbers into {classes} logits ({shape}), one per class, and softmax turns the "
+        "logits into probabilities that sum to 1: here the top class is {label} ({probability:.0%}).",
+        "一个线性分类头把这些数变成 {classes} 个 logits（{shape}），每个类别一个，softmax 再把它们变成和为 1 "
+        "的概率：这里概率最高的类别是 {label}（{probability:.0%}）。"),
 }

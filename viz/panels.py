@@ -12,6 +12,8 @@ and draw patch-true, and return the numbers behind the picture with a note when 
 """
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
@@ -329,13 +331,32 @@ class MapPanel:
     note: str | None = None          # one line for under the picture, in the display's language, or None
 
 
+_DISPLAY_PHOTOS: OrderedDict = OrderedDict()   # (id of the photo, size) -> (photo, enlarged photo), newest last
+_DISPLAY_PHOTOS_KEPT = 8                         # 8 photos at 768 px: 14 MB
+_DISPLAY_LOCK = threading.Lock()
+
+
 def display_photo(a: Analysis, size: int | None = None) -> Image.Image:
-    """The pixels the model saw, resized so that the longer side is ``size`` pixels (bicubic; None: as is)."""
+    """The pixels the model saw, resized so that the longer side is ``size`` pixels (bicubic; None: as is).
+
+    The last few enlargements are kept (a slider move re-renders the same photo at the same size), keyed by
+    the photo object itself, so a new analysis never gets another photo's pixels."""
     if size is None or max(a.image.size) == size:
         return a.image
+    key = (id(a.image), size)
+    with _DISPLAY_LOCK:
+        kept = _DISPLAY_PHOTOS.get(key)
+        if kept is not None and kept[0] is a.image:
+            _DISPLAY_PHOTOS.move_to_end(key)
+            return kept[1]
     w, h = a.image.size
     scale = size / max(w, h)
-    return a.image.resize((max(1, round(w * scale)), max(1, round(h * scale))), Image.Resampling.BICUBIC)
+    enlarged = a.image.resize((max(1, round(w * scale)), max(1, round(h * scale))), Image.Resampling.BICUBIC)
+    with _DISPLAY_LOCK:
+        _DISPLAY_PHOTOS[key] = (a.image, enlarged)
+        while len(_DISPLAY_PHOTOS) > _DISPLAY_PHOTOS_KEPT:
+            _DISPLAY_PHOTOS.popitem(last=False)
+    return enlarged
 
 
 def uniform_tokens(a: Analysis, drop: np.ndarray | None) -> int:

@@ -39,6 +39,22 @@ def test_the_chinese_catalogue_has_no_english_left():
             assert CJK.search(chinese), f"{key}: {chinese!r} is not Chinese"
 
 
+def test_every_control_of_the_page_has_a_label_and_a_help_text():
+    controls = [key.split(".", 1)[1] for key in PAGE if key.startswith("control.")]
+    assert set(controls) >= {"fusion", "discard", "start_layer", "opacity", "mask_artifacts", "layer", "head",
+                             "mean_heads", "dino_mask", "rolled"}                      # every control of today's page
+    missing = [c for c in controls + ["photo", "model"] if f"help.{c}" not in PAGE]
+    assert not missing, f"controls without a help text: {missing}"
+    for key in ("tab.rollout", "tab.attention", "tab.heads", "tab.query", "tab.position", "tab.distance",
+                "tab.norms", "tab.model"):
+        assert key in PAGE and f"about.{key.split('.')[1]}" in PAGE or key == "tab.model"
+
+
+def test_pictures_say_layer_never_block():
+    for key, (english, _) in PICTURES.items():
+        assert not re.search(r"\bblock|\bBlock|\b[LB](?!2 norm)\d", english), key   # "L2 norm" is a norm
+
+
 def test_t_formats_in_both_languages_and_names_a_missing_key():
     assert t("name.layer_head", "en", layer=3, head=1) == "layer 3, head 1"
     assert t("name.layer_head", "zh-CN", layer=3, head=1) == "第 3 层，头 1"

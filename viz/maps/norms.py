@@ -4,8 +4,8 @@ Large ViTs repurpose a few low-information patch tokens (often in corners and bo
 scratch space; their norms grow many times larger than the others and they attract much of the
 attention, which spoils attention maps (Darcet et al. 2023, "Vision Transformers Need Registers").
 The AugReg ViT-Ti in ../shared/weights shows them in its four corners from block 7 on, with norms
-10–46× the median patch; ordinary patches stay below 2.5× the median in it and in DeiT-Ti (measured on
-the scikit-image photos), so a patch is flagged when its norm exceeds ``ratio`` (default 3) times the
+16–46× the median patch; ordinary patches stay below 2.9× the median in it and below 2.4× in DeiT-Ti (measured
+on the example photos), so a patch is flagged when its norm exceeds ``ratio`` (default 3) times the
 median patch norm of the same block — a robust rule that needs no absolute scale.
 """
 from __future__ import annotations
@@ -46,10 +46,11 @@ def artifact_mask(flags: np.ndarray, from_layer: int = 0) -> np.ndarray:
 # When do the artifact tokens dominate a map? Measured on the example photos (cat, coffee, camera) with the
 # AugReg ViT-Ti, whose four corner tokens are flagged (4 of 196 patches, a uniform share of 2 %): in the
 # maps a student misreads — the last layers' CLS attention and the default rollout (discard 0.9) — the
-# corners hold 22–63 % of the mass (last four layers, mean of heads) or are the brightest patches by
+# corners hold 20–63 % of the mass (layers 8–11, mean of heads) or are the brightest patches by
 # 1.4–2.0× while holding 4.6–5.1× their uniform share (rollout, cat and coffee). In layers 0–6 the same
-# corners reach at most 3.7× their uniform share (a single head in layer 5 of the coffee photo), and the
-# camera photo's rollout peaks elsewhere. DeiT-Ti has no flagged tokens, so no map of it is ever noted.
+# corners reach at most 4.5× their uniform share (one head of the cat's layer 6, where they are not the
+# brightest), and at most 3.7× where they are (one head in layer 5 of the coffee photo); the camera photo's
+# rollout peaks elsewhere. DeiT-Ti has no flagged tokens, so no map of it is ever noted.
 DOMINANT_SHARE = 0.25    # flagged tokens hold at least a quarter of the map's mass, or …
 DOMINANT_EXCESS = 4.0    # … at least 4× the share uniform attention would give them …
 DOMINANT_PEAK = 1.25     # … and the brightest of them is 1.25× the brightest other patch (it sets the colour scale)

@@ -29,6 +29,7 @@ from vit.cache import LRUCache
 from vit.image_file import MAX_BYTES, ImageFileError
 from viz import explorer
 from viz.explorer import Controls, Session
+from viz.i18n import LANGUAGES, t
 from viz.result import Analysis
 
 EXAMPLES_DIR = Path(__file__).resolve().parent / "examples"
@@ -360,7 +361,35 @@ def _served_at_startup(source: str) -> explorer.ServedModel:
     try:
         return MODELS.get(str(source).strip())
     except (ValueError, OSError) as err:
-        sys.exit(f"Cannot start: the model {source!r} did not load. {err}")
+        sys.exit(startup_failure(source, err))
+
+
+def startup_failure(source: str, err: Exception) -> str:
+    """What ``python app.py`` prints when its model does not load (offline, a wrong path): why, then how to
+    start with a checkpoint that is on this machine (``--weights``), in English and Chinese."""
+    from vit.checkpoints.load import checkpoints_on_this_machine
+
+    found = checkpoints_on_this_machine()
+    lines = []
+    for lang in LANGUAGES:
+        lines += ["", t("message.cannot_start", lang, model=str(source))]
+        if lang == "en":
+            lines.append(str(err))
+        if found:
+            lines.append(t("message.start_with", lang))
+            lines += [f"    python app.py --weights {_relative(path)}" for path in found]
+        else:
+            lines.append(t("message.no_checkpoint_here", lang, url="https://download.pytorch.org/models/"
+                           "vit_b_16-c867db91.pth", folder=_relative(vit.weights_dir())))
+    return "\n".join(lines[1:])
+
+
+def _relative(path: Path) -> str:
+    """A path as short as a student can type it: relative to the current folder when inside or beside it."""
+    try:
+        return os.path.relpath(path)
+    except ValueError:  # another drive (Windows)
+        return str(path)
 
 
 def return_freed_memory_to_the_os() -> None:

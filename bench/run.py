@@ -31,7 +31,12 @@ from pathlib import Path
 
 import torch
 from PIL import Image
-from skimage import data
+
+try:
+    from skimage import data
+except ImportError:  # the bench's photos come from scikit-image, today's pipeline needs transformers: test requirements
+    sys.exit("python -m bench.run needs scikit-image and transformers, which the app does not: "
+             "pip install -r requirements-test.txt")
 
 import vit
 from bench.measure import interleaved, median, peak_rss_delta_mb, proc_status_kb
@@ -291,7 +296,7 @@ def scaling(rounds: int) -> list[list[str]]:
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__.split("\n")[0])
     p.add_argument("--weights", help="checkpoint to benchmark instead of a randomly initialised ViT-B/16")
     p.add_argument("--rounds", type=int, default=7, help="timed rounds per measurement (median reported)")
     p.add_argument("--today-rounds", type=int, default=3, help="timed rounds of today's (slow) pipeline")

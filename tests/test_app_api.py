@@ -48,7 +48,10 @@ def test_analyze_classifies_the_cat_and_returns_the_panels(url, photos):
     assert "197 tokens" in result[1]
     panels = [r for r in result[2:] if isinstance(r, str) and not r.startswith(("#", "|"))]
     assert len(panels) == 11
-    sizes = [Image.open(p).size for p in panels]  # every panel is a readable image
+    sizes = []
+    for p in panels:                           # every panel is a readable image
+        with Image.open(p) as image:
+            sizes.append(image.size)
     rollout, attention, _, query_photo, query_out, query_in = sizes[:6]
     assert query_photo == (448, 448)  # the pixels the model saw, enlarged to click on
     assert all(h == 224 and w > 224 for w, h in (rollout, attention, query_out, query_in))  # + colour bar

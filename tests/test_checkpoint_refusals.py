@@ -3,6 +3,7 @@ checkpoints, are damaged, or do not fit the model get a ValueError that says wha
 from __future__ import annotations
 
 import json
+import os
 import pickle
 
 import numpy as np
@@ -20,7 +21,7 @@ class Payload:
         self.marker = str(marker)
 
     def __reduce__(self):
-        return open, (self.marker, "w")
+        return os.mkdir, (self.marker,)   # creates the marker (a folder), leaves no open file behind
 
 
 def tiny_state_dict(**overrides) -> dict:

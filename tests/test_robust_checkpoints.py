@@ -8,6 +8,7 @@ test_checkpoint_refusals.py covers vit.load's refusals in depth; these cover wha
 """
 from __future__ import annotations
 
+import os
 from dataclasses import asdict
 from pathlib import Path
 
@@ -36,7 +37,7 @@ class Payload:
         self.marker = str(marker)
 
     def __reduce__(self):
-        return open, (self.marker, "w")
+        return os.mkdir, (self.marker,)   # creates the marker (a folder), leaves no open file behind
 
 
 def _tiny_vit() -> vit.VisionTransformer:
@@ -61,7 +62,7 @@ def _make(kind: str, folder, weights: str) -> str:
         from skimage import data
         Image.fromarray(data.chelsea()).save(path, format="JPEG")
     elif kind == "truncated":      # half a download of the real AugReg checkpoint
-        payload = open(weights, "rb").read()
+        payload = Path(weights).read_bytes()
         path.write_bytes(payload[: len(payload) // 2])
     elif kind == "resnet":         # another architecture's state dict
         torch.manual_seed(0)

@@ -49,18 +49,37 @@ class Preprocess:
         portrait photo), then the center is cropped as torchvision's CenterCrop does.
         """
         image = to_rgb(ImageOps.exif_transpose(image))
-        w, h = image.size
+        size = self.resized_size(image.size)
+        if size != image.size:
+            image = image.resize(size, _RESAMPLE[self.interpolation])
+        left, top = self._crop_origin(size)
+        crop_h, crop_w = self.crop
+        return image.crop((left, top, left + crop_w, top + crop_h))
+
+    def resized_size(self, size: tuple[int, int]) -> tuple[int, int]:
+        """(width, height) of an upright photo -> its (width, height) after the resize step of ``crop_image``."""
+        w, h = size
         crop_h, crop_w = self.crop
         scale = max(self.resize / min(w, h), crop_h / h, crop_w / w)
         if min(w, h) * scale == self.resize:  # the usual case: torchvision's rounding of the long side
-            size = (self.resize, int(self.resize * h / w)) if w <= h else (int(self.resize * w / h), self.resize)
-        else:
-            size = (max(crop_w, round(w * scale)), max(crop_h, round(h * scale)))
-        if size != (w, h):
-            image = image.resize(size, _RESAMPLE[self.interpolation])
-        w, h = image.size
-        top, left = int(round((h - crop_h) / 2.0)), int(round((w - crop_w) / 2.0))
-        return image.crop((left, top, left + crop_w, top + crop_h))
+            return (self.resize, int(self.resize * h / w)) if w <= h else (int(self.resize * w / h), self.resize)
+        return max(crop_w, round(w * scale)), max(crop_h, round(h * scale))
+
+    def _crop_origin(self, resized: tuple[int, int]) -> tuple[int, int]:
+        """(left, top) of the centre crop in the resized image, as torchvision's CenterCrop rounds it."""
+        w, h = resized
+        crop_h, crop_w = self.crop
+        return int(round((w - crop_w) / 2.0)), int(round((h - crop_h) / 2.0))
+
+    def crop_box(self, size: tuple[int, int]) -> tuple[float, float, float, float]:
+        """(width, height) of an upright photo -> (left, top, right, bottom) of the region the model sees, in
+        that photo's pixels (the crop of ``crop_image`` mapped back through its resize), for outlining it."""
+        w, h = size
+        rw, rh = self.resized_size(size)
+        left, top = self._crop_origin((rw, rh))
+        crop_h, crop_w = self.crop
+        sx, sy = rw / w, rh / h
+        return left / sx, top / sy, (left + crop_w) / sx, (top + crop_h) / sy
 
     def to_tensor(self, image: Image.Image) -> torch.Tensor:
         """Cropped RGB image -> normalised float tensor (1, 3, H, W)."""

@@ -8,9 +8,11 @@ that runs a model (once per image) and hands back plain arrays (an ``Analysis``)
   fusion, discard and token dropping), ``attention`` (raw CLS / token attention, all heads, patch queries,
   DINO threshold mask), ``figure7`` (the ViT paper's Figure 7), ``norms`` (token norms, high-norm artifacts);
 - ``drawing``: ``render`` (colour lookup, overlays with numpy/Pillow), ``grids`` (thumbnail grids), ``plots``
-  (matplotlib Figure plots);
-- ``analysis``: run the model once -> ``Analysis``;
+  (matplotlib Figure plots), ``fonts`` (the CJK font for Chinese texts);
+- ``analysis``: run the model once -> ``Analysis``; module by module -> ``Walkthrough``;
+- ``i18n``: every text of the pictures and the page in English and Chinese (``t``, ``translations`` for gr.I18n);
 - ``panels``: every panel of the explorer from an ``Analysis``; ``explorer``: what the app's tabs show;
+- ``walkthrough``: the guided walk through the ViT, pictures and sentences;
 - ``architecture``: the stages of the model with this input's tensor shapes (the Model tab); ``cli``.
 """
 from .result import Analysis, ModelArrays

@@ -18,6 +18,7 @@ import numpy as np
 from tqdm import tqdm
 
 from . import panels
+from .i18n import LANGUAGES, t
 from .result import Analysis
 from .maps.rollout import FUSIONS
 
@@ -78,7 +79,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "row or column of the read-out token (default: 0, as in the paper)")
     g.add_argument("--start-layer", type=int, default=0, metavar="L", help="first block of the product (default: 0)")
     g.add_argument("--mask-artifacts", action="store_true",
-                   help="drop high-norm artifact tokens (see --norm-ratio) before rollout")
+                   help="drop high-norm artifact tokens (see --norm-ratio) from every map of the CLS attention: "
+                        "rollout, attention, threshold mask, heads and patch query")
     g = p.add_argument_group("attention, patch query and mask")
     g.add_argument("--layer", type=int, default=-1, help="block for the attention, query and mask panels (default: -1, the last)")
     g.add_argument("--head", type=head_arg, default=None, help="head number, or 'mean' (default: mean of heads)")
@@ -101,6 +103,8 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--alpha", type=fraction, default=0.6, help="opacity of the heat map over the photo (default: 0.6)")
     g.add_argument("--no-colorbar", action="store_true", help="overlays without a colour bar")
     g.add_argument("--scale", type=int, default=1, help="enlarge the overlays this many times (default: 1)")
+    g.add_argument("--lang", choices=LANGUAGES, default="en",
+                   help="language of the texts in the pictures: en or zh-CN (Simplified Chinese) (default: en)")
     g.add_argument("--top-k", type=int, default=5, help="classes listed in result.json (default: 5)")
     g.add_argument("--float16", action="store_true", help="store attention as float16 (half the file size)")
     g.add_argument("--compress", action="store_true", help="compress attention.npz (smaller, slower)")
@@ -137,7 +141,7 @@ def options_from(args: argparse.Namespace) -> panels.MapOptions:
                              norm_ratio=args.norm_ratio, query=tuple(args.query) if args.query else None,
                              query_rollout=args.query_rollout, share=args.share, mask_source=args.mask_source,
                              distance_renormalise=args.distance_renormalise, cmap=args.cmap, alpha=args.alpha,
-                             colorbar=not args.no_colorbar, scale=args.scale)
+                             colorbar=not args.no_colorbar, scale=args.scale, lang=args.lang)
 
 
 def write_image_result(path: Path, folder: Path, a: Analysis, model: tuple[dict, dict], o: panels.MapOptions,
@@ -172,12 +176,13 @@ def write_image_result(path: Path, folder: Path, a: Analysis, model: tuple[dict,
     return arrays["mean_distance"]
 
 
-def write_summary(folder: Path, distances: list[np.ndarray], names: list[str], grid, patch_size: int) -> None:
+def write_summary(folder: Path, distances: list[np.ndarray], names: list[str], grid, patch_size: int,
+                  lang: str = "en") -> None:
     """Mean attention distance averaged over the images (PNG + npz with the per-image values)."""
     folder.mkdir(parents=True, exist_ok=True)
     mean = np.mean(distances, axis=0)
-    panels.distance_panel(mean, grid, patch_size, title=f"mean over {len(distances)} images").save(
-        folder / "mean_distance.png")
+    panels.distance_panel(mean, grid, patch_size, title=t("title.mean_over_images", lang, count=len(distances)),
+                          lang=lang).save(folder / "mean_distance.png")
     np.savez(folder / "mean_distance.npz", mean_distance=mean, per_image=np.stack(distances), images=np.array(names))
 
 
@@ -216,7 +221,7 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    model = panels.model_panels(model_arrays(loaded.model, loaded.name))   # the same for every image
+    model = panels.model_panels(model_arrays(loaded.model, loaded.name), args.lang)   # the same for every image
     distances, done, failed = [], [], []
     for path, folder in tqdm(list(zip(images, output_dirs(images, args.out))), desc="images", unit="image",
                              disable=args.quiet or len(images) == 1):
@@ -231,7 +236,7 @@ def main(argv: list[str] | None = None) -> int:
             failed.append(path)
             tqdm.write(f"error: {path}: {error}", file=sys.stderr)
     if len(distances) > 1:
-        write_summary(args.out / "summary", distances, done, grid, loaded.model.cfg.patch_size)
+        write_summary(args.out / "summary", distances, done, grid, loaded.model.cfg.patch_size, args.lang)
     if not args.quiet:
         print(f"wrote {len(done)} of {len(images)} images to {args.out}", file=sys.stderr)
     return 1 if failed else 0

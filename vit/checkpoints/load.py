@@ -71,6 +71,20 @@ def list_local_checkpoints(directory: str | Path | None = None) -> list[str]:
                   or (p.is_dir() and (p / "config.json").is_file()))
 
 
+def shared_weights_dir() -> Path:
+    """The folder of shared checkpoints beside the repository, ``<repo>/../shared/weights`` (it may not exist)."""
+    return _REPO.parent / "shared" / "weights"
+
+
+def checkpoints_on_this_machine() -> list[Path]:
+    """Checkpoint files someone can start with right away, without a download: those in weights/ (or
+    $VIT_WEIGHTS_DIR) and in ``../shared/weights`` beside the repository, sorted; [] when there are none."""
+    found = []
+    for folder in dict.fromkeys((weights_dir(), shared_weights_dir())):
+        found += [folder / name for name in list_local_checkpoints(folder)]
+    return found
+
+
 def load(source: str | Path | None = None, *, download: bool | None = None, **overrides) -> LoadedModel:
     """Load a checkpoint as our VisionTransformer (eval mode) with its preprocessing and labels.
 
@@ -123,7 +137,8 @@ def _load_known(known: registry.KnownCheckpoint, download: bool, overrides: dict
     raise FileNotFoundError(
         f"Checkpoint {known.name!r} is not available offline. Looked for: {', '.join(map(str, places))}. {why}"
         f"Download {known.url} and save it as {weights_dir() / known.filename} (or set VIT_WEIGHTS_DIR to the "
-        f"folder that holds {known.filename}), or pass a checkpoint path to vit.load().")
+        f"folder that holds {known.filename}), or start with a checkpoint you have: vit.load(PATH), or --weights PATH "
+        f"for python app.py and python -m viz.")
 
 
 def _meta_from_known(known: registry.KnownCheckpoint) -> _Meta:

@@ -12,7 +12,7 @@ from functools import lru_cache
 import numpy as np
 from PIL import Image, ImageDraw
 
-from .render import DEFAULT_CMAP, as_rgb_array, colorize, font
+from .render import DEFAULT_CMAP, as_rgb_array, colorize, font, nearest_index
 
 
 @lru_cache(maxsize=64)
@@ -83,26 +83,38 @@ def thumbnail_grid(maps: np.ndarray, cell: int = 56, cmap: str = DEFAULT_CMAP, s
                    row_labels: list[str] | None = None, col_labels: list[str] | None = None,
                    background: Image.Image | np.ndarray | None = None, alpha: float = 0.75,
                    marks: np.ndarray | None = None, selected: tuple[int, int] | None = None,
-                   gap: int = 2) -> tuple[Image.Image, GridLayout]:
+                   gap: int = 2, lang: str = "en", value_range: tuple[float, float] | None = None,
+                   smooth: bool = True, font_size: int = 11) -> tuple[Image.Image, GridLayout]:
     """Maps (R, C, gh, gw) -> (one image with R×C thumbnails, its GridLayout).
 
-    Each thumbnail is the map upsampled bilinearly to ``cell`` pixels high (width in the grid's aspect),
-    scaled by ``scale`` ("each" map, "row", or "all" alike), coloured, optionally blended over a
-    ``background`` photo with weight ``alpha``. ``marks`` (R, C, gh, gw) bool outlines marked patches
-    (e.g. high-norm tokens); ``selected`` (row, col) frames one thumbnail.
+    Each thumbnail is the map upsampled bilinearly (or patch-true, nearest, when not ``smooth``) to ``cell``
+    pixels high (width in the grid's aspect), scaled by ``scale`` ("each" map, "row", or "all" alike) or,
+    with ``value_range`` = (vmin, vmax), all with that one range (so one colour bar reads every thumbnail),
+    coloured, optionally blended over a ``background`` photo with weight ``alpha``. ``marks`` (R, C, gh, gw)
+    bool outlines marked patches (e.g. high-norm tokens); ``selected`` (row, col) frames one thumbnail. The
+    labels are drawn in the font of ``lang`` at ``font_size`` pixels.
     """
     maps = np.asarray(maps, dtype=np.float32)
     if maps.ndim != 4:
         raise ValueError(f"Wrong maps shape! Expected (rows, cols, gh, gw) but got {maps.shape}!")
     R, C, gh, gw = maps.shape
     ch, cw = cell, max(1, round(cell * gw / gh))
-    tiles = colorize(resize_maps(normalize_maps(maps, scale), (ch, cw)), cmap)       # (R, C, ch, cw, 3)
+    if value_range is not None:
+        lo, hi = value_range
+        scaled = np.clip((maps - lo) / (hi - lo), 0.0, 1.0) if hi > lo else np.zeros_like(maps)
+    else:
+        scaled = normalize_maps(maps, scale)
+    if smooth:
+        tiles = colorize(resize_maps(scaled, (ch, cw)), cmap)                         # (R, C, ch, cw, 3)
+    else:
+        rows, cols = nearest_index(gh, ch), nearest_index(gw, cw)
+        tiles = colorize(scaled[:, :, rows[:, None], cols[None, :]], cmap)
     if background is not None:
         photo = as_rgb_array(Image.fromarray(as_rgb_array(background)).resize((cw, ch), Image.Resampling.BILINEAR))
         tiles = (photo.astype(np.float32) * (1 - alpha) + tiles.astype(np.float32) * alpha + 0.5).astype(np.uint8)
     if marks is not None:
         tiles = _outline_marked(tiles, np.asarray(marks, dtype=bool))
-    f = font(11)
+    f = font(font_size, lang, "".join((row_labels or []) + (col_labels or [])))
     left = int(max((f.getlength(t) for t in row_labels or []), default=0)) + 6 if row_labels else 0
     top = f.size + 6 if col_labels else 0
     block = np.full((R, ch + gap, C, cw + gap, 3), 255, dtype=np.uint8)

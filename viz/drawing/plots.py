@@ -15,12 +15,16 @@ import threading
 from functools import lru_cache
 
 import numpy as np
+import matplotlib
 from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.colors import Normalize
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from PIL import Image
 
+from ..i18n import t
+from .fonts import use_language_font
 from .grids import similarity_mosaic
 
 PLOT_SIZE = (4.8, 3.4)  # inches at 100 dpi
@@ -92,30 +96,45 @@ def log_range(values: np.ndarray) -> tuple[float, float]:
 
 # --- mean attention distance (paper Figure 7, right) ---------------------------------------------------
 
-def _distance_axes(ax, layers: int, heads: int, top: float, uniform_distance: float | None, title: str | None):
+def head_colors(heads: int) -> tuple[str, Normalize]:
+    """The colormap name and normalisation that give each head its colour (head h -> cmap(norm(h)))."""
+    return ("tab20" if heads > 10 else "tab10"), Normalize(vmin=0, vmax=max(heads - 1, 1))
+
+
+def _distance_axes(ax, layers: int, heads: int, top: float, uniform_distance: float | None, title: str | None,
+                   lang: str = "en"):
     ax.set_xlim(-0.7, layers - 0.3)
     ax.set_ylim(0, top)
     ax.set_xticks(range(0, layers, max(1, layers // 12)))
-    ax.set_xlabel("Network depth (block)")
-    ax.set_ylabel("Mean attention distance (pixels)")
+    ax.set_xlabel(t("axis.depth", lang))
+    ax.set_ylabel(t("axis.mean_distance", lang))
     ax.grid(alpha=0.3)
+    name, norm = head_colors(heads)
+    cmap = matplotlib.colormaps[name]
+    handles = [Line2D([], [], linestyle="none", marker="o", markersize=4, markeredgewidth=0,
+                      color=cmap(norm(h)), label=t("name.head", lang, head=h)) for h in range(heads)]
     if uniform_distance is not None:
         ax.axhline(uniform_distance, color="gray", linestyle="--", linewidth=0.8)
-        ax.text(layers - 0.4, uniform_distance, "uniform", color="gray", fontsize=7, ha="right", va="bottom")
+        handles.append(Line2D([], [], color="gray", linestyle="--", linewidth=0.8, label=t("legend.uniform", lang)))
+    ax.legend(handles=handles, fontsize=6, loc="lower right", ncol=1 if heads <= 4 else 2 if heads <= 8 else 3,
+              framealpha=0.85, handletextpad=0.3, columnspacing=0.8, labelspacing=0.25)
     if title:
         ax.set_title(title, fontsize=10)
+    use_language_font(ax.figure, lang)
 
 
 def _distance_artists(ax, d: np.ndarray) -> list:
     L, H = d.shape
-    layers = np.repeat(np.arange(L), H)                  # 0-based blocks, as in every other panel
-    colors = np.tile(np.arange(H), L)                    # one colour per head
-    return [ax.scatter(layers, d.ravel(), c=colors, cmap="tab20" if H > 10 else "tab10", s=14, vmin=0,
-                       vmax=max(H - 1, 1), edgecolors="none")]
+    layers = np.repeat(np.arange(L), H)                  # 0-based layers, as in every other panel
+    colors = np.tile(np.arange(H), L)                    # one colour per head, as in the legend
+    name, norm = head_colors(H)
+    return [ax.scatter(layers, d.ravel(), c=colors, cmap=name, s=14, norm=norm, edgecolors="none")]
 
 
-def distance_plot(mean_distance: np.ndarray, title: str | None = None, uniform_distance: float | None = None) -> Figure:
-    """Mean attention distance (L, H) in pixels -> scatter of every head against depth (paper Figure 7, right).
+def distance_plot(mean_distance: np.ndarray, title: str | None = None, uniform_distance: float | None = None,
+                  lang: str = "en") -> Figure:
+    """Mean attention distance (L, H) in pixels -> scatter of every head against depth (paper Figure 7, right),
+    with a legend of the heads' colours; texts in ``lang``.
 
     ``uniform_distance``: optional dashed reference line, the value a head attending uniformly to all
     patches would get (``patch_distances(grid, P).mean()``): heads below it look locally.
@@ -123,33 +142,34 @@ def distance_plot(mean_distance: np.ndarray, title: str | None = None, uniform_d
     d = np.asarray(mean_distance, dtype=np.float32)
     fig = new_figure()
     ax = plot_axes(fig, title)
-    _distance_axes(ax, *d.shape, nice_top(max(d.max(), uniform_distance or 0)), uniform_distance, title)
+    _distance_axes(ax, *d.shape, nice_top(max(d.max(), uniform_distance or 0)), uniform_distance, title, lang)
     _distance_artists(ax, d)
     return fig
 
 
 @lru_cache(maxsize=16)
 def _distance_backdrop(layers: int, heads: int, top: float, uniform_distance: float | None,
-                       title: str | None) -> Backdrop:
+                       title: str | None, lang: str = "en") -> Backdrop:
     fig = new_figure()
-    _distance_axes(plot_axes(fig, title), layers, heads, top, uniform_distance, title)
+    _distance_axes(plot_axes(fig, title), layers, heads, top, uniform_distance, title, lang)
     return Backdrop(fig)
 
 
 def distance_image(mean_distance: np.ndarray, title: str | None = None,
-                   uniform_distance: float | None = None) -> Image.Image:
+                   uniform_distance: float | None = None, lang: str = "en") -> Image.Image:
     """``distance_plot`` as a PIL image, blitted onto a cached backdrop."""
     d = np.asarray(mean_distance, dtype=np.float32)
     uniform = None if uniform_distance is None else round(float(uniform_distance), 3)
     top = nice_top(max(float(d.max()), uniform or 0.0))
-    return _distance_backdrop(*d.shape, top, uniform, title).render(lambda ax: _distance_artists(ax, d))
+    return _distance_backdrop(*d.shape, top, uniform, title, lang).render(lambda ax: _distance_artists(ax, d))
 
 
 # --- position-embedding similarity (paper Figure 7, centre) ---------------------------------------------
 
-def position_similarity_plot(sim: np.ndarray, grid: tuple[int, int], title: str | None = None) -> Figure:
+def position_similarity_plot(sim: np.ndarray, grid: tuple[int, int], title: str | None = None,
+                             lang: str = "en") -> Figure:
     """Cosine similarity (gh·gw, gh·gw) -> grid of grid tiles with row/column axes and a colour bar
-    (paper Figure 7, centre)."""
+    (paper Figure 7, centre); texts in ``lang``."""
     gh, gw = grid
     mosaic = similarity_mosaic(sim, grid, gap=1)
     dpi = 100
@@ -165,42 +185,44 @@ def position_similarity_plot(sim: np.ndarray, grid: tuple[int, int], title: str 
     ax.set_yticks([i * (gh + 1) + (gh - 1) / 2 for i in rows], [str(i) for i in rows])
     ax.set_xticks([j * (gw + 1) + (gw - 1) / 2 for j in cols], [str(j) for j in cols])
     ax.tick_params(length=0, labelsize=8)
-    ax.set_xlabel("Input patch column")
-    ax.set_ylabel("Input patch row")
+    ax.set_xlabel(t("axis.patch_column", lang))
+    ax.set_ylabel(t("axis.patch_row", lang))
     for spine in ax.spines.values():
         spine.set_visible(False)
     cax = fig.add_axes(((left + axes_w + 15) / fig_w, bottom / fig_h, 14 / fig_w, axes_h / fig_h))
-    fig.colorbar(image, cax=cax, label="Cosine similarity")
+    fig.colorbar(image, cax=cax, label=t("colorbar.cosine", lang))
     if title:
         ax.set_title(title, fontsize=10)
-    return fig
+    return use_language_font(fig, lang)
 
 
 # --- token norms against depth ------------------------------------------------------------------------
 
-def _norm_axes(ax, layers: int, num_prefix: int, ylim: tuple[float, float], title: str | None):
+def _norm_axes(ax, layers: int, num_prefix: int, ylim: tuple[float, float], title: str | None, lang: str = "en"):
     ax.set_yscale("log")
     ax.set_xlim(-0.3, layers - 0.7)
     ax.set_ylim(*ylim)
     ax.set_xticks(range(0, layers, max(1, layers // 12)))
-    ax.set_xlabel("Block")
-    ax.set_ylabel("Token L2 norm")
+    ax.set_xlabel(t("axis.layer", lang))
+    ax.set_ylabel(t("axis.token_norm", lang))
     ax.grid(alpha=0.3)
-    handles = [Patch(color="tab:blue", alpha=0.2, label="patches 5–95 %"),
-               Line2D([], [], color="tab:blue", label="patch median"),
-               Line2D([], [], color="tab:blue", linestyle=":", label="patch max"),
-               Line2D([], [], color="black", linewidth=1, label="CLS" if num_prefix else "no CLS")]
+    handles = [Patch(color="tab:blue", alpha=0.2, label=t("legend.patch_band", lang)),
+               Line2D([], [], color="tab:blue", label=t("legend.patch_median", lang)),
+               Line2D([], [], color="tab:blue", linestyle=":", label=t("legend.patch_max", lang)),
+               Line2D([], [], color="black", linewidth=1, label=t("legend.cls" if num_prefix else "legend.no_cls", lang))]
     if num_prefix > 1:
-        handles.append(Line2D([], [], color="gray", linewidth=1, label=f"other prefix tokens ({num_prefix - 1})"))
-    handles.append(Line2D([], [], color="tab:red", linewidth=0.8, label="flagged high-norm patches"))
+        handles.append(Line2D([], [], color="gray", linewidth=1, label=t("legend.other_prefix", lang,
+                                                                         count=num_prefix - 1)))
+    handles.append(Line2D([], [], color="tab:red", linewidth=0.8, label=t("legend.flagged", lang)))
     ax.legend(handles=handles, fontsize=7, loc="upper left")
     if title:
         ax.set_title(title, fontsize=10)
+    use_language_font(ax.figure, lang)
 
 
 def _norm_artists(ax, norms: np.ndarray, num_prefix: int, flags: np.ndarray | None) -> list:
     L = norms.shape[0]
-    x = np.arange(L)                                     # 0-based blocks
+    x = np.arange(L)                                     # 0-based layers
     patches = norms[:, num_prefix:]
     lo, med, hi = np.percentile(patches, [5, 50, 95], axis=1)
     artists = [ax.fill_between(x, lo, hi, color="tab:blue", alpha=0.2, linewidth=0)]
@@ -216,28 +238,29 @@ def _norm_artists(ax, norms: np.ndarray, num_prefix: int, flags: np.ndarray | No
 
 
 def token_norm_plot(norms: np.ndarray, num_prefix: int, flags: np.ndarray | None = None,
-                    title: str | None = None) -> Figure:
+                    title: str | None = None, lang: str = "en") -> Figure:
     """Token norms (L, T) -> curves against depth on a log scale: median and max of the patch tokens
     (shaded 5–95 % band), every prefix token (CLS, …), and each flagged high-norm patch (flags (L, N) or
-    (L, gh, gw) bool)."""
+    (L, gh, gw) bool); texts in ``lang``."""
     norms = np.asarray(norms, dtype=np.float32)
     fig = new_figure()
     ax = plot_axes(fig, title)
-    _norm_axes(ax, norms.shape[0], num_prefix, log_range(norms), title)
+    _norm_axes(ax, norms.shape[0], num_prefix, log_range(norms), title, lang)
     _norm_artists(ax, norms, num_prefix, flags)
     return fig
 
 
 @lru_cache(maxsize=16)
-def _norm_backdrop(layers: int, num_prefix: int, ylim: tuple[float, float], title: str | None) -> Backdrop:
+def _norm_backdrop(layers: int, num_prefix: int, ylim: tuple[float, float], title: str | None,
+                   lang: str = "en") -> Backdrop:
     fig = new_figure()
-    _norm_axes(plot_axes(fig, title), layers, num_prefix, ylim, title)
+    _norm_axes(plot_axes(fig, title), layers, num_prefix, ylim, title, lang)
     return Backdrop(fig)
 
 
 def token_norm_image(norms: np.ndarray, num_prefix: int, flags: np.ndarray | None = None,
-                     title: str | None = None) -> Image.Image:
+                     title: str | None = None, lang: str = "en") -> Image.Image:
     """``token_norm_plot`` as a PIL image, blitted onto a cached backdrop."""
     norms = np.asarray(norms, dtype=np.float32)
-    backdrop = _norm_backdrop(norms.shape[0], num_prefix, log_range(norms), title)
+    backdrop = _norm_backdrop(norms.shape[0], num_prefix, log_range(norms), title, lang)
     return backdrop.render(lambda ax: _norm_artists(ax, norms, num_prefix, flags))

@@ -1,18 +1,22 @@
-"""Heat-map overlays with numpy and Pillow only: colormap lookup tables, bilinear upsampling, alpha
-blending, mask contours, patch markers and a colour bar.
+"""Heat-map overlays with numpy and Pillow only: colormap lookup tables, bilinear or patch-true (nearest)
+upsampling, alpha blending, mask contours, patch markers, patch grid lines and a colour bar.
 
 Matplotlib is used once per colormap to build a 256-entry lookup table; after that an overlay is a few
 array operations (about a millisecond at 224×224), which is what keeps slider moves instant.
 """
 from __future__ import annotations
 
+import math
 from functools import lru_cache
 
 import matplotlib
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
+from .fonts import pil_font
+
 DEFAULT_CMAP = "inferno"
+GRID_COLOR = (255, 255, 255)   # patch borders of patch-true maps
 
 
 @lru_cache(maxsize=32)
@@ -28,10 +32,10 @@ def colormap_lut(name: str = DEFAULT_CMAP) -> np.ndarray:
     return lut
 
 
-@lru_cache(maxsize=8)
-def font(size: int = 12) -> ImageFont.ImageFont:
-    """Pillow's bundled font at ``size`` pixels (no system fonts needed)."""
-    return ImageFont.load_default(size=size)
+def font(size: int = 12, lang: str = "en", text: str = "") -> ImageFont.FreeTypeFont:
+    """The font for a language's ``text`` at ``size`` pixels: Pillow's bundled font for English (DejaVu Sans
+    for a character it lacks), the CJK font for Chinese (``viz.drawing.fonts``)."""
+    return pil_font(size, lang, text)
 
 
 def as_rgb_array(image: Image.Image | np.ndarray) -> np.ndarray:
@@ -67,28 +71,77 @@ def upsample(values: np.ndarray, size: tuple[int, int]) -> np.ndarray:
     return np.asarray(Image.fromarray(values).resize((W, H), Image.Resampling.BILINEAR))
 
 
+def nearest_index(n_in: int, n_out: int) -> np.ndarray:
+    """(n_out,) source index of every output pixel when n_in cells are stretched over n_out pixels (nearest:
+    pixel centre (x + 0.5) · n_in / n_out, floored), so each cell covers one run of whole pixels."""
+    return np.minimum(((np.arange(n_out) + 0.5) * n_in / n_out).astype(np.int64), n_in - 1)
+
+
+def upsample_nearest(values: np.ndarray, size: tuple[int, int]) -> np.ndarray:
+    """(gh, gw) map -> (H, W) with every patch one block of constant value (no smoothing); size = (H, W)."""
+    values = np.asarray(values, dtype=np.float32)
+    rows = np.bincount(nearest_index(values.shape[0], size[0]), minlength=values.shape[0])   # pixels per patch row
+    cols = np.bincount(nearest_index(values.shape[1], size[1]), minlength=values.shape[1])
+    return np.repeat(np.repeat(values, rows, axis=0), cols, axis=1)
+
+
+def patch_borders(grid: tuple[int, int], size: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
+    """Pixel rows and columns where a new patch starts in a (H, W) picture of a (gh, gw) grid (first patch
+    excluded), consistent with ``upsample_nearest``."""
+    rows = np.flatnonzero(np.diff(nearest_index(grid[0], size[0]))) + 1
+    cols = np.flatnonzero(np.diff(nearest_index(grid[1], size[1]))) + 1
+    return rows, cols
+
+
+def draw_patch_grid(pixels: np.ndarray, grid: tuple[int, int], color: tuple[int, int, int] = GRID_COLOR,
+                    alpha: float = 0.35) -> np.ndarray:
+    """Thin (1-pixel) lines at the patch borders of an (H, W, 3) uint8 picture, blended with weight ``alpha``."""
+    out = pixels.copy()
+    rows, cols = patch_borders(grid, out.shape[:2])
+    tint = np.asarray(color, dtype=np.float32) * alpha
+
+    def tinted(part: np.ndarray) -> np.ndarray:
+        return (part.astype(np.float32) * (1 - alpha) + tint + 0.5).astype(np.uint8)
+
+    out[rows, :] = tinted(out[rows, :])
+    keep = np.ones(out.shape[0], dtype=bool)
+    keep[rows] = False                                   # crossings are tinted once, by the rows
+    out[np.ix_(keep, cols)] = tinted(out[np.ix_(keep, cols)])
+    return out
+
+
 def colorize(values01: np.ndarray, cmap: str = DEFAULT_CMAP) -> np.ndarray:
-    """Values in [0, 1] (..., H, W) -> RGB (..., H, W, 3) uint8 through the colormap's lookup table."""
+    """Values in [0, 1] (..., H, W) -> RGB (..., H, W, 3) uint8 through the colormap's lookup table.
+
+    A single (H, W) map goes through Pillow's palette lookup (C, three times faster than numpy's fancy
+    indexing at display size, same pixels)."""
     index = (np.asarray(values01, dtype=np.float32) * 255.0 + 0.5).astype(np.uint8)
-    return colormap_lut(cmap)[index]
+    lut = colormap_lut(cmap)
+    if index.ndim != 2:
+        return lut[index]
+    indexed = Image.fromarray(index, "L")
+    indexed.putpalette(lut.tobytes())
+    return np.asarray(indexed.convert("RGB"))
 
 
 def blend(photo: np.ndarray, colors: np.ndarray, alpha: float) -> np.ndarray:
-    """(1 - alpha)·photo + alpha·colors, both (H, W, 3) uint8 -> uint8."""
+    """(1 - alpha)·photo + alpha·colors, both (H, W, 3) uint8 -> uint8 (rounded; in place, no temporaries)."""
     if not 0.0 <= alpha <= 1.0:
         raise ValueError(f"alpha must be in [0, 1] but got {alpha}!")
-    out = photo.astype(np.float32) * (1.0 - alpha) + colors.astype(np.float32) * alpha
-    return (out + 0.5).astype(np.uint8)
+    out = photo.astype(np.float32)
+    out *= np.float32(1.0 - alpha)
+    mixed = colors.astype(np.float32)
+    mixed *= np.float32(alpha)
+    out += mixed
+    out += np.float32(0.5)
+    return out.astype(np.uint8)
 
 
 def heatmap(values: np.ndarray, size: tuple[int, int], cmap: str = DEFAULT_CMAP, vmin: float | None = None,
             vmax: float | None = None, smooth: bool = True) -> np.ndarray:
     """(gh, gw) map -> coloured (H, W, 3) uint8 at ``size`` = (H, W); bilinear, or nearest (blocky) if not smooth."""
     v = normalize(values, vmin, vmax)
-    if smooth:
-        v = upsample(v, size)
-    else:
-        v = np.asarray(Image.fromarray(v).resize((size[1], size[0]), Image.Resampling.NEAREST))
+    v = upsample(v, size) if smooth else upsample_nearest(v, size)
     return colorize(v, cmap)
 
 
@@ -115,16 +168,21 @@ def mask_outline(mask: np.ndarray, size: tuple[int, int], width: int = 2) -> np.
 def overlay(image: Image.Image | np.ndarray, values: np.ndarray, cmap: str = DEFAULT_CMAP, alpha: float = 0.6,
             vmin: float | None = None, vmax: float | None = None, mask: np.ndarray | None = None,
             mask_color: tuple[int, int, int] = (0, 255, 255), colorbar: bool = False,
-            label: str | None = None) -> Image.Image:
+            label: str | None = None, lang: str = "en", smooth: bool = True, ticks: list[float] | None = None,
+            font_size: int | None = None) -> Image.Image:
     """Heat map (gh, gw) blended onto the photo at the photo's own resolution -> PIL RGB image.
 
     The map is scaled to [0, 1] between vmin and vmax (default: its own min and max), upsampled
-    bilinearly, coloured and blended with weight ``alpha``. ``mask`` (gh, gw) bool draws the outline of a
-    region (e.g. ``attention.threshold_mask``); ``colorbar`` appends a labelled colour bar on the right.
+    bilinearly (``smooth``) or patch-true (nearest, with thin lines at the patch borders), coloured and
+    blended with weight ``alpha``. ``mask`` (gh, gw) bool draws the outline of a region (e.g.
+    ``attention.threshold_mask``); ``colorbar`` appends a colour bar on the right, labelled ``label`` in the
+    font of ``lang``, with ``ticks`` (default: max, middle, min) and ``font_size`` (default: by height).
     """
     photo = as_rgb_array(image)
     H, W = photo.shape[:2]
-    out = blend(photo, heatmap(values, (H, W), cmap, vmin, vmax), alpha)
+    out = blend(photo, heatmap(values, (H, W), cmap, vmin, vmax, smooth), alpha)
+    if not smooth:
+        out = draw_patch_grid(out, np.shape(values))
     if mask is not None:
         out[mask_outline(mask, (H, W), width=max(1, round(min(H, W) / 150)))] = mask_color
     result = Image.fromarray(out)
@@ -132,7 +190,7 @@ def overlay(image: Image.Image | np.ndarray, values: np.ndarray, cmap: str = DEF
         values = np.asarray(values, dtype=np.float32)
         lo = float(values.min()) if vmin is None else vmin
         hi = float(values.max()) if vmax is None else vmax
-        result = add_colorbar(result, cmap, lo, hi, label)
+        result = add_colorbar(result, cmap, lo, hi, label, lang=lang, ticks=ticks, font_size=font_size)
     return result
 
 
@@ -147,15 +205,35 @@ def mark_patch(image: Image.Image, row: int, col: int, grid: tuple[int, int],
     return out
 
 
+def tick_text(value: float) -> str:
+    """A colour-bar tick as printed: 3 significant digits."""
+    return f"{value:.3g}"
+
+
+def tick_position(value: float, vmin: float, vmax: float, top: int, bottom: int) -> int:
+    """Pixel row of a tick value on a bar running from ``top`` (vmax) to ``bottom`` (vmin)."""
+    if not vmax > vmin:
+        return (top + bottom) // 2
+    share = min(max((value - vmin) / (vmax - vmin), 0.0), 1.0)
+    return math.floor(bottom - share * (bottom - top))
+
+
 def add_colorbar(image: Image.Image, cmap: str, vmin: float, vmax: float, label: str | None = None,
-                 bar_width: int = 14) -> Image.Image:
-    """Image with a vertical colour bar on its right: vmax at the top, vmin at the bottom, 3 tick labels."""
+                 bar_width: int = 14, lang: str = "en", ticks: list[float] | None = None,
+                 font_size: int | None = None) -> Image.Image:
+    """Image with a vertical colour bar on its right: vmax at the top, vmin at the bottom, tick labels at
+    ``ticks`` (default: vmax, the middle, vmin; a constant map gets one tick), ``label`` along its side in the
+    font of ``lang``. ``font_size`` default: 12–14 px by height."""
     W, H = image.size
-    f = font(max(12, min(14, H // 18)))     # below 12 px the font's spaces shrink to 2 px
-    ticks = [vmax, (vmin + vmax) / 2, vmin]
-    texts = [f"{t:.3g}" for t in ticks]
+    size = font_size or max(12, min(14, H // 18))     # below 12 px the font's spaces shrink to 2 px
+    f = font(size, lang)
+    if ticks is None:
+        ticks = [vmax, (vmin + vmax) / 2, vmin] if vmax > vmin else [vmax]
+    texts = [tick_text(t) for t in ticks]
     text_w = max(int(f.getlength(t)) for t in texts)
-    label_w = int(f.size * 1.3) if label else 0
+    lines = label.split("\n") if label else []
+    label_font = font(size, lang, "".join(lines))
+    label_w = int(label_font.size * 1.3) * len(lines)
     pad = 6
     canvas = Image.new("RGB", (W + pad + bar_width + 4 + text_w + label_w + pad, H), "white")
     canvas.paste(image, (0, 0))
@@ -164,10 +242,54 @@ def add_colorbar(image: Image.Image, cmap: str, vmin: float, vmax: float, label:
     canvas.paste(Image.fromarray(colorize(ramp, cmap)), (W + pad, margin))
     draw = ImageDraw.Draw(canvas)
     x_text = W + pad + bar_width + 4
-    for text, y in zip(texts, (margin, H // 2, H - margin)):
-        draw.text((x_text, y), text, fill="black", font=f, anchor="lm")
-    if label:
+    placed: list[int] = []
+    for i in sorted(range(len(ticks)), key=lambda i: i not in (0, len(ticks) - 1)):   # the two ends first
+        y = tick_position(ticks[i], vmin, vmax, margin, H - margin)
+        if all(abs(y - other) >= f.size for other in placed):                        # never overlapping
+            draw.text((x_text, y), texts[i], fill="black", font=f, anchor="lm")
+            placed.append(y)
+    if lines:
         strip = Image.new("RGB", (H, label_w), "white")
-        ImageDraw.Draw(strip).text((H // 2, label_w // 2), label, fill="black", font=f, anchor="mm")
+        line_h = label_w // len(lines)
+        strip_draw = ImageDraw.Draw(strip)
+        for k, line in enumerate(lines):
+            strip_draw.text((H // 2, line_h * k + line_h // 2), line, fill="black", font=label_font, anchor="mm")
         canvas.paste(strip.rotate(90, expand=True), (x_text + text_w + 2, 0))
+    return canvas
+
+
+def wrap_lines(text: str, f: ImageFont.FreeTypeFont, width: int) -> list[str]:
+    """Break ``text`` into lines no wider than ``width`` pixels in font ``f``: at spaces, and inside a word
+    that is wider than a line (Chinese runs have no spaces)."""
+    lines, line = [], ""
+    for word in text.split(" "):
+        candidate = f"{line} {word}" if line else word
+        if f.getlength(candidate) <= width:
+            line = candidate
+            continue
+        if line:
+            lines.append(line)
+        line = ""
+        for ch in word:                                   # a word (or a Chinese run) longer than a line
+            if f.getlength(line + ch) > width and line:
+                lines.append(line)
+                line = ""
+            line += ch
+    return lines + [line] if line else lines
+
+
+def caption(image: Image.Image, text: str, lang: str = "en", font_size: int | None = None) -> Image.Image:
+    """Image with ``text`` centred on a white strip underneath (wrapped to the image's width), in the font of
+    ``lang`` (size by default about 1/32 of the image's width, at least 12 pixels)."""
+    size = font_size or max(12, image.width // 32)
+    f = font(size, lang, text)
+    lines = wrap_lines(text, f, max(image.width - 8, size * 4))
+    line_h = int(size * 1.4)
+    strip_h = line_h * len(lines) + size // 2
+    canvas = Image.new("RGB", (image.width, image.height + strip_h), "white")
+    canvas.paste(image, (0, 0))
+    draw = ImageDraw.Draw(canvas)
+    for k, line in enumerate(lines):
+        draw.text((image.width // 2, image.height + size // 4 + line_h * k + line_h // 2), line, fill="black",
+                  font=f, anchor="mm")
     return canvas

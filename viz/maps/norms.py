@@ -4,11 +4,13 @@ Large ViTs repurpose a few low-information patch tokens (often in corners and bo
 scratch space; their norms grow many times larger than the others and they attract much of the
 attention, which spoils attention maps (Darcet et al. 2023, "Vision Transformers Need Registers").
 The AugReg ViT-Ti in ../shared/weights shows them in its four corners from block 7 on, with norms
-10–46× the median patch; ordinary patches stay below 2.5× the median in it and in DeiT-Ti (measured on
-the scikit-image photos), so a patch is flagged when its norm exceeds ``ratio`` (default 3) times the
+16–46× the median patch; ordinary patches stay below 2.9× the median in it and below 2.4× in DeiT-Ti (measured
+on the example photos), so a patch is flagged when its norm exceeds ``ratio`` (default 3) times the
 median patch norm of the same block — a robust rule that needs no absolute scale.
 """
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -39,3 +41,52 @@ def artifact_mask(flags: np.ndarray, from_layer: int = 0) -> np.ndarray:
     """
     flags = np.asarray(flags, dtype=bool)
     return flags[from_layer:].any(axis=0)
+
+
+# When do the artifact tokens dominate a map? Measured on the example photos (cat, coffee, camera) with the
+# AugReg ViT-Ti, whose four corner tokens are flagged (4 of 196 patches, a uniform share of 2 %): in the
+# maps a student misreads — the last layers' CLS attention and the default rollout (discard 0.9) — the
+# corners hold 20–63 % of the mass (layers 8–11, mean of heads) or are the brightest patches by
+# 1.4–2.0× while holding 4.6–5.1× their uniform share (rollout, cat and coffee). In layers 0–6 the same
+# corners reach at most 4.5× their uniform share (one head of the cat's layer 6, where they are not the
+# brightest), and at most 3.7× where they are (one head in layer 5 of the coffee photo); the camera photo's
+# rollout peaks elsewhere. DeiT-Ti has no flagged tokens, so no map of it is ever noted.
+DOMINANT_SHARE = 0.25    # flagged tokens hold at least a quarter of the map's mass, or …
+DOMINANT_EXCESS = 4.0    # … at least 4× the share uniform attention would give them …
+DOMINANT_PEAK = 1.25     # … and the brightest of them is 1.25× the brightest other patch (it sets the colour scale)
+
+
+@dataclass(frozen=True)
+class ArtifactShare:
+    """How much of a map the flagged tokens take, and whether they dominate it (``artifact_share``)."""
+    count: int          # flagged patches
+    share: float        # their share of the map's mass, in [0, 1]
+    excess: float       # share ÷ (count / patches): 1 = what uniform attention would give them
+    peak_ratio: float   # brightest flagged value ÷ brightest unflagged value (0 when none is flagged)
+    dominates: bool
+
+
+def artifact_share(values: np.ndarray, flagged: np.ndarray) -> ArtifactShare:
+    """A map (gh, gw) of non-negative values (CLS attention, rollout, a query row) and the flagged patches
+    (gh, gw) bool -> ArtifactShare. They dominate when they hold ``DOMINANT_SHARE`` of the mass, or
+    ``DOMINANT_EXCESS``× their uniform share while the map's brightest patch is one of them by
+    ``DOMINANT_PEAK`` (see the measurements above)."""
+    values = np.asarray(values, dtype=np.float64)
+    flagged = np.asarray(flagged, dtype=bool)
+    if values.shape != flagged.shape:
+        raise ValueError(f"Map and flags differ in shape! Expected the same (gh, gw) but got {values.shape} and "
+                         f"{flagged.shape}.")
+    count, total = int(flagged.sum()), float(values.sum())
+    if count == 0 or count == flagged.size or total <= 0:
+        return ArtifactShare(count, 0.0 if count == 0 or total <= 0 else 1.0, 1.0, 0.0, False)
+    share = float(values[flagged].sum()) / total
+    excess = share / (count / flagged.size)
+    rest = float(values[~flagged].max())
+    peak = float(values[flagged].max()) / rest if rest > 0 else float("inf")
+    dominates = share >= DOMINANT_SHARE or (excess >= DOMINANT_EXCESS and peak >= DOMINANT_PEAK)
+    return ArtifactShare(count, share, excess, peak, bool(dominates))
+
+
+def artifacts_dominate(values: np.ndarray, flagged: np.ndarray) -> bool:
+    """Whether the flagged tokens dominate the map (see ``artifact_share``)."""
+    return artifact_share(values, flagged).dominates

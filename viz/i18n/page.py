@@ -1,0 +1,218 @@
+"""The page's own texts: title, tab names and descriptions, control labels and their help, picture labels,
+messages. key -> (English, Simplified Chinese).
+
+Static texts (no braces) can go straight to ``gr.I18n``; texts with fields (messages, the summary) are filled on
+the server with ``viz.i18n.t(key, lang, ...)``. Help texts (``help.*``) are one or two short sentences for a
+control's ``info``: what it does and when to use it.
+"""
+
+PAGE: dict[str, tuple[str, str]] = {
+    # --- header and inputs -------------------------------------------------------------------------------
+    "page.title": ("ViT Attention Explorer", "ViT 注意力探索器"),
+    "page.intro": (
+        "Drop a photo: the Vision Transformer classifies it once, then every tab shows what it looked at. "
+        "Sliders and clicks re-render instantly.",
+        "放入一张照片：视觉 Transformer 只对它分类一次，之后每个标签页都展示它看了哪里。拖动滑块或点击会立即重绘。"),
+    "page.language": ("Language", "语言"),
+    "label.photo": ("Photo", "照片"),
+    "label.examples": ("Example photos", "示例照片"),
+    "label.top5": ("Top-5 classes", "前 5 个类别"),
+    "label.summary": ("Summary", "概要"),
+    "label.model": ("Model", "模型"),
+    "help.model": ("a checkpoint in weights/, or type a path and press Enter",
+                   "weights/ 里的检查点，或输入一个路径后按回车"),
+    "button.analyze": ("Analyze", "分析"),
+    "summary.line": (
+        "**{model}** saw a {width}×{height} crop as {grid} patches{prefix} = {tokens} tokens, {layers} layers × "
+        "{heads} heads{took}.",
+        "**{model}** 把 {width}×{height} 的裁剪图像看成 {grid} 个图块{prefix}，共 {tokens} 个词元，"
+        "{layers} 层 × {heads} 个头{took}。"),
+    "summary.prefix": (" + {count} prefix", " + {count} 个前缀词元"),
+    "summary.took": (" · forward pass {ms:.0f} ms", " · 前向计算 {ms:.0f} 毫秒"),
+
+    # --- tabs -----------------------------------------------------------------------------------------------
+    "tab.rollout": ("Rollout", "注意力展开"),
+    "tab.attention": ("Attention", "注意力"),
+    "tab.heads": ("All heads", "所有头"),
+    "tab.query": ("Patch query", "图块查询"),
+    "tab.position": ("Position embeddings", "位置嵌入"),
+    "tab.distance": ("Attention distance", "注意力距离"),
+    "tab.norms": ("Token norms", "词元范数"),
+    "tab.model": ("Model", "模型"),
+
+    # --- tab descriptions -----------------------------------------------------------------------------------
+    "about.rollout": (
+        "Attention rollout (Abnar & Zuidema 2020) follows the CLS token's attention through every layer, with "
+        "the residual connection mixed in: which patches flowed into the CLS token that classified the photo.",
+        "注意力展开（Abnar & Zuidema 2020）沿着每一层追踪 CLS 词元的注意力，并计入残差连接：显示哪些图块流入了给照片分类的 CLS 词元。"),
+    "about.attention": (
+        "Where the CLS token attends in one layer: one head, or the mean of the heads.",
+        "CLS 词元在某一层里关注哪里：一个头，或各头的平均。"),
+    "about.heads": (
+        "The CLS attention of every layer (rows) and head (columns). Click a thumbnail to open it in the "
+        "Attention tab.",
+        "每一层（行）每个头（列）的 CLS 注意力。点击缩略图，在“注意力”页打开它。"),
+    "about.query": (
+        "Click a patch of the photo: where it attends (its attention row) and which patches attend to it (its "
+        "column), in the layer and head picked in the Attention tab.",
+        "点击照片上的一个图块：看它关注哪里（注意力矩阵的行）和哪些图块关注它（列），层和头在“注意力”页选择。"),
+    "about.position": (
+        "Cosine similarity of each patch's learnt position embedding with all others (ViT paper, Figure 7 "
+        "centre): nearby patches, rows and columns are alike.",
+        "每个图块学到的位置嵌入与其他所有图块的余弦相似度（ViT 论文图 7 中）：相邻的图块、同一行和同一列的图块彼此相似。"),
+    "about.distance": (
+        "Mean distance in pixels over which each head attends, by depth (Figure 7 right): early layers mix local "
+        "and global heads, late layers attend globally.",
+        "每个头关注的平均距离（像素），按深度排列（图 7 右）：浅层既有局部的头也有全局的头，深层都关注全局。"),
+    "about.norms": (
+        "The length of every token after each layer. A few background patches grow very long and soak up "
+        "attention (Darcet et al. 2023); they are outlined in cyan.",
+        "每一层之后每个词元的长度。少数背景图块会变得很长并吸走注意力（Darcet 等 2023）；它们用青色框出。"),
+    "about.filters": (
+        "Principal components of the patch-embedding filters (Figure 7 left): what the first layer looks for in "
+        "each patch.",
+        "图块嵌入滤波器的主成分（图 7 左）：第一层在每个图块里寻找什么。"),
+
+    # --- controls: labels and help ----------------------------------------------------------------------------
+    "control.fusion": ("Head fusion", "多头融合方式"),
+    "help.fusion": (
+        "how each layer's heads are combined into one matrix before rollout: their mean, maximum or minimum",
+        "做注意力展开之前，每一层的多个头如何合成一个矩阵：取平均、最大值或最小值"),
+    "choice.mean": ("mean", "平均"),
+    "choice.max": ("max", "最大值"),
+    "choice.min": ("min", "最小值"),
+    "control.discard": ("Discard ratio", "丢弃比例"),
+    "help.discard": (
+        "lowest share of each layer's attention set to 0 before rollout; higher values keep only the strongest "
+        "paths",
+        "注意力展开前把每层注意力中最小的这一部分设为 0；数值越大，只保留越强的路径"),
+    "control.start_layer": ("Start layer", "起始层"),
+    "help.start_layer": (
+        "the first layer of the rollout; the layers before it are left out",
+        "注意力展开从这一层开始，之前的层不计入"),
+    "control.opacity": ("Opacity", "不透明度"),
+    "help.opacity": ("how strongly the map covers the photo: 0 shows only the photo, 1 only the map",
+                     "热力图盖住照片的程度：0 只显示照片，1 只显示热力图"),
+    "control.mask_artifacts": ("Mask high-norm artifact tokens", "屏蔽高范数伪影词元"),
+    "help.mask_artifacts": (
+        "leave out the few tokens with very large norms (see Token norms) that soak up attention without "
+        "showing the object",
+        "去掉少数范数特别大、吸走注意力却不对应物体的词元（见“词元范数”页）"),
+    "control.layer": ("Layer", "层"),
+    "help.layer": ("which encoder layer to show, counted from 0", "显示哪一个编码器层，从 0 开始数"),
+    "control.head": ("Head", "头"),
+    "help.head": ("which attention head of the layer; untick Mean of heads to use it",
+                  "该层的哪一个注意力头；取消“各头平均”后才生效"),
+    "control.mean_heads": ("Mean of heads", "各头平均"),
+    "help.mean_heads": ("show the mean of all heads of the layer instead of one head",
+                        "显示该层所有头的平均，而不是单个头"),
+    "control.dino_mask": ("Outline the patches holding 60% of the attention (DINO)",
+                          "框出占 60% 注意力的图块（DINO）"),
+    "help.dino_mask": (
+        "DINO's threshold mask: the fewest patches whose attention adds up to 60% of the map",
+        "DINO 的阈值掩码：注意力加起来达到 60% 所需的最少图块"),
+    "control.rolled": ("Through all layers (rollout) instead of one layer", "贯穿所有层（注意力展开），而不是单独一层"),
+    "help.rolled": (
+        "show the patch's row and column of the rollout matrix instead of one layer's attention",
+        "显示注意力展开矩阵中该图块的行和列，而不是某一层的注意力"),
+    "help.photo": ("upload, paste or take a photo; the model sees its centre crop",
+                   "上传、粘贴或拍一张照片；模型看到的是它的中心裁剪"),
+    "help.heads_click": ("click a thumbnail to open that layer and head", "点击缩略图，打开对应的层和头"),
+    "help.query_click": ("click a patch to query it", "点击一个图块来查询它"),
+
+    # --- pictures on the page -----------------------------------------------------------------------------
+    "picture.rollout": ("Attention rollout (CLS)", "注意力展开（CLS）"),
+    "picture.attention": ("CLS attention", "CLS 注意力"),
+    "picture.heads": ("Layers × heads", "层 × 头"),
+    "picture.query_photo": ("Click a patch", "点击一个图块"),
+    "picture.query_out": ("Where this patch attends", "这个图块关注哪里"),
+    "picture.query_in": ("Which patches attend to it", "哪些图块关注它"),
+    "picture.position": ("Position embedding similarity", "位置嵌入相似度"),
+    "picture.distance": ("Mean attention distance", "平均注意力距离"),
+    "picture.norms": ("Patch token norms per layer", "每层图块词元的范数"),
+    "picture.norm_curves": ("Token norms by depth", "词元范数随深度的变化"),
+    "picture.architecture": ("Architecture", "模型结构"),
+    "picture.filters": ("Embedding filters", "嵌入滤波器"),
+
+    # --- messages -------------------------------------------------------------------------------------------
+    "message.models_listed_only": (
+        "This server only runs the models in its Model list. Typed paths and other model names load when the "
+        "app runs on your own machine (python app.py).",
+        "这个服务器只运行模型列表里的模型。输入路径或其他模型名，只在你自己的电脑上运行本应用时有效（python app.py）。"),
+    "message.model_failed": ("Could not load the model {model!r}. {error}", "无法加载模型 {model!r}。{error}"),
+    "message.no_analysis": (
+        "There is no analysed photo in this session yet (or the server forgot this session): upload a photo or "
+        "press Analyze.",
+        "这个会话里还没有分析过的照片（或服务器已忘记这个会话）：请上传一张照片，或点击“分析”。"),
+    "message.analyse_again": ("This photo could not be analysed again ({error}). Upload it again.",
+                              "这张照片无法重新分析（{error}）。请重新上传。"),
+    "message.cannot_start": ("Cannot start: the model {model!r} did not load.", "无法启动：模型 {model!r} 没有加载成功。"),
+    "message.start_with": (
+        "Start with a checkpoint that is on this machine, for example:", "请用这台电脑上已有的检查点启动，例如："),
+    "message.no_checkpoint_here": (
+        "No checkpoint was found on this machine. Download one (e.g. {url}), save it in {folder}, and start "
+        "again; or start with any checkpoint file: python app.py --weights PATH",
+        "这台电脑上没有找到检查点。请下载一个（例如 {url}），保存到 {folder}，再启动；"
+        "或者用任意检查点文件启动：python app.py --weights 路径"),
+
+    # --- the guided walk through the ViT: a title and one sentence per step (viz.walkthrough.step_texts) ---
+    "walk.crop.title": ("1. The crop the model sees", "1. 模型看到的裁剪图像"),
+    "walk.crop.text": (
+        "The photo is resized so that its shorter side is {resize} pixels and the centre is cut out: this "
+        "{shape} array of pixels is all the model sees.",
+        "照片先缩放到短边 {resize} 像素，再裁出中心部分：模型看到的只有这个 {shape} 的像素数组。"),
+    "walk.patches.title": ("2. Cut into patches", "2. 切成图块"),
+    "walk.patches.text": (
+        "The image is cut into a {grid} grid of {patch}×{patch} pixel patches, N = {count} of them, read row by "
+        "row like the words of a sentence: {shape}.",
+        "图像被切成 {grid} 个 {patch}×{patch} 像素的图块，共 N = {count} 个，像句子里的词一样逐行读入：{shape}。"),
+    "walk.flatten.title": ("3. One patch, flattened", "3. 把一个图块展平"),
+    "walk.flatten.text": (
+        "Patch ({row}, {col}) becomes one row of {patch}·{patch}·{channels} = {values} numbers: the transformer "
+        "never sees it as a square.",
+        "图块 ({row}, {col}) 被展平成一行 {patch}·{patch}·{channels} = {values} 个数：Transformer 从不把它当作方块来看。"),
+    "walk.projection.title": ("4. Linear projection to D = {dim}", "4. 线性投影到 D = {dim} 维"),
+    "walk.projection.text": (
+        "One learnt matrix E maps every flattened patch to a vector of D = {dim} numbers, its patch embedding "
+        "({shape}); a {patch}×{patch} convolution with stride {patch} computes exactly this.",
+        "一个学到的矩阵 E 把每个展平的图块映射成 D = {dim} 个数的向量，即图块嵌入（{shape}）；"
+        "步长为 {patch} 的 {patch}×{patch} 卷积做的正是这件事。"),
+    "walk.cls.title": ("5. The CLS token prepended", "5. 在前面加上 CLS 词元"),
+    "walk.cls.text": (
+        "A learnt {names} token is put in front of the patches ({shape}); after the last layer its vector alone "
+        "classifies the image, like BERT's [class] token.",
+        "在图块前面加上一个学到的 {names} 词元（{shape}）；最后一层之后，只用它的向量来给整张图像分类，"
+        "就像 BERT 的 [class] 词元。"),
+    "walk.cls.none": (
+        "This model has no CLS token: the {count} patch tokens go on alone ({shape}).",
+        "这个模型没有 CLS 词元：{count} 个图块词元直接进入下一步（{shape}）。"),
+    "walk.position.title": ("6. Position embeddings added", "6. 加上位置嵌入"),
+    "walk.position.text": (
+        "Attention by itself ignores order, so a learnt position embedding is added to every token "
+        "(z₀ = [x_class; x¹E; …; xᴺE] + E_pos, {shape}); nearby patches learn similar embeddings, as their "
+        "cosine similarity shows.",
+        "注意力本身不管顺序，所以每个词元都加上一个学到的位置嵌入（z₀ = [x_class; x¹E; …; xᴺE] + E_pos，{shape}）；"
+        "相邻图块学到的嵌入很相似，余弦相似度图显示了这一点。"),
+    "walk.blocks.title": ("7. {depth} encoder layers", "7. {depth} 个编码器层"),
+    "walk.blocks.text": (
+        "In every layer each token attends to all {tokens} tokens through {heads} heads (LayerNorm, multi-head "
+        "self-attention, then an MLP, each with a residual connection); the shape stays {shape}. The picture "
+        "shows where the CLS token attends in layer {layer}: attention {attention}.",
+        "每一层里，每个词元通过 {heads} 个头关注全部 {tokens} 个词元（层归一化、多头自注意力，再接 MLP，"
+        "都带残差连接）；形状保持 {shape}。图中是第 {layer} 层里 CLS 词元关注的位置：注意力 {attention}。"),
+    "walk.output.title": ("8. The CLS output", "8. CLS 的输出"),
+    "walk.output.text": (
+        "After the last layer a LayerNorm is applied and the CLS token's vector is taken out (y = LN(z_L⁰), "
+        "{shape}): {dim} numbers that summarise the whole image.",
+        "最后一层之后做一次层归一化，取出 CLS 词元的向量（y = LN(z_L⁰)，{shape}）：用 {dim} 个数概括整张图像。"),
+    "walk.output.text_avg": (
+        "After the last layer the patch tokens are averaged and normalised ({shape}): {dim} numbers that "
+        "summarise the whole image (this model pools instead of using CLS).",
+        "最后一层之后对图块词元取平均并归一化（{shape}）：用 {dim} 个数概括整张图像（这个模型用平均池化而不用 CLS）。"),
+    "walk.logits.title": ("9. Logits and softmax", "9. logits 与 softmax"),
+    "walk.logits.text": (
+        "A linear head turns these numbers into {classes} logits ({shape}), one per class, and softmax turns the "
+        "logits into probabilities that sum to 1: here the top class is {label} ({probability:.0%}).",
+        "一个线性分类头把这些数变成 {classes} 个 logits（{shape}），每个类别一个，softmax 再把它们变成和为 1 "
+        "的概率：这里概率最高的类别是 {label}（{probability:.0%}）。"),
+}

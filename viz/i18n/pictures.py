@@ -1,0 +1,88 @@
+"""The texts drawn into pictures: axis labels, legends, colour-bar labels, captions, titles and notes.
+
+key -> (English, Simplified Chinese). One name per thing, in both languages: layer (层), head (头), patch
+(图块), token (词元), CLS. Fields in braces are filled by ``viz.i18n.t``.
+"""
+
+PICTURES: dict[str, tuple[str, str]] = {
+    # --- names used in captions and labels ---------------------------------------------------------------
+    "name.layer": ("layer {layer}", "第 {layer} 层"),
+    "name.head": ("head {head}", "头 {head}"),
+    "name.layer_head": ("layer {layer}, head {head}", "第 {layer} 层，头 {head}"),
+    "name.layer_mean": ("layer {layer}, mean of heads", "第 {layer} 层，各头平均"),
+    "name.rollout": ("rollout", "注意力展开"),
+    "name.patch": ("patch ({row}, {col})", "图块 ({row}, {col})"),
+    "name.norm": ("norm", "范数"),
+
+    # --- colour bars ---------------------------------------------------------------------------------------
+    "colorbar.uniform": ("× uniform attention (1 = 1/{tokens})", "均匀注意力的倍数（1 = 1/{tokens}）"),
+    "colorbar.attends_to": ("attends to, {where}", "它关注哪里，{where}"),
+    "colorbar.attended_by": ("attended by, {where}", "谁关注它，{where}"),
+    "colorbar.cosine": ("Cosine similarity", "余弦相似度"),
+    "colorbar.value": ("value", "数值"),
+
+    # --- mean attention distance (Figure 7, right) -------------------------------------------------------
+    "axis.depth": ("Network depth (layer)", "网络深度（层）"),
+    "axis.mean_distance": ("Mean attention distance (pixels)", "平均注意力距离（像素）"),
+    "legend.uniform": ("uniform attention", "均匀注意力"),
+    "title.mean_over_images": ("mean over {count} images", "{count} 张图像的平均"),
+
+    # --- position-embedding similarity (Figure 7, centre) ------------------------------------------------
+    "axis.patch_column": ("Input patch column", "输入图块的列"),
+    "axis.patch_row": ("Input patch row", "输入图块的行"),
+
+    # --- token norms ---------------------------------------------------------------------------------------
+    "axis.layer": ("Layer", "层"),
+    "axis.head": ("Head", "头"),
+    "axis.token_norm": ("Token L2 norm", "词元的 L2 范数"),
+    "legend.patch_band": ("patches 5–95 %", "图块 5–95 % 分位"),
+    "legend.patch_median": ("patch median", "图块中位数"),
+    "legend.patch_max": ("patch max", "图块最大值"),
+    "legend.cls": ("CLS", "CLS"),
+    "legend.no_cls": ("no CLS", "无 CLS"),
+    "legend.other_prefix": ("other prefix tokens ({count})", "其他前缀词元（{count} 个）"),
+    "legend.flagged": ("flagged high-norm patches", "被标记的高范数图块"),
+
+    # --- notes under or on maps ----------------------------------------------------------------------------
+    "note.artifacts_dominate": (
+        "{share:.0%} of this map lies on {count} high-norm artifact tokens, not on the object: see Token norms, "
+        "or mask them.",
+        "此图 {share:.0%} 的注意力落在 {count} 个高范数伪影词元上，而不在物体上：见“词元范数”页，或将它们屏蔽。"),
+    "note.artifacts_masked": (
+        "{count} high-norm artifact tokens are masked: their attention is left out and the rest renormalised.",
+        "已屏蔽 {count} 个高范数伪影词元：去掉它们的注意力后，其余部分重新归一化。"),
+    "note.query_masked": (
+        "Patch ({row}, {col}) is a high-norm artifact token and is masked out: untick the mask to query it.",
+        "图块 ({row}, {col}) 是高范数伪影词元，已被屏蔽：取消屏蔽后才能查询它。"),
+    "note.enlarged": (
+        "This photo is only {width}×{height} pixels: it was enlarged {factor:.1f}× before the {crop} crop, so the "
+        "model saw blurred pixels.",
+        "这张照片只有 {width}×{height} 像素：裁剪成 {crop} 之前被放大了 {factor:.1f} 倍，模型看到的是模糊的像素。"),
+    "note.crop": (
+        "The model sees only the outlined {crop} crop; everything outside it is cut away.",
+        "模型只看到框内 {crop} 的裁剪区域，框外的部分都被裁掉了。"),
+    "note.heads_scale": (
+        "One colour scale for every thumbnail, in multiples of uniform attention (1 = 1/{tokens}).",
+        "所有缩略图共用一个色标，单位是均匀注意力的倍数（1 = 1/{tokens}）。"),
+    "note.head_info": (
+        "layer {layer}, head {head}: mean attention distance {distance:.0f} pixels, entropy {entropy:.2f} bits "
+        "({share:.0%} of the maximum {maximum:.2f})",
+        "第 {layer} 层，头 {head}：平均注意力距离 {distance:.0f} 像素，熵 {entropy:.2f} 比特"
+        "（最大值 {maximum:.2f} 的 {share:.0%}）"),
+    "caption.crop": ("what the model saw", "模型看到的区域"),
+
+    # --- captions and axes of the guided walk's pictures (viz.walkthrough) ---------------------------------
+    "walk.caption.grid": ("{shape} → {grid} patches", "{shape} → {grid} 个图块"),
+    "walk.caption.pixels": ("its pixels ({patch}×{patch}×{channels})", "它的像素（{patch}×{patch}×{channels}）"),
+    "walk.caption.numbers": ("as {values} numbers, in the order the projection reads them: channel by channel, "
+                             "row by row",
+                             "展平成 {values} 个数，按投影读取的顺序：一个通道接一个通道，逐行排列"),
+    "walk.caption.embedding": ("its embedding: {dim} numbers", "它的嵌入：{dim} 个数"),
+    "walk.caption.tokens": ("{tokens} tokens × {dim} numbers", "{tokens} 个词元 × {dim} 个数"),
+    "walk.axis.token": ("token", "词元"),
+    "walk.axis.dimension": ("dimension", "维度"),
+    "walk.axis.logit": ("logit", "logit"),
+    "walk.axis.probability": ("probability", "概率"),
+    "walk.legend.logit": ("logit", "logit"),
+    "walk.legend.probability": ("probability after softmax", "softmax 之后的概率"),
+}

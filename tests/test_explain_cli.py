@@ -47,6 +47,8 @@ def test_explain_writes_the_contracted_files(real_weights_dir, photo_path, tmp_p
         assert npz[f"explain_{method}"].shape == (14, 14)
         np.testing.assert_allclose(npz[f"explain_{method}"], cat.map(method), rtol=1e-5, atol=1e-7)
         np.testing.assert_allclose(npz[f"contrast_{method}"], cat.map(method) - espresso.map(method), rtol=1e-4, atol=1e-6)
+    with Image.open(folder / "explanations.png") as row:                       # every method side by side
+        assert row.width > len(CONTRACT) * 112
     assert sorted(p.name for p in folder.iterdir()) == result["files"]
 
 

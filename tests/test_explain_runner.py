@@ -109,7 +109,7 @@ LAYOUTS = {
 
 def tiny(**kw) -> vit.VisionTransformer:
     torch.manual_seed(0)
-    model = vit.VisionTransformer(vit.ViTConfig(embed_dim=32, depth=2, num_heads=2, mlp_dim=64, num_classes=5, **kw))
+    model = vit.VisionTransformer(vit.ViTConfig(**{**dict(embed_dim=32, depth=2, num_heads=2, mlp_dim=64, num_classes=5), **kw}))
     with torch.no_grad():
         for p in model.parameters():
             p.add_(0.1 * torch.randn_like(p))
@@ -137,3 +137,28 @@ def test_every_method_handles_the_prefix_tokens_on_a_224x320_input(name):
 def test_one_image_at_a_time():
     with pytest.raises(ValueError, match=r"one image \(1, C, H, W\)"):
         explain_tensor(tiny(), torch.zeros(2, 3, 224, 224))
+
+
+def test_a_backbone_has_no_class_to_explain_but_any_target_on_its_features_works():
+    """A DINO-style backbone (no head) returns features: a class target is refused, while a Target that scores
+    the features (here: similarity to a fixed direction, as a CLIP text target would) is explained."""
+    model = tiny(num_classes=0)
+    x = torch.randn(1, 3, 224, 224, generator=torch.Generator().manual_seed(2))
+    with pytest.raises(ValueError, match="no classifier head"):
+        explain_tensor(model, x, ClassTarget(0))
+
+    class Direction:
+        def __init__(self, d):
+            self.d = d
+
+        def score(self, output):
+            return 10 * torch.nn.functional.cosine_similarity(output, self.d[None], dim=1)
+
+        def probability(self, output):
+            return torch.sigmoid(self.score(output))
+
+        def describe(self):
+            return {"text": "a fixed direction"}
+
+    e = explain_tensor(model, x, Direction(torch.ones(32)), ["gae", "attnlrp"])
+    assert e.target == {"text": "a fixed direction"} and e.map("gae").shape == e.map("attnlrp").shape == (14, 14)

@@ -19,7 +19,7 @@ from tqdm import tqdm
 
 from . import panels
 from .explain import METHODS, contrast, method_names
-from .explain.panels import contrast_panel, explanation_panel
+from .explain.panels import contrast_panel, explanation_panel, methods_row
 from .result import Analysis
 from .maps.rollout import FUSIONS
 
@@ -43,10 +43,11 @@ patch_size, pos_similarity (N, N) on the checkpoint's native grid, mean_distance
 token_norms (L, T), probabilities (K,), cls_attention, query_row, query_column (gh, gw), query_patch,
 high_norm_flags (L, gh, gw). Layers and heads are 0-based; negative indices count from the end.
 
-With --explain M1,M2,…: explain_<method>.png per method (the map for --target, default the top-1 class),
-explain_<method> (gh, gw) in attention.npz, and "explain": {"target": {"index", "name"}, "methods": […]}
-in result.json; with --contrast B also contrast_<method>.png and contrast_<method> (the --target map minus
-B's, diverging colours centred on 0) and "contrast": {"index", "name"}. Methods: """ + ", ".join(METHODS) + "."
+With --explain M1,M2,…: explain_<method>.png per method (the map for --target, default each image's
+top-1 class) and explanations.png (all of them side by side), explain_<method> (gh, gw) in attention.npz,
+and "explain": {"target": {"index", "name"}, "methods": […]} in result.json. With --contrast B also
+contrast_<method>.png and contrast_<method>: the --target map minus B's, diverging colours centred on 0,
+and "contrast": {"index", "name"}. Methods: """ + ", ".join(METHODS) + ".\n"
 
 
 def head_arg(text: str) -> int | None:
@@ -156,6 +157,8 @@ def explanation_outputs(loaded, image, a: Analysis, request: ExplainRequest,
         arrays[f"explain_{m}"] = e.map(m)
         images[f"explain_{m}"] = explanation_panel(panels.photo(a, o.scale), e.map(m), m, o.cmap, o.alpha,
                                                    o.colorbar, label=f"{m}: {name}")
+    images["explanations"] = methods_row(a.image, {m: e.map(m) for m in request.methods}, cmap=o.cmap, alpha=o.alpha,
+                                         title=name)
     info = {"target": {"index": e.target["index"], "name": name}, "methods": list(request.methods),
             "readout": e.readout, "probability": e.probability}
     if request.contrast is not None:
@@ -163,7 +166,7 @@ def explanation_outputs(loaded, image, a: Analysis, request: ExplainRequest,
         for m in request.methods:
             arrays[f"contrast_{m}"] = contrast(e, b, m)
             images[f"contrast_{m}"] = contrast_panel(panels.photo(a, o.scale), arrays[f"contrast_{m}"], o.alpha,
-                                                     o.colorbar, label=f"{m}: {name} − {b.target['name']}")
+                                                     o.colorbar, label=f"{m}: {name} - {b.target['name']}")
         info["contrast"] = {"index": b.target["index"], "name": b.target["name"]}
     info["seconds"] = time.perf_counter() - t0
     return images, arrays, info

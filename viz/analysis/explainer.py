@@ -77,6 +77,9 @@ def explain_tensor(model, x: torch.Tensor, target: Target | None = None, methods
     x = x.to(next(model.parameters()).device)
     layout = model.token_layout(x.shape[-2], x.shape[-1])
     target = ClassTarget() if target is None else target
+    if isinstance(target, ClassTarget) and not model.cfg.num_classes:
+        raise ValueError("This model has no classifier head (a backbone: its output is features, not classes), so a "
+                         "class target has nothing to explain! Give a Target that scores its features.")
     ran, fields, relevance, output, timings = ["none"], {}, {}, None, {}
     for family in families_of(names):
         t0 = time.perf_counter()

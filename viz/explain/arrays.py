@@ -41,6 +41,23 @@ class ExplainArrays:
         return tuple(int(t) for t in np.flatnonzero(readout[:self.num_prefix]))
 
 
+def chain_row(matrices, readout: np.ndarray) -> np.ndarray:
+    """readout · M_{L-1} · … · M_0 -> (T,), for per-block matrices given first block first.
+
+    The readout's row of a product of L matrices, as L vector-matrix products from the last block down
+    instead of L matrix products: the same numbers (up to float rounding) for 1/T of the work.
+    """
+    row = np.asarray(readout, dtype=np.float32)
+    for matrix in reversed(list(matrices)):
+        row = row @ matrix
+    return row
+
+
+def row_to_grid(row: np.ndarray, num_prefix: int, grid: tuple[int, int]) -> np.ndarray:
+    """(T,) values per token -> (gh, gw) over the patches (prefix tokens dropped)."""
+    return np.asarray(row, dtype=np.float32)[num_prefix:].reshape(grid)
+
+
 def read_out(matrix: np.ndarray, readout: np.ndarray, num_prefix: int, grid: tuple[int, int]) -> np.ndarray:
     """(T, T) token-to-token matrix -> (gh, gw): the readout's row of it (readout @ matrix) over the patch columns.
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..maps.rollout import fuse_heads, rollout_product
-from .arrays import ExplainArrays, read_out
+from ..maps.rollout import fuse_heads, with_residual
+from .arrays import ExplainArrays, chain_row, read_out, row_to_grid
 
 RANDOM_SEED = 0
 
@@ -27,8 +27,8 @@ def attention_map(arrays: ExplainArrays) -> np.ndarray:
 def rollout_map(arrays: ExplainArrays) -> np.ndarray:
     """Attention rollout (mean of heads, no discard, from block 0), the readout's row -> (gh, gw)."""
     attention, readout = arrays.need("attention", "readout")
-    matrix = rollout_product(fuse_heads(np.asarray(attention), "mean"), 0.0, 0, arrays.protected())
-    return read_out(matrix, readout, arrays.num_prefix, arrays.grid)
+    steps = [with_residual(fused) for fused in fuse_heads(np.asarray(attention), "mean")]   # Â_l, first block first
+    return row_to_grid(chain_row(steps, readout), arrays.num_prefix, arrays.grid)
 
 
 def random_values(grid: tuple[int, int], seed: int = RANDOM_SEED) -> np.ndarray:

@@ -15,24 +15,29 @@ from __future__ import annotations
 
 import numpy as np
 
-from .arrays import ExplainArrays, read_out
+from .arrays import ExplainArrays, chain_row, row_to_grid
 
 
-def gae_matrix(attention: np.ndarray, attention_grad: np.ndarray) -> np.ndarray:
-    """(L, H, T, T) attention and its gradient -> relevance R (T, T) after the last block."""
+def gae_steps(attention: np.ndarray, attention_grad: np.ndarray) -> list[np.ndarray]:
+    """(L, H, T, T) attention and its gradient -> the L update matrices I + mean_h((∇A ⊙ A)⁺), first block first."""
     attention, attention_grad = np.asarray(attention), np.asarray(attention_grad)
     if attention.shape != attention_grad.shape or attention.ndim != 4:
         raise ValueError(f"Wrong shapes! Expected attention and its gradient both (L, H, T, T) but got "
                          f"{attention.shape} and {attention_grad.shape}.")
-    T = attention.shape[-1]
-    R = np.eye(T, dtype=np.float32)
-    for A, G in zip(attention, attention_grad):          # block l's map with block l's gradient
-        weighted = np.maximum(A * G, 0.0).mean(axis=0, dtype=np.float32)    # (T, T)
-        R = R + weighted @ R
+    eye = np.eye(attention.shape[-1], dtype=np.float32)
+    return [eye + np.maximum(A * G, 0.0).mean(axis=0, dtype=np.float32)     # block l's map with block l's gradient
+            for A, G in zip(attention, attention_grad)]
+
+
+def gae_matrix(attention: np.ndarray, attention_grad: np.ndarray) -> np.ndarray:
+    """(L, H, T, T) attention and its gradient -> relevance R (T, T) after the last block (every row)."""
+    R = np.eye(attention.shape[-1], dtype=np.float32)
+    for step in gae_steps(attention, attention_grad):     # R ← R + Ā·R = (I + Ā)·R
+        R = step @ R
     return R
 
 
 def gae_map(arrays: ExplainArrays) -> np.ndarray:
-    """GAE relevance of the patches -> (gh, gw)."""
+    """GAE relevance of the patches -> (gh, gw): the readout's row of R, without forming R."""
     attention, grad, readout = arrays.need("attention", "attention_grad", "readout")
-    return read_out(gae_matrix(attention, grad), readout, arrays.num_prefix, arrays.grid)
+    return row_to_grid(chain_row(gae_steps(attention, grad), readout), arrays.num_prefix, arrays.grid)

@@ -29,8 +29,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..maps.rollout import rollout_product
-from .arrays import ExplainArrays, read_out
+from ..maps.rollout import discard_lowest, rollout_product, with_residual
+from .arrays import ExplainArrays, chain_row, row_to_grid
 
 DEFAULT_DISCARD_RATIO = 0.9  # vit-explain's default for gradient rollout
 
@@ -51,7 +51,8 @@ def grad_rollout_matrix(attention: np.ndarray, attention_grad: np.ndarray, disca
 
 
 def grad_rollout_map(arrays: ExplainArrays, discard_ratio: float = DEFAULT_DISCARD_RATIO) -> np.ndarray:
-    """Gradient-weighted rollout of the patches -> (gh, gw)."""
+    """Gradient-weighted rollout of the patches -> (gh, gw): the readout's row of R, without forming R."""
     attention, grad, readout = arrays.need("attention", "attention_grad", "readout")
-    matrix = grad_rollout_matrix(attention, grad, discard_ratio, arrays.protected())
-    return read_out(matrix, readout, arrays.num_prefix, arrays.grid)
+    protect = arrays.protected()
+    steps = [with_residual(discard_lowest(fused, discard_ratio, protect)) for fused in gradient_fused(attention, grad)]
+    return row_to_grid(chain_row(steps, readout), arrays.num_prefix, arrays.grid)

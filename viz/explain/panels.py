@@ -43,8 +43,9 @@ def contrast_panel(image: Image.Image | np.ndarray, values: np.ndarray, alpha: f
 
 
 def methods_row(image: Image.Image | np.ndarray, maps: dict, cell: int = 160, cmap: str = render.DEFAULT_CMAP,
-                alpha: float = 0.6, gap: int = 6) -> Image.Image:
-    """Several methods' maps for the same target side by side, each scaled on its own, names above.
+                alpha: float = 0.6, gap: int = 6, title: str | None = None) -> Image.Image:
+    """Several methods' maps for the same target side by side, each scaled on its own, names above and
+    ``title`` (e.g. the class) on the left.
 
     ``maps``: method name -> (gh, gw). Every tile is ``cell`` pixels high, in the photo's aspect.
     """
@@ -53,11 +54,16 @@ def methods_row(image: Image.Image | np.ndarray, maps: dict, cell: int = 160, cm
     small = photo.resize((width, cell), Image.Resampling.LANCZOS)
     f = render.font(13)
     top = f.size + 8
-    canvas = Image.new("RGB", (len(maps) * (width + gap) - gap if maps else 1, top + cell), "white")
+    left = int(f.size * 1.6) if title else 0
+    canvas = Image.new("RGB", (left + max(len(maps) * (width + gap) - gap, 1), top + cell), "white")
     draw = ImageDraw.Draw(canvas)
     for i, (name, values) in enumerate(maps.items()):
         tile = explanation_panel(small, values, name, cmap, alpha, colorbar=False)
-        x = i * (width + gap)
+        x = left + i * (width + gap)
         canvas.paste(tile, (x, top))
         draw.text((x + width / 2, top - 4), name, fill="black", font=f, anchor="md")
+    if title:
+        strip = Image.new("RGB", (cell, left), "white")
+        ImageDraw.Draw(strip).text((cell // 2, left // 2), title, fill="black", font=f, anchor="mm")
+        canvas.paste(strip.rotate(90, expand=True), (0, top))
     return canvas

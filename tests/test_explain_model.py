@@ -14,7 +14,7 @@ import torch.nn as nn
 import vit
 from vit.explain import (ATTN_LRP, CP_LRP, ClassTarget, Target, class_target, gradient_pass, readout,
                          relevance_pass)
-from vit.explain.rules import ElementwiseIdentity, LayerNormIdentity, divide_gradient, without_parameter_grads
+from vit.explain.rules import ElementwiseIdentity, LayerNormIdentity, scale_gradient, without_parameter_grads
 
 TINY = dict(embed_dim=32, depth=2, num_heads=2, mlp_dim=64, num_classes=5, img_size=32, patch_size=8)
 
@@ -59,10 +59,10 @@ def test_layernorm_rule_treats_the_std_as_a_constant():
 
 
 def test_uniform_rule_halves_a_bilinear_products_relevance_for_each_factor():
-    """z = a·b = 6 (a = 2, b = 3): gradient × input gives a and b each the whole 6; dividing each gradient by 2
+    """z = a·b = 6 (a = 2, b = 3): gradient × input gives a and b each the whole 6; scaling each gradient by 1/2
     (the uniform rule) gives each 3, and 3 + 3 = z is conserved."""
     a, b = torch.tensor(2.0, requires_grad=True), torch.tensor(3.0, requires_grad=True)
-    z = divide_gradient(a, 2.0) * divide_gradient(b, 2.0)
+    z = scale_gradient(a, 0.5) * scale_gradient(b, 0.5)
     ga, gb = torch.autograd.grad(z, (a, b))
     assert float(a.detach() * ga) == 3.0 and float(b.detach() * gb) == 3.0 and float(z.detach()) == 6.0
 
@@ -148,6 +148,13 @@ def test_a_module_kind_without_a_rule_is_refused():
     with pytest.raises(ValueError, match=r"No relevance rule for blocks\.1\.mlp\.act \(SiLU\)"):
         relevance_pass(model, image())
     gradient_pass(model, image())        # plain gradients need no rule
+
+
+def test_an_attention_with_parts_the_rule_does_not_reproduce_is_refused():
+    model = tiny()
+    model.blocks[0].attn.q_norm = nn.LayerNorm(16)     # as a q/k-norm block would have
+    with pytest.raises(ValueError, match="also has q_norm"):
+        relevance_pass(model, image())
 
 
 def test_explanations_are_refused_in_training_mode():

@@ -9,12 +9,12 @@ authors' ``lxt`` package does it):
 - ``ElementwiseIdentity`` (GELU, Tanh): the identity rule (Eq. 9): the gradient becomes f(x)/x, so the
   relevance f(x)·g of the output passes to the input unchanged;
 - ``LayerNormIdentity``: the identity rule for LayerNorm: the standard deviation is treated as a constant
-  (detached), so LayerNorm acts as the linear map (x - mean)/std·w + b;
-- ``RuleAttention``: our attention with q, k, v treated by a bilinear rule before the softmax attention:
-  ``uniform_split`` (AttnLRP's uniform rule, Eq. 7: relevance of q·kᵀ split equally between q and k, and of
-  A·v between A and v, i.e. gradients of q and k divided by 4 and of v by 2) or ``no_softmax_flow``
-  (CP-LRP, Ali et al. 2022, "XAI for Transformers: Better Explanations through Conservative Propagation":
-  q and k detached, so no relevance flows through the softmax). The softmax itself keeps its own gradient:
+  (its derivative is left out), so LayerNorm acts as the linear map (x - mean)/std·w + b; one fused op;
+- ``RuleAttention``: our attention with the gradients of q, k, v scaled by a bilinear rule:
+  ``UNIFORM_SPLIT`` (AttnLRP's uniform rule, Eq. 7: relevance of q·kᵀ split equally between q and k, and of
+  A·v between A and v, i.e. gradients of q and k × 1/4 and of v × 1/2) or ``NO_SOFTMAX_FLOW`` (CP-LRP, Ali et
+  al. 2022, "XAI for Transformers: Better Explanations through Conservative Propagation": q and k get no
+  gradient, so no relevance flows through the softmax). The softmax itself keeps its own gradient:
   with gradient × input that *is* the paper's softmax rule, R_in = x·(R_out - s·ΣR_out) (Prop. 3.1).
 
 Linear layers, LayerScale, dropout (eval) and identities need no rule: their gradient × input is already
@@ -56,22 +56,44 @@ class _IdentityRuleFn(torch.autograd.Function):
         return ratio * grad, None
 
 
-class _DivideGradientFn(torch.autograd.Function):
-    """Identity forward; backward divides the gradient by ``factor`` (the uniform rule on a bilinear input)."""
+class _ScaleGradientFn(torch.autograd.Function):
+    """Identity forward; backward multiplies the gradient by ``scale`` (a number, or a tensor that broadcasts)."""
 
     @staticmethod
-    def forward(ctx, x: torch.Tensor, factor: float) -> torch.Tensor:
-        ctx.factor = factor
+    def forward(ctx, x: torch.Tensor, scale) -> torch.Tensor:
+        ctx.scale = scale
         return x.view_as(x)
 
     @staticmethod
     def backward(ctx, grad: torch.Tensor):
-        return grad / ctx.factor, None
+        return grad * ctx.scale, None
 
 
-def divide_gradient(x: torch.Tensor, factor: float) -> torch.Tensor:
-    """x unchanged; its gradient divided by ``factor``."""
-    return _DivideGradientFn.apply(x, factor)
+def scale_gradient(x: torch.Tensor, scale) -> torch.Tensor:
+    """x unchanged; its gradient multiplied by ``scale`` (1/2 for each factor of a bilinear product: the uniform rule)."""
+    return _ScaleGradientFn.apply(x, scale)
+
+
+class _LayerNormConstantStdFn(torch.autograd.Function):
+    """LayerNorm over the last dimension whose backward treats the standard deviation as a constant.
+
+    Forward: the fused ``F.layer_norm`` (the model's own values). Backward of y = (x - mean(x))·rstd·w + b with
+    rstd constant: ∂/∂x = rstd·(g·w - mean(g·w)) — the centring stays, the std's own derivative is left out.
+    Weight and bias get no gradient (explanations never need one). One fused op forward and four small
+    ones backward, instead of the dozen element-wise ops of the same formula spelt out.
+    """
+
+    @staticmethod
+    def forward(ctx, x: torch.Tensor, weight, bias, eps: float) -> torch.Tensor:
+        var, _ = torch.var_mean(x, dim=-1, unbiased=False, keepdim=True)       # (…, 1)
+        ctx.save_for_backward((var + eps).rsqrt(), weight)
+        return F.layer_norm(x, x.shape[-1:], weight, bias, eps)
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor):
+        rstd, weight = ctx.saved_tensors
+        g = grad if weight is None else grad * weight
+        return (g - g.mean(dim=-1, keepdim=True)) * rstd, None, None, None
 
 
 class ElementwiseIdentity(nn.Module):
@@ -97,28 +119,18 @@ class LayerNormIdentity(nn.Module):
         self.inner = inner
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        centred = x - x.mean(dim=-1, keepdim=True)
-        std = (centred.pow(2).mean(dim=-1, keepdim=True) + self.inner.eps).sqrt()  # (…, 1) population std
-        y = centred / std.detach()
-        if self.inner.weight is not None:
-            y = y * self.inner.weight
-        if self.inner.bias is not None:
-            y = y + self.inner.bias
-        return y
+        ln = self.inner
+        weight = None if ln.weight is None else ln.weight.detach()
+        bias = None if ln.bias is None else ln.bias.detach()
+        return _LayerNormConstantStdFn.apply(x, weight, bias, ln.eps)
 
 
-QKVRule = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], tuple[torch.Tensor, torch.Tensor, torch.Tensor]]
-
-
-def uniform_split(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor):
-    """AttnLRP: q and k each get 1/2 of q·kᵀ's relevance, which is itself A's 1/2 of A·v's: gradients / 4;
-    v gets 1/2 of A·v's: gradient / 2."""
-    return divide_gradient(q, 4.0), divide_gradient(k, 4.0), divide_gradient(v, 2.0)
-
-
-def no_softmax_flow(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor):
-    """CP-LRP: the attention weights are treated as constants; all relevance goes through v."""
-    return q.detach(), k.detach(), v
+# A bilinear rule scales the gradients of q, k and v, as one (3, 1, 1) factor on the packed (B, T, 3, H, Dh) tensor.
+UNIFORM_SPLIT = (0.25, 0.25, 0.5)
+"""AttnLRP's uniform rule (Eq. 7): q and k each get 1/2 of q·kᵀ's relevance, which is itself A's 1/2 of A·v's:
+gradients × 1/4; v gets 1/2 of A·v's: gradient × 1/2."""
+NO_SOFTMAX_FLOW = (0.0, 0.0, 1.0)
+"""CP-LRP: the attention weights are treated as constants (q and k get no gradient); all relevance goes through v."""
 
 
 class RuleAttention(nn.Module):
@@ -128,17 +140,24 @@ class RuleAttention(nn.Module):
     backward is the exact gradient of softmax(q·kᵀ/√d)·v, so the softmax keeps its own gradient.
     """
 
-    def __init__(self, inner: Attention, qkv_rule: QKVRule):
+    KNOWN = {"qkv", "attn_drop", "proj", "proj_drop"}   # the parts forward() below reproduces
+
+    def __init__(self, inner: Attention, qkv_scale: tuple[float, float, float]):
         super().__init__()
+        extra = sorted(set(inner._modules) - self.KNOWN) + sorted(inner._parameters)
+        if extra:  # e.g. q/k norms, relative position bias, rotary tables: forward() would silently skip them
+            raise ValueError(f"RuleAttention reproduces Attention made of {', '.join(sorted(self.KNOWN))} only, "
+                             f"but this one also has {', '.join(extra)}; extend RuleAttention for them.")
         self.inner = inner
-        self.qkv_rule = qkv_rule
+        self.qkv_scale = qkv_scale
 
     def forward(self, x: torch.Tensor, return_attn: bool = False) -> tuple[torch.Tensor, None]:
         a = self.inner
         B, T, D = x.shape
-        qkv = a.qkv(x).reshape(B, T, 3, a.num_heads, a.head_dim)  # (B, T, 3, H, Dh)
-        q, k, v = self.qkv_rule(*qkv.permute(2, 0, 3, 1, 4).unbind(0))  # each (B, H, T, Dh)
-        x = F.scaled_dot_product_attention(q, k, v, scale=a.scale)  # (B, H, T, Dh)
+        qkv = a.qkv(x).reshape(B, T, 3, a.num_heads, a.head_dim)        # (B, T, 3, H, Dh)
+        scale = torch.tensor(self.qkv_scale, dtype=qkv.dtype, device=qkv.device).reshape(3, 1, 1)
+        q, k, v = scale_gradient(qkv, scale).permute(2, 0, 3, 1, 4).unbind(0)   # each (B, H, T, Dh)
+        x = F.scaled_dot_product_attention(q, k, v, scale=a.scale)       # (B, H, T, Dh)
         x = x.transpose(1, 2).reshape(B, T, D)
         return a.proj_drop(a.proj(x)), None
 
@@ -165,9 +184,9 @@ ATTN_LRP = RuleSet("attnlrp", {
     nn.LayerNorm: LayerNormIdentity,
     nn.GELU: ElementwiseIdentity,
     nn.Tanh: ElementwiseIdentity,
-    Attention: lambda m: RuleAttention(m, uniform_split),
+    Attention: lambda m: RuleAttention(m, UNIFORM_SPLIT),
 })
-CP_LRP = RuleSet("cp_lrp", {**ATTN_LRP.rules, Attention: lambda m: RuleAttention(m, no_softmax_flow)})
+CP_LRP = RuleSet("cp_lrp", {**ATTN_LRP.rules, Attention: lambda m: RuleAttention(m, NO_SOFTMAX_FLOW)})
 RULE_SETS = {r.name: r for r in (ATTN_LRP, CP_LRP)}
 
 

@@ -12,7 +12,10 @@ not change timings) unless ``--weights`` names a checkpoint. Every number comes 
 - the attention cache kept per image, and the peak RSS of ``python app.py`` serving ViT-B/16 while
   analysing photos sent through gradio_client (the API round trip is timed too);
 - scaling with the input size (224 and 384 with ViT-B/16, 518 with ViT-B/14 as DINOv2 runs it);
-- the pipeline people use today (``bench.today``) on the same photo, interleaved with ours, and the speed-up.
+- the pipeline people use today (``bench.today``) on the same photo, interleaved with ours, and the speed-up;
+- class-specific explanations (``viz.analysis.explain``) for a new target against one plain forward: the
+  gradient family (gae, grad_rollout, gradcam from one backward) and AttnLRP, the bytes cached per
+  (photo, target), and re-rendering an explanation from them.
 
 Timings are medians of interleaved rounds after a warm-up (see ``bench.measure``).
 """
@@ -263,7 +266,51 @@ def app_rows(weights: str, photos: list[Path], twins: list[Path], fill: list[Pat
                 ms(median(trips[client][1:])))]
 
 
-# ---- 4. scaling with the input size -------------------------------------------------------------------------
+# ---- 4. class-specific explanations ----------------------------------------------------------------------------
+
+def explain_rows(loaded, photo: Path, rounds: int) -> list[Row]:
+    """A class map for a new target (every call explains another class, nothing is cached) ÷ one plain forward."""
+    from viz.analysis import explain
+    from viz.explain.panels import explanation_panel
+
+    image = open_image(photo)
+    x = loaded.preprocess(image)
+    classes = itertools.count(1)
+    results = []
+
+    @torch.inference_mode()
+    def plain():
+        loaded.model(x)
+
+    def family(method: str):
+        return lambda: results.append(explain(loaded, image, next(classes) % len(loaded.labels), [method]))
+
+    t = interleaved({"plain": plain, "gradient": family("gae"), "attnlrp": family("attnlrp")}, rounds)
+    plain_s, gradient_s, lrp_s = (median(t[k]) for k in ("plain", "gradient", "attnlrp"))
+    every = explain(loaded, image, 281)
+    crop = loaded.preprocess.crop_image(image)
+    maps = itertools.cycle(every.maps.items())
+
+    def render_one():
+        method, values = next(maps)
+        explanation_panel(crop, values, method)
+
+    render = median(interleaved({"render": render_one}, max(rounds, 16))["render"])
+    formulas = median([r.timings["formulas"] for r in results if "gradient" in r.timings])
+    return [
+        Row("class map for a new target, gradient pass (gae + grad_rollout + gradcam from one backward, with formulas)",
+            f"{ms(gradient_s)} (formulas {ms(formulas)})"),
+        Row("**gradient-family class map ÷ our plain forward**", f"{gradient_s / plain_s:.2f}", "≤ 3.00",
+            gradient_s / plain_s <= 3.0),
+        Row("class map for a new target, AttnLRP pass", ms(lrp_s)),
+        Row("**AttnLRP class map ÷ our plain forward**", f"{lrp_s / plain_s:.2f}", "≤ 3.00", lrp_s / plain_s <= 3.0),
+        Row(f"explanation cached per (photo, target): {len(every.maps)} maps of {every.grid[0]}×{every.grid[1]} float32",
+            f"{every.nbytes} bytes"),
+        Row("re-render of an explanation from the cached map (overlay + colour bar)", ms(render), "≤ 50 ms", render <= 0.05),
+    ]
+
+
+# ---- 5. scaling with the input size -------------------------------------------------------------------------
 
 def scaling(rounds: int) -> list[list[str]]:
     from viz.analysis import analyze
@@ -321,6 +368,7 @@ def main(argv=None) -> None:
         rows, result = speed(app, weights, photos[0], args.rounds, args.today_rounds)
         rows += rerender(app, result["session"], result["analysis"], max(args.rounds, 20))
         rows += cache_rows(result["analysis"])
+        rows += explain_rows(app.MODELS.get(weights).loaded, photos[0], args.rounds)
         if not args.no_app:
             from viz.explorer import cached_bytes
             fill = cropped_photos(photos[0], app.ANALYSES_MEMORY // cached_bytes(result["analysis"]) + 4, tmp)

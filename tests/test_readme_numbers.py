@@ -53,8 +53,16 @@ def test_the_cats_probability(examples):
     label, p = examples["augreg"]["chelsea"].top_k(1)[0]
     assert label == "Egyptian cat"
     for text, where in ((EN, "README.md"), (ZH, "README.zh-CN.md")):
-        for (value,) in quoted(r"Egyptian cat[\"”]? (0\.\d\d)", text, where):
+        for (value,) in quoted(r"(?<!gives \")Egyptian cat[\"”]? (0\.\d\d)(?! and \"espresso\")", text, where):
             assert value == f"{p:.2f}", f"{where} says the cat is {value}, the app shows {p:.2f}"
+
+
+def test_the_two_object_photo_probabilities(augreg):
+    """The explanation section's photo (the cat and the espresso side by side): both classes as quoted."""
+    probabilities = dict(analyze(augreg, Image.open(REPO / "examples" / "two_objects" / "cat_and_coffee.png"),
+                                 ATTENTION_DTYPE).top_k(5))
+    ((cat, cup),) = quoted(r'gives\s+"Egyptian cat" (0\.\d\d) and "espresso" (0\.\d\d), both in its top 5', EN)
+    assert (cat, cup) == (f"{probabilities['Egyptian cat']:.2f}", f"{probabilities['espresso']:.2f}")
 
 
 def test_the_models_shape(examples):

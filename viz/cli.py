@@ -18,6 +18,8 @@ import numpy as np
 from tqdm import tqdm
 
 from . import panels
+from .explain import METHODS, contrast, method_names
+from .explain.panels import contrast_panel, explanation_panel, methods_row
 from .i18n import LANGUAGES, t
 from .result import Analysis
 from .maps.rollout import FUSIONS
@@ -40,7 +42,13 @@ PANEL_HELP = """panels written per image (PNG):
 attention.npz holds: attention (L, H, T, T), rollout (gh, gw), num_prefix_tokens, grid (gh, gw),
 patch_size, pos_similarity (N, N) on the checkpoint's native grid, mean_distance (L, H) in pixels,
 token_norms (L, T), probabilities (K,), cls_attention, query_row, query_column (gh, gw), query_patch,
-high_norm_flags (L, gh, gw). Layers and heads are 0-based; negative indices count from the end."""
+high_norm_flags (L, gh, gw). Layers and heads are 0-based; negative indices count from the end.
+
+With --explain M1,M2,…: explain_<method>.png per method (the map for --target, default each image's
+top-1 class) and explanations.png (all of them side by side), explain_<method> (gh, gw) in attention.npz,
+and "explain": {"target": {"index", "name"}, "methods": […]} in result.json. With --contrast B also
+contrast_<method>.png and contrast_<method>: the --target map minus B's, diverging colours centred on 0,
+and "contrast": {"index", "name"}. Methods: """ + ", ".join(METHODS) + ".\n"
 
 
 def head_arg(text: str) -> int | None:
@@ -109,7 +117,63 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--float16", action="store_true", help="store attention as float16 (half the file size)")
     g.add_argument("--compress", action="store_true", help="compress attention.npz (smaller, slower)")
     g.add_argument("--quiet", action="store_true", help="no progress bar")
+    g = p.add_argument_group("class-specific explanations")
+    g.add_argument("--explain", metavar="METHODS",
+                   help=f"comma-separated explanation methods, from: {', '.join(METHODS)}")
+    g.add_argument("--target", metavar="NAME_OR_INDEX",
+                   help="class to explain, by name ('tabby') or index (default: each image's top-1 class)")
+    g.add_argument("--contrast", metavar="NAME_OR_INDEX",
+                   help="also 'why --target rather than this class': the --target map minus this class's map")
     return p
+
+
+@dataclasses.dataclass(frozen=True)
+class ExplainRequest:
+    """What --explain, --target and --contrast ask for, checked against the model before any image runs."""
+    methods: list[str]
+    target: object = None        # vit.explain.ClassTarget, or None for each image's top-1 class
+    contrast: object = None      # vit.explain.ClassTarget or None
+
+
+def explain_request(args: argparse.Namespace, labels: list[str]) -> ExplainRequest | None:
+    """--explain/--target/--contrast -> ExplainRequest (None without --explain); ValueError lists what exists."""
+    from vit.explain import class_target
+
+    if not args.explain:
+        if args.target is not None or args.contrast is not None:
+            raise ValueError("--target and --contrast choose the class for --explain; give --explain METHODS too.")
+        return None
+    return ExplainRequest(method_names(args.explain),
+                          None if args.target is None else class_target(labels, args.target),
+                          None if args.contrast is None else class_target(labels, args.contrast))
+
+
+def explanation_outputs(loaded, image, a: Analysis, request: ExplainRequest,
+                        o: panels.MapOptions) -> tuple[dict, dict, dict]:
+    """Explain one image -> (PNG panels, npz arrays, the result.json "explain" entry) for ``write_image_result``."""
+    from .analysis import explain
+
+    t0 = time.perf_counter()
+    e = explain(loaded, image, request.target, request.methods)
+    name = e.target["name"]
+    images, arrays = {}, {}
+    for m in request.methods:
+        arrays[f"explain_{m}"] = e.map(m)
+        images[f"explain_{m}"] = explanation_panel(panels.photo(a, o.scale), e.map(m), m, o.cmap, o.alpha,
+                                                   o.colorbar, label=f"{m}: {name}")
+    images["explanations"] = methods_row(a.image, {m: e.map(m) for m in request.methods}, cmap=o.cmap, alpha=o.alpha,
+                                         title=name)
+    info = {"target": {"index": e.target["index"], "name": name}, "methods": list(request.methods),
+            "readout": e.readout, "probability": e.probability}
+    if request.contrast is not None:
+        b = explain(loaded, image, request.contrast, request.methods)
+        for m in request.methods:
+            arrays[f"contrast_{m}"] = contrast(e, b, m)
+            images[f"contrast_{m}"] = contrast_panel(panels.photo(a, o.scale), arrays[f"contrast_{m}"], o.alpha,
+                                                     o.colorbar, label=f"{m}: {name} - {b.target['name']}")
+        info["contrast"] = {"index": b.target["index"], "name": b.target["name"]}
+    info["seconds"] = time.perf_counter() - t0
+    return images, arrays, info
 
 
 def expand_images(paths: list[str]) -> list[Path]:
@@ -145,13 +209,17 @@ def options_from(args: argparse.Namespace) -> panels.MapOptions:
 
 
 def write_image_result(path: Path, folder: Path, a: Analysis, model: tuple[dict, dict], o: panels.MapOptions,
-                       args: argparse.Namespace, decode_s: float) -> np.ndarray:
+                       args: argparse.Namespace, decode_s: float, explained: tuple[dict, dict, dict] | None = None
+                       ) -> np.ndarray:
     """Render and write one analysed image's panels (with the model's own, ``model``: the result of
-    ``panels.model_panels``), result.json and attention.npz; returns its mean distance (L, H)."""
+    ``panels.model_panels``, and the explanations, ``explained``: ``explanation_outputs``), result.json and
+    attention.npz; returns its mean distance (L, H)."""
     t2 = time.perf_counter()
     images, arrays = panels.image_panels(a, o)
     t3 = time.perf_counter()
     images, arrays = {**images, **model[0]}, {**arrays, **model[1]}
+    if explained is not None:
+        images, arrays = {**images, **explained[0]}, {**arrays, **explained[1]}
     folder.mkdir(parents=True, exist_ok=True)
     for name, picture in images.items():
         picture.save(folder / f"{name}.png")
@@ -172,6 +240,8 @@ def write_image_result(path: Path, folder: Path, a: Analysis, model: tuple[dict,
         "timings_s": {"decode": decode_s, **a.timings, "panels": t3 - t2, "write": t4 - t3},
         "files": sorted([f"{name}.png" for name in images] + ["attention.npz", "result.json"]),
     }
+    if explained is not None:
+        result["explain"] = explained[2]
     (folder / "result.json").write_text(json.dumps(result, indent=2) + "\n")
     return arrays["mean_distance"]
 
@@ -215,6 +285,7 @@ def main(argv: list[str] | None = None) -> int:
         o = options_from(args)
         grid = loaded.model.token_layout(*loaded.preprocess.crop).grid
         panels.check_options(o, loaded.model.cfg.depth, loaded.model.cfg.num_heads, grid)
+        request = explain_request(args, loaded.labels)
         images = expand_images(args.images)
         if not images:
             raise ValueError("no images found in " + ", ".join(args.images))
@@ -230,7 +301,8 @@ def main(argv: list[str] | None = None) -> int:
             image = open_image(path)
             decode_s = time.perf_counter() - t0
             a = analyze(loaded, image, np.float16 if args.float16 else np.float32)
-            distances.append(write_image_result(path, folder, a, model, o, args, decode_s))
+            explained = explanation_outputs(loaded, image, a, request, o) if request else None
+            distances.append(write_image_result(path, folder, a, model, o, args, decode_s, explained))
             done.append(str(path))
         except ValueError as error:   # an unreadable or unsupported image file
             failed.append(path)

@@ -2,8 +2,11 @@
 
 - ``capture``: one forward pass with attention capture -> ``Analysis``; the model's own arrays -> ``ModelArrays``.
 - ``walkthrough``: the forward pass one module at a time -> ``Walkthrough`` (the guided walk through the ViT).
+- ``explainer``: the passes of ``vit.explain`` and the formulas of ``viz.explain`` -> ``Explanation``;
+  ``explain_map(name, model, x, target)`` is every method's one call signature.
 """
 from .capture import analyze, model_arrays
+from .explainer import explain, explain_map, explain_tensor
 from .walkthrough import Walkthrough, walk
 
-__all__ = ["analyze", "model_arrays", "Walkthrough", "walk"]
+__all__ = ["Walkthrough", "analyze", "explain", "explain_map", "explain_tensor", "model_arrays", "walk"]

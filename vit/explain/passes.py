@@ -1,0 +1,198 @@
+"""The model-side half of every explanation: one forward and one backward pass per (images, target, family).
+
+- ``gradient_pass``: the plain model's backward from ``target.score``; returns every block's attention
+  with its gradient (GAE, gradient-weighted rollout) and the last block's ``norm1`` output with its
+  gradient (Grad-CAM), all from the same pass.
+- ``relevance_pass``: the backward of a rule-wired view (``rules.ATTN_LRP`` or ``rules.CP_LRP``); returns
+  gradient × input of every patch token at the patch embedding, i.e. LRP relevance per patch.
+
+Both differentiate with ``torch.autograd.grad`` towards the few tensors they need and cut the graph at the
+patch embedding's output, so no gradient of any weight is ever computed (the backward costs about one
+forward, not two), whether or not the parameters require grad. The model is never changed: the passes run
+views of it (``rules.rewired``) and keep everything they record in their own locals, so concurrent calls
+do not interfere. The formulas that turn these arrays into maps live in ``viz.explain``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn as nn
+
+from ..model import Attention, PatchEmbed, TokenLayout, VisionTransformer
+from .rules import ATTN_LRP, RuleSet, rewired, rule_view, without_parameter_grads
+from .targets import ClassTarget, Target
+
+
+@dataclass(frozen=True)
+class Readout:
+    """Which tokens the model's output is read from, as weights over the T tokens (sum 1).
+
+    weights: (T,) float32. For a CLS model e_0; for global_pool="avg" 1/N on every patch token (prefix
+    tokens 0); for a distilled DeiT the mean of that and the distillation token (its two heads are averaged).
+    GAE, rollout and the attention map read their (T, T) matrices through this row.
+    """
+    weights: torch.Tensor
+    description: str
+
+
+def readout(model: VisionTransformer, layout: TokenLayout) -> Readout:
+    """The model's readout over the tokens of ``layout`` (see ``Readout``)."""
+    cfg = model.cfg
+    T = layout.num_tokens
+    w = torch.zeros(T)
+    if cfg.global_pool == "avg":
+        w[layout.num_prefix:] = 1.0 / (T - layout.num_prefix)
+        text = "the mean of the patch tokens"
+    else:
+        w[0] = 1.0
+        text = "the CLS token"
+    if model.head_dist is not None:                     # DeiT: (head(pooled) + head_dist(DIST)) / 2
+        w = 0.5 * w
+        w[int(cfg.class_token)] += 0.5
+        text = f"the mean of {text} and the distillation token"
+    return Readout(w, text)
+
+
+@dataclass(frozen=True)
+class GradientPass:
+    """One image batch through the plain model and back from the target's score.
+
+    Shapes: B images, L blocks, H heads, T = prefix + gh·gw tokens, D width. All detached, on the model's device.
+    """
+    output: torch.Tensor            # (B, K) what model(x) returns (logits)
+    score: torch.Tensor             # (B,) the explained score
+    attention: torch.Tensor         # (B, L, H, T, T) every block's attention probabilities
+    attention_grad: torch.Tensor    # (B, L, H, T, T) ∂score/∂attention, block l paired with block l
+    tokens: torch.Tensor            # (B, T, D) output of the last block's norm1 (Grad-CAM's activation)
+    tokens_grad: torch.Tensor       # (B, T, D) ∂score/∂tokens
+    layout: TokenLayout
+    readout: Readout
+
+
+@dataclass(frozen=True)
+class RelevancePass:
+    """LRP relevance of every patch token for the target's score, from one rule-wired backward pass."""
+    output: torch.Tensor            # (B, K)
+    score: torch.Tensor             # (B,)
+    relevance: torch.Tensor         # (B, N) gradient × input at the patch embedding, N = gh·gw (row-major)
+    layout: TokenLayout
+    rules: str                      # "attnlrp" or "cp_lrp"
+
+
+class _RecordAttention(nn.Module):
+    """Our Attention run on its explicit-softmax path; the probabilities are appended to ``store``."""
+
+    def __init__(self, inner: Attention, store: list):
+        super().__init__()
+        self.inner, self.store = inner, store
+
+    def forward(self, x: torch.Tensor, return_attn: bool = False):
+        out, attn = self.inner(x, return_attn=True)    # attn: (B, H, T, T), part of the graph
+        self.store.append(attn)
+        return out, attn if return_attn else None
+
+
+class _Record(nn.Module):
+    """Runs ``inner`` and keeps its output under ``key`` in ``store``."""
+
+    def __init__(self, inner: nn.Module, store: dict, key: str):
+        super().__init__()
+        self.inner, self.store, self.key = inner, store, key
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.inner(x)
+        self.store[self.key] = y
+        return y
+
+
+class _GraphStart(nn.Module):
+    """The patch embedding whose output starts the graph: detached, then requiring grad (kept in ``store``).
+
+    Nothing below it (pixels, patch weights) gets a gradient, and everything above does, even when no
+    parameter requires grad.
+    """
+
+    def __init__(self, inner: PatchEmbed, store: dict):
+        super().__init__()
+        self.inner, self.store = inner, store
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.inner(x).detach().requires_grad_()     # (B, N, D)
+        self.store["patches"] = y
+        return y
+
+
+def _check(model: VisionTransformer, x: torch.Tensor) -> TokenLayout:
+    if model.training:
+        raise ValueError("Explanations need the model in eval mode (dropout off)! Call model.eval() first.")
+    if x.ndim != 4:
+        raise ValueError(f"Wrong input shape! Expected images (B, C, H, W) but got {tuple(x.shape)}.")
+    return model.token_layout(x.shape[-2], x.shape[-1])
+
+
+def _differentiable(x: torch.Tensor) -> torch.Tensor:
+    """A copy usable in autograd even if ``x`` was made under torch.inference_mode()."""
+    return x.clone() if x.is_inference() else x
+
+
+def gradient_pass(model: VisionTransformer, x: torch.Tensor, target: Target | None = None) -> GradientPass:
+    """Images (B, C, H, W) -> ``GradientPass`` for ``target`` (default: each image's top-1 class).
+
+    One forward with the explicit softmax (so every block's attention is a tensor of the graph) and one
+    ``autograd.grad`` towards those L attention maps and the last block's norm1 output.
+    """
+    layout = _check(model, x)
+    target = target if target is not None else ClassTarget()
+    maps: list[torch.Tensor] = []
+    store: dict[str, torch.Tensor] = {}
+    last_norm = f"blocks.{len(model.blocks) - 1}.norm1"
+
+    def replace(name: str, module: nn.Module) -> nn.Module | None:
+        if isinstance(module, PatchEmbed):
+            return _GraphStart(module, store)
+        if isinstance(module, Attention):
+            return _RecordAttention(module, maps)
+        if name == last_norm:
+            return _Record(module, store, "tokens")
+        return None
+
+    view = rewired(without_parameter_grads(model), replace)
+    with torch.inference_mode(False), torch.enable_grad():
+        output = view(_differentiable(x))
+        score = target.score(output)                                        # (B,)
+        grads = torch.autograd.grad(score.sum(), maps + [store["tokens"]])  # images are independent: sum
+    return GradientPass(output=output.detach(), score=score.detach(),
+                        attention=torch.stack([m.detach() for m in maps], dim=1),   # (B, L, H, T, T)
+                        attention_grad=torch.stack(grads[:-1], dim=1),
+                        tokens=store["tokens"].detach(), tokens_grad=grads[-1], layout=layout,
+                        readout=readout(model, layout))
+
+
+def relevance_pass(model: VisionTransformer, x: torch.Tensor, target: Target | None = None,
+                   rules: RuleSet = ATTN_LRP) -> RelevancePass:
+    """Images (B, C, H, W) -> ``RelevancePass``: LRP relevance per patch for ``target`` under ``rules``.
+
+    The relevance of patch n is Σ_d (W·x_n)_d · ∂score/∂e_{n,d}, with e_n = W·x_n + b the patch embedding:
+    gradient × input of the patch's pixels summed over its pixels and channels (the patch embedding is
+    linear, so the two are equal), i.e. lxt's pixel heatmap summed per patch. The bias, the position
+    embeddings and the prefix tokens are model constants, not input, and get no share.
+    """
+    layout = _check(model, x)
+    target = target if target is not None else ClassTarget()
+    store: dict[str, torch.Tensor] = {}
+
+    def first(name: str, module: nn.Module) -> nn.Module | None:
+        return _GraphStart(module, store) if isinstance(module, PatchEmbed) else None
+
+    view = rule_view(without_parameter_grads(model), rules, first)
+    with torch.inference_mode(False), torch.enable_grad():
+        output = view(_differentiable(x))
+        score = target.score(output)
+        (grad,) = torch.autograd.grad(score.sum(), [store["patches"]])     # (B, N, D)
+    patches = store["patches"].detach()
+    bias = model.patch_embed.proj.bias
+    bias = bias.detach() if bias is not None else None
+    inputs = patches if bias is None else patches - bias           # W·x_n: the part that comes from pixels
+    return RelevancePass(output=output.detach(), score=score.detach(), relevance=(inputs * grad).sum(dim=-1),
+                         layout=layout, rules=rules.name)

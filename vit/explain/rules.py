@@ -1,0 +1,245 @@
+"""Relevance rules, one small module per module kind, and a rule-wired view of a model.
+
+An explanation needs the model's backward pass, but some methods change how that backward treats some
+modules (AttnLRP, Achtibat et al. 2024, "AttnLRP: Attention-Aware Layer-wise Relevance Propagation for
+Transformers"). Each rule here wraps one module kind, keeps its forward values exactly, and changes only
+its gradient, so that gradient × input gives LRP relevance (the paper's "efficient" implementation, as the
+authors' ``lxt`` package does it):
+
+- ``ElementwiseIdentity`` (GELU, Tanh): the identity rule (Eq. 9): the gradient becomes f(x)/x, so the
+  relevance f(x)·g of the output passes to the input unchanged;
+- ``LayerNormIdentity``: the identity rule for LayerNorm: the standard deviation is treated as a constant
+  (its derivative is left out), so LayerNorm acts as the linear map (x - mean)/std·w + b; one fused op;
+- ``RuleAttention``: our attention with the gradients of q, k, v scaled by a bilinear rule:
+  ``UNIFORM_SPLIT`` (AttnLRP's uniform rule, Eq. 7: relevance of q·kᵀ split equally between q and k, and of
+  A·v between A and v, i.e. gradients of q and k × 1/4 and of v × 1/2) or ``NO_SOFTMAX_FLOW`` (CP-LRP, Ali et
+  al. 2022, "XAI for Transformers: Better Explanations through Conservative Propagation": q and k get no
+  gradient, so no relevance flows through the softmax). The softmax itself keeps its own gradient:
+  with gradient × input that *is* the paper's softmax rule, R_in = x·(R_out - s·ΣR_out) (Prop. 3.1).
+
+Linear layers, LayerScale, dropout (eval) and identities need no rule: their gradient × input is already
+LRP-0's relevance (no gamma or epsilon variants: lxt's plain efficient rules). A rule set (``RuleSet``) is a
+table from module kind to rule; ``rewired`` builds a view of a model with every module of a listed kind
+wrapped and refuses a module kind it knows nothing about, so a new block type (SwiGLU, rotary or
+relative-bias attention, a MAP probe) fails loudly until its rule is added here: one entry, one small class.
+
+Views share the model's parameters and never change the model, so concurrent explanations and plain
+forwards on the same model do not interfere.
+"""
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from typing import Callable
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from ..model import Attention, Block, DropPath, LayerScale, Mlp, VisionTransformer
+
+IDENTITY_EPS = 1e-10  # the identity rule's f(x)/(x + eps), as lxt computes it (x = 0 gives 0, not NaN)
+
+
+class _IdentityRuleFn(torch.autograd.Function):
+    """y = f(x) forward; backward multiplies the incoming gradient by f(x)/(x + eps) (identity rule)."""
+
+    @staticmethod
+    def forward(ctx, x: torch.Tensor, fn: Callable[[torch.Tensor], torch.Tensor]) -> torch.Tensor:
+        y = fn(x)
+        ctx.save_for_backward(y / (x + IDENTITY_EPS))
+        return y
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor):
+        (ratio,) = ctx.saved_tensors
+        return ratio * grad, None
+
+
+class _ScaleGradientFn(torch.autograd.Function):
+    """Identity forward; backward multiplies the gradient by ``scale`` (a number, or a tensor that broadcasts)."""
+
+    @staticmethod
+    def forward(ctx, x: torch.Tensor, scale) -> torch.Tensor:
+        ctx.scale = scale
+        return x.view_as(x)
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor):
+        return grad * ctx.scale, None
+
+
+def scale_gradient(x: torch.Tensor, scale) -> torch.Tensor:
+    """x unchanged; its gradient multiplied by ``scale`` (1/2 for each factor of a bilinear product: the uniform rule)."""
+    return _ScaleGradientFn.apply(x, scale)
+
+
+class _LayerNormConstantStdFn(torch.autograd.Function):
+    """LayerNorm over the last dimension whose backward treats the standard deviation as a constant.
+
+    Forward: the fused ``F.layer_norm`` (the model's own values). Backward of y = (x - mean(x))·rstd·w + b with
+    rstd constant: ∂/∂x = rstd·(g·w - mean(g·w)) — the centring stays, the std's own derivative is left out.
+    Weight and bias get no gradient (explanations never need one). One fused op forward and four small
+    ones backward, instead of the dozen element-wise ops of the same formula spelt out.
+    """
+
+    @staticmethod
+    def forward(ctx, x: torch.Tensor, weight, bias, eps: float) -> torch.Tensor:
+        var, _ = torch.var_mean(x, dim=-1, unbiased=False, keepdim=True)       # (…, 1)
+        ctx.save_for_backward((var + eps).rsqrt(), weight)
+        return F.layer_norm(x, x.shape[-1:], weight, bias, eps)
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor):
+        rstd, weight = ctx.saved_tensors
+        g = grad if weight is None else grad * weight
+        return (g - g.mean(dim=-1, keepdim=True)) * rstd, None, None, None
+
+
+class ElementwiseIdentity(nn.Module):
+    """An element-wise non-linearity (GELU, Tanh) with the identity rule: gradient × input of its input
+    equals gradient × output of its output, element by element."""
+
+    def __init__(self, inner: nn.Module):
+        super().__init__()
+        self.inner = inner
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return _IdentityRuleFn.apply(x, self.inner)
+
+
+class LayerNormIdentity(nn.Module):
+    """LayerNorm over the last dimension with the standard deviation treated as a constant (identity rule)."""
+
+    def __init__(self, inner: nn.LayerNorm):
+        super().__init__()
+        if len(inner.normalized_shape) != 1:
+            raise ValueError(f"LayerNormIdentity normalises the last dimension only but got normalized_shape "
+                             f"{tuple(inner.normalized_shape)}!")
+        self.inner = inner
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        ln = self.inner
+        weight = None if ln.weight is None else ln.weight.detach()
+        bias = None if ln.bias is None else ln.bias.detach()
+        return _LayerNormConstantStdFn.apply(x, weight, bias, ln.eps)
+
+
+# A bilinear rule scales the gradients of q, k and v, as one (3, 1, 1) factor on the packed (B, T, 3, H, Dh) tensor.
+UNIFORM_SPLIT = (0.25, 0.25, 0.5)
+"""AttnLRP's uniform rule (Eq. 7): q and k each get 1/2 of q·kᵀ's relevance, which is itself A's 1/2 of A·v's:
+gradients × 1/4; v gets 1/2 of A·v's: gradient × 1/2."""
+NO_SOFTMAX_FLOW = (0.0, 0.0, 1.0)
+"""CP-LRP: the attention weights are treated as constants (q and k get no gradient); all relevance goes through v."""
+
+
+class RuleAttention(nn.Module):
+    """Our ``Attention`` (same weights, same values) with a bilinear rule on q, k, v.
+
+    x (B, T, D) -> (B, T, D). The attention itself runs fused (F.scaled_dot_product_attention), whose
+    backward is the exact gradient of softmax(q·kᵀ/√d)·v, so the softmax keeps its own gradient.
+    """
+
+    KNOWN = {"qkv", "attn_drop", "proj", "proj_drop"}   # the parts forward() below reproduces
+
+    def __init__(self, inner: Attention, qkv_scale: tuple[float, float, float]):
+        super().__init__()
+        extra = sorted(set(inner._modules) - self.KNOWN) + sorted(inner._parameters)
+        if extra:  # e.g. q/k norms, relative position bias, rotary tables: forward() would silently skip them
+            raise ValueError(f"RuleAttention reproduces Attention made of {', '.join(sorted(self.KNOWN))} only, "
+                             f"but this one also has {', '.join(extra)}; extend RuleAttention for them.")
+        self.inner = inner
+        self.qkv_scale = qkv_scale
+
+    def forward(self, x: torch.Tensor, return_attn: bool = False) -> tuple[torch.Tensor, None]:
+        a = self.inner
+        B, T, D = x.shape
+        qkv = a.qkv(x).reshape(B, T, 3, a.num_heads, a.head_dim)        # (B, T, 3, H, Dh)
+        scale = torch.tensor(self.qkv_scale, dtype=qkv.dtype, device=qkv.device).reshape(3, 1, 1)
+        q, k, v = scale_gradient(qkv, scale).permute(2, 0, 3, 1, 4).unbind(0)   # each (B, H, T, Dh)
+        x = F.scaled_dot_product_attention(q, k, v, scale=a.scale)       # (B, H, T, Dh)
+        x = x.transpose(1, 2).reshape(B, T, D)
+        return a.proj_drop(a.proj(x)), None
+
+
+# Module kinds that need no rule: linear maps and dropout (eval), whose plain gradient × input already is
+# LRP-0's relevance, and the containers of our model, whose forwards only chain their children with sums,
+# concatenations, token selection and means (all linear). Matched by exact type: a subclass may change forward.
+PASSTHROUGH: tuple[type, ...] = (nn.Linear, nn.Conv2d, nn.Dropout, nn.Identity, LayerScale, DropPath,
+                                 nn.Sequential, nn.ModuleList, Mlp, Block, VisionTransformer)
+
+
+@dataclass(frozen=True)
+class RuleSet:
+    """A named table: module kind (exact type) -> rule (a callable wrapping one module of that kind)."""
+    name: str
+    rules: dict = field(default_factory=dict)
+    passthrough: tuple[type, ...] = PASSTHROUGH
+
+    def rule_for(self, module: nn.Module) -> Callable[[nn.Module], nn.Module] | None:
+        return self.rules.get(type(module))
+
+
+ATTN_LRP = RuleSet("attnlrp", {
+    nn.LayerNorm: LayerNormIdentity,
+    nn.GELU: ElementwiseIdentity,
+    nn.Tanh: ElementwiseIdentity,
+    Attention: lambda m: RuleAttention(m, UNIFORM_SPLIT),
+})
+CP_LRP = RuleSet("cp_lrp", {**ATTN_LRP.rules, Attention: lambda m: RuleAttention(m, NO_SOFTMAX_FLOW)})
+RULE_SETS = {r.name: r for r in (ATTN_LRP, CP_LRP)}
+
+
+def rewired(model: nn.Module, replace: Callable[[str, nn.Module], nn.Module | None],
+            passthrough: tuple[type, ...] | None = None) -> nn.Module:
+    """A view of ``model`` in which ``replace(name, module)`` swaps modules (None: keep, look inside).
+
+    Only the containers on the way to a swapped module are copied (shallowly); parameters, buffers and
+    every other module are shared, and ``model`` itself is never changed. With ``passthrough``, every module
+    that is not swapped must be of one of these exact kinds, else ValueError names it: a rule set then
+    cannot silently run a module whose non-linearity it has no rule for.
+    """
+    def walk(name: str, module: nn.Module) -> nn.Module:
+        swapped = replace(name, module)
+        if swapped is not None:
+            return swapped
+        if passthrough is not None and type(module) not in passthrough:
+            raise ValueError(f"No relevance rule for {name or 'the model'} ({type(module).__name__})! Expected a "
+                             f"module kind with a rule or one of {', '.join(k.__name__ for k in passthrough)}; "
+                             f"add its rule in vit/explain/rules.py.")
+        children = {n: walk(f"{name}.{n}" if name else n, c) for n, c in module._modules.items()}
+        if all(children[n] is c for n, c in module._modules.items()):
+            return module
+        clone = copy.copy(module)  # a new object sharing parameters, buffers and hooks; only its children differ
+        clone.__dict__["_modules"] = children
+        return clone
+
+    return walk("", model)
+
+
+def without_parameter_grads(model: nn.Module) -> nn.Module:
+    """A view of ``model`` whose parameters are detached (same storage, ``requires_grad=False``).
+
+    Weight gradients are never needed here, but while a parameter requires grad autograd records and
+    saves for it: on this view the backward only carries gradients along the activations (about half the
+    work). The model's own parameters keep their ``requires_grad``; every module is copied shallowly.
+    """
+    def walk(module: nn.Module) -> nn.Module:
+        clone = copy.copy(module)
+        clone.__dict__["_modules"] = {n: walk(c) for n, c in module._modules.items()}
+        clone.__dict__["_parameters"] = {n: None if p is None else p.detach() for n, p in module._parameters.items()}
+        return clone
+
+    return walk(model)
+
+
+def rule_view(model: nn.Module, rules: RuleSet, first: Callable[[str, nn.Module], nn.Module | None]) -> nn.Module:
+    """``rewired`` with every module of a kind in ``rules`` wrapped by its rule; ``first`` may swap before."""
+    def replace(name: str, module: nn.Module) -> nn.Module | None:
+        swapped = first(name, module)
+        if swapped is not None:
+            return swapped
+        rule = rules.rule_for(module)
+        return rule(module) if rule is not None else None
+
+    return rewired(model, replace, rules.passthrough)

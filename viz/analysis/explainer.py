@@ -1,0 +1,130 @@
+"""Explain an image for a target: the model passes of ``vit.explain``, then the formulas of ``viz.explain``.
+
+Every method of ``viz.explain.METHODS`` has the same call signature here::
+
+    explain_map(name, model, x, target) -> (gh, gw) numpy map
+
+and ``explain`` / ``explain_tensor`` compute several at once, running each family's model pass once per
+(image, target): one backward serves gae, grad_rollout and gradcam, AttnLRP and CP-LRP need one each,
+attention and rollout come from the gradient pass's attention (or one capture forward), random needs none.
+The result, an ``Explanation``, holds only the (gh, gw) maps, so it can be cached per (photo, model, target)
+and re-rendered (colour map, opacity, contrast) without the model.
+"""
+from __future__ import annotations
+
+import time
+from typing import Callable, Sequence
+
+import numpy as np
+import torch
+from PIL import Image
+
+from vit.explain import RULE_SETS, ClassTarget, Target, class_target, gradient_pass, readout, relevance_pass
+
+from ..explain.arrays import ExplainArrays
+from ..explain.explanation import Explanation
+from ..explain.methods import FAMILIES, METHODS, families_of, method_names
+
+
+def _numpy(t: torch.Tensor) -> np.ndarray:
+    return t.detach().float().cpu().numpy()
+
+
+def _gradient(model, x: torch.Tensor, target: Target) -> tuple[torch.Tensor, dict]:
+    p = gradient_pass(model, x, target)
+    return p.output, dict(attention=_numpy(p.attention[0]), attention_grad=_numpy(p.attention_grad[0]),
+                          tokens=_numpy(p.tokens[0]), tokens_grad=_numpy(p.tokens_grad[0]))
+
+
+def _relevance(rules: str) -> Callable:
+    def run(model, x: torch.Tensor, target: Target) -> tuple[torch.Tensor, dict]:
+        p = relevance_pass(model, x, target, RULE_SETS[rules])
+        return p.output, {"relevance": {rules: _numpy(p.relevance[0])}}
+    return run
+
+
+def _attention(model, x: torch.Tensor, target: Target) -> tuple[torch.Tensor, dict]:
+    with torch.inference_mode():
+        output, attn = model.forward_with_attention(x)
+    return output, {"attention": _numpy(attn[0])}
+
+
+def _none(model, x: torch.Tensor, target: Target) -> tuple[None, dict]:
+    return None, {}
+
+
+# family (viz.explain.FAMILIES) -> its model pass: (model, x (1, C, H, W), target) -> (output, ExplainArrays fields)
+PASSES: dict[str, Callable] = {"gradient": _gradient, "attnlrp": _relevance("attnlrp"), "cp_lrp": _relevance("cp_lrp"),
+                               "attention": _attention, "none": _none}
+assert set(PASSES) == set(FAMILIES), "every family of viz.explain.FAMILIES needs a pass here"
+
+
+def _resolved(target: Target, output: torch.Tensor, labels: Sequence[str]) -> Target:
+    """A class target with its index and name filled in (top-1 taken from ``output``); other targets as they are."""
+    if not isinstance(target, ClassTarget):
+        return target
+    index = int(target.indices(output)[0]) if target.index is None else target.index
+    return ClassTarget(index, target.name or (labels[index] if index < len(labels) else f"class {index}"))
+
+
+def explain_tensor(model, x: torch.Tensor, target: Target | None = None, methods: Sequence[str] | str | None = None,
+                   labels: Sequence[str] = ()) -> Explanation:
+    """One preprocessed image (1, C, H, W) -> ``Explanation`` with the maps of ``methods`` (default: all) and
+    of every other method the same passes serve. ``target`` defaults to the top-1 class; ``labels`` name it."""
+    names = method_names(list(METHODS) if methods is None else methods)
+    if x.ndim != 4 or x.shape[0] != 1:
+        raise ValueError(f"Wrong input shape! Expected one image (1, C, H, W) but got {tuple(x.shape)}.")
+    x = x.to(next(model.parameters()).device)
+    layout = model.token_layout(x.shape[-2], x.shape[-1])
+    target = ClassTarget() if target is None else target
+    if isinstance(target, ClassTarget) and not model.cfg.num_classes:
+        raise ValueError("This model has no classifier head (a backbone: its output is features, not classes), so a "
+                         "class target has nothing to explain! Give a Target that scores its features.")
+    ran, fields, relevance, output, timings = ["none"], {}, {}, None, {}
+    for family in families_of(names):
+        t0 = time.perf_counter()
+        out, got = PASSES[family](model, x, target)
+        timings[family] = time.perf_counter() - t0
+        relevance.update(got.pop("relevance", {}))
+        fields.update(got)
+        ran += [family] + (["attention"] if family == "gradient" else [])
+        if out is not None:
+            output = out if output is None else output
+            target = _resolved(target, out, labels)   # later passes explain the same class as the first
+    if output is None:                                   # only "random" asked: the output still names the target
+        with torch.inference_mode():
+            output = model(x)
+        target = _resolved(target, output, labels)
+    t0 = time.perf_counter()
+    ro = readout(model, layout)
+    arrays = ExplainArrays(num_prefix=layout.num_prefix, grid=tuple(layout.grid), readout=_numpy(ro.weights),
+                           relevance=relevance, **fields)
+    maps = {m.name: np.asarray(m.formula(arrays), dtype=np.float32) for m in METHODS.values() if m.family in ran}
+    timings["formulas"] = time.perf_counter() - t0
+    with torch.no_grad():
+        score, probability = float(target.score(output)[0]), float(target.probability(output)[0])
+    return Explanation(target=target.describe(), maps=maps, grid=tuple(layout.grid), num_prefix=layout.num_prefix,
+                       readout=ro.description, score=score, probability=probability, timings=timings)
+
+
+def explain(loaded, image: Image.Image, target: Target | str | int | None = None,
+            methods: Sequence[str] | str | None = None) -> Explanation:
+    """A photo through a ``vit.LoadedModel`` -> ``Explanation``.
+
+    The photo is cropped and normalised by the checkpoint's own preprocessing (the same pixels as
+    ``viz.analysis.analyze``); ``target`` is a ``Target``, a class name or index (``vit.explain.class_target``),
+    or None for the top-1 class; ``methods`` a list or "gae,attnlrp" (default: every method).
+    """
+    if isinstance(target, (str, int)) and not isinstance(target, bool):
+        target = class_target(loaded.labels, target)
+    t0 = time.perf_counter()
+    x = loaded.preprocess.to_tensor(loaded.preprocess.crop_image(image))
+    t1 = time.perf_counter()
+    result = explain_tensor(loaded.model, x, target, methods, loaded.labels)
+    result.timings["preprocess"] = t1 - t0
+    return result
+
+
+def explain_map(name: str, model, x: torch.Tensor, target: Target | None = None) -> np.ndarray:
+    """THE call signature of every method: (model, one image (1, C, H, W), target) -> (gh, gw) map."""
+    return explain_tensor(model, x, target, [name]).map(name)

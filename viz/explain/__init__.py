@@ -1,0 +1,16 @@
+"""Class-specific explanation maps from arrays: the formulas, THE method table, and the cached result.
+
+- ``methods``: ``METHODS``, every method by name (``Method``: family, formula, title, reference);
+- formulas, each ``ExplainArrays -> (gh, gw)``: ``gae``, ``grad_rollout``, ``gradcam``, ``lrp``
+  (attnlrp, cp_lrp), ``baselines`` (attention, rollout, random);
+- ``arrays``: ``ExplainArrays``, what one model pass produced for one image;
+- ``explanation``: ``Explanation`` (the maps for one image and target) and ``contrast``;
+- ``panels``: overlays with a colour bar (diverging and centred on 0 for signed maps and contrasts).
+
+No model here: ``viz.analysis.explainer`` runs the passes of ``vit.explain`` and then these formulas.
+"""
+from .arrays import ExplainArrays
+from .explanation import Explanation, contrast
+from .methods import FAMILIES, METHODS, Method, families_of, method_names
+
+__all__ = ["ExplainArrays", "Explanation", "FAMILIES", "METHODS", "Method", "contrast", "families_of", "method_names"]

@@ -3,6 +3,10 @@ image-independent Figure 7 panels). No model and no torch here: moving a slider 
 
 Layer, head and patch indices are 0-based (negative counts from the end); ``head=None`` is the mean of
 heads. ``scale`` enlarges the photo (Lanczos) before overlaying, for display.
+
+The image-level maps (rollout, attention, heads, threshold mask) read the analysis' own query,
+``a.readout`` (see ``viz.maps.readout``): the CLS token, SigLIP's MAP probe or the mean of the patches; every
+caption names it ("CLS", "MAP probe", "mean of patches"), and ``captions`` gives them as text.
 """
 from __future__ import annotations
 
@@ -12,11 +16,11 @@ import numpy as np
 from PIL import Image
 
 from .drawing import plots, render
-from .maps import attention, figure7, norms
+from .maps import attention, figure7, norms, readout
 from .drawing.grids import GridLayout, thumbnail_grid, tile_images
 from .maps.layout import layer_index, patch_token
 from .result import Analysis, ModelArrays
-from .maps.rollout import FUSIONS, fused_rollout_map
+from .maps.rollout import FUSIONS
 
 
 @dataclass(frozen=True)
@@ -32,7 +36,7 @@ class MapOptions:
     query: tuple[int, int] | None = None  # patch (row, col) for the query panels; None: grid centre
     query_rollout: bool = False         # query panels from the rollout matrix instead of one block
     share: float = 0.6                  # threshold mask: share of the attention mass kept
-    mask_source: str = "attention"      # threshold mask of the CLS "attention" map or of the "rollout"
+    mask_source: str = "attention"      # threshold mask of the readout's "attention" map or of the "rollout"
     distance_renormalise: bool = False  # mean distance: renormalise rows over patch tokens
     cmap: str = render.DEFAULT_CMAP
     alpha: float = 0.6
@@ -87,46 +91,81 @@ def artifact_drop(a: Analysis, mask_artifacts: bool, norm_ratio: float = 3.0) ->
 
 def rollout_of(a: Analysis, fusion: str = "mean", discard_ratio: float = 0.0, start_layer: int = 0,
                mask_artifacts: bool = False, norm_ratio: float = 3.0) -> np.ndarray:
-    """CLS rollout over the patches (gh, gw), optionally without the high-norm tokens (they read 0)."""
+    """Rollout of the analysis' query (CLS, MAP probe or mean of patches) over the patches (gh, gw), optionally
+    without the high-norm tokens (they read 0)."""
     drop = artifact_drop(a, mask_artifacts, norm_ratio)
-    return fused_rollout_map(a.fused_heads(fusion), a.num_prefix, a.grid, 0, discard_ratio, start_layer, drop)
+    return readout.readout_rollout_map(a.fused_heads(fusion), a.num_prefix, a.grid, a.readout, a.probe_attention,
+                                       fusion, discard_ratio, start_layer, drop)
 
 
 def rollout_overlay(a: Analysis, values: np.ndarray, drop: np.ndarray | None, cmap: str = render.DEFAULT_CMAP,
                     alpha: float = 0.6, colorbar: bool = True, scale: int = 1) -> Image.Image:
     """Rollout map onto the photo; dropped patches are left out of the colour scale (they show its bottom)."""
     vmin = float(values[~drop].min()) if drop is not None and not drop.all() else None
-    return render.overlay(photo(a, scale), values, cmap, alpha, vmin=vmin, colorbar=colorbar, label="rollout")
+    return render.overlay(photo(a, scale), values, cmap, alpha, vmin=vmin, colorbar=colorbar,
+                          label=rollout_caption(a))
 
 
 def rollout_panel(a: Analysis, fusion: str = "mean", discard_ratio: float = 0.0, start_layer: int = 0,
                   mask_artifacts: bool = False, norm_ratio: float = 3.0, cmap: str = render.DEFAULT_CMAP,
                   alpha: float = 0.6, colorbar: bool = True, scale: int = 1) -> Image.Image:
-    """Attention rollout of the CLS token blended onto the photo."""
+    """Attention rollout of the analysis' query blended onto the photo."""
     drop = artifact_drop(a, mask_artifacts, norm_ratio)
-    values = fused_rollout_map(a.fused_heads(fusion), a.num_prefix, a.grid, 0, discard_ratio, start_layer, drop)
+    values = rollout_of(a, fusion, discard_ratio, start_layer, mask_artifacts, norm_ratio)
     return rollout_overlay(a, values, drop, cmap, alpha, colorbar, scale)
+
+
+def attention_of(a: Analysis, layer: int = -1, head: int | None = None) -> np.ndarray:
+    """The analysis' query's attention over the patches in one block (gh, gw); the MAP probe's after the last."""
+    return readout.readout_attention_map(a.attention, a.num_prefix, a.grid, a.readout, a.probe_attention, layer, head)
 
 
 def attention_panel(a: Analysis, layer: int = -1, head: int | None = None, share: float | None = None,
                     cmap: str = render.DEFAULT_CMAP, alpha: float = 0.6, colorbar: bool = True,
                     scale: int = 1) -> Image.Image:
-    """The CLS token's attention over the patches in one block (one head or their mean); with ``share``,
-    the outline of DINO's threshold mask on top."""
-    values = attention.token_attention_map(a.attention, a.num_prefix, a.grid, layer, head)
+    """The query's attention over the patches in one block (one head or their mean): the CLS token's, the MAP
+    probe's or the mean patch row's; with ``share``, the outline of DINO's threshold mask on top."""
+    values = attention_of(a, layer, head)
     mask = attention.threshold_mask(values, share) if share else None
     return render.overlay(photo(a, scale), values, cmap, alpha, mask=mask, colorbar=colorbar,
-                          label=f"block {layer_index(layer, a.depth)}, {_head_name(head)}")
+                          label=attention_caption(a, layer, head))
 
 
 def heads_panel(a: Analysis, cell: int = 56, cmap: str = render.DEFAULT_CMAP, with_photo: bool = False,
                 selected: tuple[int, int] | None = None) -> tuple[Image.Image, GridLayout]:
-    """The "model view": the CLS attention of every block (rows) and head (columns), each map scaled on
-    its own. Returns the image and its layout; ``layout.cell_at(x, y)`` gives the (layer, head) clicked."""
-    maps = attention.all_heads_maps(a.attention, a.num_prefix, a.grid)
+    """The "model view": the query's attention in every block (rows) and head (columns), each map scaled on
+    its own (the CLS row, or for models without one the mean of the patch rows: ``heads_caption``). Returns
+    the image and its layout; ``layout.cell_at(x, y)`` gives the (layer, head) clicked."""
+    maps = readout.readout_all_heads_maps(a.attention, a.num_prefix, a.grid, a.readout)
     return thumbnail_grid(maps, cell=cell, cmap=cmap, row_labels=[f"L{l}" for l in range(a.depth)],
                           col_labels=[f"H{h}" for h in range(a.heads)],
                           background=a.image if with_photo else None, selected=selected)
+
+
+def rollout_caption(a: Analysis) -> str:
+    """E.g. "CLS rollout", "MAP probe rollout", "mean of patches rollout"."""
+    return f"{readout.query_name(a.readout)} rollout"
+
+
+def attention_caption(a: Analysis, layer: int = -1, head: int | None = None) -> str:
+    """E.g. "CLS, block 11, mean of heads"; the MAP probe reads after the last block, whatever ``layer``."""
+    if a.readout == "map":
+        return f"MAP probe (after block {a.depth - 1}), {_head_name(head)}"
+    return f"{readout.query_name(a.readout)}, block {layer_index(layer, a.depth)}, {_head_name(head)}"
+
+
+def heads_caption(a: Analysis) -> str:
+    """What the heads grid shows: the CLS row, or the mean of the patch rows (the probe is not in the blocks)."""
+    query = readout.query_name(readout.heads_query(a.readout))
+    return f"{query} attention of every block (rows) and head (columns)"
+
+
+def captions(a: Analysis, o: "MapOptions") -> dict[str, str]:
+    """Every image-level panel's caption, naming its query: {"rollout", "attention", "threshold", "heads"}."""
+    source = attention_caption(a, o.layer, o.head) if o.mask_source == "attention" else rollout_caption(a)
+    return {"rollout": rollout_caption(a), "attention": attention_caption(a, o.layer, o.head),
+            "threshold": f"smallest patch set holding {o.share:.0%} of the mass: {source}",
+            "heads": heads_caption(a)}
 
 
 def default_query(a: Analysis) -> tuple[int, int]:
@@ -163,9 +202,9 @@ def query_panels(a: Analysis, row: int, col: int, layer: int = -1, head: int | N
 def threshold_panel(a: Analysis, share: float = 0.6, source: str = "attention", layer: int = -1,
                     head: int | None = None, scale: int = 1, **rollout_options) -> Image.Image:
     """DINO's threshold mask: the photo dimmed outside the smallest patch set holding ``share`` of the
-    mass of the CLS attention (``source="attention"``, block ``layer``) or of the rollout."""
+    mass of the query's attention (``source="attention"``, block ``layer``) or of its rollout."""
     if source == "attention":
-        values = attention.token_attention_map(a.attention, a.num_prefix, a.grid, layer, head)
+        values = attention_of(a, layer, head)
     elif source == "rollout":
         values = rollout_of(a, **rollout_options)
     else:
@@ -210,15 +249,25 @@ def distance_panel(mean_distance: np.ndarray, grid: tuple[int, int], patch_size:
     return plots.distance_image(mean_distance, title, uniform)
 
 
-def position_similarity_of(m: ModelArrays) -> np.ndarray:
-    """Cosine similarity of the position embeddings on the checkpoint's native grid (N, N)."""
-    return figure7.position_similarity(m.pos_embed, m.native_grid)
+NO_POSITION_EMBEDDINGS = ("This model has no absolute position embeddings: positions enter inside attention "
+                          "(BEiT: a learnt relative position bias per block), so there is no Figure 7 centre.")
+
+
+def position_similarity_of(m: ModelArrays) -> np.ndarray | None:
+    """Cosine similarity of the position embeddings on the checkpoint's native grid (N, N); None without them."""
+    return figure7.position_similarity(m.pos_embed, m.native_grid) if m.pos_embed is not None else None
 
 
 def position_panel(m: ModelArrays) -> Image.Image:
     """Figure 7, centre: position-embedding similarity, one tile per patch (a full matplotlib draw, ~0.1 s:
-    render it once per model)."""
-    return plots.figure_to_image(plots.position_similarity_plot(position_similarity_of(m), m.native_grid))
+    render it once per model); a model without position embeddings gets a panel that says so."""
+    return _position_image(position_similarity_of(m), m.native_grid)
+
+
+def _position_image(similarity: np.ndarray | None, grid: tuple[int, int]) -> Image.Image:
+    if similarity is None:
+        return plots.message_image(NO_POSITION_EMBEDDINGS)
+    return plots.figure_to_image(plots.position_similarity_plot(similarity, grid))
 
 
 def filters_panel(m: ModelArrays, count: int = 28) -> Image.Image:
@@ -231,8 +280,8 @@ def model_panels(m: ModelArrays) -> tuple[dict[str, Image.Image], dict[str, np.n
     """The panels that depend on the checkpoint only (Figure 7 left and centre), to render once per model
     -> ({name: image}, {name: array})."""
     similarity = position_similarity_of(m)
-    image = plots.figure_to_image(plots.position_similarity_plot(similarity, m.native_grid))
-    return {"filters": filters_panel(m), "pos_similarity": image}, {"pos_similarity": similarity}
+    arrays = {"pos_similarity": similarity} if similarity is not None else {}
+    return {"filters": filters_panel(m), "pos_similarity": _position_image(similarity, m.native_grid)}, arrays
 
 
 def image_panels(a: Analysis, o: MapOptions = MapOptions()) -> tuple[dict[str, Image.Image], dict[str, np.ndarray]]:
@@ -258,8 +307,7 @@ def image_panels(a: Analysis, o: MapOptions = MapOptions()) -> tuple[dict[str, I
     }
     images["query_row"], images["query_column"] = query_panels(a, row, col, o.layer, o.head, o.query_rollout,
                                                                **rollout_options, **style)
-    arrays = {"rollout": rollout,
-              "cls_attention": attention.token_attention_map(a.attention, a.num_prefix, a.grid, o.layer, o.head),
+    arrays = {"rollout": rollout, "cls_attention": attention_of(a, o.layer, o.head),
               "query_row": query_out, "query_column": query_in, "query_patch": np.array([row, col]),
               "mean_distance": distance, "high_norm_flags": artifact_flags(a, o.norm_ratio)}
     return images, arrays

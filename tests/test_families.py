@@ -316,3 +316,10 @@ def test_strict_loading_names_what_does_not_match(tmp_path):
     save_file({k: v.contiguous() for k, v in state.items()}, str(tmp_path / "beit.safetensors"))
     with pytest.raises(ValueError, match=r"unexpected keys \(1\): blocks\.0\.attn\.extra_bias"):
         vit.load(tmp_path / "beit.safetensors")
+
+
+def test_a_torchscript_archive_is_refused_with_what_to_do(tmp_path):
+    """OpenAI released CLIP as TorchScript: code that would run on loading. The message says how to get the weights."""
+    torch.jit.save(torch.jit.script(torch.nn.Linear(2, 2)), str(tmp_path / "ViT-B-32.pt"))
+    with pytest.raises(ValueError, match=r"TorchScript archive.*torch\.jit\.load\(path\)\.state_dict\(\)"):
+        vit.load(tmp_path / "ViT-B-32.pt")

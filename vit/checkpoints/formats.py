@@ -344,8 +344,8 @@ def detect_format(state_dict: dict) -> str:
             return "dino"
         return "timm" if "head.weight" in plain or any(re.search(TIMM_FAMILY_KEYS, k) for k in plain) else "dino"
     shown = ", ".join(keys[:8]) + (f", … ({len(keys)} keys)" if len(keys) > 8 else "")
-    raise ValueError(f"Unknown checkpoint format! Expected the keys of a torchvision, timm, DINO, Hugging Face, "
-                     f"OpenAI/open_clip CLIP or Google ViT, but got: {shown or 'no tensors at all'}.")
+    raise ValueError(f"Unknown checkpoint format! Expected the keys of a torchvision, timm, DINO, Hugging Face or "
+                     f"Google ViT (or of an OpenAI / open_clip CLIP), but got: {shown or 'no tensors at all'}.")
 
 
 # Keys only timm's CLIP, SigLIP, EVA and BEiT models have: such a checkpoint without a head is timm's, not DINO's.

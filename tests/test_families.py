@@ -323,3 +323,14 @@ def test_a_torchscript_archive_is_refused_with_what_to_do(tmp_path):
     torch.jit.save(torch.jit.script(torch.nn.Linear(2, 2)), str(tmp_path / "ViT-B-32.pt"))
     with pytest.raises(ValueError, match=r"TorchScript archive.*torch\.jit\.load\(path\)\.state_dict\(\)"):
         vit.load(tmp_path / "ViT-B-32.pt")
+
+
+def test_a_clip_tower_fine_tunes_with_a_head_instead_of_its_projection():
+    """python -m vit.train --init on a CLIP tower: the new head reads the pooled features; everything else is kept."""
+    from vit.train.build import fine_tune_model
+    cfg = vit.ViTConfig(img_size=32, embed_dim=32, depth=1, num_heads=2, mlp_dim=64, num_classes=0, proj_dim=16,
+                        norm_pre=True, patch_bias=False, mlp_act="quick_gelu")
+    tower = vit.VisionTransformer(cfg).eval()
+    tuned = fine_tune_model(tower, num_classes=3, drop_path=0.0).eval()
+    assert (tuned.cfg.num_classes, tuned.cfg.proj_dim) == (3, None)
+    assert torch.equal(tuned.norm_pre.weight, tower.norm_pre.weight) and tuned(images(1, (32, 32))).shape == (1, 3)

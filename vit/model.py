@@ -55,24 +55,26 @@ class ViTConfig:
     pos_embed_prefix: bool = True  # position embeddings cover the prefix tokens too (False: patches only, timm's no_embed_class)
     layer_scale: bool = False      # per-channel learnable residual scale (CaiT/DINOv2 LayerScale)
     layer_norm_eps: float = 1e-6   # LayerNorm epsilon (1e-6 for Google/timm/torchvision, 1e-12 for Hugging Face)
-    global_pool: str = "token"     # "token": classify from CLS; "avg": mean of patch tokens; "map": a learnt probe query attends over the patch tokens (SigLIP)
+    global_pool: str = "token"     # "token": classify from CLS; "avg": mean of patch tokens; "map": attention pooling (SigLIP)
     fc_norm: bool = False          # with "avg": LayerNorm after pooling instead of before (timm's fc_norm)
     representation_size: int | None = None  # width of the pre-logits Linear+Tanh layer; None: no such layer
     drop_rate: float = 0.0         # dropout on position-embedded tokens, in MLPs and before the head
     attn_drop_rate: float = 0.0    # dropout on attention probabilities
     drop_path_rate: float = 0.0    # stochastic depth, rising linearly to this rate in the last block
     # Features of the other ViT families (CLIP, SigLIP, EVA-02, BEiT); the defaults are the plain ViT.
-    pos_embed_kind: str = "learned"  # absolute position embedding: "learned" (a parameter added to the tokens) or "none" (BEiT: positions enter through rel_pos_bias or rope only)
+    pos_embed_kind: str = "learned"  # absolute position embedding: "learned" (added to the tokens) or "none" (BEiT)
     patch_bias: bool = True          # bias in the patch-embedding convolution (CLIP has none)
     norm_pre: bool = False           # LayerNorm on the tokens before the first block (CLIP's ln_pre)
     k_bias: bool = True              # with qkv_bias, a key bias too; False: query and value biases only (BEiT, EVA-02)
-    rel_pos_bias: bool = False       # BEiT: every block learns a bias per head and (query, key) offset, added to q·kᵀ/√d
-    rope: bool = False               # EVA-02: rotary position embedding of the patch tokens' q and k, half the channels per axis
-    rope_ref_grid: tuple[int, int] | None = None  # grid the rotary angles are scaled to (EVA-02: 16×16 at every input size); None: the input's own grid
-    attn_norm: bool = False          # LayerNorm on the heads' concatenated output before attn.proj (EVA-02 CLIP's sub-LN)
-    mlp_act: str = "gelu"            # MLP: "gelu" (exact), "gelu_tanh" (SigLIP in Hugging Face), "quick_gelu" (x·σ(1.702x), OpenAI CLIP) or "swiglu" (EVA-02: SiLU(x·W_g) ⊙ x·W_x, mlp_dim wide)
+    rel_pos_bias: bool = False       # BEiT: each block learns a bias per head and (query, key) offset, added to q·kᵀ/√d
+    rope: bool = False               # EVA-02: rotary embedding of the patches' q and k, half the channels per axis
+    rope_ref_grid: tuple[int, int] | None = None  # grid the rotary angles are scaled to (EVA-02: 16×16); None: the input's
+    attn_norm: bool = False          # LayerNorm on the heads' output before attn.proj (EVA-02 CLIP's sub-LN)
+    # MLP: "gelu" (exact), "gelu_tanh" (SigLIP in Hugging Face), "quick_gelu" (x·σ(1.702x), OpenAI's CLIP) or
+    # "swiglu" (EVA-02: SiLU(x·W_g) ⊙ x·W_x, each mlp_dim wide)
+    mlp_act: str = "gelu"
     mlp_norm: bool = False           # LayerNorm on the MLP's hidden units before fc2 (EVA-02's scale_mlp)
-    proj_dim: int | None = None      # CLIP: width of the bias-free image projection into the image–text space; model(x) returns that embedding
+    proj_dim: int | None = None      # CLIP: width of the bias-free projection into the image–text space, model(x)'s output
 
     def __post_init__(self):
         if isinstance(self.img_size, int):  # accept 224 for (224, 224)

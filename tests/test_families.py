@@ -334,3 +334,17 @@ def test_a_clip_tower_fine_tunes_with_a_head_instead_of_its_projection():
     tuned = fine_tune_model(tower, num_classes=3, drop_path=0.0).eval()
     assert (tuned.cfg.num_classes, tuned.cfg.proj_dim) == (3, None)
     assert torch.equal(tuned.norm_pre.weight, tower.norm_pre.weight) and tuned(images(1, (32, 32))).shape == (1, 3)
+
+
+def test_huggingface_siglip_model_loads_its_image_tower(tmp_path):
+    """A whole SiglipModel folder (as google/siglip-* on the Hub): its image tower; the text tower is not CLIP's."""
+    torch.manual_seed(0)
+    ref = randomize_(transformers.SiglipModel(transformers.SiglipConfig(
+        vision_config=hf_attention_config(), text_config=dict(hidden_size=32, intermediate_size=64,
+                                                               num_hidden_layers=1, num_attention_heads=2))))
+    ref.save_pretrained(tmp_path / "siglip")
+    loaded = vit.load(tmp_path / "siglip")
+    assert loaded.config.family == "siglip" and loaded.text is None
+    x = images(2, (32, 32))
+    with torch.no_grad():
+        assert_close(loaded.model(x), ref.vision_model(pixel_values=x).pooler_output)

@@ -106,7 +106,7 @@ def test_every_pass_explains_the_models_own_logits(name):
     assert g.attention.shape == g.attention_grad.shape == (1, 2, 2, T, T)
     assert g.tokens.shape == g.tokens_grad.shape == (1, T, 32)
     with torch.no_grad():
-        _, attn = model.forward_with_attention(x)
+        attn = model.forward_with_attention(x).attention
     torch.testing.assert_close(g.attention, attn, atol=1e-6, rtol=1e-5)
 
 

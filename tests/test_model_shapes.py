@@ -100,7 +100,7 @@ def test_capture_shapes_on_a_non_square_input():
     model = vit.VisionTransformer(cfg).eval()
     x = torch.randn(2, 3, 224, 320)
     with torch.no_grad():
-        logits, attn, norms = model.forward_with_attention(x, return_token_norms=True)
+        logits, attn, norms = model.forward_with_attention(x, return_token_norms=True)[:3]
     T = 1 + 14 * 20
     assert model.token_layout(224, 320).num_tokens == T == 281
     assert logits.shape == (2, 1000)
@@ -113,7 +113,7 @@ def test_prefix_tokens_count_in_the_layout():
     cfg = vit.variant("tiny", depth=1, distilled=True, num_reg_tokens=4, pos_embed_prefix=False)
     model = vit.VisionTransformer(cfg).eval()
     with torch.no_grad():
-        _, attn = model.forward_with_attention(torch.randn(1, 3, 32, 48))
+        _, attn = model.forward_with_attention(torch.randn(1, 3, 32, 48))[:2]
     assert model.token_layout(32, 48) == vit.TokenLayout(6, (2, 3))
     assert attn.shape == (1, 1, 3, 12, 12)
 
@@ -160,7 +160,7 @@ def test_capture_logits_equal_plain_logits(kw):
     x = torch.randn(2, 3, 224, 224)
     with torch.no_grad():
         plain = model(x)
-        captured, attn = model.forward_with_attention(x)
+        captured, attn = model.forward_with_attention(x)[:2]
     torch.testing.assert_close(captured, plain, atol=1e-5, rtol=0)
     T = model.token_layout(224, 224).num_tokens
     assert attn.shape == (2, 2, 3, T, T)

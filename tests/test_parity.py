@@ -75,7 +75,7 @@ def test_torchvision_vit_b_16_logits_and_attention(torchvision_b16, tmp_path):
     assert loaded.config == vit.variant("vit_b_16")
     x = images(1, (224, 224))
     with torch.no_grad():
-        logits, attn = loaded.model.forward_with_attention(x)
+        logits, attn = loaded.model.forward_with_attention(x)[:2]
         ref_logits, ref_attn = torchvision_reference(torchvision_b16, x)
         assert max_diff(logits, ref_logits) <= LOGIT_TOL
         assert max_diff(loaded.model(x), ref_logits) <= LOGIT_TOL  # fused path too
@@ -100,7 +100,7 @@ def test_torchvision_custom_logits_and_attention(torchvision_small, tmp_path):
             cfg.num_classes) == ((64, 64), 8, 3, 64, 96, 32, 7)
     x = images(2, (64, 64))
     with torch.no_grad():
-        logits, attn = loaded.model.forward_with_attention(x)
+        logits, attn = loaded.model.forward_with_attention(x)[:2]
         ref_logits, ref_attn = torchvision_reference(torchvision_small, x)
     assert max_diff(logits, ref_logits) <= LOGIT_TOL
     assert_attention_matches(attn, ref_attn)
@@ -147,7 +147,7 @@ def test_timm_logits_and_attention(name, tmp_path):
     assert loaded.model.cfg.num_prefix_tokens == ref.num_prefix_tokens
     x = images(2, size)
     with torch.no_grad():
-        logits, attn = loaded.model.forward_with_attention(x)
+        logits, attn = loaded.model.forward_with_attention(x)[:2]
         ref_logits, ref_attn = timm_reference(ref, x)
         assert max_diff(logits, ref_logits) <= LOGIT_TOL
         assert max_diff(loaded.model(x), ref_logits) <= LOGIT_TOL  # fused path too
@@ -189,7 +189,7 @@ def test_huggingface_folder_logits_attention_and_labels(cls_name, tmp_path):
     assert loaded.config.layer_norm_eps == 1e-12 and loaded.config.num_heads == 4
     x = images(2, (32, 32))
     with torch.no_grad():
-        logits, attn = loaded.model.forward_with_attention(x)
+        logits, attn = loaded.model.forward_with_attention(x)[:2]
         out = ref(pixel_values=x, output_attentions=True)
     assert max_diff(logits, out.logits) <= LOGIT_TOL
     assert_attention_matches(attn, list(out.attentions))
@@ -259,7 +259,7 @@ def test_google_npz_logits(tmp_path):
     assert loaded.preprocess.mean == (0.5, 0.5, 0.5)
     x = images(2, (48, 48))
     with torch.no_grad():
-        logits, attn = loaded.model.forward_with_attention(x)
+        logits, attn = loaded.model.forward_with_attention(x)[:2]
         ref_logits, ref_attn = timm_reference(ref, x)
     assert max_diff(logits, ref_logits) <= LOGIT_TOL
     assert_attention_matches(attn, ref_attn)

@@ -37,5 +37,5 @@ def test_two_threads_capture_exactly_their_single_threaded_results(real_weights_
     assert not errors, errors
     for i, expected in enumerate(alone):
         for r in range(rounds):
-            for got, want in zip(results[i][r], expected):  # logits, attention, token norms
+            for got, want in zip(results[i][r][:3], expected[:3]):  # logits, attention, token norms
                 assert torch.equal(got, want), (i, r)

@@ -33,7 +33,7 @@ def hooked_shapes(model, x: torch.Tensor) -> dict:
     handles += [block.attn.register_forward_hook(lambda m, i, o: None) for block in model.blocks]
     with torch.inference_mode():
         model.fused_attn = False                                  # capture the probabilities as well
-        logits, attention = model.forward_with_attention(x)
+        logits, attention = model.forward_with_attention(x)[:2]
         model.fused_attn = True
         embedded = model.embed(x)
     for h in handles:

@@ -9,19 +9,33 @@ The module layout follows timm's ``VisionTransformer`` so that checkpoints map o
       -> L × Block: x = x + DropPath(MHSA(LN(x)));  x = x + DropPath(MLP(LN(x)))
       -> LayerNorm -> pool (CLS token or mean of patches) -> [pre-logits Linear+Tanh] -> head
 
+The other ViT families people use are the same network with a few features switched on, one config
+field each (the defaults are the plain ViT above, whose code path is unchanged):
+
+    CLIP image tower   norm_pre (LayerNorm before the blocks), mlp_act="quick_gelu", patch_bias=False,
+                       proj_dim (bias-free projection into the image–text space: model(x) is the embedding)
+    SigLIP image tower class_token=False, global_pool="map" (a learnt probe query attends over the patches)
+    EVA-02             rope (rotary q/k), mlp_act="swiglu" with mlp_norm, k_bias=False (q and v biases only)
+    BEiT               pos_embed_kind="none", rel_pos_bias (per block), layer_scale, global_pool="avg",
+                       k_bias=False
+
 ``model(x)`` is the plain forward (fused scaled-dot-product attention when ``fused_attn``);
-``model.forward_with_attention(x)`` returns the logits together with every layer's attention
-probabilities, computed with an explicit softmax inside the call (no hooks, no module state), so
-that concurrent calls never mix and the captured maps are exactly the ones the logits came from.
+``model.forward_with_attention(x)`` returns the output together with every layer's attention
+probabilities (and, for "map" pooling, the probe's), computed with an explicit softmax inside the call
+(no hooks, no module state), so that concurrent calls never mix and the captured maps are exactly the
+ones the output came from: with the relative position bias added and the rotary embedding applied.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import NamedTuple
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+from .positions import TokenPositions, apply_rope, num_relative_positions, relative_position_index, rope_tables
 
 
 @dataclass(frozen=True)
@@ -41,24 +55,51 @@ class ViTConfig:
     pos_embed_prefix: bool = True  # position embeddings cover the prefix tokens too (False: patches only, timm's no_embed_class)
     layer_scale: bool = False      # per-channel learnable residual scale (CaiT/DINOv2 LayerScale)
     layer_norm_eps: float = 1e-6   # LayerNorm epsilon (1e-6 for Google/timm/torchvision, 1e-12 for Hugging Face)
-    global_pool: str = "token"     # "token": classify from CLS; "avg": mean of patch tokens
+    global_pool: str = "token"     # "token": classify from CLS; "avg": mean of patch tokens; "map": attention pooling (SigLIP)
     fc_norm: bool = False          # with "avg": LayerNorm after pooling instead of before (timm's fc_norm)
     representation_size: int | None = None  # width of the pre-logits Linear+Tanh layer; None: no such layer
     drop_rate: float = 0.0         # dropout on position-embedded tokens, in MLPs and before the head
     attn_drop_rate: float = 0.0    # dropout on attention probabilities
     drop_path_rate: float = 0.0    # stochastic depth, rising linearly to this rate in the last block
+    # Features of the other ViT families (CLIP, SigLIP, EVA-02, BEiT); the defaults are the plain ViT.
+    pos_embed_kind: str = "learned"  # absolute position embedding: "learned" (added to the tokens) or "none" (BEiT)
+    patch_bias: bool = True          # bias in the patch-embedding convolution (CLIP has none)
+    norm_pre: bool = False           # LayerNorm on the tokens before the first block (CLIP's ln_pre)
+    k_bias: bool = True              # with qkv_bias, a key bias too; False: query and value biases only (BEiT, EVA-02)
+    rel_pos_bias: bool = False       # BEiT: each block learns a bias per head and (query, key) offset, added to q·kᵀ/√d
+    rope: bool = False               # EVA-02: rotary embedding of the patches' q and k, half the channels per axis
+    rope_ref_grid: tuple[int, int] | None = None  # grid the rotary angles are scaled to (EVA-02: 16×16); None: the input's
+    attn_norm: bool = False          # LayerNorm on the heads' output before attn.proj (EVA-02 CLIP's sub-LN)
+    # MLP: "gelu" (exact), "gelu_tanh" (SigLIP in Hugging Face), "quick_gelu" (x·σ(1.702x), OpenAI's CLIP) or
+    # "swiglu" (EVA-02: SiLU(x·W_g) ⊙ x·W_x, each mlp_dim wide)
+    mlp_act: str = "gelu"
+    mlp_norm: bool = False           # LayerNorm on the MLP's hidden units before fc2 (EVA-02's scale_mlp)
+    proj_dim: int | None = None      # CLIP: width of the bias-free projection into the image–text space, model(x)'s output
 
     def __post_init__(self):
         if isinstance(self.img_size, int):  # accept 224 for (224, 224)
             object.__setattr__(self, "img_size", (self.img_size, self.img_size))
         object.__setattr__(self, "img_size", tuple(int(s) for s in self.img_size))
+        if self.rope_ref_grid is not None:
+            object.__setattr__(self, "rope_ref_grid", tuple(int(s) for s in self.rope_ref_grid))
         if self.embed_dim % self.num_heads:
             raise ValueError(f"embed_dim must be divisible by num_heads! Expected a multiple of {self.num_heads} "
                              f"but got {self.embed_dim}!")
-        if self.global_pool not in ("token", "avg"):
-            raise ValueError(f"global_pool must be 'token' or 'avg' but got {self.global_pool!r}!")
+        if self.global_pool not in ("token", "avg", "map"):
+            raise ValueError(f"global_pool must be 'token', 'avg' or 'map' but got {self.global_pool!r}!")
         if self.global_pool == "token" and not self.class_token:
             raise ValueError("global_pool='token' needs class_token=True!")
+        if self.pos_embed_kind not in ("learned", "none"):
+            raise ValueError(f"pos_embed_kind must be 'learned' or 'none' but got {self.pos_embed_kind!r}!")
+        if self.mlp_act not in MLP_ACTIVATIONS:
+            raise ValueError(f"mlp_act must be one of {sorted(MLP_ACTIVATIONS)} but got {self.mlp_act!r}!")
+        if self.proj_dim and self.num_classes:
+            raise ValueError(f"proj_dim (an image–text projection) and a classifier head are exclusive! Got "
+                             f"proj_dim={self.proj_dim} and num_classes={self.num_classes}; set one of them to 0.")
+        if self.global_pool == "map" and self.mlp_act == "swiglu":
+            raise ValueError("global_pool='map' uses a plain MLP in its pooling head; mlp_act='swiglu' is not supported with it!")
+        if self.rope and (self.embed_dim // self.num_heads) % 4:
+            raise ValueError(f"rope needs a head width divisible by 4 but got {self.embed_dim // self.num_heads}!")
         for side in self.img_size:
             if side % self.patch_size:
                 raise ValueError(f"img_size {self.img_size} is not divisible by patch_size {self.patch_size}!")
@@ -71,6 +112,19 @@ class ViTConfig:
     @property
     def num_prefix_tokens(self) -> int:
         return int(self.class_token) + int(self.distilled) + self.num_reg_tokens
+
+    @property
+    def family(self) -> str:
+        """The family these features make: "eva02", "beit", "siglip", "clip" or "vit" (names defaults and descriptions)."""
+        if self.rope:
+            return "eva02"
+        if self.rel_pos_bias:
+            return "beit"
+        if self.global_pool == "map":
+            return "siglip"
+        if self.norm_pre or self.proj_dim:
+            return "clip"
+        return "vit"
 
 
 # Named variants of the paper (Table 1) and DeiT: width D, depth L, heads H, MLP width.
@@ -112,7 +166,8 @@ class PatchEmbed(nn.Module):
     def __init__(self, cfg: ViTConfig):
         super().__init__()
         self.patch_size = cfg.patch_size
-        self.proj = nn.Conv2d(cfg.in_chans, cfg.embed_dim, kernel_size=cfg.patch_size, stride=cfg.patch_size)
+        self.proj = nn.Conv2d(cfg.in_chans, cfg.embed_dim, kernel_size=cfg.patch_size, stride=cfg.patch_size,
+                              bias=cfg.patch_bias)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         B, C, H, W = x.shape
@@ -125,48 +180,114 @@ class PatchEmbed(nn.Module):
 
 
 class Attention(nn.Module):
-    """Multi-head self-attention with a fused (SDPA) path and an explicit-softmax path that can return the maps."""
+    """Multi-head self-attention with a fused (SDPA) path and an explicit-softmax path that can return the maps.
 
-    def __init__(self, cfg: ViTConfig):
+    ``causal``: each token attends to itself and earlier tokens only (CLIP's text tower).
+    """
+
+    def __init__(self, cfg: ViTConfig, causal: bool = False):
         super().__init__()
+        D = cfg.embed_dim
         self.num_heads = cfg.num_heads
-        self.head_dim = cfg.embed_dim // cfg.num_heads
+        self.head_dim = D // cfg.num_heads
         self.scale = self.head_dim ** -0.5
+        self.causal = causal
         self.fused_attn = True  # plain forward uses F.scaled_dot_product_attention
-        self.qkv = nn.Linear(cfg.embed_dim, 3 * cfg.embed_dim, bias=cfg.qkv_bias)
+        self.qkv = nn.Linear(D, 3 * D, bias=cfg.qkv_bias and cfg.k_bias)
+        with_qv_bias = cfg.qkv_bias and not cfg.k_bias  # BEiT / EVA-02: biases on q and v, none on k
+        self.q_bias = nn.Parameter(torch.zeros(D)) if with_qv_bias else None
+        self.v_bias = nn.Parameter(torch.zeros(D)) if with_qv_bias else None
+        # BEiT: one learnt bias per head for every relative offset of the native grid (+3 rows for prefix tokens)
+        self.relative_position_bias_table = nn.Parameter(
+            torch.zeros(num_relative_positions(cfg.grid), cfg.num_heads)) if cfg.rel_pos_bias else None
         self.attn_drop = nn.Dropout(cfg.attn_drop_rate)
-        self.proj = nn.Linear(cfg.embed_dim, cfg.embed_dim)
+        self.norm = nn.LayerNorm(D, eps=cfg.layer_norm_eps) if cfg.attn_norm else nn.Identity()
+        self.proj = nn.Linear(D, D)
         self.proj_drop = nn.Dropout(cfg.drop_rate)
 
-    def forward(self, x: torch.Tensor, return_attn: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """x: (B, T, D) -> (out (B, T, D), attention probabilities (B, H, T, T) if return_attn else None)."""
+    def forward(self, x: torch.Tensor, return_attn: bool = False,
+                positions: TokenPositions | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """x: (B, T, D) -> (out (B, T, D), attention probabilities (B, H, T, T) if return_attn else None).
+
+        ``positions`` (rotary angles, relative-position rows) is only needed by EVA-02 and BEiT.
+        """
         B, T, D = x.shape
-        qkv = self.qkv(x).reshape(B, T, 3, self.num_heads, self.head_dim)  # (B, T, 3, H, Dh)
-        q, k, v = qkv.permute(2, 0, 3, 1, 4).unbind(0)                      # each (B, H, T, Dh)
+        if self.q_bias is None:
+            qkv = self.qkv(x)
+        else:
+            qkv = F.linear(x, self.qkv.weight, torch.cat([self.q_bias, torch.zeros_like(self.q_bias), self.v_bias]))
+        qkv = qkv.reshape(B, T, 3, self.num_heads, self.head_dim)  # (B, T, 3, H, Dh)
+        q, k, v = qkv.permute(2, 0, 3, 1, 4).unbind(0)              # each (B, H, T, Dh)
+        bias = None
+        if positions is not None:
+            if positions.rope is not None:  # rotate the patch tokens' queries and keys by their grid position
+                q = apply_rope(q, *positions.rope, positions.num_prefix)
+                k = apply_rope(k, *positions.rope, positions.num_prefix)
+            if self.relative_position_bias_table is not None:
+                bias = self.relative_position_bias_table[positions.rel_index].permute(2, 0, 1)  # (H, T, T)
         attn = None
         if self.fused_attn and not return_attn:
-            x = F.scaled_dot_product_attention(q, k, v, dropout_p=self.attn_drop.p if self.training else 0.0)
+            x = F.scaled_dot_product_attention(q, k, v, attn_mask=bias, is_causal=self.causal,
+                                               dropout_p=self.attn_drop.p if self.training else 0.0)
         else:
             attn = (q * self.scale) @ k.transpose(-2, -1)  # (B, H, T, T) scaled dot products
+            if bias is not None:
+                attn = attn + bias                          # BEiT: + the bias of each (query, key) offset
+            if self.causal:                                 # a query never sees later tokens
+                attn = attn.masked_fill(torch.ones(T, T, dtype=torch.bool, device=x.device).triu(1), float("-inf"))
             attn = attn.softmax(dim=-1)                    # each query row sums to 1
             x = self.attn_drop(attn) @ v                   # (B, H, T, Dh)
         x = x.transpose(1, 2).reshape(B, T, D)             # heads concatenated back to (B, T, D)
-        return self.proj_drop(self.proj(x)), attn
+        return self.proj_drop(self.proj(self.norm(x))), attn
+
+
+class QuickGELU(nn.Module):
+    """OpenAI CLIP's activation, x·σ(1.702·x): a sigmoid approximation of GELU its weights were trained with."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * torch.sigmoid(1.702 * x)
+
+
+MLP_ACTIVATIONS = {  # ViTConfig.mlp_act -> activation module ("swiglu" is a gated MLP of its own, see SwiGLU)
+    "gelu": lambda: nn.GELU(),
+    "gelu_tanh": lambda: nn.GELU(approximate="tanh"),
+    "quick_gelu": QuickGELU,
+    "swiglu": nn.SiLU,
+}
 
 
 class Mlp(nn.Module):
-    """Linear -> GELU -> Dropout -> Linear -> Dropout."""
+    """Linear -> activation -> Dropout -> [LayerNorm] -> Linear -> Dropout."""
 
     def __init__(self, cfg: ViTConfig):
         super().__init__()
         self.fc1 = nn.Linear(cfg.embed_dim, cfg.mlp_dim)
-        self.act = nn.GELU()
+        self.act = MLP_ACTIVATIONS[cfg.mlp_act]()
         self.drop1 = nn.Dropout(cfg.drop_rate)
+        self.norm = nn.LayerNorm(cfg.mlp_dim, eps=cfg.layer_norm_eps) if cfg.mlp_norm else nn.Identity()
         self.fc2 = nn.Linear(cfg.mlp_dim, cfg.embed_dim)
         self.drop2 = nn.Dropout(cfg.drop_rate)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.drop2(self.fc2(self.drop1(self.act(self.fc1(x)))))
+        return self.drop2(self.fc2(self.norm(self.drop1(self.act(self.fc1(x))))))
+
+
+class SwiGLU(nn.Module):
+    """EVA-02's gated MLP: SiLU(x·W_g) ⊙ (x·W_x) -> Dropout -> [LayerNorm] -> Linear -> Dropout, hidden width mlp_dim."""
+
+    def __init__(self, cfg: ViTConfig):
+        super().__init__()
+        self.fc1_g = nn.Linear(cfg.embed_dim, cfg.mlp_dim)  # the gate
+        self.fc1_x = nn.Linear(cfg.embed_dim, cfg.mlp_dim)  # the value it gates
+        self.act = nn.SiLU()
+        self.drop1 = nn.Dropout(cfg.drop_rate)
+        self.norm = nn.LayerNorm(cfg.mlp_dim, eps=cfg.layer_norm_eps) if cfg.mlp_norm else nn.Identity()
+        self.fc2 = nn.Linear(cfg.mlp_dim, cfg.embed_dim)
+        self.drop2 = nn.Dropout(cfg.drop_rate)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        hidden = self.act(self.fc1_g(x)) * self.fc1_x(x)  # (B, T, mlp_dim)
+        return self.drop2(self.fc2(self.norm(self.drop1(hidden))))
 
 
 class LayerScale(nn.Module):
@@ -196,22 +317,67 @@ class DropPath(nn.Module):
 class Block(nn.Module):
     """Pre-norm transformer block."""
 
-    def __init__(self, cfg: ViTConfig, drop_path: float):
+    def __init__(self, cfg: ViTConfig, drop_path: float, causal: bool = False):
         super().__init__()
         self.norm1 = nn.LayerNorm(cfg.embed_dim, eps=cfg.layer_norm_eps)
-        self.attn = Attention(cfg)
+        self.attn = Attention(cfg, causal)
         self.ls1 = LayerScale(cfg.embed_dim) if cfg.layer_scale else nn.Identity()
         self.norm2 = nn.LayerNorm(cfg.embed_dim, eps=cfg.layer_norm_eps)
-        self.mlp = Mlp(cfg)
+        self.mlp = SwiGLU(cfg) if cfg.mlp_act == "swiglu" else Mlp(cfg)
         self.ls2 = LayerScale(cfg.embed_dim) if cfg.layer_scale else nn.Identity()
         self.drop_path = DropPath(drop_path)
 
-    def forward(self, x: torch.Tensor, return_attn: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
+    def forward(self, x: torch.Tensor, return_attn: bool = False,
+                positions: TokenPositions | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
         """x: (B, T, D) -> (B, T, D), and the block's attention (B, H, T, T) when asked."""
-        a, attn = self.attn(self.norm1(x), return_attn)
+        a, attn = self.attn(self.norm1(x), return_attn, positions)
         x = x + self.drop_path(self.ls1(a))
         x = x + self.drop_path(self.ls2(self.mlp(self.norm2(x))))
         return x, attn
+
+
+class AttentionPool(nn.Module):
+    """Multi-head attention pooling ("MAP", SigLIP): one learnt probe query attends over the tokens, then a
+    residual MLP. Module names follow timm's AttentionPoolLatent."""
+
+    def __init__(self, cfg: ViTConfig):
+        super().__init__()
+        D = cfg.embed_dim
+        self.num_heads = cfg.num_heads
+        self.head_dim = D // cfg.num_heads
+        self.scale = self.head_dim ** -0.5
+        self.fused_attn = True
+        self.latent = nn.Parameter(torch.zeros(1, 1, D))  # the probe: one query vector shared by every image
+        self.q = nn.Linear(D, D)
+        self.kv = nn.Linear(D, 2 * D)
+        self.proj = nn.Linear(D, D)
+        self.norm = nn.LayerNorm(D, eps=cfg.layer_norm_eps)
+        self.mlp = Mlp(dataclasses.replace(cfg, mlp_norm=False))
+
+    def forward(self, x: torch.Tensor, return_attn: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Tokens (B, N, D) -> (pooled (B, D), the probe's attention over the N tokens (B, H, N) if return_attn)."""
+        B, N, D = x.shape
+        q = self.q(self.latent).reshape(1, 1, self.num_heads, self.head_dim).transpose(1, 2)  # (1, H, 1, Dh)
+        kv = self.kv(x).reshape(B, N, 2, self.num_heads, self.head_dim)                      # (B, N, 2, H, Dh)
+        k, v = kv.permute(2, 0, 3, 1, 4).unbind(0)                                           # each (B, H, N, Dh)
+        q = q.expand(B, -1, -1, -1)                                                          # (B, H, 1, Dh)
+        attn = None
+        if self.fused_attn and not return_attn:
+            x = F.scaled_dot_product_attention(q, k, v)
+        else:
+            attn = ((q * self.scale) @ k.transpose(-2, -1)).softmax(dim=-1)  # (B, H, 1, N): sums to 1 over tokens
+            x = attn @ v                                                      # (B, H, 1, Dh)
+            attn = attn[:, :, 0]                                              # (B, H, N)
+        x = self.proj(x.transpose(1, 2).reshape(B, D))                        # heads concatenated: (B, D)
+        return x + self.mlp(self.norm(x)), attn
+
+
+class AttentionCapture(NamedTuple):
+    """What ``VisionTransformer.forward_with_attention`` returns: the output and the attention behind it."""
+    output: torch.Tensor                     # (B, K) logits; (B, E) image embedding (proj_dim); (B, D) without head
+    attention: torch.Tensor                  # (B, L, H, T, T) softmax attention every block used
+    token_norms: torch.Tensor | None         # (B, L, T) L2 norm of every token after each block, when asked
+    probe_attention: torch.Tensor | None     # (B, H, T) "map" pooling: the probe's attention (0 on prefix tokens)
 
 
 class VisionTransformer(nn.Module):
@@ -225,23 +391,29 @@ class VisionTransformer(nn.Module):
         self.reg_token = nn.Parameter(torch.zeros(1, cfg.num_reg_tokens, D)) if cfg.num_reg_tokens else None
         gh, gw = cfg.grid
         pos_len = gh * gw + (cfg.num_prefix_tokens - cfg.num_reg_tokens if cfg.pos_embed_prefix else 0)
-        self.pos_embed = nn.Parameter(torch.zeros(1, pos_len, D))  # (1, [CLS, DIST] + gh·gw, D); registers never get one
+        # (1, [CLS, DIST] + gh·gw, D); registers never get one; BEiT has none at all (pos_embed_kind "none")
+        self.pos_embed = nn.Parameter(torch.zeros(1, pos_len, D)) if cfg.pos_embed_kind == "learned" else None
         self.pos_drop = nn.Dropout(cfg.drop_rate)
+        self.norm_pre = nn.LayerNorm(D, eps=cfg.layer_norm_eps) if cfg.norm_pre else nn.Identity()
         rates = [cfg.drop_path_rate * i / max(cfg.depth - 1, 1) for i in range(cfg.depth)]
         self.blocks = nn.ModuleList([Block(cfg, r) for r in rates])
         use_fc_norm = cfg.global_pool == "avg" and cfg.fc_norm
         self.norm = nn.Identity() if use_fc_norm else nn.LayerNorm(D, eps=cfg.layer_norm_eps)
+        self.attn_pool = AttentionPool(cfg) if cfg.global_pool == "map" else None
         self.fc_norm = nn.LayerNorm(D, eps=cfg.layer_norm_eps) if use_fc_norm else nn.Identity()
         R = cfg.representation_size
         self.pre_logits = nn.Sequential(nn.Linear(D, R), nn.Tanh()) if R else nn.Identity()
         self.head_drop = nn.Dropout(cfg.drop_rate)
         width = R or D
+        self.proj = nn.Linear(width, cfg.proj_dim, bias=False) if cfg.proj_dim else nn.Identity()  # CLIP
         self.head = nn.Linear(width, cfg.num_classes) if cfg.num_classes else nn.Identity()
         self.head_dist = nn.Linear(width, cfg.num_classes) if cfg.distilled and cfg.num_classes else None
         self.apply(_init_weights)
         for p in (self.cls_token, self.dist_token, self.reg_token, self.pos_embed):
             if p is not None:
                 nn.init.trunc_normal_(p, std=0.02)
+        if self.attn_pool is not None:
+            nn.init.trunc_normal_(self.attn_pool.latent, std=D ** -0.5)
 
     @property
     def fused_attn(self) -> bool:
@@ -251,6 +423,8 @@ class VisionTransformer(nn.Module):
     def fused_attn(self, value: bool) -> None:
         for b in self.blocks:
             b.attn.fused_attn = value
+        if self.attn_pool is not None:
+            self.attn_pool.fused_attn = value
 
     def token_layout(self, height: int, width: int) -> TokenLayout:
         """Token layout for an input of height×width pixels; raises ValueError when the patch size does not divide it."""
@@ -258,13 +432,31 @@ class VisionTransformer(nn.Module):
         if height % P or width % P or height < P or width < P:
             raise ValueError(f"Wrong input size! Expected height and width that are positive multiples of the "
                              f"patch size {P} (e.g. {self.cfg.img_size[0]}×{self.cfg.img_size[1]}) but got {height}×{width}!")
-        return TokenLayout(self.cfg.num_prefix_tokens, (height // P, width // P))
+        layout = TokenLayout(self.cfg.num_prefix_tokens, (height // P, width // P))
+        if self.cfg.rel_pos_bias and layout.grid != self.cfg.grid:
+            raise ValueError(f"Wrong input size for a relative position bias learnt on the {self.cfg.grid[0]}×"
+                             f"{self.cfg.grid[1]} grid! Expected {self.cfg.img_size[0]}×{self.cfg.img_size[1]} pixels "
+                             f"but got {height}×{width}.")
+        return layout
 
-    def resampled_pos_embed(self, grid: tuple[int, int]) -> torch.Tensor:
+    def token_positions(self, height: int, width: int, device=None) -> TokenPositions | None:
+        """Rotary angles and relative-position rows for an input of height×width pixels (None for the plain ViT)."""
+        cfg = self.cfg
+        if not (cfg.rope or cfg.rel_pos_bias):
+            return None
+        layout = self.token_layout(height, width)
+        rope = rope_tables(layout.grid, cfg.embed_dim // cfg.num_heads, cfg.rope_ref_grid, device=device) \
+            if cfg.rope else None
+        rel_index = relative_position_index(layout.grid, layout.num_prefix, device) if cfg.rel_pos_bias else None
+        return TokenPositions(layout.num_prefix, rope, rel_index)
+
+    def resampled_pos_embed(self, grid: tuple[int, int]) -> torch.Tensor | None:
         """Position embeddings for a gh×gw grid: the patch part resized bicubically, prefix part untouched.
 
-        Returns (1, prefix_with_pos + gh·gw, D).
+        Returns (1, prefix_with_pos + gh·gw, D), or None for a model without absolute position embeddings.
         """
+        if self.pos_embed is None:
+            return None
         n_pre = self.pos_embed.shape[1] - self.cfg.grid[0] * self.cfg.grid[1]
         if tuple(grid) == self.cfg.grid:
             return self.pos_embed
@@ -277,7 +469,8 @@ class VisionTransformer(nn.Module):
         return torch.cat([prefix, patches], dim=1)
 
     def embed(self, x: torch.Tensor) -> torch.Tensor:
-        """Images (B, C, H, W) -> position-embedded tokens (B, T, D): [CLS, DIST, REG…, patches]."""
+        """Images (B, C, H, W) -> the tokens entering the first block (B, T, D): [CLS, DIST, REG…, patches],
+        position-embedded (and LayerNorm-ed for CLIP's norm_pre)."""
         B, C, H, W = x.shape
         if C != self.cfg.in_chans:
             raise ValueError(f"Wrong number of channels! Expected {self.cfg.in_chans} but got {C}!")
@@ -285,42 +478,60 @@ class VisionTransformer(nn.Module):
         x = self.patch_embed(x)  # (B, N, D)
         with_pos = [t.expand(B, -1, -1) for t in (self.cls_token, self.dist_token) if t is not None]
         pos = self.resampled_pos_embed(layout.grid)
-        if self.cfg.pos_embed_prefix:
+        if pos is None:
+            x = torch.cat(with_pos + [x], dim=1)        # (B, [CLS, DIST] + N, D): positions act inside attention
+        elif self.cfg.pos_embed_prefix:
             x = torch.cat(with_pos + [x], dim=1) + pos  # (B, [CLS, DIST] + N, D)
         else:
             x = torch.cat(with_pos + [x + pos], dim=1)
         if self.reg_token is not None:  # registers go after CLS/DIST, without position embedding
             n = len(with_pos)
             x = torch.cat([x[:, :n], self.reg_token.expand(B, -1, -1), x[:, n:]], dim=1)  # (B, T, D)
-        return self.pos_drop(x)
+        return self.norm_pre(self.pos_drop(x))
 
-    def forward_head(self, x: torch.Tensor) -> torch.Tensor:
-        """Final tokens (B, T, D) -> logits (B, num_classes), or pooled features (B, D) when there is no head."""
+    def forward_head(self, x: torch.Tensor, return_probe: bool = False):
+        """Final tokens (B, T, D) -> logits (B, num_classes), the image embedding (B, proj_dim) of a CLIP tower,
+        or pooled features (B, D) when there is neither.
+
+        With ``return_probe``: ``(output, probe)``, the MAP probe's attention (B, H, T) for "map" pooling (it
+        attends over the patch tokens only, as timm's attn_pool, so it reads 0 on the prefix), else None.
+        """
         x = self.norm(x)
-        if self.cfg.global_pool == "avg":
-            pooled = x[:, self.cfg.num_prefix_tokens:].mean(dim=1)  # (B, D) mean of patch tokens
+        n = self.cfg.num_prefix_tokens
+        probe = None
+        if self.attn_pool is not None:
+            pooled, probe = self.attn_pool(x[:, n:], return_probe)  # probe: (B, H, N)
+            probe = F.pad(probe, (n, 0)) if probe is not None else None  # (B, H, T)
+        elif self.cfg.global_pool == "avg":
+            pooled = x[:, n:].mean(dim=1)                            # (B, D) mean of patch tokens
         else:
             pooled = x[:, 0]                                         # (B, D) the CLS token
-        logits = self.head(self.head_drop(self.pre_logits(self.fc_norm(pooled))))
+        features = self.head_drop(self.pre_logits(self.fc_norm(pooled)))
+        logits = self.head(self.proj(features))                      # proj: CLIP's image projection
         if self.head_dist is not None:  # DeiT: average the class and distillation heads at inference
             dist_logits = self.head_dist(self.head_drop(self.pre_logits(x[:, 1])))
             logits = (logits + dist_logits) / 2
-        return logits
+        return (logits, probe) if return_probe else logits
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """Images (B, C, H, W) -> logits (B, num_classes)."""
+        """Images (B, C, H, W) -> logits (B, num_classes) (or the embedding / features, see ``forward_head``)."""
+        positions = self.token_positions(x.shape[-2], x.shape[-1], x.device)  # None for the plain ViT
         x = self.embed(x)
         for blk in self.blocks:
-            x, _ = blk(x)
+            x, _ = blk(x, False, positions)
         return self.forward_head(x)
 
-    def forward_with_attention(self, x: torch.Tensor, return_token_norms: bool = False):
-        """Logits plus every layer's attention, from one forward pass with an explicit softmax.
+    def forward_with_attention(self, x: torch.Tensor, return_token_norms: bool = False) -> AttentionCapture:
+        """The output plus every layer's attention, from one forward pass with an explicit softmax.
 
-        Returns ``(logits (B, K), attn (B, L, H, T, T))`` where T = prefix tokens + patches (see
-        ``token_layout``); with ``return_token_norms`` also the L2 norm of every token after each block,
-        ``(B, L, T)``. The maps live only in this call's locals, so concurrent calls are independent.
+        Returns ``AttentionCapture(output (B, K), attention (B, L, H, T, T), token_norms, probe_attention)``
+        where T = prefix tokens + patches (see ``token_layout``); ``token_norms`` (B, L, T), the L2 norm of
+        every token after each block, only with ``return_token_norms``; ``probe_attention`` (B, H, T) only for
+        "map" pooling. The attention is the one each block really used (BEiT's relative bias added, EVA-02's
+        rotary embedding applied before q·kᵀ). The maps live only in this call's locals, so concurrent calls
+        are independent.
         """
+        positions = self.token_positions(x.shape[-2], x.shape[-1], x.device)
         x = self.embed(x)
         B, T, _ = x.shape
         # Filled block by block: stacking a list of maps would hold every map twice at the end (ViT-B/14 at 518:
@@ -328,14 +539,12 @@ class VisionTransformer(nn.Module):
         attn = x.new_empty(B, len(self.blocks), self.cfg.num_heads, T, T)  # (B, L, H, T, T)
         norms = x.new_empty(B, len(self.blocks), T) if return_token_norms else None  # (B, L, T)
         for i, blk in enumerate(self.blocks):
-            x, maps = blk(x, return_attn=True)       # maps: (B, H, T, T)
+            x, maps = blk(x, True, positions)        # maps: (B, H, T, T)
             attn[:, i] = maps
             if return_token_norms:
                 norms[:, i] = x.norm(dim=-1)
-        logits = self.forward_head(x)
-        if return_token_norms:
-            return logits, attn, norms
-        return logits, attn
+        output, probe = self.forward_head(x, return_probe=True)
+        return AttentionCapture(output, attn, norms, probe)
 
 
 def _init_weights(m: nn.Module) -> None:

@@ -16,6 +16,8 @@ IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
 INCEPTION_MEAN = (0.5, 0.5, 0.5)  # Google's ViT/AugReg convention: pixels mapped to [-1, 1]
 INCEPTION_STD = (0.5, 0.5, 0.5)
+OPENAI_CLIP_MEAN = (0.48145466, 0.4578275, 0.40821073)  # the mean and std of CLIP's training images
+OPENAI_CLIP_STD = (0.26862954, 0.26130258, 0.27577711)
 
 _RESAMPLE = {"bicubic": Image.Resampling.BICUBIC, "bilinear": Image.Resampling.BILINEAR,
              "nearest": Image.Resampling.NEAREST}

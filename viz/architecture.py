@@ -6,6 +6,11 @@ parameter counts follow the module layout of ``vit/model.py`` and are checked ag
 
     H×W×3 image -> N×D patch embeddings (N = H/P · W/P) -> T×D tokens (T = prefix + N) -> L blocks of
     T×D (each with H_a attention maps of T×T) -> D pooled -> K logits
+
+The other families (CLIP, SigLIP, EVA-02, BEiT; see ``vit.model``) change some rows: no CLS token, no
+absolute position embeddings, a relative position bias or rotary embedding inside attention, SwiGLU, pooling
+by a learnt probe or by the mean of the patches, CLIP's image projection. ``family_summary`` says it in one
+paragraph.
 """
 from __future__ import annotations
 
@@ -28,13 +33,71 @@ def _linear(d_in: int, d_out: int, bias: bool = True) -> int:
     return d_in * d_out + (d_out if bias else 0)
 
 
-def block_params(cfg) -> int:
-    """Parameters of one transformer block: LN, qkv, proj, LN, MLP (and LayerScale when enabled)."""
+ACTIVATION_NAMES = {"gelu": "GELU", "gelu_tanh": "tanh-approximated GELU", "quick_gelu": "QuickGELU x·σ(1.702x)",
+                    "swiglu": "SwiGLU"}
+FAMILY_NAMES = {"vit": "Vision Transformer", "clip": "CLIP image tower", "siglip": "SigLIP image tower",
+                "eva02": "EVA-02", "beit": "BEiT"}
+
+
+def _qkv_params(cfg) -> int:
+    """The qkv Linear, with its bias on q, k, v, on q and v only (BEiT, EVA-02), or none."""
     D = cfg.embed_dim
-    attn = _linear(D, 3 * D, cfg.qkv_bias) + _linear(D, D)
-    mlp = _linear(D, cfg.mlp_dim) + _linear(cfg.mlp_dim, D)
-    scale = 2 * D if cfg.layer_scale else 0
-    return 2 * _layer_norm(D) + attn + mlp + scale
+    if cfg.qkv_bias and not cfg.k_bias:
+        return _linear(D, 3 * D, bias=False) + 2 * D
+    return _linear(D, 3 * D, cfg.qkv_bias)
+
+
+def _attention_params(cfg) -> int:
+    """q/k/v, the relative position table (BEiT), the output LayerNorm (EVA-02 CLIP) and proj of one block."""
+    from vit.positions import num_relative_positions
+    D = cfg.embed_dim
+    table = num_relative_positions(cfg.grid) * cfg.num_heads if cfg.rel_pos_bias else 0
+    return _qkv_params(cfg) + table + (_layer_norm(D) if cfg.attn_norm else 0) + _linear(D, D)
+
+
+def _mlp_params(cfg) -> int:
+    """fc1 (two of them for SwiGLU: gate and value), the hidden LayerNorm (EVA-02) and fc2."""
+    D, hidden = cfg.embed_dim, cfg.mlp_dim
+    fc1 = _linear(D, hidden) * (2 if cfg.mlp_act == "swiglu" else 1)
+    return fc1 + (_layer_norm(hidden) if cfg.mlp_norm else 0) + _linear(hidden, D)
+
+
+def block_params(cfg) -> int:
+    """Parameters of one transformer block: LN, attention, LN, MLP (and LayerScale when enabled)."""
+    scale = 2 * cfg.embed_dim if cfg.layer_scale else 0
+    return 2 * _layer_norm(cfg.embed_dim) + _attention_params(cfg) + _mlp_params(cfg) + scale
+
+
+def probe_params(cfg) -> int:
+    """SigLIP's attention-pooling head: the probe, q, kv, proj, LayerNorm and its MLP."""
+    D = cfg.embed_dim
+    return (D + _linear(D, D) + _linear(D, 2 * D) + _linear(D, D) + _layer_norm(D)
+            + _linear(D, cfg.mlp_dim) + _linear(cfg.mlp_dim, D))
+
+
+def family_summary(cfg) -> str:
+    """One paragraph on the model's family: its tokens, position scheme, block and pooling."""
+    tokens = ("a CLS token" if cfg.class_token else "no CLS token") + (", a distillation token" if cfg.distilled
+                                                                       else "")
+    tokens += f", {cfg.num_reg_tokens} registers" if cfg.num_reg_tokens else ""
+    positions = {"learned": "learnt absolute position embeddings", "none": "no absolute position embeddings"}[
+        cfg.pos_embed_kind]
+    if cfg.rel_pos_bias:
+        positions += " and a learnt relative position bias in every block's attention"
+    if cfg.rope:
+        positions += " and a rotary embedding of the patches' queries and keys in every block"
+    block = f"pre-norm blocks with a {ACTIVATION_NAMES[cfg.mlp_act]} MLP"
+    block += " (LayerNorm on its hidden units)" if cfg.mlp_norm else ""
+    block += ", q and v biases but none on k" if cfg.qkv_bias and not cfg.k_bias else ""
+    block += ", LayerScale" if cfg.layer_scale else ""
+    block += "; a LayerNorm before the first block" if cfg.norm_pre else ""
+    pooling = {"token": "the CLS token is the image's summary (the maps read its row)",
+               "avg": "the mean of the patch tokens is the image's summary (the maps read the mean of the patch rows)",
+               "map": "a learnt probe query attends over the patches (attention pooling, \"MAP\"; the maps read "
+                      "the probe's attention)"}[cfg.global_pool]
+    output = (f"projected to the {cfg.proj_dim}-dim image–text space" if cfg.proj_dim else
+              f"{cfg.num_classes} classes" if cfg.num_classes else "features without a classifier")
+    return (f"**{FAMILY_NAMES[cfg.family]}**: {tokens}; {positions}; {block}; {pooling}; output: {output}.")
 
 
 def stages(cfg, image_hw: tuple[int, int] | None = None) -> list[Stage]:
@@ -53,40 +116,71 @@ def stages(cfg, image_hw: tuple[int, int] | None = None) -> list[Stage]:
 
     rows = [
         Stage("Input image (center crop)", f"{H}×{W}×{C}", 0, "RGB, normalised per channel"),
-        Stage(f"Patch embedding: Conv2d {P}×{P}, stride {P}", f"{N}×{D}", _linear(C * P * P, D),
-              f"{gh}×{gw} patches of {P}×{P}×{C} = {C * P * P} values, each projected to {D}"),
+        Stage(f"Patch embedding: Conv2d {P}×{P}, stride {P}", f"{N}×{D}", _linear(C * P * P, D, cfg.patch_bias),
+              f"{gh}×{gw} patches of {P}×{P}×{C} = {C * P * P} values, each projected to {D}"
+              + ("" if cfg.patch_bias else " (no bias)")),
     ]
     if prefix_names:
         rows.append(Stage(f"Prepend {' + '.join(prefix_names)} token{'s' if len(prefix_names) > 1 else ''}",
                           f"{T}×{D}", len(prefix_names) * D, "learned vectors, same for every image"))
     resampled = (gh, gw) != (gh0, gw0)
-    rows.append(Stage("Add position embeddings", f"{T}×{D}", pos_len * D,
-                      f"{pos_len} learned vectors for a {gh0}×{gw0} grid"
-                      + (f", resampled bicubically to {gh}×{gw}" if resampled else "")))
+    if cfg.pos_embed_kind == "learned":
+        rows.append(Stage("Add position embeddings", f"{T}×{D}", pos_len * D,
+                          f"{pos_len} learned vectors for a {gh0}×{gw0} grid"
+                          + (f", resampled bicubically to {gh}×{gw}" if resampled else "")))
+    else:
+        rows.append(Stage("No absolute position embeddings", f"{T}×{D}", 0,
+                          "positions enter inside attention (relative position bias)" if cfg.rel_pos_bias
+                          else "positions enter inside attention"))
+    if cfg.norm_pre:
+        rows.append(Stage("LayerNorm before the blocks", f"{T}×{D}", _layer_norm(D), "CLIP's ln_pre"))
     per_block = block_params(cfg)
+    softmax = "softmax(q·kᵀ/√d) — the attention maps"
+    if cfg.rel_pos_bias:
+        softmax = "softmax(q·kᵀ/√d + B) — the attention maps"
+    if cfg.rope:
+        softmax = "softmax(R(q)·R(k)ᵀ/√d) — the attention maps"
+    qkv_note = f"queries, keys, values for {heads} heads of width {Dh}"
+    qkv_note += "; biases on q and v only" if cfg.qkv_bias and not cfg.k_bias else ""
+    softmax_note = "each row: how much one token attends to every token (sums to 1)"
+    if cfg.rel_pos_bias:
+        softmax_note += f"; B: a learnt bias per head for each of the {gh0}×{gw0} grid's offsets (the table)"
+    if cfg.rope:
+        ref = cfg.rope_ref_grid or (gh, gw)
+        softmax_note += (f"; R rotates each patch's q and k by its row and column (angles on a {ref[0]}×{ref[1]} "
+                         f"grid), so q·k depends on the offset")
+    table = _attention_params(cfg) - _qkv_params(cfg) - _linear(D, D) - (_layer_norm(D) if cfg.attn_norm else 0)
+    act = ACTIVATION_NAMES[cfg.mlp_act]
+    mlp_note = (f"SiLU(x·W_g) ⊙ x·W_x, {D} → 2×{cfg.mlp_dim} → {D} per token" if cfg.mlp_act == "swiglu"
+                else f"{D} → {cfg.mlp_dim} → {D} per token") + (", LayerNorm on the hidden units" if cfg.mlp_norm else "")
     rows += [
         Stage(f"{cfg.depth} × transformer block", f"{T}×{D}", cfg.depth * per_block,
               f"{per_block:,} parameters each; pre-norm, residual around attention and MLP"),
-        Stage("  ├ LayerNorm → qkv Linear", f"3 × {heads}×{T}×{Dh}",
-              _layer_norm(D) + _linear(D, 3 * D, cfg.qkv_bias), f"queries, keys, values for {heads} heads of width {Dh}"),
-        Stage("  ├ softmax(q·kᵀ/√d) — the attention maps", f"{heads}×{T}×{T}", 0,
-              "each row: how much one token attends to every token (sums to 1)"),
-        Stage("  ├ attention · v → proj Linear, + residual", f"{T}×{D}",
-              _linear(D, D) + (D if cfg.layer_scale else 0), "heads concatenated and mixed"),
-        Stage("  └ LayerNorm → MLP (GELU), + residual", f"{T}×{D}",
-              _layer_norm(D) + _linear(D, cfg.mlp_dim) + _linear(cfg.mlp_dim, D) + (D if cfg.layer_scale else 0),
-              f"{D} → {cfg.mlp_dim} → {D} per token"),
+        Stage("  ├ LayerNorm → qkv Linear", f"3 × {heads}×{T}×{Dh}", _layer_norm(D) + _qkv_params(cfg), qkv_note),
+        Stage(f"  ├ {softmax}", f"{heads}×{T}×{T}", table, softmax_note),
+        Stage("  ├ attention · v → " + ("LayerNorm → " if cfg.attn_norm else "") + "proj Linear, + residual",
+              f"{T}×{D}", _linear(D, D) + (_layer_norm(D) if cfg.attn_norm else 0) + (D if cfg.layer_scale else 0),
+              "heads concatenated and mixed"),
+        Stage(f"  └ LayerNorm → MLP ({act}), + residual", f"{T}×{D}",
+              _layer_norm(D) + _mlp_params(cfg) + (D if cfg.layer_scale else 0), mlp_note),
     ]
     final_norm = _layer_norm(D)
     if cfg.global_pool == "avg":
         rows.append(Stage("Mean of patch tokens" + (" → LayerNorm" if cfg.fc_norm else ", after LayerNorm"),
                           f"{D}", final_norm, "average over the patches"))
+    elif cfg.global_pool == "map":
+        rows.append(Stage("LayerNorm, attention pooling by a learnt probe (MAP)", f"{D}",
+                          final_norm + probe_params(cfg),
+                          f"one query attends over the {N} patch tokens ({heads} heads), then a residual MLP"))
     else:
         rows.append(Stage("LayerNorm, take the CLS token", f"{D}", final_norm, "the CLS token summarises the image"))
     width = D
     if cfg.representation_size:
         width = cfg.representation_size
         rows.append(Stage("Pre-logits Linear + tanh", f"{width}", _linear(D, width), ""))
+    if cfg.proj_dim:
+        rows.append(Stage("Image projection Linear (no bias)", f"{cfg.proj_dim}", _linear(width, cfg.proj_dim, False),
+                          "into the space shared with the text tower: the image embedding"))
     if cfg.num_classes:
         heads_count = 2 if cfg.distilled else 1
         rows.append(Stage("Classifier head" + (" (+ distillation head, averaged)" if cfg.distilled else ""),
@@ -100,10 +194,10 @@ def total_params(rows: list[Stage]) -> int:
     return sum(r.params for r in rows if not r.name.startswith("  "))
 
 
-def to_markdown(rows: list[Stage], title: str = "") -> str:
-    """The table as Markdown, with the total parameter count underneath."""
-    lines = ([f"### {title}", ""] if title else []) + ["| stage | output shape | parameters | how |",
-                                                       "|---|---|---:|---|"]
+def to_markdown(rows: list[Stage], title: str = "", summary: str = "") -> str:
+    """The table as Markdown (under ``summary``, e.g. ``family_summary(cfg)``), with the total parameter count."""
+    lines = ([f"### {title}", ""] if title else []) + ([summary, ""] if summary else []) + [
+        "| stage | output shape | parameters | how |", "|---|---|---:|---|"]
     for r in rows:
         name = r.name.replace("  ", "&nbsp;&nbsp;", 1) if r.name.startswith("  ") else r.name
         lines.append(f"| {name} | {r.shape} | {r.params:,} | {r.note} |")

@@ -4,6 +4,9 @@ Per image, in ``DIR/<image name>/``: one PNG per panel, ``result.json`` (top-k c
 options, timings) and ``attention.npz`` (the attention itself and every map drawn, so a figure can be
 reproduced exactly). With several images, ``DIR/summary/`` holds the mean attention distance averaged over
 them (the paper's Figure 7, right, is such an average).
+
+With a CLIP checkpoint that holds a text tower, ``--texts "a photo of a cat,a photo of a dog"`` adds the
+zero-shot probabilities of those texts to result.json (``"zero_shot"``, most probable first).
 """
 from __future__ import annotations
 
@@ -31,6 +34,8 @@ PANEL_HELP = """panels written per image (PNG):
   attention          CLS attention of --layer / --head
   threshold          DINO mask: smallest patch set holding --share of the attention mass
   heads              CLS attention of every layer (rows) and head (columns)
+  (models without a CLS token: the query is SigLIP's MAP probe, or the mean of the patches for mean-pooled
+  models such as BEiT; result.json's "readout" and "captions" name it)
   query_row          where the --query patch attends (its attention row)
   query_column       who attends to the --query patch (its attention column)
   filters            Figure 7 left: top 28 principal components of the patch-embedding filters
@@ -41,8 +46,9 @@ PANEL_HELP = """panels written per image (PNG):
 
 attention.npz holds: attention (L, H, T, T), rollout (gh, gw), num_prefix_tokens, grid (gh, gw),
 patch_size, pos_similarity (N, N) on the checkpoint's native grid, mean_distance (L, H) in pixels,
-token_norms (L, T), probabilities (K,), cls_attention, query_row, query_column (gh, gw), query_patch,
-high_norm_flags (L, gh, gw). Layers and heads are 0-based; negative indices count from the end.
+token_norms (L, T), probabilities (K,), cls_attention (the query's attention), query_row, query_column
+(gh, gw), query_patch, high_norm_flags (L, gh, gw), probe_attention (H, T) for MAP models. Layers and heads
+are 0-based; negative indices count from the end.
 
 With --explain M1,M2,…: explain_<method>.png per method (the map for --target, default each image's
 top-1 class) and explanations.png (all of them side by side), explain_<method> (gh, gw) in attention.npz,
@@ -68,6 +74,14 @@ def fraction(text: str) -> float:
     return value
 
 
+def text_list(text: str) -> list[str]:
+    """--texts: comma-separated texts, each stripped; empty entries are an error."""
+    texts = [t.strip() for t in text.split(",")]
+    if not all(texts):
+        raise argparse.ArgumentTypeError(f"expected comma-separated non-empty texts but got {text!r}")
+    return texts
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m viz", description="Write every attention panel of a Vision Transformer as PNG, plus the "
                                             "numbers behind them (result.json, attention.npz).",
@@ -80,6 +94,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--input-size", nargs=2, type=int, metavar=("H", "W"),
                    help="run the model at this input size instead of the checkpoint's (multiples of the patch "
                         "size; position embeddings are resampled, Figure 7 keeps the native grid)")
+    g = p.add_argument_group("CLIP zero-shot")
+    g.add_argument("--texts", type=text_list, metavar="TEXTS",
+                   help='comma-separated class names or prompts, e.g. "a photo of a cat,a photo of a dog": their '
+                        "zero-shot probabilities softmax(logit_scale · cosine(image, text)) go into result.json "
+                        "(checkpoints with a CLIP text tower: OpenAI, open_clip, Hugging Face CLIPModel)")
     g = p.add_argument_group("rollout")
     g.add_argument("--fusion", choices=FUSIONS, default="mean", help="head fusion (default: mean)")
     g.add_argument("--discard-ratio", type=float, default=0.0, metavar="R",
@@ -209,11 +228,13 @@ def options_from(args: argparse.Namespace) -> panels.MapOptions:
 
 
 def write_image_result(path: Path, folder: Path, a: Analysis, model: tuple[dict, dict], o: panels.MapOptions,
-                       args: argparse.Namespace, decode_s: float, explained: tuple[dict, dict, dict] | None = None
-                       ) -> np.ndarray:
+                       args: argparse.Namespace, decode_s: float, explained: tuple[dict, dict, dict] | None = None,
+                       zero_shot: list[dict] | None = None) -> np.ndarray:
     """Render and write one analysed image's panels (with the model's own, ``model``: the result of
     ``panels.model_panels``, and the explanations, ``explained``: ``explanation_outputs``), result.json and
-    attention.npz; returns its mean distance (L, H)."""
+    attention.npz; returns its mean distance (L, H).
+
+    ``zero_shot``: [{"text", "probability"}, …] most probable first, written as result.json's "zero_shot"."""
     t2 = time.perf_counter()
     images, arrays = panels.image_panels(a, o)
     t3 = time.perf_counter()
@@ -224,9 +245,10 @@ def write_image_result(path: Path, folder: Path, a: Analysis, model: tuple[dict,
     for name, picture in images.items():
         picture.save(folder / f"{name}.png")
     save = np.savez_compressed if args.compress else np.savez
+    probe = {"probe_attention": a.probe_attention} if a.probe_attention is not None else {}
     save(folder / "attention.npz", attention=a.attention, num_prefix_tokens=np.int64(a.num_prefix),
          grid=np.array(a.grid), patch_size=np.int64(a.patch_size), token_norms=a.token_norms,
-         probabilities=a.probabilities, **arrays)
+         probabilities=a.probabilities, **probe, **arrays)
     t4 = time.perf_counter()
     result = {
         "image": str(path),
@@ -235,7 +257,11 @@ def write_image_result(path: Path, folder: Path, a: Analysis, model: tuple[dict,
         "input_size": list(a.input_size),
         "grid": list(a.grid),
         "num_prefix_tokens": a.num_prefix,
-        "top_k": [{"label": label, "probability": p} for label, p in a.top_k(args.top_k)],
+        **({"top_k": [{"label": label, "probability": p} for label, p in a.top_k(args.top_k)]}
+           if a.probabilities.size else {"notes": [no_classifier_note(a.model_name)]}),
+        **({"zero_shot": zero_shot} if zero_shot is not None else {}),
+        "readout": a.readout,
+        "captions": panels.captions(a, o),
         "options": {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(o).items()},
         "timings_s": {"decode": decode_s, **a.timings, "panels": t3 - t2, "write": t4 - t3},
         "files": sorted([f"{name}.png" for name in images] + ["attention.npz", "result.json"]),
@@ -244,6 +270,20 @@ def write_image_result(path: Path, folder: Path, a: Analysis, model: tuple[dict,
         result["explain"] = explained[2]
     (folder / "result.json").write_text(json.dumps(result, indent=2) + "\n")
     return arrays["mean_distance"]
+
+
+def no_classifier_note(name: str) -> str:
+    return (f"{name or 'this model'} has no classifier head (an image tower or a backbone): there are no classes, "
+            f"so no top-k. With a CLIP checkpoint, --texts gives zero-shot probabilities of typed texts.")
+
+
+def zero_shot_entries(loaded, a: Analysis, texts: list[str]) -> list[dict]:
+    """[{"text", "probability"}, …] for the analysed pixels, most probable first (ties keep the typed order)."""
+    from vit.clip import zero_shot
+
+    probabilities = zero_shot(loaded, loaded.preprocess.to_tensor(a.image), texts)[0].tolist()
+    order = sorted(range(len(texts)), key=lambda i: -probabilities[i])
+    return [{"text": texts[i], "probability": probabilities[i]} for i in order]
 
 
 def write_summary(folder: Path, distances: list[np.ndarray], names: list[str], grid, patch_size: int,
@@ -289,9 +329,14 @@ def main(argv: list[str] | None = None) -> int:
         images = expand_images(args.images)
         if not images:
             raise ValueError("no images found in " + ", ".join(args.images))
+        if args.texts and loaded.text is None:
+            raise ValueError(f"--texts needs a CLIP checkpoint with a text tower (OpenAI, open_clip or a Hugging "
+                             f"Face CLIPModel folder), but {args.weights} has none.")
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    if loaded.config.num_classes == 0:
+        print(f"note: {no_classifier_note(loaded.name)}", file=sys.stderr)
     model = panels.model_panels(model_arrays(loaded.model, loaded.name), args.lang)   # the same for every image
     distances, done, failed = [], [], []
     for path, folder in tqdm(list(zip(images, output_dirs(images, args.out))), desc="images", unit="image",
@@ -302,7 +347,8 @@ def main(argv: list[str] | None = None) -> int:
             decode_s = time.perf_counter() - t0
             a = analyze(loaded, image, np.float16 if args.float16 else np.float32)
             explained = explanation_outputs(loaded, image, a, request, o) if request else None
-            distances.append(write_image_result(path, folder, a, model, o, args, decode_s, explained))
+            texts = zero_shot_entries(loaded, a, args.texts) if args.texts else None
+            distances.append(write_image_result(path, folder, a, model, o, args, decode_s, explained, texts))
             done.append(str(path))
         except ValueError as error:   # an unreadable or unsupported image file
             failed.append(path)

@@ -16,7 +16,7 @@ from vit.image_file import open_image
 from . import panels
 from .drawing import render
 from .analysis import analyze, model_arrays
-from .architecture import stages, to_markdown
+from .architecture import family_summary, stages, to_markdown
 from .drawing.grids import GridLayout
 from .maps.layout import pixel_to_patch
 from .result import Analysis, ModelArrays
@@ -118,7 +118,8 @@ def cached_bytes(a: Analysis) -> int:
 
 def architecture(model: ServedModel, a: Analysis) -> str:
     """The Model tab: stages with this photo's tensor shapes, parameter counts and the analysis's cache size."""
-    return (to_markdown(stages(model.loaded.config, a.input_size), model.loaded.name)
+    cfg = model.loaded.config
+    return (to_markdown(stages(cfg, a.input_size), model.loaded.name, family_summary(cfg))
             + f"\n\nAll {a.depth}×{a.heads} attention maps of this photo are cached as {a.attention.dtype} "
             f"({cached_bytes(a) / 2**20:.1f} MB with their head-fused copies), so every control re-renders "
             f"without running the model again (unless the server needed the room: then it runs once more).")

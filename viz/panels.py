@@ -4,7 +4,11 @@ image-independent Figure 7 panels). No model and no torch here: moving a slider 
 Layer, head and patch indices are 0-based (negative counts from the end); ``head=None`` is the mean of
 heads. ``scale`` enlarges the photo (Lanczos) before overlaying, for display. ``lang`` ("en" or "zh-CN") is
 the language of every text drawn (``viz.i18n``); ``mask_artifacts`` drops the high-norm artifact tokens
-(``viz.maps.norms``) from every map of the CLS attention.
+(``viz.maps.norms``) from every map of the query's attention.
+
+The image-level maps (rollout, attention, heads, threshold mask) read the analysis' own query,
+``a.readout`` (see ``viz.maps.readout``): the CLS token, SigLIP's MAP probe or the mean of the patches; every
+caption names it ("CLS", "MAP probe", "mean of patches"), and ``captions`` gives them as text.
 
 The map panels for the page (``*_map_panel``, ``heads_grid_panel``, ``crop_panel``) draw at display size
 (``Display``), read in multiples of uniform attention (1 = 1/T), can share one colour scale across layers
@@ -21,11 +25,11 @@ from PIL import Image, ImageDraw, ImageOps
 
 from .drawing import plots, render
 from .i18n import language, t
-from .maps import attention, figure7, norms
+from .maps import attention, figure7, norms, readout
 from .drawing.grids import GridLayout, thumbnail_grid, tile_images
 from .maps.layout import layer_index, patch_token
 from .result import Analysis, ModelArrays
-from .maps.rollout import FUSIONS, fused_rollout_map, kept_tokens
+from .maps.rollout import FUSIONS, kept_tokens
 
 
 @dataclass(frozen=True)
@@ -41,7 +45,7 @@ class MapOptions:
     query: tuple[int, int] | None = None  # patch (row, col) for the query panels; None: grid centre
     query_rollout: bool = False         # query panels from the rollout matrix instead of one block
     share: float = 0.6                  # threshold mask: share of the attention mass kept
-    mask_source: str = "attention"      # threshold mask of the CLS "attention" map or of the "rollout"
+    mask_source: str = "attention"      # threshold mask of the readout's "attention" map or of the "rollout"
     distance_renormalise: bool = False  # mean distance: renormalise rows over patch tokens
     cmap: str = render.DEFAULT_CMAP
     alpha: float = 0.6
@@ -102,9 +106,11 @@ def artifact_drop(a: Analysis, mask_artifacts: bool, norm_ratio: float = 3.0) ->
 
 def rollout_of(a: Analysis, fusion: str = "mean", discard_ratio: float = 0.0, start_layer: int = 0,
                mask_artifacts: bool = False, norm_ratio: float = 3.0) -> np.ndarray:
-    """CLS rollout over the patches (gh, gw), optionally without the high-norm tokens (they read 0)."""
+    """Rollout of the analysis' query (CLS, MAP probe or mean of patches) over the patches (gh, gw), optionally
+    without the high-norm tokens (they read 0)."""
     drop = artifact_drop(a, mask_artifacts, norm_ratio)
-    return fused_rollout_map(a.fused_heads(fusion), a.num_prefix, a.grid, 0, discard_ratio, start_layer, drop)
+    return readout.readout_rollout_map(a.fused_heads(fusion), a.num_prefix, a.grid, a.readout, a.probe_attention,
+                                       fusion, discard_ratio, start_layer, drop)
 
 
 def rollout_overlay(a: Analysis, values: np.ndarray, drop: np.ndarray | None, cmap: str = render.DEFAULT_CMAP,
@@ -112,41 +118,82 @@ def rollout_overlay(a: Analysis, values: np.ndarray, drop: np.ndarray | None, cm
     """Rollout map onto the photo; dropped patches are left out of the colour scale (they show its bottom)."""
     vmin = float(values[~drop].min()) if drop is not None and not drop.all() else None
     return render.overlay(photo(a, scale), values, cmap, alpha, vmin=vmin, colorbar=colorbar,
-                          label=t("name.rollout", lang), lang=lang)
+                          label=rollout_caption(a, lang), lang=lang)
 
 
 def rollout_panel(a: Analysis, fusion: str = "mean", discard_ratio: float = 0.0, start_layer: int = 0,
                   mask_artifacts: bool = False, norm_ratio: float = 3.0, cmap: str = render.DEFAULT_CMAP,
                   alpha: float = 0.6, colorbar: bool = True, scale: int = 1, lang: str = "en") -> Image.Image:
-    """Attention rollout of the CLS token blended onto the photo."""
+    """Attention rollout of the analysis' query blended onto the photo."""
     drop = artifact_drop(a, mask_artifacts, norm_ratio)
-    values = fused_rollout_map(a.fused_heads(fusion), a.num_prefix, a.grid, 0, discard_ratio, start_layer, drop)
+    values = rollout_of(a, fusion, discard_ratio, start_layer, mask_artifacts, norm_ratio)
     return rollout_overlay(a, values, drop, cmap, alpha, colorbar, scale, lang)
+
+
+def attention_of(a: Analysis, layer: int = -1, head: int | None = None,
+                 drop: np.ndarray | None = None) -> np.ndarray:
+    """The analysis' query's attention over the patches in one layer (gh, gw); the MAP probe's after the last.
+    ``drop`` (gh, gw) bool: tokens removed as keys (and as queries of the mean), rows renormalised."""
+    return readout.readout_attention_map(a.attention, a.num_prefix, a.grid, a.readout, a.probe_attention, layer,
+                                         head, drop_patches=drop)
 
 
 def attention_panel(a: Analysis, layer: int = -1, head: int | None = None, share: float | None = None,
                     cmap: str = render.DEFAULT_CMAP, alpha: float = 0.6, colorbar: bool = True,
                     scale: int = 1, lang: str = "en", mask_artifacts: bool = False,
                     norm_ratio: float = 3.0) -> Image.Image:
-    """The CLS token's attention over the patches in one layer (one head or their mean); with ``share``,
-    the outline of DINO's threshold mask on top; with ``mask_artifacts``, without the high-norm tokens."""
-    drop = artifact_drop(a, mask_artifacts, norm_ratio)
-    values = attention.token_attention_map(a.attention, a.num_prefix, a.grid, layer, head, drop_patches=drop)
+    """The query's attention over the patches in one layer (one head or their mean): the CLS token's, the MAP
+    probe's or the mean patch row's; with ``share``, the outline of DINO's threshold mask on top; with
+    ``mask_artifacts``, without the high-norm tokens."""
+    values = attention_of(a, layer, head, artifact_drop(a, mask_artifacts, norm_ratio))
     mask = attention.threshold_mask(values, share) if share else None
     return render.overlay(photo(a, scale), values, cmap, alpha, mask=mask, colorbar=colorbar,
-                          label=where_name(a, layer, head, lang), lang=lang)
+                          label=attention_caption(a, layer, head, lang), lang=lang)
 
 
 def heads_panel(a: Analysis, cell: int = 56, cmap: str = render.DEFAULT_CMAP, with_photo: bool = False,
                 selected: tuple[int, int] | None = None, lang: str = "en", mask_artifacts: bool = False,
                 norm_ratio: float = 3.0) -> tuple[Image.Image, GridLayout]:
-    """The "model view": the CLS attention of every layer (rows) and head (columns), each map scaled on
-    its own. Returns the image and its layout; ``layout.cell_at(x, y)`` gives the (layer, head) clicked."""
+    """The "model view": the query's attention in every layer (rows) and head (columns), each map scaled on
+    its own (the CLS row, or for models without one the mean of the patch rows: ``heads_caption``). Returns
+    the image and its layout; ``layout.cell_at(x, y)`` gives the (layer, head) clicked."""
     drop = artifact_drop(a, mask_artifacts, norm_ratio)
-    maps = attention.all_heads_maps(a.attention, a.num_prefix, a.grid, drop_patches=drop)
+    maps = readout.readout_all_heads_maps(a.attention, a.num_prefix, a.grid, a.readout, drop_patches=drop)
     return thumbnail_grid(maps, cell=cell, cmap=cmap, row_labels=[t("name.layer", lang, layer=l) for l in range(a.depth)],
                           col_labels=[t("name.head", lang, head=h) for h in range(a.heads)],
                           background=a.image if with_photo else None, selected=selected, lang=lang)
+
+
+def query_label(readout_kind: str, lang: str = "en") -> str:
+    """The query's name in ``lang``: "CLS", "MAP probe" or "mean of patches"."""
+    return t(f"query.{readout_kind}", lang)
+
+
+def rollout_caption(a: Analysis, lang: str = "en") -> str:
+    """E.g. "CLS rollout", "MAP probe rollout", "mean of patches rollout"."""
+    return t("caption.rollout", lang, query=query_label(a.readout, lang))
+
+
+def attention_caption(a: Analysis, layer: int = -1, head: int | None = None, lang: str = "en") -> str:
+    """E.g. "CLS, layer 11, mean of heads"; the MAP probe reads after the last layer, whatever ``layer``."""
+    if a.readout == "map":
+        return t("caption.probe", lang, layer=a.depth - 1,
+                 heads=t("name.mean_heads", lang) if head is None else t("name.head", lang, head=head % a.heads))
+    return t("caption.attention", lang, query=query_label(a.readout, lang), where=where_name(a, layer, head, lang))
+
+
+def heads_caption(a: Analysis, lang: str = "en") -> str:
+    """What the heads grid shows: the CLS row, or the mean of the patch rows (the probe is not in the layers)."""
+    return t("caption.heads", lang, query=query_label(readout.heads_query(a.readout), lang))
+
+
+def captions(a: Analysis, o: "MapOptions") -> dict[str, str]:
+    """Every image-level panel's caption, naming its query: {"rollout", "attention", "threshold", "heads"}."""
+    source = attention_caption(a, o.layer, o.head, o.lang) if o.mask_source == "attention" else \
+        rollout_caption(a, o.lang)
+    return {"rollout": rollout_caption(a, o.lang), "attention": attention_caption(a, o.layer, o.head, o.lang),
+            "threshold": t("caption.threshold", o.lang, share=o.share, source=source),
+            "heads": heads_caption(a, o.lang)}
 
 
 def default_query(a: Analysis) -> tuple[int, int]:
@@ -188,11 +235,11 @@ def query_panels(a: Analysis, row: int, col: int, layer: int = -1, head: int | N
 def threshold_panel(a: Analysis, share: float = 0.6, source: str = "attention", layer: int = -1,
                     head: int | None = None, scale: int = 1, **rollout_options) -> Image.Image:
     """DINO's threshold mask: the photo dimmed outside the smallest patch set holding ``share`` of the
-    mass of the CLS attention (``source="attention"``, layer ``layer``) or of the rollout; with
+    mass of the query's attention (``source="attention"``, layer ``layer``) or of its rollout; with
     ``mask_artifacts=True`` (a rollout option) either map is taken without the high-norm tokens."""
     if source == "attention":
         drop = artifact_drop(a, rollout_options.get("mask_artifacts", False), rollout_options.get("norm_ratio", 3.0))
-        values = attention.token_attention_map(a.attention, a.num_prefix, a.grid, layer, head, drop_patches=drop)
+        values = attention_of(a, layer, head, drop)
     elif source == "rollout":
         values = rollout_of(a, **rollout_options)
     else:
@@ -238,15 +285,21 @@ def distance_panel(mean_distance: np.ndarray, grid: tuple[int, int], patch_size:
     return plots.distance_image(mean_distance, title, uniform, lang=lang)
 
 
-def position_similarity_of(m: ModelArrays) -> np.ndarray:
-    """Cosine similarity of the position embeddings on the checkpoint's native grid (N, N)."""
-    return figure7.position_similarity(m.pos_embed, m.native_grid)
+def position_similarity_of(m: ModelArrays) -> np.ndarray | None:
+    """Cosine similarity of the position embeddings on the checkpoint's native grid (N, N); None without them."""
+    return figure7.position_similarity(m.pos_embed, m.native_grid) if m.pos_embed is not None else None
 
 
 def position_panel(m: ModelArrays, lang: str = "en") -> Image.Image:
     """Figure 7, centre: position-embedding similarity, one tile per patch (a full matplotlib draw, ~0.1 s:
-    render it once per model and language)."""
-    return plots.figure_to_image(plots.position_similarity_plot(position_similarity_of(m), m.native_grid, lang=lang))
+    render it once per model and language); a model without position embeddings gets a panel that says so."""
+    return _position_image(position_similarity_of(m), m.native_grid, lang)
+
+
+def _position_image(similarity: np.ndarray | None, grid: tuple[int, int], lang: str = "en") -> Image.Image:
+    if similarity is None:
+        return plots.message_image(t("note.no_position_embeddings", lang), lang=lang)
+    return plots.figure_to_image(plots.position_similarity_plot(similarity, grid, lang=lang))
 
 
 def filters_panel(m: ModelArrays, count: int = 28) -> Image.Image:
@@ -259,8 +312,8 @@ def model_panels(m: ModelArrays, lang: str = "en") -> tuple[dict[str, Image.Imag
     """The panels that depend on the checkpoint only (Figure 7 left and centre), to render once per model
     -> ({name: image}, {name: array})."""
     similarity = position_similarity_of(m)
-    image = plots.figure_to_image(plots.position_similarity_plot(similarity, m.native_grid, lang=lang))
-    return {"filters": filters_panel(m), "pos_similarity": image}, {"pos_similarity": similarity}
+    arrays = {"pos_similarity": similarity} if similarity is not None else {}
+    return {"filters": filters_panel(m), "pos_similarity": _position_image(similarity, m.native_grid, lang)}, arrays
 
 
 def image_panels(a: Analysis, o: MapOptions = MapOptions()) -> tuple[dict[str, Image.Image], dict[str, np.ndarray]]:
@@ -287,9 +340,7 @@ def image_panels(a: Analysis, o: MapOptions = MapOptions()) -> tuple[dict[str, I
     }
     images["query_row"], images["query_column"] = query_panels(a, row, col, o.layer, o.head, o.query_rollout,
                                                                **rollout_options, **style, **masking)
-    arrays = {"rollout": rollout,
-              "cls_attention": attention.token_attention_map(a.attention, a.num_prefix, a.grid, o.layer, o.head,
-                                                             drop_patches=drop),
+    arrays = {"rollout": rollout, "cls_attention": attention_of(a, o.layer, o.head, drop),
               "query_row": query_out, "query_column": query_in, "query_patch": np.array([row, col]),
               "mean_distance": distance, "high_norm_flags": artifact_flags(a, o.norm_ratio)}
     return images, arrays
@@ -429,13 +480,13 @@ def _layer_columns(a: Analysis, head: int | None, key: int, keep: np.ndarray) ->
 def rollout_map_panel(a: Analysis, fusion: str = "mean", discard_ratio: float = 0.0, start_layer: int = 0,
                       mask_artifacts: bool = False, norm_ratio: float = 3.0,
                       display: Display = Display()) -> MapPanel:
-    """The CLS rollout on the photo at display size, in multiples of uniform attention, with the artifact note."""
+    """The query's rollout (CLS, MAP probe or mean of patches) on the photo at display size, in multiples of
+    uniform attention, with the artifact note."""
     drop = artifact_drop(a, mask_artifacts, norm_ratio)
     tokens = uniform_tokens(a, drop)
-    values = fused_rollout_map(a.fused_heads(fusion), a.num_prefix, a.grid, 0, discard_ratio, start_layer,
-                               drop) * tokens
+    values = rollout_of(a, fusion, discard_ratio, start_layer, mask_artifacts, norm_ratio) * tokens
     vmin, vmax = _range(values, drop)
-    image = _draw_map(display_photo(a, display.size), values, vmin, vmax, t("name.rollout", display.lang), tokens,
+    image = _draw_map(display_photo(a, display.size), values, vmin, vmax, rollout_caption(a, display.lang), tokens,
                       display)
     return MapPanel(image, values, vmin, vmax, tokens, _artifact_note(a, values, mask_artifacts, norm_ratio,
                                                                         display.lang))
@@ -443,24 +494,32 @@ def rollout_map_panel(a: Analysis, fusion: str = "mean", discard_ratio: float = 
 
 def attention_layers(a: Analysis, head: int | None = None, mask_artifacts: bool = False,
                      norm_ratio: float = 3.0) -> np.ndarray:
-    """The CLS attention over the patches in every layer (L, gh, gw), in multiples of uniform attention, the
-    artifact tokens dropped (and the rows renormalised) when masking: what ``attention_map_panel`` draws."""
+    """The query's attention over the patches in every layer (L, gh, gw), in multiples of uniform attention
+    (the CLS row, or the mean of the patch rows for models without a CLS token), the artifact tokens dropped
+    (and the rows renormalised) when masking: what ``attention_map_panel`` draws for one layer."""
     drop = artifact_drop(a, mask_artifacts, norm_ratio)
-    rows = _layer_rows(a, head)
-    if drop is not None:
-        rows = attention.without_tokens(rows, kept_tokens(a.num_prefix, a.grid, drop))
+    if head is not None and not -a.heads <= head < a.heads:
+        raise ValueError(f"Head {head} does not exist! Expected 0 <= head < {a.heads}, or the mean of heads.")
+    source = a.fused_heads("mean") if head is None else a.attention[:, head]          # (L, T, T)
+    rows = readout.readout_rows(source, a.num_prefix, a.grid, a.readout, drop)
     return rows[:, a.num_prefix:].reshape(a.depth, *a.grid) * uniform_tokens(a, drop)
 
 
 def attention_map_panel(a: Analysis, layer: int = -1, head: int | None = None, mask_artifacts: bool = False,
                         outline_share: float | None = None, shared_scale: bool = False, norm_ratio: float = 3.0,
                         display: Display = Display()) -> MapPanel:
-    """The CLS attention of one layer (one head or their mean) at display size, in multiples of uniform
-    attention. ``outline_share``: DINO's threshold mask (e.g. 0.6) outlined; ``shared_scale``: one colour
-    scale for every layer (the min and max over all layers), so layers can be compared colour for colour."""
+    """The query's attention of one layer (one head or their mean) at display size, in multiples of uniform
+    attention: the CLS row, the mean of the patch rows (mean-pooled models), or the MAP probe's attention
+    (SigLIP: it reads once, after the last layer, so ``layer`` does not apply). ``outline_share``: DINO's
+    threshold mask (e.g. 0.6) outlined; ``shared_scale``: one colour scale for every layer (the min and max
+    over all layers), so layers can be compared colour for colour."""
     drop = artifact_drop(a, mask_artifacts, norm_ratio)
-    layers = attention_layers(a, head, mask_artifacts, norm_ratio)
-    values = layers[layer_index(layer, a.depth)]
+    if a.readout == "map":
+        layers = (attention_of(a, layer, head, drop) * uniform_tokens(a, drop))[None]
+        values = layers[0]
+    else:
+        layers = attention_layers(a, head, mask_artifacts, norm_ratio)
+        values = layers[layer_index(layer, a.depth)]
     if shared_scale:
         kept = layers if drop is None or drop.all() else layers[:, ~drop]
         vmin, vmax = float(kept.min()), float(kept.max())
@@ -468,8 +527,8 @@ def attention_map_panel(a: Analysis, layer: int = -1, head: int | None = None, m
         vmin, vmax = _range(values, drop)
     outline = attention.threshold_mask(values, outline_share) if outline_share else None
     tokens = uniform_tokens(a, drop)
-    image = _draw_map(display_photo(a, display.size), values, vmin, vmax, where_name(a, layer, head, display.lang),
-                      tokens, display, outline)
+    image = _draw_map(display_photo(a, display.size), values, vmin, vmax,
+                      attention_caption(a, layer, head, display.lang), tokens, display, outline)
     return MapPanel(image, values, vmin, vmax, tokens, _artifact_note(a, values, mask_artifacts, norm_ratio,
                                                                         display.lang))
 
@@ -527,12 +586,12 @@ class HeadStats:
 
 
 def head_stats(a: Analysis, mask_artifacts: bool = False, norm_ratio: float = 3.0) -> HeadStats:
-    """Mean attention distance (L, H) and the entropy of every head's CLS attention row (over all tokens,
-    or over the kept ones, renormalised, when masking)."""
+    """Mean attention distance (L, H) and the entropy of every head's query row (the CLS row, or the mean of
+    the patch rows for models without a CLS token; over all tokens, or over the kept ones, renormalised, when
+    masking)."""
     drop = artifact_drop(a, mask_artifacts, norm_ratio)
-    rows = a.attention[:, :, 0, :].astype(np.float64)                            # (L, H, T)
-    if drop is not None:
-        rows = attention.without_tokens(rows, kept_tokens(a.num_prefix, a.grid, drop)).astype(np.float64)
+    rows = np.stack([readout.readout_rows(a.attention[:, h], a.num_prefix, a.grid, a.readout, drop)
+                     for h in range(a.heads)], axis=1).astype(np.float64)          # (L, H, T)
     logs = np.log2(np.where(rows > 0, rows, 1.0))
     entropy = -(rows * logs).sum(axis=-1)
     return HeadStats(mean_distance_of(a), entropy.astype(np.float32), float(np.log2(uniform_tokens(a, drop))))
@@ -582,7 +641,8 @@ def heads_grid_panel(a: Analysis, width: int = 1024, mask_artifacts: bool = Fals
     language, colours, opacity and patch-true drawing (its ``size`` is not used: ``width`` is)."""
     drop = artifact_drop(a, mask_artifacts, norm_ratio)
     tokens = uniform_tokens(a, drop)
-    maps = attention.all_heads_maps(a.attention, a.num_prefix, a.grid, drop_patches=drop) * tokens  # (L, H, gh, gw)
+    maps = readout.readout_all_heads_maps(a.attention, a.num_prefix, a.grid, a.readout,
+                                          drop_patches=drop) * tokens                 # (L, H, gh, gw)
     kept = maps if drop is None or drop.all() else maps[:, :, ~drop]
     vmin, vmax = float(kept.min()), float(kept.max())
     layers_across = a.depth >= a.heads

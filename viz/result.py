@@ -17,6 +17,11 @@ class Analysis:
     attention: (L, H, T, T) probabilities (float32 or float16); token_norms: (L, T) L2 norm of every
     token after each block; T = num_prefix + gh·gw. ``image`` is the cropped RGB image the model saw
     (width gw·P, height gh·P): maps are overlaid on exactly these pixels.
+
+    ``readout`` names the query of the image-level maps (see ``viz.maps.readout``): "cls" for a model that
+    classifies from its CLS token, "map" for SigLIP's attention-pooling probe (``probe_attention`` (H, T)
+    holds its attention), "mean" for mean-pooled models. A model without a classifier (a CLIP or SigLIP image
+    tower, a DINO backbone) has no classes: ``probabilities`` is empty and ``top_k`` gives [].
     """
     image: Image.Image
     probabilities: np.ndarray            # (K,) softmax over the classes
@@ -33,6 +38,8 @@ class Analysis:
     # in the attention's dtype, and the mean attention distance (L, H) keyed by ``renormalise``.
     fused: dict = field(default_factory=dict)
     mean_distance: dict = field(default_factory=dict)
+    readout: str = "cls"                       # the maps' query: "cls", "map" (the MAP probe) or "mean" (of patches)
+    probe_attention: np.ndarray | None = None  # (H, T) the MAP probe's attention over the tokens (readout "map")
 
     @property
     def depth(self) -> int:
@@ -64,7 +71,7 @@ class ModelArrays:
     """The image-independent tensors Figure 7 needs, copied out of a model once per checkpoint."""
     name: str
     patch_weight: np.ndarray             # (D, C, P, P) patch-embedding filters
-    pos_embed: np.ndarray                # (prefix_with_pos + gh·gw, D) learnt position embeddings
+    pos_embed: np.ndarray | None         # (prefix_with_pos + gh·gw, D) learnt position embeddings; None: BEiT
     native_grid: tuple[int, int]         # grid the position embeddings were learnt for
     patch_size: int
     num_prefix: int

@@ -1,9 +1,11 @@
 """Checkpoints: reading files safely, recognising their format, renaming their tensors and building our model.
 
 - ``files``: the three safe readers (safetensors, weights-only torch, numpy without pickle) and our own format;
-- ``formats``: one key-swap filter per checkpoint format, format detection, strict loading;
+- ``formats``: one key-swap filter per checkpoint format (timm, torchvision, DINO, Hugging Face, Google, OpenAI /
+  open_clip CLIP), format detection, strict loading;
 - ``infer``: the ViTConfig read off tensor shapes;
-- ``huggingface``: Hugging Face ``save_pretrained`` folders (config, weights, image processor);
+- ``huggingface``: Hub folders: transformers' ``save_pretrained`` folders (ViT, DeiT, BEiT, CLIP, SigLIP), timm's and
+  open_clip's (config, weights, preprocessing, a CLIP tokenizer's files);
 - ``registry``: checkpoints we know (sha256 / file name) with their preprocessing;
 - ``load``: ``vit.load(source)``, where weights come from.
 """

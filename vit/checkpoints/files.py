@@ -78,7 +78,22 @@ def _read_npz(path: Path) -> dict:
         raise ValueError(f"{path} is a damaged .npz file (truncated download?): {e}") from None
 
 
+def _is_torchscript(path: Path) -> bool:
+    """A TorchScript archive (torch.jit.save): a zip holding the module's code beside its tensors."""
+    try:
+        with zipfile.ZipFile(path) as z:
+            return any("/code/" in n for n in z.namelist()) and any(n.endswith("constants.pkl") for n in z.namelist())
+    except zipfile.BadZipFile:
+        return False
+
+
 def _read_torch(path: Path) -> dict:
+    if _is_torchscript(path):
+        raise ValueError(
+            f"Refusing to load {path}: it is a TorchScript archive (as OpenAI released CLIP), which carries code that "
+            f"would run on loading. Save its weights once, where you trust the file: "
+            f"torch.save(torch.jit.load(path).state_dict(), 'clip_state_dict.pt'), or use open_clip's or Hugging "
+            f"Face's copy of the weights.")
     try:
         obj = torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as e:

@@ -2,8 +2,12 @@
 
 Every format has a pure ``*_filter_fn(state_dict) -> state_dict`` driven by an explicit swap table of
 (regex, replacement) pairs applied in order, as timm's ``checkpoint_filter_fn`` does. Tensors that need
-more than a rename (Google's JAX kernels, Hugging Face's separate q/k/v) are reshaped right after.
+more than a rename (Google's JAX kernels, Hugging Face's separate q/k/v, CLIP's (D,) class embedding and
+(in, out) projections) are reshaped right after.
 Keys a filter does not understand are passed through unchanged, so strict loading reports them.
+
+A CLIP checkpoint's text tower (OpenAI, open_clip, Hugging Face) comes out under ``text.``: the loader
+builds ``vit.clip.TextTransformer`` from those keys and the image tower from the rest.
 """
 from __future__ import annotations
 
@@ -19,7 +23,10 @@ Swaps = list[tuple[str, str]]
 TIMM_SWAPS: Swaps = [
     (r"^module\.", ""),                       # saved from DataParallel/DistributedDataParallel
     (r"^pre_logits\.fc\.", "pre_logits.0."),  # timm < 0.9 representation layer (ImageNet-21k ViTs)
+    (r"^(blocks\.\d+)\.gamma_([12])$", r"\1.ls\2.gamma"),  # BEiT / EVA layer scale
+    (r"\.attn\.(q|k|v)_proj\.", r".attn.\1."),  # EVA-02 with separate q/k/v (fused into attn.qkv below)
 ]
+TIMM_DROP = [r"relative_position_index$"]  # BEiT: a buffer some versions saved, recomputed from the grid
 DINO_SWAPS: Swaps = [
     (r"^module\.", ""),
     (r"^backbone\.", ""),                     # DINO training checkpoints wrap the ViT as .backbone
@@ -41,7 +48,11 @@ TORCHVISION_SWAPS: Swaps = [
     (r"^heads\.head\.", "head."),
 ]
 HF_SWAPS: Swaps = [
-    (r"^(vit|deit)\.", ""),
+    (r"^(vit|deit|beit)\.", ""),
+    (r"(\.attention\.attention)?\.relative_position_bias\.relative_position_bias_table$",
+     ".attn.relative_position_bias_table"),                  # BEiT, file layout / transformers >= 5 in-memory
+    (r"\.lambda_([12])$", r".ls\1.gamma"),                    # BEiT layer scale
+    (r"^pooler\.layernorm\.", "fc_norm."),                    # BEiT: LayerNorm after the mean of patch tokens
     (r"^embeddings\.cls_token$", "cls_token"),
     (r"^embeddings\.distillation_token$", "dist_token"),
     (r"^embeddings\.position_embeddings$", "pos_embed"),
@@ -58,7 +69,8 @@ HF_SWAPS: Swaps = [
     (r"^(classifier|cls_classifier)\.", "head."),
     (r"^distillation_classifier\.", "head_dist."),
 ]
-HF_DROP = [r"^embeddings\.mask_token$", r"^pooler\."]  # not used by image classification
+HF_DROP = [r"^((vit|deit|beit)\.)?embeddings\.mask_token$", r"^((vit|deit)\.)?pooler\.dense\.",  # unused by classification
+           r"relative_position_index$"]
 HF_QKV = {"query": "q", "key": "k", "value": "v", "q": "q", "k": "k", "v": "v"}
 GOOGLE_PREFIXES = ("opt/target/", "params/img/", "params/", "")
 GOOGLE_SWAPS: Swaps = [  # classic (vit_jax) layout; big_vision numbers the sub-modules 0, 0, 1 instead of 1, 3, 2
@@ -78,6 +90,55 @@ GOOGLE_SWAPS: Swaps = [  # classic (vit_jax) layout; big_vision numbers the sub-
     (r"/bias$", ".bias"),
 ]
 
+OPENAI_CLIP_SWAPS: Swaps = [  # OpenAI's released CLIP state dicts and open_clip's (the same layout)
+    (r"^module\.", ""),
+    (r"^visual\.conv1\.", "patch_embed.proj."),
+    (r"^visual\.class_embedding$", "cls_token"),             # (D,), reshaped below
+    (r"^visual\.positional_embedding$", "pos_embed"),        # (1 + N, D), reshaped below
+    (r"^visual\.ln_pre\.", "norm_pre."),
+    (r"^visual\.transformer\.resblocks\.(\d+)\.", r"blocks.\1."),
+    (r"^visual\.ln_post\.", "norm."),
+    (r"^visual\.proj$", "proj.weight"),                      # (D, E) used as x @ proj, transposed below
+    (r"^transformer\.resblocks\.(\d+)\.", r"text.blocks.\1."),
+    (r"^token_embedding\.", "text.token_embedding."),
+    (r"^positional_embedding$", "text.pos_embed"),
+    (r"^ln_final\.", "text.norm."),
+    (r"^text_projection$", "text.proj.weight"),               # (W, E), transposed below
+    (r"^logit_scale$", "text.logit_scale"),
+    (r"\.ln_1\.", ".norm1."),
+    (r"\.ln_2\.", ".norm2."),
+    (r"\.attn\.in_proj_(weight|bias)$", r".attn.qkv.\1"),    # nn.MultiheadAttention: rows [q; k; v]
+    (r"\.attn\.out_proj\.", ".attn.proj."),
+    (r"\.mlp\.c_fc\.", ".mlp.fc1."),
+    (r"\.mlp\.c_proj\.", ".mlp.fc2."),
+]
+OPENAI_CLIP_DROP = [r"^(input_resolution|context_length|vocab_size)$", r"attn_mask$"]  # JIT metadata, causal mask
+HF_CLIP_SWAPS: Swaps = [  # Hugging Face CLIPModel / CLIPVisionModel(WithProjection) / SiglipVisionModel
+    (r"^text_model\.embeddings\.token_embedding\.", "text.token_embedding."),
+    (r"^text_model\.embeddings\.position_embedding\.weight$", "text.pos_embed"),
+    (r"^text_model\.encoder\.layers\.(\d+)\.", r"text.blocks.\1."),
+    (r"^text_model\.final_layer_norm\.", "text.norm."),
+    (r"^text_projection\.", "text.proj."),
+    (r"^logit_scale$", "text.logit_scale"),
+    (r"^(vision_model\.)?embeddings\.class_embedding$", "cls_token"),          # (D,), reshaped below
+    (r"^(vision_model\.)?embeddings\.patch_embedding\.", "patch_embed.proj."),
+    (r"^(vision_model\.)?embeddings\.position_embedding\.weight$", "pos_embed"),  # (T, D), reshaped below
+    (r"^(vision_model\.)?pre_layrnorm\.", "norm_pre."),                       # sic
+    (r"^(vision_model\.)?encoder\.layers\.(\d+)\.", r"blocks.\2."),
+    (r"^(vision_model\.)?post_layernorm\.", "norm."),
+    (r"^visual_projection\.", "proj."),
+    (r"^(vision_model\.)?head\.probe$", "attn_pool.latent"),                  # SigLIP's MAP head
+    (r"^(vision_model\.)?head\.attention\.in_proj_(weight|bias)$", r"attn_pool.in_proj.\2"),  # split below
+    (r"^(vision_model\.)?head\.attention\.out_proj\.", "attn_pool.proj."),
+    (r"^(vision_model\.)?head\.layernorm\.", "attn_pool.norm."),
+    (r"^(vision_model\.)?head\.mlp\.", "attn_pool.mlp."),
+    (r"\.layer_norm1\.", ".norm1."),
+    (r"\.layer_norm2\.", ".norm2."),
+    (r"\.self_attn\.(q|k|v)_proj\.", r".attn.\1."),       # fused into attn.qkv below
+    (r"\.self_attn\.out_proj\.", ".attn.proj."),
+]
+HF_CLIP_DROP = [r"position_ids$"]  # a buffer older transformers saved
+
 
 def swap_keys(state_dict: dict, swaps: Swaps, drop: list[str] = ()) -> dict:
     """Rename every key through the swap table, in order; drop keys matching a ``drop`` pattern."""
@@ -92,7 +153,72 @@ def swap_keys(state_dict: dict, swaps: Swaps, drop: list[str] = ()) -> dict:
 
 
 def timm_filter_fn(state_dict: dict) -> dict:
-    return swap_keys(state_dict, TIMM_SWAPS)
+    """timm's ViT (also its CLIP and SigLIP towers), EVA-02 and BEiT -> ours."""
+    return _timm_clip_projection(_split_glu(_fuse_qkv(swap_keys(state_dict, TIMM_SWAPS, TIMM_DROP))))
+
+
+def _timm_clip_projection(sd: dict) -> dict:
+    """timm stores a CLIP tower's image projection as its head, with an all-zero bias (``_convert_openai_clip``):
+    a CLIP tower (norm_pre) whose head bias is exactly zero gets it back as ``proj``, so that it is not taken for
+    a classifier of E "classes". A trained classifier head never has an all-zero bias."""
+    bias = sd.get("head.bias")
+    if "norm_pre.weight" not in sd or bias is None or "head.weight" not in sd or bool(bias.any()):
+        return sd
+    out = {k: v for k, v in sd.items() if k not in ("head.weight", "head.bias")}
+    out["proj.weight"] = sd["head.weight"]
+    return out
+
+
+def openai_clip_filter_fn(state_dict: dict) -> dict:
+    """OpenAI / open_clip CLIP (``visual.*`` image tower, text tower at the top level) -> ours, text under ``text.``."""
+    out = swap_keys(state_dict, OPENAI_CLIP_SWAPS, OPENAI_CLIP_DROP)
+    return {k: _clip_tensor(k, v, transposed_proj=True) for k, v in out.items()}
+
+
+def huggingface_clip_filter_fn(state_dict: dict) -> dict:
+    """Hugging Face CLIP / SigLIP -> ours: renames, separate q/k/v stacked into attn.qkv, the MAP head's
+    in_proj split into q and kv, text tower under ``text.``."""
+    out = _fuse_qkv(swap_keys(state_dict, HF_CLIP_SWAPS, HF_CLIP_DROP))
+    return _split_probe_in_proj({k: _clip_tensor(k, v, transposed_proj=False) for k, v in out.items()})
+
+
+def _clip_tensor(key: str, t: torch.Tensor, transposed_proj: bool) -> torch.Tensor:
+    """CLIP layouts -> ours: class embedding (D,) -> (1, 1, D); position embedding (T, D) -> (1, T, D); OpenAI's
+    projections are used as x @ P with P (in, out), ours are Linear weights (out, in)."""
+    if key == "cls_token" and t.ndim == 1:
+        return t.reshape(1, 1, -1)
+    if key == "pos_embed" and t.ndim == 2:
+        return t.unsqueeze(0)
+    if transposed_proj and key in ("proj.weight", "text.proj.weight"):
+        return t.T
+    return t
+
+
+def _split_probe_in_proj(sd: dict) -> dict:
+    """SigLIP's MAP head in Hugging Face is an nn.MultiheadAttention: in_proj rows [q; k; v] (3D, D) ->
+    attn_pool.q (D, D) and attn_pool.kv (2D, D), timm's layout."""
+    out = dict(sd)
+    for kind in ("weight", "bias"):
+        t = out.pop(f"attn_pool.in_proj.{kind}", None)
+        if t is not None:
+            D = t.shape[0] // 3
+            out[f"attn_pool.q.{kind}"], out[f"attn_pool.kv.{kind}"] = t[:D], t[D:]
+    return out
+
+
+def _split_glu(sd: dict) -> dict:
+    """timm's packed SwiGLU (GluMlp, EVA-02 without the MLP LayerNorm): fc1 (2h, D) whose first half is the gate
+    -> fc1_g (h, D) and fc1_x (h, D). Recognised by fc1 being twice as wide as fc2's input; a plain MLP never is."""
+    out = dict(sd)
+    for k in list(sd):
+        m = re.fullmatch(r"(blocks\.\d+\.mlp)\.fc1\.weight", k)
+        fc2 = sd.get(f"{m[1]}.fc2.weight") if m else None
+        if fc2 is not None and sd[k].shape[0] == 2 * fc2.shape[1]:
+            for kind in ("weight", "bias"):
+                t = out.pop(f"{m[1]}.fc1.{kind}", None)
+                if t is not None:
+                    out[f"{m[1]}.fc1_g.{kind}"], out[f"{m[1]}.fc1_x.{kind}"] = t.chunk(2, dim=0)
+    return out
 
 
 def dino_filter_fn(state_dict: dict) -> dict:
@@ -104,16 +230,19 @@ def torchvision_filter_fn(state_dict: dict) -> dict:
 
 
 def huggingface_filter_fn(state_dict: dict) -> dict:
-    """Hugging Face ViT/DeiT -> ours: renames, then separate query/key/value Linears stacked into attn.qkv."""
+    """Hugging Face ViT/DeiT/BEiT -> ours: renames, then separate query/key/value Linears stacked into attn.qkv."""
     out = swap_keys(state_dict, HF_SWAPS, HF_DROP)
     return _fuse_qkv(out)
 
 
 def _fuse_qkv(sd: dict) -> dict:
-    """blocks.i.attn.{q,k,v}.{weight,bias} (D, D)/(D,) -> blocks.i.attn.qkv.{weight,bias} (3D, D)/(3D,)."""
+    """blocks.i.attn.{q,k,v}.{weight,bias} (D, D)/(D,) -> blocks.i.attn.qkv.{weight,bias} (3D, D)/(3D,).
+
+    Biases on q and v without one on k (BEiT, EVA-02) become attn.q_bias and attn.v_bias.
+    """
     out, parts = {}, {}
     for k, v in sd.items():
-        m = re.fullmatch(r"(blocks\.\d+\.attn)\.(query|key|value|q|k|v)\.(weight|bias)", k)
+        m = re.fullmatch(r"((?:text\.)?blocks\.\d+\.attn)\.(query|key|value|q|k|v)\.(weight|bias)", k)
         if m:
             parts.setdefault((m[1], m[3]), {})[HF_QKV[m[2]]] = v
         else:
@@ -121,6 +250,8 @@ def _fuse_qkv(sd: dict) -> dict:
     for (prefix, kind), qkv in parts.items():
         if set(qkv) == {"q", "k", "v"}:
             out[f"{prefix}.qkv.{kind}"] = torch.cat([qkv["q"], qkv["k"], qkv["v"]], dim=0)
+        elif kind == "bias" and set(qkv) == {"q", "v"}:
+            out[f"{prefix}.q_bias"], out[f"{prefix}.v_bias"] = qkv["q"], qkv["v"]
         else:  # incomplete triple: leave the pieces for strict loading to report
             out.update({f"{prefix}.{n}.{kind}": t for n, t in qkv.items()})
     return out
@@ -184,6 +315,8 @@ def _google_tensor(key: str, t: torch.Tensor) -> torch.Tensor:
 
 FILTERS = {
     "timm": timm_filter_fn,
+    "openai-clip": openai_clip_filter_fn,
+    "huggingface-clip": huggingface_clip_filter_fn,
     "dino": dino_filter_fn,
     "torchvision": torchvision_filter_fn,
     "huggingface": huggingface_filter_fn,
@@ -196,6 +329,10 @@ def detect_format(state_dict: dict) -> str:
     keys = list(state_dict)
     if any(k.endswith("embeddings.patch_embeddings.projection.weight") for k in keys):
         return "huggingface"
+    if any(re.fullmatch(r"(module\.)?visual\.class_embedding", k) for k in keys):
+        return "openai-clip"
+    if any(re.fullmatch(r"(vision_model\.)?embeddings\.patch_embedding\.weight", k) for k in keys):
+        return "huggingface-clip"
     if "conv_proj.weight" in state_dict and "encoder.pos_embedding" in state_dict:
         return "torchvision"
     if any(k.endswith("embedding/kernel") for k in keys):
@@ -203,10 +340,16 @@ def detect_format(state_dict: dict) -> str:
     plain = {re.sub(r"^(module\.)?(backbone\.)?", "", k) for k in keys}
     if "patch_embed.proj.weight" in plain:
         dino_wrapped = any(re.match(r"^(module\.)?backbone\.", k) for k in keys)
-        return "dino" if dino_wrapped or "head.weight" not in plain else "timm"
+        if dino_wrapped:
+            return "dino"
+        return "timm" if "head.weight" in plain or any(re.search(TIMM_FAMILY_KEYS, k) for k in plain) else "dino"
     shown = ", ".join(keys[:8]) + (f", … ({len(keys)} keys)" if len(keys) > 8 else "")
     raise ValueError(f"Unknown checkpoint format! Expected the keys of a torchvision, timm, DINO, Hugging Face or "
-                     f"Google ViT, but got: {shown or 'no tensors at all'}.")
+                     f"Google ViT (or of an OpenAI / open_clip CLIP), but got: {shown or 'no tensors at all'}.")
+
+
+# Keys only timm's CLIP, SigLIP, EVA and BEiT models have: such a checkpoint without a head is timm's, not DINO's.
+TIMM_FAMILY_KEYS = r"^(norm_pre\.|attn_pool\.|fc_norm\.)|\.attn\.(q_bias|relative_position_bias_table|q_proj\.)|\.gamma_1$|\.mlp\.fc1_g\."
 
 
 def checkpoint_filter_fn(state_dict: dict, fmt: str | None = None) -> dict:

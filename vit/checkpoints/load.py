@@ -20,9 +20,11 @@ from .formats import checkpoint_filter_fn, detect_format, google_num_heads, load
 from .files import CHECKPOINT_SUFFIXES, OWN_FORMAT, OWN_VERSION, read_file
 from .huggingface import read_folder as read_huggingface_folder
 from .infer import checkpoint_grid, infer_config
+from ..clip import TextTower, TextTransformer, Tokenizer, bundled_tokenizer, infer_text_config
 from ..labels import default_labels, imagenet_labels
 from ..model import ViTConfig, VisionTransformer, variant
-from ..preprocess import IMAGENET_MEAN, IMAGENET_STD, INCEPTION_MEAN, INCEPTION_STD, Preprocess
+from ..preprocess import IMAGENET_MEAN, IMAGENET_STD, INCEPTION_MEAN, INCEPTION_STD, OPENAI_CLIP_MEAN, \
+    OPENAI_CLIP_STD, Preprocess
 
 _REPO = Path(__file__).resolve().parents[2]
 SIDECAR_FIELDS = {"name", "variant", "config", "format", "preprocess", "labels"}
@@ -45,6 +47,7 @@ class LoadedModel:
     source: str                                 # the path or known name it came from
     config: ViTConfig = field(repr=False)
     format: str                                 # checkpoint format it was read from (see vit.checkpoint.FILTERS)
+    text: TextTower | None = field(default=None, repr=False)  # CLIP's text tower and tokenizer, when the file has one
 
 
 @dataclass
@@ -56,6 +59,8 @@ class _Meta:
     preprocess: Preprocess | None = None
     labels: list[str] | None = None
     variant: str | None = None
+    text_config: dict = field(default_factory=dict)  # TextConfig fields the text tower's tensors do not show
+    tokenizer: Tokenizer | None = None                # a folder's own CLIP tokenizer (else the bundled one)
 
 
 def list_local_checkpoints(directory: str | Path | None = None) -> list[str]:
@@ -68,7 +73,7 @@ def list_local_checkpoints(directory: str | Path | None = None) -> list[str]:
         return []
     return sorted(p.name for p in directory.iterdir()
                   if (p.is_file() and p.suffix in CHECKPOINT_SUFFIXES and not p.stem.endswith(".last"))
-                  or (p.is_dir() and (p / "config.json").is_file()))
+                  or (p.is_dir() and ((p / "config.json").is_file() or (p / "open_clip_config.json").is_file())))
 
 
 def shared_weights_dir() -> Path:
@@ -148,7 +153,8 @@ def _meta_from_known(known: registry.KnownCheckpoint) -> _Meta:
 def _load_path(path: Path, source: str, overrides: dict, known: registry.KnownCheckpoint | None = None) -> LoadedModel:
     if path.is_dir():
         hf = read_huggingface_folder(path)
-        meta = _Meta(name=path.name, format="huggingface", config=hf.config, labels=hf.labels, preprocess=hf.preprocess)
+        meta = _Meta(name=path.name, format=hf.format, config=hf.config, labels=hf.labels, preprocess=hf.preprocess,
+                     text_config=hf.text_config, tokenizer=hf.tokenizer)
         return _build(hf.state, source, meta, overrides)
     raw = read_file(path)
     known = known or registry.identify(path)
@@ -193,11 +199,31 @@ def _build(raw: dict, source: str, meta: _Meta, overrides: dict) -> LoadedModel:
     if meta.variant:  # the named variant's shape; strict loading reports where the weights disagree
         v = variant(meta.variant)
         config.update({k: getattr(v, k) for k in ("patch_size", "embed_dim", "depth", "num_heads", "mlp_dim")})
+    if fmt == "openai-clip":  # OpenAI's CLIP and open_clip's "-quickgelu" models; others say so in their config
+        config["mlp_act"] = "quick_gelu"
     config.update(meta.config)
     state = checkpoint_filter_fn(state, fmt)
+    text_state = {k.removeprefix("text."): state.pop(k) for k in [k for k in state if k.startswith("text.")]}
     cfg = infer_config(state, **{**config, **overrides})
     state = _fit_pos_embed(state, cfg, checkpoint_grid(state, cfg))
-    return _finish(state, cfg, source, meta, fmt, overrides)
+    loaded = _finish(state, cfg, source, meta, fmt, overrides)
+    if text_state:
+        loaded.text = _build_text(text_state, source, meta, {"mlp_act": cfg.mlp_act} if fmt == "openai-clip" else {})
+    return loaded
+
+
+def _build_text(state: dict, source: str, meta: _Meta, defaults: dict) -> TextTower:
+    """A CLIP text tower from its tensors (our key names, ``text.`` removed), loaded strictly, with its tokenizer."""
+    cfg = infer_text_config(state, **{**defaults, **meta.text_config})
+    with torch.device("meta"):
+        model = TextTransformer(cfg)
+    state = {k: v.float().contiguous() if torch.is_floating_point(v) else v for k, v in state.items()}
+    load_strict(model, state, f"{source} (text tower)", assign=True)
+    tokenizer = meta.tokenizer or bundled_tokenizer()
+    if len(tokenizer.encoder) > cfg.vocab_size:
+        raise ValueError(f"{source}: the tokenizer has {len(tokenizer.encoder)} tokens but the text tower embeds only "
+                         f"{cfg.vocab_size}. Expected CLIP's vocabulary (49,408 tokens).")
+    return TextTower(model.eval(), tokenizer)
 
 
 def _build_own(ckpt: dict, source: str, meta: _Meta, overrides: dict) -> LoadedModel:
@@ -249,7 +275,17 @@ def _finish(state: dict, cfg: ViTConfig, source: str, meta: _Meta, fmt: str, ove
 
 
 def default_preprocess(fmt: str, cfg: ViTConfig) -> Preprocess:
-    """Preprocessing of a checkpoint that names none: its source's convention at the model's native size."""
+    """Preprocessing of a checkpoint that names none: its source's convention at the model's native size.
+
+    CLIP and EVA-02 normalise with OpenAI's CLIP mean/std, SigLIP and BEiT map pixels to [-1, 1]; all resize
+    bicubically. timm's pretrained configs crop the central 90 %; OpenAI's, open_clip's and Hugging Face's
+    processors resize the short side to the crop.
+    """
+    if cfg.family != "vit":
+        mean, std = (OPENAI_CLIP_MEAN, OPENAI_CLIP_STD) if cfg.family in ("clip", "eva02") else \
+            (INCEPTION_MEAN, INCEPTION_STD)
+        return Preprocess.for_crop(cfg.img_size, 0.9 if fmt == "timm" else 1.0, interpolation="bicubic",
+                                   mean=mean, std=std)
     if fmt == "torchvision":
         return Preprocess.for_crop(cfg.img_size, interpolation="bilinear", mean=IMAGENET_MEAN, std=IMAGENET_STD)
     if fmt in ("google-npz", "huggingface"):

@@ -87,8 +87,8 @@ class _RecordAttention(nn.Module):
         super().__init__()
         self.inner, self.store = inner, store
 
-    def forward(self, x: torch.Tensor, return_attn: bool = False):
-        out, attn = self.inner(x, return_attn=True)    # attn: (B, H, T, T), part of the graph
+    def forward(self, x: torch.Tensor, return_attn: bool = False, positions=None):
+        out, attn = self.inner(x, return_attn=True, positions=positions)  # attn: (B, H, T, T), part of the graph
         self.store.append(attn)
         return out, attn if return_attn else None
 

@@ -144,14 +144,18 @@ class RuleAttention(nn.Module):
 
     def __init__(self, inner: Attention, qkv_scale: tuple[float, float, float]):
         super().__init__()
-        extra = sorted(set(inner._modules) - self.KNOWN) + sorted(inner._parameters)
-        if extra:  # e.g. q/k norms, relative position bias, rotary tables: forward() would silently skip them
+        extra = sorted(n for n, m in inner._modules.items() if n not in self.KNOWN and not isinstance(m, nn.Identity))
+        extra += sorted(inner._parameters)
+        if extra:  # e.g. q/k norms, relative position bias, q/v biases: forward() would silently skip them
             raise ValueError(f"RuleAttention reproduces Attention made of {', '.join(sorted(self.KNOWN))} only, "
                              f"but this one also has {', '.join(extra)}; extend RuleAttention for them.")
         self.inner = inner
         self.qkv_scale = qkv_scale
 
-    def forward(self, x: torch.Tensor, return_attn: bool = False) -> tuple[torch.Tensor, None]:
+    def forward(self, x: torch.Tensor, return_attn: bool = False, positions=None) -> tuple[torch.Tensor, None]:
+        if positions is not None and positions.rope is not None:
+            raise ValueError("RuleAttention does not reproduce rotary position embeddings (EVA-02) yet; extend it "
+                             "with the rotation of q and k before the bilinear rule.")
         a = self.inner
         B, T, D = x.shape
         qkv = a.qkv(x).reshape(B, T, 3, a.num_heads, a.head_dim)        # (B, T, 3, H, Dh)

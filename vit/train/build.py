@@ -11,7 +11,7 @@ from ..preprocess import Preprocess
 # Normalization for models trained from scratch: the ImageNet statistics most natural-image models use.
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
-HEAD_PREFIXES = ("head.", "head_dist.")            # replaced when fine-tuning: they are sized to the old classes
+HEAD_PREFIXES = ("head.", "head_dist.", "proj.")   # replaced when fine-tuning: sized to the old classes (CLIP: its projection)
 NO_DECAY = ("pos_embed", "cls_token", "dist_token", "reg_token")  # embeddings, like biases and norms, skip weight decay
 
 
@@ -43,7 +43,8 @@ def fine_tune_model(pretrained: VisionTransformer, num_classes: int, drop_path: 
     Everything but the head is copied (load the checkpoint at the wanted image size first: ``vit.load`` resamples
     the position embeddings). Raises ValueError when anything else would not be copied, never silently.
     """
-    cfg = dataclasses.replace(pretrained.cfg, num_classes=num_classes, drop_path_rate=drop_path)
+    # A CLIP tower's image projection goes too: the new head reads the pooled features, as timm's fine-tuned CLIPs do.
+    cfg = dataclasses.replace(pretrained.cfg, num_classes=num_classes, proj_dim=None, drop_path_rate=drop_path)
     model = VisionTransformer(cfg)
     state = {k: v for k, v in pretrained.state_dict().items() if not k.startswith(HEAD_PREFIXES)}
     missing, unexpected = model.load_state_dict(state, strict=False)

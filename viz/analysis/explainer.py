@@ -45,7 +45,7 @@ def _relevance(rules: str) -> Callable:
 
 def _attention(model, x: torch.Tensor, target: Target) -> tuple[torch.Tensor, dict]:
     with torch.inference_mode():
-        output, attn = model.forward_with_attention(x)
+        output, attn = model.forward_with_attention(x)[:2]
     return output, {"attention": _numpy(attn[0])}
 
 

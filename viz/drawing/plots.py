@@ -196,6 +196,13 @@ def position_similarity_plot(sim: np.ndarray, grid: tuple[int, int], title: str 
     return use_language_font(fig, lang)
 
 
+def message_image(text: str, width: float = PLOT_SIZE[0], height: float = 1.6, lang: str = "en") -> Image.Image:
+    """A panel that says why there is nothing to plot (e.g. a model without absolute position embeddings)."""
+    fig = new_figure(width, height)
+    fig.text(0.5, 0.5, text, ha="center", va="center", wrap=True, fontsize=10)
+    return figure_to_image(use_language_font(fig, lang))
+
+
 # --- token norms against depth ------------------------------------------------------------------------
 
 def _norm_axes(ax, layers: int, num_prefix: int, ylim: tuple[float, float], title: str | None, lang: str = "en"):

@@ -13,6 +13,19 @@ PICTURES: dict[str, tuple[str, str]] = {
     "name.rollout": ("rollout", "注意力展开"),
     "name.patch": ("patch ({row}, {col})", "图块 ({row}, {col})"),
     "name.norm": ("norm", "范数"),
+    "name.mean_heads": ("mean of heads", "各头平均"),
+
+    # --- the query a map reads (viz.maps.readout) and the captions that name it ------------------------------
+    "query.cls": ("CLS", "CLS"),
+    "query.map": ("MAP probe", "MAP 探针"),
+    "query.mean": ("mean of patches", "图块均值"),
+    "caption.rollout": ("{query} rollout", "{query} 的注意力展开"),
+    "caption.attention": ("{query}, {where}", "{query}，{where}"),
+    "caption.probe": ("MAP probe (after layer {layer}), {heads}", "MAP 探针（第 {layer} 层之后），{heads}"),
+    "caption.heads": ("{query} attention of every layer (rows) and head (columns)",
+                      "每一层（行）每个头（列）的 {query} 注意力"),
+    "caption.threshold": ("smallest patch set holding {share:.0%} of the mass: {source}",
+                          "容纳 {share:.0%} 注意力质量的最小图块集合：{source}"),
 
     # --- colour bars ---------------------------------------------------------------------------------------
     "colorbar.uniform": ("× uniform attention (1 = 1/{tokens})", "均匀注意力的倍数（1 = 1/{tokens}）"),
@@ -70,6 +83,11 @@ PICTURES: dict[str, tuple[str, str]] = {
         "第 {layer} 层，头 {head}：平均注意力距离 {distance:.0f} 像素，熵 {entropy:.2f} 比特"
         "（最大值 {maximum:.2f} 的 {share:.0%}）"),
     "caption.crop": ("what the model saw", "模型看到的区域"),
+    "note.no_position_embeddings": (
+        "This model has no absolute position embeddings: positions enter inside attention (BEiT: a learnt "
+        "relative position bias per layer), so there is no Figure 7 centre.",
+        "这个模型没有绝对位置嵌入：位置信息在注意力内部加入（BEiT：每层一个学习得到的相对位置偏置），"
+        "因此没有图 7 中间那幅图。"),
 
     # --- captions and axes of the guided walk's pictures (viz.walkthrough) ---------------------------------
     "walk.caption.grid": ("{shape} → {grid} patches", "{shape} → {grid} 个图块"),

@@ -1,0 +1,167 @@
+"""Which query an image-level map reads: the CLS token, SigLIP's attention-pooling probe, or the mean of the patches.
+
+The classic maps (attention of one layer, the heads grid, rollout, the threshold mask) show one query row of
+the attention: whose view of the image is it? A ViT classifies from its CLS token, so it is the CLS row.
+Models without that token need another query, and every function here takes it explicitly:
+
+- ``"cls"``: the CLS token's row (ViT, DeiT, CLIP, EVA-02 …): ``A[0, :]``.
+- ``"map"``: SigLIP has no CLS token. After the last block a learnt probe query attends over the tokens
+  (multi-head attention pooling), and what it gathers is the image's embedding: the probe's attention
+  ``probe`` (H, T) is the natural "CLS attention". It exists once, after the last block, so the one-layer
+  map ignores ``layer``; the rollout is the probe's head-fused row times the blocks' rollout matrix,
+  ``p · R``. The blocks themselves have no probe: the heads grid uses the mean of the patch rows.
+- ``"mean"``: mean-pooled models (BEiT, avg-pooled ViTs) classify from the mean of the patch tokens, so the
+  query is the mean of the patch rows, ``(1/N) Σ_i A[i, :]`` over the N patches i (and ``(1/N) Σ_i R[i, :]``
+  in rollout): how much each token flows into the pooled vector.
+
+Every row sums to 1 over all tokens, so each map (prefix columns left out) is a distribution over the patches
+up to the mass on prefix tokens. Arrays are (L, H, T, T) attention for one image as in ``viz.maps.attention``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .attention import _layer_heads, all_heads_maps, token_attention_map, without_tokens
+from .layout import check_attention, layer_index, to_grid
+from .rollout import FUSIONS, fused_rollout_map, kept_tokens, rollout_product
+
+READOUTS = {"cls": "CLS", "map": "MAP probe", "mean": "mean of patches"}  # readout -> the query's name in captions
+
+
+def check_readout(readout: str, probe: np.ndarray | None, num_prefix: int, grid: tuple[int, int]) -> None:
+    """ValueError unless ``readout`` is known and ``probe`` is given (H, T) exactly when it is "map"."""
+    if readout not in READOUTS:
+        raise ValueError(f"Unknown readout {readout!r}! Expected one of {sorted(READOUTS)}.")
+    if readout == "cls" and num_prefix < 1:
+        raise ValueError("The 'cls' readout needs a CLS token, but this layout has no prefix tokens! Use 'map' or 'mean'.")
+    T = num_prefix + grid[0] * grid[1]
+    if readout == "map" and (probe is None or np.ndim(probe) != 2 or np.shape(probe)[1] != T):
+        raise ValueError(f"The 'map' readout needs the probe's attention (heads, {T}) but got "
+                         f"{None if probe is None else np.shape(probe)}.")
+
+
+def query_name(readout: str) -> str:
+    """The query's name for a caption: "CLS", "MAP probe" or "mean of patches"."""
+    return READOUTS[readout]
+
+
+def heads_query(readout: str) -> str:
+    """The query of the per-block maps (heads grid): the probe only exists after the last block."""
+    return "cls" if readout == "cls" else "mean"
+
+
+def mean_patch_row(matrix: np.ndarray, num_prefix: int, keep: np.ndarray | None = None) -> np.ndarray:
+    """(..., T, T) -> (..., T): the mean of the patch rows, the query of a mean-pooled model.
+
+    ``keep`` (token indices): only the kept patches are queries, and every row is renormalised over the kept
+    keys first (``viz.maps.attention.without_tokens``), so dropped tokens neither ask nor answer."""
+    matrix = np.asarray(matrix, dtype=np.float32)
+    if keep is None:
+        return matrix[..., num_prefix:, :].mean(axis=-2)
+    queries = keep[keep >= num_prefix]
+    return without_tokens(matrix[..., queries, :], keep).mean(axis=-2)
+
+
+def fuse_probe(probe: np.ndarray, fusion: str = "mean") -> np.ndarray:
+    """The probe's attention (H, T) -> (T,), heads combined as rollout combines them (mean, max or min)."""
+    if fusion not in FUSIONS:
+        raise ValueError(f"Unknown head fusion {fusion!r}! Expected one of {FUSIONS}.")
+    reduce = {"mean": np.mean, "max": np.max, "min": np.min}[fusion]
+    return reduce(np.asarray(probe, dtype=np.float32), axis=0)
+
+
+def _kept(num_prefix: int, grid: tuple[int, int], drop_patches: np.ndarray | None) -> np.ndarray | None:
+    return None if drop_patches is None else kept_tokens(num_prefix, grid, drop_patches)
+
+
+def readout_attention_map(attn: np.ndarray, num_prefix: int, grid: tuple[int, int], readout: str,
+                          probe: np.ndarray | None, layer: int = -1, head: int | None = None,
+                          drop_patches: np.ndarray | None = None) -> np.ndarray:
+    """The readout query's attention over the patches in one layer (one head or their mean) -> (gh, gw).
+
+    "cls": the CLS row of layer ``layer``; "mean": the mean of its patch rows; "map": the probe's attention
+    after the last layer (``layer`` does not apply). ``drop_patches`` (gh, gw) bool: tokens removed as keys
+    (and as queries of the mean), every row renormalised over the rest; they read 0.
+    """
+    attn = check_attention(attn, num_prefix, grid)
+    check_readout(readout, probe, num_prefix, grid)
+    if readout == "cls":
+        return token_attention_map(attn, num_prefix, grid, layer, head, token=0, drop_patches=drop_patches)
+    keep = _kept(num_prefix, grid, drop_patches)
+    if readout == "mean":
+        return to_grid(mean_patch_row(_layer_heads(attn, layer, head), num_prefix, keep), num_prefix, grid)
+    probe = np.asarray(probe, dtype=np.float32)
+    if head is not None and not -probe.shape[0] <= head < probe.shape[0]:
+        raise ValueError(f"Head {head} does not exist! Expected 0 <= head < {probe.shape[0]}, or None for the mean.")
+    row = probe.mean(axis=0) if head is None else probe[head]
+    return to_grid(row if keep is None else without_tokens(row, keep), num_prefix, grid)
+
+
+def readout_all_heads_maps(attn: np.ndarray, num_prefix: int, grid: tuple[int, int], readout: str,
+                           drop_patches: np.ndarray | None = None) -> np.ndarray:
+    """Every layer's and head's attention of the readout query over the patches -> (L, H, gh, gw).
+
+    "cls": the CLS row; "mean" and "map": the mean of the patch rows (see ``heads_query``); ``drop_patches``
+    as in ``readout_attention_map``.
+    """
+    attn = check_attention(attn, num_prefix, grid)
+    if heads_query(readout) == "cls":
+        return all_heads_maps(attn, num_prefix, grid, drop_patches=drop_patches)
+    return to_grid(mean_patch_row(attn, num_prefix, _kept(num_prefix, grid, drop_patches)), num_prefix, grid)
+
+
+def readout_rows(rows_source: np.ndarray, num_prefix: int, grid: tuple[int, int], readout: str,
+                 drop_patches: np.ndarray | None = None) -> np.ndarray:
+    """The per-layer query rows of (L, T, T) attention (one head or head-fused) -> (L, T) float32: the CLS row
+    (``heads_query``) or the mean of the patch rows, renormalised without ``drop_patches`` when given."""
+    keep = _kept(num_prefix, grid, drop_patches)
+    if heads_query(readout) == "cls":
+        rows = np.asarray(rows_source[:, 0, :], dtype=np.float32)
+        return rows if keep is None else without_tokens(rows, keep)
+    return mean_patch_row(rows_source, num_prefix, keep)
+
+
+def readout_rollout_map(fused: np.ndarray, num_prefix: int, grid: tuple[int, int], readout: str,
+                        probe: np.ndarray | None = None, fusion: str = "mean", discard_ratio: float = 0.0,
+                        start_layer: int = 0, drop_patches: np.ndarray | None = None) -> np.ndarray:
+    """Rollout of the readout query over the patches -> (gh, gw), from head-fused attention (L, T, T).
+
+    "cls": the CLS row of R (``viz.maps.rollout.fused_rollout_map``, token 0). "mean": the mean of R's patch
+    rows. "map": p · R with p the probe's attention, heads fused by ``fusion`` (the same fusion the blocks'
+    attention was fused with) and renormalised to sum to 1, as rollout renormalises its rows after a max or
+    min fusion. For "mean" and "map" no token is protected from the discard, since no single token is read
+    out. With ``drop_patches``, dropped tokens leave R and the probe row is renormalised over the kept
+    tokens; dropped patches read 0.
+    """
+    check_readout(readout, probe, num_prefix, grid)
+    if readout == "cls":
+        return fused_rollout_map(fused, num_prefix, grid, 0, discard_ratio, start_layer, drop_patches)
+    fused = np.asarray(fused)
+    T = num_prefix + grid[0] * grid[1]
+    if fused.ndim != 3 or fused.shape[1:] != (T, T):
+        raise ValueError(f"Wrong fused attention shape! Expected (layers, {T}, {T}) for {num_prefix} prefix "
+                         f"tokens and a {grid[0]}×{grid[1]} grid but got {fused.shape}!")
+    keep = kept_tokens(num_prefix, grid, drop_patches)
+    fused = fused[layer_index(start_layer, fused.shape[0]):]
+    if keep.size < T:                                    # drop the tokens' rows and columns in every block
+        fused = fused[:, keep][:, :, keep]
+    matrix = rollout_product(fused, discard_ratio, 0, protect=())            # (T', T') over the kept tokens
+    p = fuse_probe(probe, fusion)[keep] if readout == "map" else None  # prefix tokens are always kept
+    out = np.zeros(T, dtype=np.float32)
+    out[keep] = readout_row(matrix, num_prefix, readout, None if p is None else p / max(p.sum(), 1e-12))
+    return to_grid(out, num_prefix, grid)
+
+
+def readout_row(matrix: np.ndarray, num_prefix: int, readout: str, probe_row: np.ndarray | None = None) -> np.ndarray:
+    """The readout query's row of any token-mixing matrix (T, T) -> (T,): R[0] for "cls", the mean of the patch
+    rows for "mean", ``probe_row · R`` for "map" (``probe_row`` (T,), the probe's head-fused attention).
+
+    Rollout uses it on its matrix; a class-specific method that builds a relevance matrix reads it the same way.
+    """
+    if readout == "cls":
+        return np.asarray(matrix[0], dtype=np.float32)
+    if readout == "mean":
+        return mean_patch_row(matrix, num_prefix)
+    if readout == "map" and probe_row is not None:
+        return np.asarray(probe_row, dtype=np.float32) @ np.asarray(matrix, dtype=np.float32)
+    raise ValueError(f"Unknown readout {readout!r}, or 'map' without the probe's row! Expected one of {sorted(READOUTS)}.")

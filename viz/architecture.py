@@ -60,9 +60,14 @@ def stages(cfg, image_hw: tuple[int, int] | None = None) -> list[Stage]:
         rows.append(Stage(f"Prepend {' + '.join(prefix_names)} token{'s' if len(prefix_names) > 1 else ''}",
                           f"{T}×{D}", len(prefix_names) * D, "learned vectors, same for every image"))
     resampled = (gh, gw) != (gh0, gw0)
-    rows.append(Stage("Add position embeddings", f"{T}×{D}", pos_len * D,
-                      f"{pos_len} learned vectors for a {gh0}×{gw0} grid"
-                      + (f", resampled bicubically to {gh}×{gw}" if resampled else "")))
+    kind = getattr(cfg, "pos_embed_kind", "learned")
+    if kind == "learned":
+        rows.append(Stage("Add position embeddings", f"{T}×{D}", pos_len * D,
+                          f"{pos_len} learned vectors for a {gh0}×{gw0} grid"
+                          + (f", resampled bicubically to {gh}×{gw}" if resampled else "")))
+    elif kind == "sincos2d":
+        rows.append(Stage("Add position embeddings (fixed 2-D sine-cosine)", f"{T}×{D}", 0,
+                          f"a fixed table for the {gh}×{gw} grid: sin/cos of the column and of the row, not trained"))
     per_block = block_params(cfg)
     rows += [
         Stage(f"{cfg.depth} × transformer block", f"{T}×{D}", cfg.depth * per_block,

@@ -215,9 +215,15 @@ def position_similarity_of(m: ModelArrays) -> np.ndarray:
     return figure7.position_similarity(m.pos_embed, m.native_grid)
 
 
+NO_POSITION_EMBEDDING = ("This model has no position embedding (pos_embed_kind \"none\"): there is no "
+                         "position similarity to show. Its tokens know where they are only through what they see.")
+
+
 def position_panel(m: ModelArrays) -> Image.Image:
     """Figure 7, centre: position-embedding similarity, one tile per patch (a full matplotlib draw, ~0.1 s:
-    render it once per model)."""
+    render it once per model). A model without position embedding gets a panel that says so."""
+    if not m.has_position_embedding:
+        return render.message_image(NO_POSITION_EMBEDDING)
     return plots.figure_to_image(plots.position_similarity_plot(position_similarity_of(m), m.native_grid))
 
 
@@ -230,6 +236,9 @@ def filters_panel(m: ModelArrays, count: int = 28) -> Image.Image:
 def model_panels(m: ModelArrays) -> tuple[dict[str, Image.Image], dict[str, np.ndarray]]:
     """The panels that depend on the checkpoint only (Figure 7 left and centre), to render once per model
     -> ({name: image}, {name: array})."""
+    if not m.has_position_embedding:
+        similarity = np.zeros((0, 0), np.float32)
+        return {"filters": filters_panel(m), "pos_similarity": position_panel(m)}, {"pos_similarity": similarity}
     similarity = position_similarity_of(m)
     image = plots.figure_to_image(plots.position_similarity_plot(similarity, m.native_grid))
     return {"filters": filters_panel(m), "pos_similarity": image}, {"pos_similarity": similarity}

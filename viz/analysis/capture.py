@@ -58,8 +58,11 @@ def analyze(loaded, image: Image.Image, attention_dtype=np.float32) -> Analysis:
 def model_arrays(model, name: str = "") -> ModelArrays:
     """Copy the patch-embedding filters and position embeddings out of a VisionTransformer."""
     cfg = model.cfg
+    kind = getattr(cfg, "pos_embed_kind", "learned")
+    pos_embed = (np.zeros((0, cfg.embed_dim), np.float32) if model.pos_embed is None  # "none": nothing to show
+                 else model.pos_embed.detach().float().cpu().numpy()[0])
     return ModelArrays(name=name,
                        patch_weight=model.patch_embed.proj.weight.detach().float().cpu().numpy(),
-                       pos_embed=model.pos_embed.detach().float().cpu().numpy()[0],
+                       pos_embed=pos_embed,
                        native_grid=tuple(cfg.grid), patch_size=cfg.patch_size, num_prefix=cfg.num_prefix_tokens,
-                       depth=cfg.depth, heads=cfg.num_heads)
+                       depth=cfg.depth, heads=cfg.num_heads, pos_embed_kind=kind)

@@ -171,3 +171,46 @@ def add_colorbar(image: Image.Image, cmap: str, vmin: float, vmax: float, label:
         ImageDraw.Draw(strip).text((H // 2, label_w // 2), label, fill="black", font=f, anchor="mm")
         canvas.paste(strip.rotate(90, expand=True), (x_text + text_w + 2, 0))
     return canvas
+
+
+def wrap_text(text: str, f: ImageFont.ImageFont, width: int) -> list[str]:
+    """Greedy word wrap of ``text`` into lines no wider than ``width`` pixels in font ``f``."""
+    lines, line = [], ""
+    for word in text.split():
+        trial = f"{line} {word}".strip()
+        if line and f.getlength(trial) > width:
+            lines.append(line)
+            line = word
+        else:
+            line = trial
+    return lines + ([line] if line else [])
+
+
+def message_image(text: str, size: tuple[int, int] = (420, 160), font_size: int = 14) -> Image.Image:
+    """A white (width, height) = ``size`` panel with ``text`` wrapped and centred: what a panel shows when there
+    is nothing to draw (e.g. a model without position embedding)."""
+    W, H = size
+    f = font(font_size)
+    lines = wrap_text(text, f, W - 24)
+    image = Image.new("RGB", (W, H), "white")
+    draw = ImageDraw.Draw(image)
+    step = round(f.size * 1.35)
+    y = H / 2 - step * (len(lines) - 1) / 2
+    for i, line in enumerate(lines):
+        draw.text((W / 2, y + i * step), line, fill=(60, 60, 60), font=f, anchor="mm")
+    return image
+
+
+def caption_strip_height(font_size: int = 14) -> int:
+    """Height in pixels of the strip ``with_caption`` puts above an image."""
+    return round(font_size * 1.9)
+
+
+def with_caption(image: Image.Image, text: str, font_size: int = 14) -> Image.Image:
+    """``image`` with a white strip of ``caption_strip_height(font_size)`` pixels above it holding ``text`` (left
+    aligned); the image's own pixels are pasted unchanged below the strip."""
+    strip = caption_strip_height(font_size)
+    out = Image.new("RGB", (image.width, image.height + strip), "white")
+    out.paste(image.convert("RGB"), (0, strip))
+    ImageDraw.Draw(out).text((6, strip / 2), text, fill="black", font=font(font_size), anchor="lm")
+    return out

@@ -3,7 +3,9 @@
 Per image, in ``DIR/<image name>/``: one PNG per panel, ``result.json`` (top-k classes, model, input size,
 options, timings) and ``attention.npz`` (the attention itself and every map drawn, so a figure can be
 reproduced exactly). With several images, ``DIR/summary/`` holds the mean attention distance averaged over
-them (the paper's Figure 7, right, is such an average).
+them (the paper's Figure 7, right, is such an average). ``--animate`` adds ``animation.gif`` (one frame per
+block); ``--compare B`` writes ``compare.png`` and ``compare.json`` (the --weights model A against B) instead of
+the panels.
 """
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ import numpy as np
 from tqdm import tqdm
 
 from . import panels
+from .animate import ANIMATED_MAPS, FRAME_MS
 from .result import Analysis
 from .maps.rollout import FUSIONS
 
@@ -105,6 +108,21 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--float16", action="store_true", help="store attention as float16 (half the file size)")
     g.add_argument("--compress", action="store_true", help="compress attention.npz (smaller, slower)")
     g.add_argument("--quiet", action="store_true", help="no progress bar")
+    g = p.add_argument_group("compare and animate")
+    g.add_argument("--compare", metavar="B",
+                   help="compare the --weights model (A) with this checkpoint (B) on each image: writes compare.png "
+                        "and compare.json (names, sha256 prefixes, top-k with the change, differences of the rollout, "
+                        "of the --layer/--head CLS attention and of the mean attention distance) instead of the panels")
+    g.add_argument("--animate", action="store_true",
+                   help="also write animation.gif: one frame per block, the block written on each (with --compare: "
+                        "animation.gif of A and animation_b.gif of B)")
+    g.add_argument("--animate-map", choices=ANIMATED_MAPS, default="attention",
+                   help="what the animation shows: the CLS attention of each block (--head or the mean of heads), or "
+                        "the rollout up to each block (--fusion, --discard-ratio, --mask-artifacts) (default: attention)")
+    g.add_argument("--frame-ms", type=int, default=FRAME_MS, help=f"animation: milliseconds per frame (default: "
+                                                                 f"{FRAME_MS})")
+    g.add_argument("--mp4", action="store_true",
+                   help="animation: also write animation.mp4 (needs the optional packages imageio and imageio-ffmpeg)")
     return p
 
 
@@ -151,6 +169,7 @@ def write_image_result(path: Path, folder: Path, a: Analysis, model: tuple[dict,
     folder.mkdir(parents=True, exist_ok=True)
     for name, picture in images.items():
         picture.save(folder / f"{name}.png")
+    animations = write_animation(folder, "animation", a, o, args) if args.animate else []
     save = np.savez_compressed if args.compress else np.savez
     save(folder / "attention.npz", attention=a.attention, num_prefix_tokens=np.int64(a.num_prefix),
          grid=np.array(a.grid), patch_size=np.int64(a.patch_size), token_norms=a.token_norms,
@@ -166,10 +185,76 @@ def write_image_result(path: Path, folder: Path, a: Analysis, model: tuple[dict,
         "top_k": [{"label": label, "probability": p} for label, p in a.top_k(args.top_k)],
         "options": {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(o).items()},
         "timings_s": {"decode": decode_s, **a.timings, "panels": t3 - t2, "write": t4 - t3},
-        "files": sorted([f"{name}.png" for name in images] + ["attention.npz", "result.json"]),
+        "files": sorted([f"{name}.png" for name in images] + ["attention.npz", "result.json"] + animations),
     }
     (folder / "result.json").write_text(json.dumps(result, indent=2) + "\n")
     return arrays["mean_distance"]
+
+
+def write_animation(folder: Path, stem: str, a: Analysis, o: panels.MapOptions, args: argparse.Namespace) -> list[str]:
+    """``stem``.gif (and ``stem``.mp4 with --mp4): one frame per block of ``--animate-map``; returns the file names."""
+    from .animate import depth_frames, save_gif, save_mp4
+
+    frames = depth_frames(a, args.animate_map, o.head, o.fusion, o.discard_ratio, o.mask_artifacts, o.norm_ratio,
+                          o.cmap, o.alpha, o.colorbar, o.scale)
+    save_gif(frames, folder / f"{stem}.gif", args.frame_ms)
+    if not args.mp4:
+        return [f"{stem}.gif"]
+    save_mp4(frames, folder / f"{stem}.mp4", args.frame_ms)
+    return [f"{stem}.gif", f"{stem}.mp4"]
+
+
+def write_comparison(path: Path, folder: Path, image, sides: tuple, o: panels.MapOptions,
+                     args: argparse.Namespace) -> dict:
+    """compare.png and compare.json for one image (and the two animations with --animate); returns the record."""
+    from .compare import compare, comparison_image, comparison_record
+
+    side_a, side_b = sides
+    c = compare(image, side_a, side_b, o.layer, o.head, o.fusion, o.discard_ratio, args.top_k)
+    folder.mkdir(parents=True, exist_ok=True)
+    comparison_image(c, o.cmap, o.alpha).save(folder / "compare.png")
+    files = ["compare.png", "compare.json"]
+    if args.animate:
+        files += write_animation(folder, "animation", side_a.analysis, o, args)
+        files += write_animation(folder, "animation_b", side_b.analysis, o, args)
+    record = {"image": str(path), **comparison_record(c), "files": sorted(files)}
+    (folder / "compare.json").write_text(json.dumps(record, indent=2) + "\n")
+    return record
+
+
+def run_comparison(args: argparse.Namespace, loaded_a, o: panels.MapOptions, images: list[Path]) -> int:
+    """``--compare B``: per image, A (--weights) against B on the same photo. Exit code 2 for a model that cannot
+    be loaded or options that do not fit both models, 1 when an image failed."""
+    import vit
+    from vit.image_file import open_image
+
+    from .analysis import compare_side
+
+    try:
+        loaded_b = vit.load(args.compare)
+    except (ValueError, FileNotFoundError) as error:
+        print(f"error: cannot load the --compare weights: {error}", file=sys.stderr)
+        return 2
+    try:
+        for loaded in (loaded_a, loaded_b):
+            panels.check_options(o, loaded.model.cfg.depth, loaded.model.cfg.num_heads)
+    except ValueError as error:
+        print(f"error: {error} (the options must fit both models)", file=sys.stderr)
+        return 2
+    done, failed = 0, []
+    for path, folder in tqdm(list(zip(images, output_dirs(images, args.out))), desc="images", unit="image",
+                             disable=args.quiet or len(images) == 1):
+        try:
+            image = open_image(path)
+            sides = compare_side(loaded_a, image), compare_side(loaded_b, image)
+            write_comparison(path, folder, image, sides, o, args)
+            done += 1
+        except ValueError as error:
+            failed.append(path)
+            tqdm.write(f"error: {path}: {error}", file=sys.stderr)
+    if not args.quiet:
+        print(f"wrote {done} of {len(images)} comparisons to {args.out}", file=sys.stderr)
+    return 1 if failed else 0
 
 
 def write_summary(folder: Path, distances: list[np.ndarray], names: list[str], grid, patch_size: int) -> None:
@@ -213,9 +298,20 @@ def main(argv: list[str] | None = None) -> int:
         images = expand_images(args.images)
         if not images:
             raise ValueError("no images found in " + ", ".join(args.images))
+        if args.frame_ms < 10:
+            raise ValueError(f"--frame-ms must be at least 10 but got {args.frame_ms}.")
+        if args.mp4 and not args.animate:
+            raise ValueError("--mp4 writes the animation as MP4 too: add --animate.")
+        if args.mp4:
+            from .animate import mp4_available
+            if not mp4_available():
+                raise ValueError("--mp4 needs the optional packages imageio and imageio-ffmpeg (pip install imageio "
+                                 "imageio-ffmpeg); leave --mp4 out for the GIF alone.")
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    if args.compare:
+        return run_comparison(args, loaded, o, images)
     model = panels.model_panels(model_arrays(loaded.model, loaded.name))   # the same for every image
     distances, done, failed = [], [], []
     for path, folder in tqdm(list(zip(images, output_dirs(images, args.out))), desc="images", unit="image",

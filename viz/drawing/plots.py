@@ -137,11 +137,13 @@ def _distance_backdrop(layers: int, heads: int, top: float, uniform_distance: fl
 
 
 def distance_image(mean_distance: np.ndarray, title: str | None = None,
-                   uniform_distance: float | None = None) -> Image.Image:
-    """``distance_plot`` as a PIL image, blitted onto a cached backdrop."""
+                   uniform_distance: float | None = None, top: float | None = None) -> Image.Image:
+    """``distance_plot`` as a PIL image, blitted onto a cached backdrop. ``top``: a fixed upper limit of the y axis
+    (the frames of an animation share one), else from the data."""
     d = np.asarray(mean_distance, dtype=np.float32)
     uniform = None if uniform_distance is None else round(float(uniform_distance), 3)
-    top = nice_top(max(float(d.max()), uniform or 0.0))
+    if top is None:
+        top = nice_top(max(float(d.max()), uniform or 0.0))
     return _distance_backdrop(*d.shape, top, uniform, title).render(lambda ax: _distance_artists(ax, d))
 
 

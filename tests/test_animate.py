@@ -71,6 +71,36 @@ def test_mp4_is_optional_and_says_what_it_needs(analysis, tmp_path, monkeypatch)
         animate.save_mp4(animate.depth_frames(analysis)[:2], tmp_path / "a.mp4")
 
 
+def test_mp4_frames_go_to_imageio_padded_to_macroblocks(analysis, tmp_path, monkeypatch):
+    """Where imageio-ffmpeg is installed, frames go to imageio's FFMPEG writer as H.264, padded to multiples of 16,
+    at 1000 / frame_ms frames per second (checked here with a recording stand-in for the writer; the real encoder
+    was run by hand with imageio-ffmpeg 0.8.1)."""
+    import imageio.v2 as imageio
+
+    written, opened = [], {}
+
+    class Recorder:
+        def __init__(self, path, **kwargs):
+            opened.update(kwargs, path=path)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+        def append_data(self, array):
+            written.append(array)
+
+    monkeypatch.setattr(animate, "mp4_available", lambda: True)
+    monkeypatch.setattr(imageio, "get_writer", Recorder)
+    frames = animate.depth_frames(analysis)[:3]
+    animate.save_mp4(frames, tmp_path / "a.mp4", frame_ms=500)
+    assert opened["format"] == "FFMPEG" and opened["codec"] == "libx264" and opened["fps"] == 2.0
+    assert len(written) == 3 and all(a.shape[0] % 16 == 0 and a.shape[1] % 16 == 0 for a in written)
+    np.testing.assert_array_equal(written[1][:frames[1].height, :frames[1].width], np.asarray(frames[1]))
+
+
 def test_cli_animate_writes_one_frame_per_block(real_weights_dir, cat, tmp_path, capsys):
     cat.save(tmp_path / "chelsea.png")
     out = tmp_path / "out"

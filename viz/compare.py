@@ -146,12 +146,11 @@ def compare(photo: Image.Image, a: Side, b: Side, layer: int = -1, head: int | N
     is the last block of each); ``head``: a head both models have, or None for the mean of heads. ``fusion`` and
     ``discard_ratio`` are the rollout's. ``extra_maps``: {title: (map of A, map of B)}, see the module docstring.
     """
-    la = layer_index(layer, a.analysis.depth) if -a.analysis.depth <= layer < a.analysis.depth else None
-    lb = layer_index(layer, b.analysis.depth) if -b.analysis.depth <= layer < b.analysis.depth else None
-    if la is None or lb is None:
+    depth = min(a.analysis.depth, b.analysis.depth)
+    if not -depth <= layer < depth:
         raise ValueError(f"Block {layer} does not exist in both models! A has {a.analysis.depth} blocks and B "
-                         f"{b.analysis.depth}: expected -{min(a.analysis.depth, b.analysis.depth)} <= layer < "
-                         f"{min(a.analysis.depth, b.analysis.depth)}.")
+                         f"{b.analysis.depth}: expected -{depth} <= layer < {depth}.")
+    la, lb = layer_index(layer, a.analysis.depth), layer_index(layer, b.analysis.depth)
     heads = min(a.analysis.heads, b.analysis.heads)
     if head is not None and not -heads <= head < heads:
         raise ValueError(f"Head {head} does not exist in both models (A has {a.analysis.heads} heads, B "

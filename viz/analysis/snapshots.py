@@ -24,35 +24,33 @@ def load_series(folder: str | Path, photo: Image.Image, fusion: str = "mean") ->
     """
     folder = Path(folder)
     infos = list_snapshots(folder)
-    first = None
+    reference = None                      # (depth, heads, native grid, patch, pos_embed_kind, preprocessing)
     rollouts, sims, distances, neighbours, top1 = [], [], [], [], []
     for info in infos:
         loaded = vit.load(str(info.path))
         cfg = loaded.config
         shape = (cfg.depth, cfg.num_heads, cfg.grid, cfg.patch_size, cfg.pos_embed_kind, loaded.preprocess)
-        if first is None:
-            first = (shape, loaded)
-        elif shape != first[0]:
+        if reference is None:
+            reference = shape
+        elif shape != reference:
             raise ValueError(f"{info.path} does not belong to the run of {infos[0].path}: its architecture or "
-                             f"preprocessing differs ({shape[:5]} vs {first[0][:5]})! Expected one run's snapshots.")
+                             f"preprocessing differs ({shape[:5]} vs {reference[:5]})! Expected one run's snapshots.")
         a = analyze(loaded, photo)
         m = model_arrays(loaded.model, loaded.name)
         rollouts.append(panels.rollout_of(a, fusion))
         distances.append(panels.mean_distance_of(a))
         top1.append(a.top_k(1)[0])
         if m.has_position_embedding:
-            sim = position_similarity(m.pos_embed, m.native_grid)
-            neighbours.append(neighbour_similarity(sim, m.native_grid))
+            sims.append(position_similarity(m.pos_embed, m.native_grid))
+            neighbours.append(neighbour_similarity(sims[-1], m.native_grid))
         else:
-            sim = np.zeros((0, 0), np.float32)
+            sims.append(np.zeros((0, 0), np.float32))
             neighbours.append(np.nan)
-        sims.append(sim)
-        image, grid = a.image, a.grid
-    (_, _, native_grid, patch_size, kind, _), _ = first
-    name = folder.name.removesuffix(SNAPSHOT_SUFFIX)
-    return SnapshotSeries(name=name, epochs=np.array([s.epoch for s in infos], dtype=np.int64),
-                          val_accuracy=np.array([s.val_accuracy for s in infos], dtype=np.float64), image=image,
+    _, _, native_grid, patch_size, kind, _ = reference
+    return SnapshotSeries(name=folder.name.removesuffix(SNAPSHOT_SUFFIX),
+                          epochs=np.array([s.epoch for s in infos], dtype=np.int64),
+                          val_accuracy=np.array([s.val_accuracy for s in infos], dtype=np.float64), image=a.image,
                           rollout=np.stack(rollouts), pos_similarity=np.stack(sims), mean_distance=np.stack(distances),
                           pos_neighbour_similarity=np.array(neighbours, dtype=np.float64), top1=tuple(top1),
-                          grid=tuple(grid), native_grid=tuple(native_grid), patch_size=patch_size,
+                          grid=tuple(a.grid), native_grid=tuple(native_grid), patch_size=patch_size,
                           pos_embed_kind=kind)

@@ -11,6 +11,8 @@ that runs a model (once per image) and hands back plain arrays (an ``Analysis``)
   (matplotlib Figure plots);
 - ``analysis``: run the model once -> ``Analysis``;
 - ``panels``: every panel of the explorer from an ``Analysis``; ``explorer``: what the app's tabs show;
+- ``compare``: two checkpoints on the same photo; ``animate``: attention through depth, one frame per block;
+  ``dynamics``: a training run's snapshots on one photo (``python -m viz.dynamics``);
 - ``architecture``: the stages of the model with this input's tensor shapes (the Model tab); ``cli``.
 """
 from .result import Analysis, ModelArrays

@@ -42,7 +42,11 @@ PANEL_HELP = """panels written per image (PNG):
 attention.npz holds: attention (L, H, T, T), rollout (gh, gw), num_prefix_tokens, grid (gh, gw),
 patch_size, pos_similarity (N, N) on the checkpoint's native grid, mean_distance (L, H) in pixels,
 token_norms (L, T), probabilities (K,), cls_attention, query_row, query_column (gh, gw), query_patch,
-high_norm_flags (L, gh, gw). Layers and heads are 0-based; negative indices count from the end."""
+high_norm_flags (L, gh, gw). Layers and heads are 0-based; negative indices count from the end.
+
+--animate adds animation.gif (one frame per block; animation.mp4 too with --mp4). --compare B writes, instead
+of the panels, compare.png and compare.json: models [A, B] with name, sha256 (first 8 hex digits) and top_k
+(probability, probability_in_other, change_b_minus_a), alignment, attention, differences, files."""
 
 
 def head_arg(text: str) -> int | None:

@@ -184,6 +184,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--fusion", choices=("mean", "max", "min"), default="mean", help="rollout head fusion")
     p.add_argument("--cmap", default=render.DEFAULT_CMAP, help="colormap of the rollout (default: inferno)")
     p.add_argument("--frame-ms", type=int, default=FRAME_MS, help=f"milliseconds per frame (default: {FRAME_MS})")
+    p.add_argument("--every", type=int, default=1, metavar="K",
+                   help="use every K-th snapshot and the last one (a smaller GIF of a long run; default: 1, all)")
     p.add_argument("--mp4", action="store_true",
                    help="also write dynamics.mp4 (needs the optional packages imageio and imageio-ffmpeg)")
     return p
@@ -200,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.frame_ms < 10:
             raise ValueError(f"--frame-ms must be at least 10 but got {args.frame_ms}.")
         photo = open_image(args.image)
-        series = load_series(args.snapshots, photo, args.fusion)
+        series = load_series(args.snapshots, photo, args.fusion, args.every)
         frames = DynamicsView(series, args.cmap).frames()
         args.out.mkdir(parents=True, exist_ok=True)
         save_gif(frames, args.out / "dynamics.gif", args.frame_ms)

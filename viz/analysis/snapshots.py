@@ -16,14 +16,18 @@ from ..result import SnapshotSeries
 from .capture import analyze, model_arrays
 
 
-def load_series(folder: str | Path, photo: Image.Image, fusion: str = "mean") -> SnapshotSeries:
-    """Every snapshot in ``folder`` (``vit.train.snapshots``) on ``photo`` -> SnapshotSeries.
+def load_series(folder: str | Path, photo: Image.Image, fusion: str = "mean", every: int = 1) -> SnapshotSeries:
+    """Every snapshot in ``folder`` (``vit.train.snapshots``) on ``photo`` -> SnapshotSeries; with ``every`` k > 1
+    only every k-th snapshot (in epoch order) and the last one (a shorter animation of a long run).
 
     Each snapshot is loaded with ``vit.load``, run once on the photo, and dropped. ValueError when the snapshots
     are not one run (another architecture, grid or preprocessing part-way).
     """
+    if every < 1:
+        raise ValueError(f"every must be at least 1 but got {every}!")
     folder = Path(folder)
     infos = list_snapshots(folder)
+    infos = [s for i, s in enumerate(infos) if i % every == 0 or i == len(infos) - 1]
     reference = None                      # (depth, heads, native grid, patch, pos_embed_kind, preprocessing)
     rollouts, sims, distances, neighbours, top1 = [], [], [], [], []
     for info in infos:

@@ -38,6 +38,9 @@ import torch.nn.functional as F
 from .positions import TokenPositions, apply_rope, num_relative_positions, relative_position_index, rope_tables
 
 
+POS_EMBED_KINDS = ("learned", "sincos2d", "none")
+
+
 @dataclass(frozen=True)
 class ViTConfig:
     img_size: tuple[int, int] = (224, 224)  # native input (H, W); the position embeddings are learnt for this grid
@@ -61,8 +64,11 @@ class ViTConfig:
     drop_rate: float = 0.0         # dropout on position-embedded tokens, in MLPs and before the head
     attn_drop_rate: float = 0.0    # dropout on attention probabilities
     drop_path_rate: float = 0.0    # stochastic depth, rising linearly to this rate in the last block
+    # Absolute position embedding added to the tokens (the ViT paper's Appendix D.4 ablation): "learned" (the
+    # paper's default, a trained table), "sincos2d" (the fixed 2-D sine-cosine table of big_vision / MAE, a buffer
+    # that is saved but never trained), "none" (no absolute position information; BEiT uses relative biases).
+    pos_embed_kind: str = "learned"
     # Features of the other ViT families (CLIP, SigLIP, EVA-02, BEiT); the defaults are the plain ViT.
-    pos_embed_kind: str = "learned"  # absolute position embedding: "learned" (added to the tokens) or "none" (BEiT)
     patch_bias: bool = True          # bias in the patch-embedding convolution (CLIP has none)
     norm_pre: bool = False           # LayerNorm on the tokens before the first block (CLIP's ln_pre)
     k_bias: bool = True              # with qkv_bias, a key bias too; False: query and value biases only (BEiT, EVA-02)
@@ -89,8 +95,6 @@ class ViTConfig:
             raise ValueError(f"global_pool must be 'token', 'avg' or 'map' but got {self.global_pool!r}!")
         if self.global_pool == "token" and not self.class_token:
             raise ValueError("global_pool='token' needs class_token=True!")
-        if self.pos_embed_kind not in ("learned", "none"):
-            raise ValueError(f"pos_embed_kind must be 'learned' or 'none' but got {self.pos_embed_kind!r}!")
         if self.mlp_act not in MLP_ACTIVATIONS:
             raise ValueError(f"mlp_act must be one of {sorted(MLP_ACTIVATIONS)} but got {self.mlp_act!r}!")
         if self.proj_dim and self.num_classes:
@@ -103,6 +107,11 @@ class ViTConfig:
         for side in self.img_size:
             if side % self.patch_size:
                 raise ValueError(f"img_size {self.img_size} is not divisible by patch_size {self.patch_size}!")
+        if self.pos_embed_kind not in POS_EMBED_KINDS:
+            raise ValueError(f"Unknown pos_embed_kind {self.pos_embed_kind!r}! Expected one of {POS_EMBED_KINDS}.")
+        if self.pos_embed_kind == "sincos2d" and (self.embed_dim % 4 or self.embed_dim < 8):
+            raise ValueError(f"pos_embed_kind='sincos2d' needs an embed_dim that is a multiple of 4 and at least 8 "
+                             f"(a sine and a cosine per row and per column frequency) but got {self.embed_dim}!")
 
     @property
     def grid(self) -> tuple[int, int]:
@@ -148,6 +157,26 @@ def variant(name: str, **overrides) -> ViTConfig:
                          f"patch size 14, 16 or 32, e.g. 'vit_b_16'.")
     patch_size = int(patch) if patch else 16
     return ViTConfig(**{**_SIZES[size], "patch_size": patch_size, **overrides})
+
+
+def sincos_2d_position_embedding(grid: tuple[int, int], dim: int, temperature: float = 10_000.0) -> torch.Tensor:
+    """The fixed 2-D sine-cosine position table (big_vision's ``posemb_sincos_2d``, "Better plain ViT baselines")
+    -> (gh·gw, dim) float32, patches in row-major order.
+
+    With F = dim/4 frequencies ω_k = temperature^(-k/(F-1)), k = 0…F-1, the patch in row r, column c gets
+    [sin(c·ω), cos(c·ω), sin(r·ω), cos(r·ω)] (each block F wide). Every row has squared norm dim/2, and the dot
+    product of two rows depends only on their offset (Δr, Δc): Σ_k cos(Δc·ω_k) + cos(Δr·ω_k).
+    """
+    gh, gw = grid
+    if dim % 4 or dim < 8:
+        raise ValueError(f"The 2-D sine-cosine table needs a width that is a multiple of 4 and at least 8 but got {dim}!")
+    n_freq = dim // 4
+    omega = 1.0 / temperature ** (torch.arange(n_freq, dtype=torch.float64) / (n_freq - 1))  # (F,)
+    rows, cols = torch.meshgrid(torch.arange(gh, dtype=torch.float64), torch.arange(gw, dtype=torch.float64),
+                                indexing="ij")
+    x = cols.reshape(-1, 1) * omega  # (gh·gw, F) column angles
+    y = rows.reshape(-1, 1) * omega  # (gh·gw, F) row angles
+    return torch.cat([x.sin(), x.cos(), y.sin(), y.cos()], dim=1).float()  # (gh·gw, dim)
 
 
 class TokenLayout(NamedTuple):
@@ -389,10 +418,12 @@ class VisionTransformer(nn.Module):
         self.cls_token = nn.Parameter(torch.zeros(1, 1, D)) if cfg.class_token else None
         self.dist_token = nn.Parameter(torch.zeros(1, 1, D)) if cfg.distilled else None
         self.reg_token = nn.Parameter(torch.zeros(1, cfg.num_reg_tokens, D)) if cfg.num_reg_tokens else None
-        gh, gw = cfg.grid
-        pos_len = gh * gw + (cfg.num_prefix_tokens - cfg.num_reg_tokens if cfg.pos_embed_prefix else 0)
-        # (1, [CLS, DIST] + gh·gw, D); registers never get one; BEiT has none at all (pos_embed_kind "none")
-        self.pos_embed = nn.Parameter(torch.zeros(1, pos_len, D)) if cfg.pos_embed_kind == "learned" else None
+        if cfg.pos_embed_kind == "learned":
+            self.pos_embed = nn.Parameter(torch.zeros(1, self._pos_len(cfg.grid), D))  # (1, [CLS, DIST] + gh·gw, D)
+        elif cfg.pos_embed_kind == "sincos2d":  # a buffer: saved with the weights, never given to the optimizer
+            self.register_buffer("pos_embed", self.sincos_table(cfg.grid))
+        else:                                    # "none": the tokens carry no absolute position (BEiT: relative biases)
+            self.pos_embed = None
         self.pos_drop = nn.Dropout(cfg.drop_rate)
         self.norm_pre = nn.LayerNorm(D, eps=cfg.layer_norm_eps) if cfg.norm_pre else nn.Identity()
         rates = [cfg.drop_path_rate * i / max(cfg.depth - 1, 1) for i in range(cfg.depth)]
@@ -409,11 +440,23 @@ class VisionTransformer(nn.Module):
         self.head = nn.Linear(width, cfg.num_classes) if cfg.num_classes else nn.Identity()
         self.head_dist = nn.Linear(width, cfg.num_classes) if cfg.distilled and cfg.num_classes else None
         self.apply(_init_weights)
-        for p in (self.cls_token, self.dist_token, self.reg_token, self.pos_embed):
+        learned_pos = self.pos_embed if cfg.pos_embed_kind == "learned" else None
+        for p in (self.cls_token, self.dist_token, self.reg_token, learned_pos):
             if p is not None:
                 nn.init.trunc_normal_(p, std=0.02)
         if self.attn_pool is not None:
             nn.init.trunc_normal_(self.attn_pool.latent, std=D ** -0.5)
+
+    def _pos_len(self, grid: tuple[int, int]) -> int:
+        """Rows of the position table: the patches and, with ``pos_embed_prefix``, CLS/DIST (registers never get one)."""
+        cfg = self.cfg
+        return grid[0] * grid[1] + (cfg.num_prefix_tokens - cfg.num_reg_tokens if cfg.pos_embed_prefix else 0)
+
+    def sincos_table(self, grid: tuple[int, int]) -> torch.Tensor:
+        """(1, [CLS, DIST] + gh·gw, D): zero rows for the prefix tokens (as MAE), the 2-D sine-cosine table after."""
+        n_pre = self._pos_len(grid) - grid[0] * grid[1]
+        table = sincos_2d_position_embedding(grid, self.cfg.embed_dim)
+        return torch.cat([table.new_zeros(n_pre, table.shape[1]), table]).unsqueeze(0)
 
     @property
     def fused_attn(self) -> bool:
@@ -453,13 +496,14 @@ class VisionTransformer(nn.Module):
     def resampled_pos_embed(self, grid: tuple[int, int]) -> torch.Tensor | None:
         """Position embeddings for a gh×gw grid: the patch part resized bicubically, prefix part untouched.
 
-        Returns (1, prefix_with_pos + gh·gw, D), or None for a model without absolute position embeddings.
+        Returns (1, prefix_with_pos + gh·gw, D); the fixed sine-cosine table is computed for the new grid instead of
+        resized; None when the model has no absolute position embedding.
         """
-        if self.pos_embed is None:
-            return None
-        n_pre = self.pos_embed.shape[1] - self.cfg.grid[0] * self.cfg.grid[1]
-        if tuple(grid) == self.cfg.grid:
+        if self.pos_embed is None or tuple(grid) == self.cfg.grid:
             return self.pos_embed
+        if self.cfg.pos_embed_kind == "sincos2d":
+            return self.sincos_table(tuple(grid)).to(self.pos_embed)
+        n_pre = self.pos_embed.shape[1] - self.cfg.grid[0] * self.cfg.grid[1]
         prefix, patches = self.pos_embed[:, :n_pre], self.pos_embed[:, n_pre:]
         gh0, gw0 = self.cfg.grid
         D = patches.shape[-1]
@@ -478,8 +522,8 @@ class VisionTransformer(nn.Module):
         x = self.patch_embed(x)  # (B, N, D)
         with_pos = [t.expand(B, -1, -1) for t in (self.cls_token, self.dist_token) if t is not None]
         pos = self.resampled_pos_embed(layout.grid)
-        if pos is None:
-            x = torch.cat(with_pos + [x], dim=1)        # (B, [CLS, DIST] + N, D): positions act inside attention
+        if pos is None:                                  # pos_embed_kind "none": positions act inside attention, if at all
+            x = torch.cat(with_pos + [x], dim=1)        # (B, [CLS, DIST] + N, D)
         elif self.cfg.pos_embed_prefix:
             x = torch.cat(with_pos + [x], dim=1) + pos  # (B, [CLS, DIST] + N, D)
         else:

@@ -50,16 +50,14 @@ class Preprocess:
         resized to ``resize`` (enlarged further only if the crop would not fit, e.g. a wide crop on a
         portrait photo), then the center is cropped as torchvision's CenterCrop does.
         """
-        image = to_rgb(ImageOps.exif_transpose(image))
+        image = upright_rgb(image)
         size = self.resized_size(image.size)
         if size != image.size:
             image = image.resize(size, _RESAMPLE[self.interpolation])
-        left, top = self._crop_origin(size)
-        crop_h, crop_w = self.crop
-        return image.crop((left, top, left + crop_w, top + crop_h))
+        return image.crop(self._crop_in_resized(size))
 
     def resized_size(self, size: tuple[int, int]) -> tuple[int, int]:
-        """(width, height) of an upright photo -> its (width, height) after the resize step of ``crop_image``."""
+        """(width, height) of an upright image -> its (width, height) after the resize step, before the crop."""
         w, h = size
         crop_h, crop_w = self.crop
         scale = max(self.resize / min(w, h), crop_h / h, crop_w / w)
@@ -67,21 +65,24 @@ class Preprocess:
             return (self.resize, int(self.resize * h / w)) if w <= h else (int(self.resize * w / h), self.resize)
         return max(crop_w, round(w * scale)), max(crop_h, round(h * scale))
 
-    def _crop_origin(self, resized: tuple[int, int]) -> tuple[int, int]:
-        """(left, top) of the centre crop in the resized image, as torchvision's CenterCrop rounds it."""
+    def _crop_in_resized(self, resized: tuple[int, int]) -> tuple[int, int, int, int]:
+        """The centre crop (left, top, right, bottom) in pixels of the resized image, as torchvision's CenterCrop."""
         w, h = resized
         crop_h, crop_w = self.crop
-        return int(round((w - crop_w) / 2.0)), int(round((h - crop_h) / 2.0))
+        top, left = int(round((h - crop_h) / 2.0)), int(round((w - crop_w) / 2.0))
+        return left, top, left + crop_w, top + crop_h
 
     def crop_box(self, size: tuple[int, int]) -> tuple[float, float, float, float]:
-        """(width, height) of an upright photo -> (left, top, right, bottom) of the region the model sees, in
-        that photo's pixels (the crop of ``crop_image`` mapped back through its resize), for outlining it."""
-        w, h = size
-        rw, rh = self.resized_size(size)
-        left, top = self._crop_origin((rw, rh))
-        crop_h, crop_w = self.crop
-        sx, sy = rw / w, rh / h
-        return left / sx, top / sy, (left + crop_w) / sx, (top + crop_h) / sy
+        """The part of an upright (EXIF-applied) photo of ``size`` = (width, height) that the model sees, as
+        (left, top, right, bottom) in that photo's pixel coordinates (floats: the resize scales them).
+
+        Two checkpoints with different preprocessing see different parts of the same photo; their maps can only be
+        compared on the overlap of these boxes.
+        """
+        resized = self.resized_size(size)
+        sx, sy = size[0] / resized[0], size[1] / resized[1]
+        left, top, right, bottom = self._crop_in_resized(resized)
+        return left * sx, top * sy, right * sx, bottom * sy
 
     def to_tensor(self, image: Image.Image) -> torch.Tensor:
         """Cropped RGB image -> normalised float tensor (1, 3, H, W)."""
@@ -112,6 +113,11 @@ class Preprocess:
         """timm/torchvision convention: resize the short side to crop/crop_pct, then crop (224 -> 256)."""
         crop = (crop, crop) if isinstance(crop, int) else tuple(crop)
         return cls(resize=int(min(crop) / crop_pct), crop=crop, **kw)
+
+
+def upright_rgb(image: Image.Image) -> Image.Image:
+    """The photo as every model sees it before resizing: EXIF orientation applied, any mode made RGB."""
+    return to_rgb(ImageOps.exif_transpose(image))
 
 
 def to_rgb(image: Image.Image) -> Image.Image:

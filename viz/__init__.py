@@ -13,6 +13,8 @@ that runs a model (once per image) and hands back plain arrays (an ``Analysis``)
 - ``i18n``: every text of the pictures and the page in English and Chinese (``t``, ``translations`` for gr.I18n);
 - ``panels``: every panel of the explorer from an ``Analysis``; ``explorer``: what the app's tabs show;
 - ``walkthrough``: the guided walk through the ViT, pictures and sentences;
+- ``compare``: two checkpoints on the same photo; ``animate``: attention through depth, one frame per block;
+  ``dynamics``: a training run's snapshots on one photo (``python -m viz.dynamics``);
 - ``architecture``: the stages of the model with this input's tensor shapes (the Model tab); ``cli``.
 """
 from .result import Analysis, ModelArrays

@@ -128,10 +128,13 @@ def stages(cfg, image_hw: tuple[int, int] | None = None) -> list[Stage]:
         rows.append(Stage("Add position embeddings", f"{T}×{D}", pos_len * D,
                           f"{pos_len} learned vectors for a {gh0}×{gw0} grid"
                           + (f", resampled bicubically to {gh}×{gw}" if resampled else "")))
+    elif cfg.pos_embed_kind == "sincos2d":
+        rows.append(Stage("Add position embeddings (fixed 2-D sine-cosine)", f"{T}×{D}", 0,
+                          f"a fixed table for the {gh}×{gw} grid: sin/cos of the column and of the row, not trained"))
     else:
         rows.append(Stage("No absolute position embeddings", f"{T}×{D}", 0,
                           "positions enter inside attention (relative position bias)" if cfg.rel_pos_bias
-                          else "positions enter inside attention"))
+                          else "the tokens carry no absolute position"))
     if cfg.norm_pre:
         rows.append(Stage("LayerNorm before the blocks", f"{T}×{D}", _layer_norm(D), "CLIP's ln_pre"))
     per_block = block_params(cfg)

@@ -7,6 +7,9 @@ them (the paper's Figure 7, right, is such an average).
 
 With a CLIP checkpoint that holds a text tower, ``--texts "a photo of a cat,a photo of a dog"`` adds the
 zero-shot probabilities of those texts to result.json (``"zero_shot"``, most probable first).
+
+``--animate`` adds ``animation.gif`` (one frame per layer); ``--compare B`` writes ``compare.png`` and
+``compare.json`` (the --weights model A against B) instead of the panels.
 """
 from __future__ import annotations
 
@@ -21,6 +24,7 @@ import numpy as np
 from tqdm import tqdm
 
 from . import panels
+from .animate import ANIMATED_MAPS, FRAME_MS
 from .explain import METHODS, contrast, method_names
 from .explain.panels import contrast_panel, explanation_panel, methods_row
 from .i18n import LANGUAGES, t
@@ -49,6 +53,10 @@ patch_size, pos_similarity (N, N) on the checkpoint's native grid, mean_distance
 token_norms (L, T), probabilities (K,), cls_attention (the query's attention), query_row, query_column
 (gh, gw), query_patch, high_norm_flags (L, gh, gw), probe_attention (H, T) for MAP models. Layers and heads
 are 0-based; negative indices count from the end.
+
+--animate adds animation.gif (one frame per layer; animation.mp4 too with --mp4). --compare B writes, instead
+of the panels, compare.png and compare.json: models [A, B] with name, sha256 (first 8 hex digits) and top_k
+(probability, probability_in_other, change_b_minus_a), alignment, attention, differences, files.
 
 With --explain M1,M2,…: explain_<method>.png per method (the map for --target, default each image's
 top-1 class) and explanations.png (all of them side by side), explain_<method> (gh, gw) in attention.npz,
@@ -143,6 +151,21 @@ def build_parser() -> argparse.ArgumentParser:
                    help="class to explain, by name ('tabby') or index (default: each image's top-1 class)")
     g.add_argument("--contrast", metavar="NAME_OR_INDEX",
                    help="also 'why --target rather than this class': the --target map minus this class's map")
+    g = p.add_argument_group("compare and animate")
+    g.add_argument("--compare", metavar="B",
+                   help="compare the --weights model (A) with this checkpoint (B) on each image: writes compare.png "
+                        "and compare.json (names, sha256 prefixes, top-k with the change, differences of the rollout, "
+                        "of the --layer/--head CLS attention and of the mean attention distance) instead of the panels")
+    g.add_argument("--animate", action="store_true",
+                   help="also write animation.gif: one frame per block, the block written on each (with --compare: "
+                        "animation.gif of A and animation_b.gif of B)")
+    g.add_argument("--animate-map", choices=ANIMATED_MAPS, default="attention",
+                   help="what the animation shows: the CLS attention of each block (--head or the mean of heads), or "
+                        "the rollout up to each block (--fusion, --discard-ratio, --mask-artifacts) (default: attention)")
+    g.add_argument("--frame-ms", type=int, default=FRAME_MS, help=f"animation: milliseconds per frame (default: "
+                                                                 f"{FRAME_MS})")
+    g.add_argument("--mp4", action="store_true",
+                   help="animation: also write animation.mp4 (needs the optional packages imageio and imageio-ffmpeg)")
     return p
 
 
@@ -244,6 +267,7 @@ def write_image_result(path: Path, folder: Path, a: Analysis, model: tuple[dict,
     folder.mkdir(parents=True, exist_ok=True)
     for name, picture in images.items():
         picture.save(folder / f"{name}.png")
+    animations = write_animation(folder, "animation", a, o, args) if args.animate else []
     save = np.savez_compressed if args.compress else np.savez
     probe = {"probe_attention": a.probe_attention} if a.probe_attention is not None else {}
     save(folder / "attention.npz", attention=a.attention, num_prefix_tokens=np.int64(a.num_prefix),
@@ -264,7 +288,7 @@ def write_image_result(path: Path, folder: Path, a: Analysis, model: tuple[dict,
         "captions": panels.captions(a, o),
         "options": {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(o).items()},
         "timings_s": {"decode": decode_s, **a.timings, "panels": t3 - t2, "write": t4 - t3},
-        "files": sorted([f"{name}.png" for name in images] + ["attention.npz", "result.json"]),
+        "files": sorted([f"{name}.png" for name in images] + ["attention.npz", "result.json"] + animations),
     }
     if explained is not None:
         result["explain"] = explained[2]
@@ -284,6 +308,72 @@ def zero_shot_entries(loaded, a: Analysis, texts: list[str]) -> list[dict]:
     probabilities = zero_shot(loaded, loaded.preprocess.to_tensor(a.image), texts)[0].tolist()
     order = sorted(range(len(texts)), key=lambda i: -probabilities[i])
     return [{"text": texts[i], "probability": probabilities[i]} for i in order]
+
+
+def write_animation(folder: Path, stem: str, a: Analysis, o: panels.MapOptions, args: argparse.Namespace) -> list[str]:
+    """``stem``.gif (and ``stem``.mp4 with --mp4): one frame per block of ``--animate-map``; returns the file names."""
+    from .animate import depth_frames, save_gif, save_mp4
+
+    frames = depth_frames(a, args.animate_map, o.head, o.fusion, o.discard_ratio, o.mask_artifacts, o.norm_ratio,
+                          o.cmap, o.alpha, o.colorbar, o.scale)
+    save_gif(frames, folder / f"{stem}.gif", args.frame_ms)
+    if not args.mp4:
+        return [f"{stem}.gif"]
+    save_mp4(frames, folder / f"{stem}.mp4", args.frame_ms)
+    return [f"{stem}.gif", f"{stem}.mp4"]
+
+
+def write_comparison(path: Path, folder: Path, image, sides: tuple, o: panels.MapOptions,
+                     args: argparse.Namespace) -> dict:
+    """compare.png and compare.json for one image (and the two animations with --animate); returns the record."""
+    from .compare import compare, comparison_image, comparison_record
+
+    side_a, side_b = sides
+    c = compare(image, side_a, side_b, o.layer, o.head, o.fusion, o.discard_ratio, args.top_k)
+    folder.mkdir(parents=True, exist_ok=True)
+    comparison_image(c, o.cmap, o.alpha).save(folder / "compare.png")
+    files = ["compare.png", "compare.json"]
+    if args.animate:
+        files += write_animation(folder, "animation", side_a.analysis, o, args)
+        files += write_animation(folder, "animation_b", side_b.analysis, o, args)
+    record = {"image": str(path), **comparison_record(c), "files": sorted(files)}
+    (folder / "compare.json").write_text(json.dumps(record, indent=2) + "\n")
+    return record
+
+
+def run_comparison(args: argparse.Namespace, loaded_a, o: panels.MapOptions, images: list[Path]) -> int:
+    """``--compare B``: per image, A (--weights) against B on the same photo. Exit code 2 for a model that cannot
+    be loaded or options that do not fit both models, 1 when an image failed."""
+    import vit
+    from vit.image_file import open_image
+
+    from .analysis import compare_side
+
+    try:
+        loaded_b = vit.load(args.compare)
+    except (ValueError, FileNotFoundError) as error:
+        print(f"error: cannot load the --compare weights: {error}", file=sys.stderr)
+        return 2
+    try:
+        for loaded in (loaded_a, loaded_b):
+            panels.check_options(o, loaded.model.cfg.depth, loaded.model.cfg.num_heads)
+    except ValueError as error:
+        print(f"error: {error} (the options must fit both models)", file=sys.stderr)
+        return 2
+    done, failed = 0, []
+    for path, folder in tqdm(list(zip(images, output_dirs(images, args.out))), desc="images", unit="image",
+                             disable=args.quiet or len(images) == 1):
+        try:
+            image = open_image(path)
+            sides = compare_side(loaded_a, image), compare_side(loaded_b, image)
+            write_comparison(path, folder, image, sides, o, args)
+            done += 1
+        except ValueError as error:
+            failed.append(path)
+            tqdm.write(f"error: {path}: {error}", file=sys.stderr)
+    if not args.quiet:
+        print(f"wrote {done} of {len(images)} comparisons to {args.out}", file=sys.stderr)
+    return 1 if failed else 0
 
 
 def write_summary(folder: Path, distances: list[np.ndarray], names: list[str], grid, patch_size: int,
@@ -332,9 +422,20 @@ def main(argv: list[str] | None = None) -> int:
         if args.texts and loaded.text is None:
             raise ValueError(f"--texts needs a CLIP checkpoint with a text tower (OpenAI, open_clip or a Hugging "
                              f"Face CLIPModel folder), but {args.weights} has none.")
+        if args.frame_ms < 10:
+            raise ValueError(f"--frame-ms must be at least 10 but got {args.frame_ms}.")
+        if args.mp4 and not args.animate:
+            raise ValueError("--mp4 writes the animation as MP4 too: add --animate.")
+        if args.mp4:
+            from .animate import mp4_available
+            if not mp4_available():
+                raise ValueError("--mp4 needs the optional packages imageio and imageio-ffmpeg (pip install imageio "
+                                 "imageio-ffmpeg); leave --mp4 out for the GIF alone.")
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    if args.compare:
+        return run_comparison(args, loaded, o, images)
     if loaded.config.num_classes == 0:
         print(f"note: {no_classifier_note(loaded.name)}", file=sys.stderr)
     model = panels.model_panels(model_arrays(loaded.model, loaded.name), args.lang)   # the same for every image

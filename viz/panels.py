@@ -298,7 +298,7 @@ def position_panel(m: ModelArrays, lang: str = "en") -> Image.Image:
 
 def _position_image(similarity: np.ndarray | None, grid: tuple[int, int], lang: str = "en") -> Image.Image:
     if similarity is None:
-        return plots.message_image(t("note.no_position_embeddings", lang), lang=lang)
+        return render.message_image(t("note.no_position_embeddings", lang), lang=lang)
     return plots.figure_to_image(plots.position_similarity_plot(similarity, grid, lang=lang))
 
 

@@ -71,9 +71,36 @@ class ModelArrays:
     """The image-independent tensors Figure 7 needs, copied out of a model once per checkpoint."""
     name: str
     patch_weight: np.ndarray             # (D, C, P, P) patch-embedding filters
-    pos_embed: np.ndarray | None         # (prefix_with_pos + gh·gw, D) learnt position embeddings; None: BEiT
+    pos_embed: np.ndarray | None         # (prefix_with_pos + gh·gw, D) position embeddings; None without (BEiT, "none")
     native_grid: tuple[int, int]         # grid the position embeddings were learnt for
     patch_size: int
     num_prefix: int
     depth: int
     heads: int
+    pos_embed_kind: str = "learned"      # "learned", "sincos2d" (fixed table) or "none" (pos_embed is then None)
+
+    @property
+    def has_position_embedding(self) -> bool:
+        return self.pos_embed is not None
+
+
+@dataclass(frozen=True)
+class SnapshotSeries:
+    """Every snapshot of one training run (``--snapshot-every``) on one photo: the small arrays a slider or an
+    animation needs, computed once (S snapshots, L blocks, H heads, N = gh·gw patches of the native grid)."""
+    name: str                            # the run, e.g. "squares" (from weights/squares.snapshots)
+    epochs: np.ndarray                   # (S,) int, 0 = before any training step
+    val_accuracy: np.ndarray             # (S,) validation accuracy the run measured at each snapshot
+    image: Image.Image                   # the crop every snapshot saw (one preprocessing for the whole run)
+    rollout: np.ndarray                  # (S, gh, gw) CLS attention rollout of the photo
+    pos_similarity: np.ndarray           # (S, N, N) cosine similarity of the position embeddings; (S, 0, 0) for none
+    mean_distance: np.ndarray            # (S, L, H) mean attention distance in pixels of the input
+    pos_neighbour_similarity: np.ndarray  # (S,) grid neighbours' minus all patches' similarity; NaN for none
+    top1: tuple[tuple[str, float], ...]  # (S,) the photo's most probable class and its probability
+    grid: tuple[int, int]                # (gh, gw) of the photo's patch grid
+    native_grid: tuple[int, int]         # grid of the position embeddings
+    patch_size: int
+    pos_embed_kind: str = "learned"
+
+    def __len__(self) -> int:
+        return len(self.epochs)

@@ -22,7 +22,7 @@ from .huggingface import read_folder as read_huggingface_folder
 from .infer import checkpoint_grid, infer_config
 from ..clip import TextTower, TextTransformer, Tokenizer, bundled_tokenizer, infer_text_config
 from ..labels import default_labels, imagenet_labels
-from ..model import ViTConfig, VisionTransformer, variant
+from ..model import ViTConfig, VisionTransformer, sincos_2d_position_embedding, variant
 from ..preprocess import IMAGENET_MEAN, IMAGENET_STD, INCEPTION_MEAN, INCEPTION_STD, OPENAI_CLIP_MEAN, \
     OPENAI_CLIP_STD, Preprocess
 
@@ -251,6 +251,9 @@ def _fit_pos_embed(state: dict, cfg: ViTConfig, old_grid: tuple[int, int]) -> di
     if "pos_embed" not in state or tuple(old_grid) == cfg.grid:
         return state
     num_prefix = int(cfg.class_token) + int(cfg.distilled) if cfg.pos_embed_prefix else 0
+    if cfg.pos_embed_kind == "sincos2d":  # a fixed table is computed for the new grid, not resized
+        table = sincos_2d_position_embedding(cfg.grid, cfg.embed_dim)
+        return {**state, "pos_embed": torch.cat([table.new_zeros(num_prefix, cfg.embed_dim), table]).unsqueeze(0)}
     return {**state, "pos_embed": resample_pos_embed(state["pos_embed"], num_prefix, cfg.grid, old_grid)}
 
 

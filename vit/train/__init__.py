@@ -4,6 +4,7 @@ The best epoch is saved with ``vit.save_checkpoint`` (config, class names and pr
 ``vit.load``, the CLI and the app open it directly. From Python: ``fit(TrainOptions(data=..., out=...))``.
 """
 from .options import TrainOptions
+from .snapshots import SnapshotInfo, list_snapshots, snapshot_dir
 from .trainer import RunFiles, TrainResult, fit
 
-__all__ = ["RunFiles", "TrainOptions", "TrainResult", "fit"]
+__all__ = ["RunFiles", "SnapshotInfo", "TrainOptions", "TrainResult", "fit", "list_snapshots", "snapshot_dir"]

@@ -17,12 +17,14 @@ NO_DECAY = ("pos_embed", "cls_token", "dist_token", "reg_token")  # embeddings, 
 
 def scratch_config(name: str, num_classes: int, img_size: tuple[int, int], patch_size: int, drop_path: float,
                    depth: int | None = None, embed_dim: int | None = None, num_heads: int | None = None,
-                   mlp_dim: int | None = None) -> ViTConfig:
+                   mlp_dim: int | None = None, pos_embed: str = "learned") -> ViTConfig:
     """Config of a named variant ("tiny", "small", "base", …) with the given image/patch size and optional overrides.
 
-    A new ``embed_dim`` without ``mlp_dim`` keeps the usual MLP ratio of 4.
+    A new ``embed_dim`` without ``mlp_dim`` keeps the usual MLP ratio of 4. ``pos_embed`` is the config's
+    ``pos_embed_kind``: "learned", "sincos2d" or "none".
     """
-    overrides = dict(img_size=img_size, patch_size=patch_size, num_classes=num_classes, drop_path_rate=drop_path)
+    overrides = dict(img_size=img_size, patch_size=patch_size, num_classes=num_classes, drop_path_rate=drop_path,
+                     pos_embed_kind=pos_embed)
     for key, value in (("depth", depth), ("embed_dim", embed_dim), ("num_heads", num_heads), ("mlp_dim", mlp_dim)):
         if value is not None:
             overrides[key] = value

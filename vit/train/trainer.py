@@ -4,6 +4,7 @@ Files next to ``--out weights/NAME.pt``:
   NAME.pt            the best epoch (validation accuracy), a normal checkpoint for vit.load and the app
   NAME.last.pt       the latest epoch, also a normal checkpoint, plus what ``--resume`` needs in its ``extra``
   NAME.metrics.csv   one row per epoch;  NAME.curves.png  loss and accuracy curves
+  NAME.snapshots/    with --snapshot-every N: a checkpoint before any step and every N epochs (see snapshots.py)
 
 Determinism: every epoch re-seeds torch from (seed, epoch) and shuffles with its own generator, so an epoch's
 batches, augmentations and dropout depend only on the seed, the epoch number and the weights it starts from.
@@ -31,6 +32,7 @@ from .loop import Precision, evaluate, train_one_epoch
 from .options import TrainOptions, merge_resumed, resolve
 from .report import best_row, write_curves, write_metrics
 from .schedule import WarmupCosine
+from .snapshots import is_snapshot_epoch, save_snapshot, snapshot_dir
 from .transforms import EvalTransform, Transformed, resolve_augment, train_transform
 
 
@@ -113,8 +115,9 @@ def _fresh_start(opts: TrainOptions) -> _Start:
     opts = resolve(opts, data.kind, None)
     torch.manual_seed(opts.seed)
     cfg = scratch_config(opts.variant, num_classes, opts.img_size, opts.patch_size, opts.drop_path, opts.depth,
-                         opts.embed_dim, opts.num_heads, opts.mlp_dim)
-    note = f"ViT {opts.variant} from scratch (depth {cfg.depth}, width {cfg.embed_dim}, {cfg.num_heads} heads)"
+                         opts.embed_dim, opts.num_heads, opts.mlp_dim, opts.pos_embed)
+    note = (f"ViT {opts.variant} from scratch (depth {cfg.depth}, width {cfg.embed_dim}, {cfg.num_heads} heads, "
+            f"{cfg.pos_embed_kind} position embedding)")
     return _Start(opts, VisionTransformer(cfg), scratch_preprocess(opts.img_size), data, note=note)
 
 
@@ -153,6 +156,7 @@ def check_numbers(opts: TrainOptions) -> None:
         ("--warmup-epochs", opts.warmup_epochs, opts.warmup_epochs >= 0, "at least 0"),
         ("--label-smoothing", opts.label_smoothing, 0 <= opts.label_smoothing < 1, "in [0, 1)"),
         ("--drop-path", opts.drop_path, 0 <= opts.drop_path < 1, "in [0, 1)"),
+        ("--snapshot-every", opts.snapshot_every, opts.snapshot_every >= 0, "at least 0 (0: no snapshots)"),
     ) if not ok]
     if problems:
         raise ValueError("; ".join(problems) + "!")
@@ -200,7 +204,9 @@ def _print_plan(start: _Start, model: VisionTransformer, optim: _Optimization, f
           f"{opts.label_smoothing:g}; drop path {opts.drop_path:g}; "
           f"{resolve_augment(opts.augment, start.preprocess)} augmentation; seed {opts.seed}\n"
           f"device: {optim.precision.device} ({optim.precision.name})\n"
-          f"files:  {files.best} (best), {files.last}, {files.metrics}, {files.curves}", flush=True)
+          f"files:  {files.best} (best), {files.last}, {files.metrics}, {files.curves}"
+          + (f"\n        {snapshot_dir(files.best)}/ (a snapshot before training, then every {opts.snapshot_every} "
+             f"epoch{'s' if opts.snapshot_every > 1 else ''})" if opts.snapshot_every else ""), flush=True)
 
 
 def _save_epoch(start: _Start, model: VisionTransformer, history: list[dict], optim: _Optimization,
@@ -217,7 +223,16 @@ def _save_epoch(start: _Start, model: VisionTransformer, history: list[dict], op
         **optim.state()}})
     write_metrics(files.metrics, history)
     write_curves(files.curves, history, title=files.best.stem)
+    if is_snapshot_epoch(row["epoch"], opts.snapshot_every, opts.epochs):
+        _snapshot(start, model, files, row["epoch"], row)
     return is_best
+
+
+def _snapshot(start: _Start, model: VisionTransformer, files: RunFiles, epoch: int, metrics: dict) -> None:
+    """Keep the model after ``epoch`` epochs (0: the initialisation) in NAME.snapshots/."""
+    save_snapshot(snapshot_dir(files.best), model, start.data.classes, start.preprocess, epoch, metrics["val_acc"],
+                  metrics["val_loss"], files.best.stem,
+                  run={"options": start.options.to_dict(), "data": start.data.description})
 
 
 def fit(opts: TrainOptions, explicit: set[str] | None = None) -> TrainResult:
@@ -236,6 +251,9 @@ def fit(opts: TrainOptions, explicit: set[str] | None = None) -> TrainResult:
     val_loader = _loader(Transformed(data.val, EvalTransform(start.preprocess)), opts, device)
     history = list(start.saved["history"]) if start.saved else []
     _print_plan(start, model, optim, files)
+    if opts.snapshot_every and not history:  # the initialisation, validated, before any step (changes no RNG state
+        # the run uses: every epoch re-seeds torch)
+        _snapshot(start, model, files, 0, evaluate(model, val_loader, optim.precision, desc="validation at init"))
 
     for epoch in range(len(history), opts.epochs):
         torch.manual_seed(epoch_seed(opts.seed, epoch))

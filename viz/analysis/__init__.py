@@ -4,9 +4,13 @@
 - ``walkthrough``: the forward pass one module at a time -> ``Walkthrough`` (the guided walk through the ViT).
 - ``explainer``: the passes of ``vit.explain`` and the formulas of ``viz.explain`` -> ``Explanation``;
   ``explain_map(name, model, x, target)`` is every method's one call signature.
+- ``sides``: a checkpoint's side of a comparison (``viz.compare``): analysis, file name, sha256, crop box.
+- ``snapshots``: every snapshot of a training run on one photo -> the small arrays ``viz.dynamics`` draws.
 """
 from .capture import analyze, model_arrays
 from .explainer import explain, explain_map, explain_tensor
+from .sides import compare_side
 from .walkthrough import Walkthrough, walk
 
-__all__ = ["Walkthrough", "analyze", "explain", "explain_map", "explain_tensor", "model_arrays", "walk"]
+__all__ = ["Walkthrough", "analyze", "compare_side", "explain", "explain_map", "explain_tensor", "model_arrays",
+           "walk"]

@@ -68,9 +68,10 @@ def model_arrays(model, name: str = "") -> ModelArrays:
     """Copy the patch-embedding filters and position embeddings out of a VisionTransformer (``pos_embed`` None for
     a model without absolute position embeddings, such as BEiT)."""
     cfg = model.cfg
+    kind = getattr(cfg, "pos_embed_kind", "learned")
     pos_embed = model.pos_embed.detach().float().cpu().numpy()[0] if model.pos_embed is not None else None
     return ModelArrays(name=name,
                        patch_weight=model.patch_embed.proj.weight.detach().float().cpu().numpy(),
                        pos_embed=pos_embed,
                        native_grid=tuple(cfg.grid), patch_size=cfg.patch_size, num_prefix=cfg.num_prefix_tokens,
-                       depth=cfg.depth, heads=cfg.num_heads)
+                       depth=cfg.depth, heads=cfg.num_heads, pos_embed_kind=kind)

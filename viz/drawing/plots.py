@@ -156,11 +156,13 @@ def _distance_backdrop(layers: int, heads: int, top: float, uniform_distance: fl
 
 
 def distance_image(mean_distance: np.ndarray, title: str | None = None,
-                   uniform_distance: float | None = None, lang: str = "en") -> Image.Image:
-    """``distance_plot`` as a PIL image, blitted onto a cached backdrop."""
+                   uniform_distance: float | None = None, lang: str = "en", top: float | None = None) -> Image.Image:
+    """``distance_plot`` as a PIL image, blitted onto a cached backdrop. ``top``: a fixed upper limit of the y axis
+    (the frames of an animation share one), else from the data."""
     d = np.asarray(mean_distance, dtype=np.float32)
     uniform = None if uniform_distance is None else round(float(uniform_distance), 3)
-    top = nice_top(max(float(d.max()), uniform or 0.0))
+    if top is None:
+        top = nice_top(max(float(d.max()), uniform or 0.0))
     return _distance_backdrop(*d.shape, top, uniform, title, lang).render(lambda ax: _distance_artists(ax, d))
 
 
@@ -194,13 +196,6 @@ def position_similarity_plot(sim: np.ndarray, grid: tuple[int, int], title: str 
     if title:
         ax.set_title(title, fontsize=10)
     return use_language_font(fig, lang)
-
-
-def message_image(text: str, width: float = PLOT_SIZE[0], height: float = 1.6, lang: str = "en") -> Image.Image:
-    """A panel that says why there is nothing to plot (e.g. a model without absolute position embeddings)."""
-    fig = new_figure(width, height)
-    fig.text(0.5, 0.5, text, ha="center", va="center", wrap=True, fontsize=10)
-    return figure_to_image(use_language_font(fig, lang))
 
 
 # --- token norms against depth ------------------------------------------------------------------------

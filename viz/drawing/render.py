@@ -114,14 +114,14 @@ def colorize(values01: np.ndarray, cmap: str = DEFAULT_CMAP) -> np.ndarray:
     """Values in [0, 1] (..., H, W) -> RGB (..., H, W, 3) uint8 through the colormap's lookup table.
 
     A single (H, W) map goes through Pillow's palette lookup (C, three times faster than numpy's fancy
-    indexing at display size, same pixels)."""
+    indexing at display size, same pixels). The result is always a fresh, writable array."""
     index = (np.asarray(values01, dtype=np.float32) * 255.0 + 0.5).astype(np.uint8)
     lut = colormap_lut(cmap)
     if index.ndim != 2:
         return lut[index]
     indexed = Image.fromarray(index, "L")
     indexed.putpalette(lut.tobytes())
-    return np.asarray(indexed.convert("RGB"))
+    return np.array(indexed.convert("RGB"))
 
 
 def blend(photo: np.ndarray, colors: np.ndarray, alpha: float) -> np.ndarray:
@@ -293,3 +293,33 @@ def caption(image: Image.Image, text: str, lang: str = "en", font_size: int | No
         draw.text((image.width // 2, image.height + size // 4 + line_h * k + line_h // 2), line, fill="black",
                   font=f, anchor="mm")
     return canvas
+
+
+def message_image(text: str, size: tuple[int, int] = (420, 160), font_size: int = 14, lang: str = "en") -> Image.Image:
+    """A white (width, height) = ``size`` panel with ``text`` wrapped and centred: what a panel shows when there
+    is nothing to draw (e.g. a model without position embedding)."""
+    W, H = size
+    f = font(font_size, lang, text)
+    lines = wrap_lines(text, f, W - 24)
+    image = Image.new("RGB", (W, H), "white")
+    draw = ImageDraw.Draw(image)
+    step = round(f.size * 1.35)
+    y = H / 2 - step * (len(lines) - 1) / 2
+    for i, line in enumerate(lines):
+        draw.text((W / 2, y + i * step), line, fill=(60, 60, 60), font=f, anchor="mm")
+    return image
+
+
+def caption_strip_height(font_size: int = 14) -> int:
+    """Height in pixels of the strip ``with_caption`` puts above an image."""
+    return round(font_size * 1.9)
+
+
+def with_caption(image: Image.Image, text: str, font_size: int = 14, lang: str = "en") -> Image.Image:
+    """``image`` with a white strip of ``caption_strip_height(font_size)`` pixels above it holding ``text`` (left
+    aligned); the image's own pixels are pasted unchanged below the strip."""
+    strip = caption_strip_height(font_size)
+    out = Image.new("RGB", (image.width, image.height + strip), "white")
+    out.paste(image.convert("RGB"), (0, strip))
+    ImageDraw.Draw(out).text((6, strip / 2), text, fill="black", font=font(font_size, lang, text), anchor="lm")
+    return out

@@ -84,9 +84,9 @@ PICTURES: dict[str, tuple[str, str]] = {
         "（最大值 {maximum:.2f} 的 {share:.0%}）"),
     "caption.crop": ("what the model saw", "模型看到的区域"),
     "note.no_position_embeddings": (
-        "This model has no absolute position embeddings: positions enter inside attention (BEiT: a learnt "
-        "relative position bias per layer), so there is no Figure 7 centre.",
-        "这个模型没有绝对位置嵌入：位置信息在注意力内部加入（BEiT：每层一个学习得到的相对位置偏置），"
+        "This model has no absolute position embeddings (trained without them, or BEiT, whose positions enter "
+        "inside attention as a learnt relative bias per layer), so there is no Figure 7 centre to show.",
+        "这个模型没有绝对位置嵌入（训练时没有使用，或者是 BEiT：位置信息以每层学习得到的相对偏置在注意力内部加入），"
         "因此没有图 7 中间那幅图。"),
 
     # --- captions and axes of the guided walk's pictures (viz.walkthrough) ---------------------------------

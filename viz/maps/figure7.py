@@ -84,3 +84,24 @@ def mean_attention_distance(attn: np.ndarray, num_prefix: int, grid: tuple[int, 
     if renormalise:
         weighted = weighted / np.maximum(patches.sum(axis=-1), 1e-12)
     return weighted.mean(axis=-1)
+
+
+def neighbour_similarity(similarity: np.ndarray, grid: tuple[int, int]) -> float:
+    """How much the position embeddings have learnt the 2-D grid, from their cosine similarity (gh·gw, gh·gw).
+
+    For each patch: the mean similarity with its grid neighbours (up, down, left, right; 2 or 3 at the border)
+    minus its mean similarity with all patches, itself included; then the mean over patches. Random embeddings
+    give about -1/(gh·gw) (the self-similarity 1 is in the second mean only); embeddings that vary smoothly over
+    the grid give clearly positive values. Needs a grid with at least two patches.
+    """
+    sim = np.asarray(similarity, dtype=np.float64)
+    gh, gw = grid
+    n = gh * gw
+    if sim.shape != (n, n):
+        raise ValueError(f"Wrong similarity shape! Expected ({n}, {n}) for a {gh}×{gw} grid but got {sim.shape}!")
+    if n < 2:
+        raise ValueError(f"A {gh}×{gw} grid has no neighbours! Expected at least two patches.")
+    rows, cols = np.divmod(np.arange(n), gw)
+    adjacent = np.abs(rows[:, None] - rows[None, :]) + np.abs(cols[:, None] - cols[None, :]) == 1  # (n, n)
+    neighbours = (sim * adjacent).sum(axis=1) / adjacent.sum(axis=1)
+    return float(np.mean(neighbours - sim.mean(axis=1)))

@@ -2,8 +2,10 @@
 
 Per image, in ``DIR/<image name>/``: one PNG per panel, ``result.json`` (top-k classes, model, input size,
 options, timings) and ``attention.npz`` (the attention itself and every map drawn, so a figure can be
-reproduced exactly). With several images, ``DIR/summary/`` holds the mean attention distance averaged over
-them (the paper's Figure 7, right, is such an average).
+reproduced exactly). With several images, ``DIR/summary/`` holds statistics over them (``statistics.json``,
+``statistics.md``, plots; the paper's Figure 7, right, is such an average): see ``viz.dataset``. Folders run in
+batches (``--batch-size``) decoded by worker processes (``--workers``), on any device (``--device``), in one
+process or many (``torchrun --nproc-per-node N -m viz FOLDER ...``), and resume after an interruption (``--resume``).
 """
 from __future__ import annotations
 
@@ -13,15 +15,17 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-from tqdm import tqdm
 
 from . import panels
 from .result import Analysis
 from .maps.rollout import FUSIONS
 
-IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png", ".gif", ".webp", ".bmp", ".tif", ".tiff", ".avif"}
+if TYPE_CHECKING:   # viz.dataset imports torch, which ``--help`` should not wait for
+    from .dataset.files import ImageEntry
+
 PANEL_HELP = """panels written per image (PNG):
   input              the cropped image the model saw
   rollout            attention rollout of the CLS token (Abnar & Zuidema 2020)
@@ -39,7 +43,16 @@ PANEL_HELP = """panels written per image (PNG):
 attention.npz holds: attention (L, H, T, T), rollout (gh, gw), num_prefix_tokens, grid (gh, gw),
 patch_size, pos_similarity (N, N) on the checkpoint's native grid, mean_distance (L, H) in pixels,
 token_norms (L, T), probabilities (K,), cls_attention, query_row, query_column (gh, gw), query_patch,
-high_norm_flags (L, gh, gw). Layers and heads are 0-based; negative indices count from the end."""
+high_norm_flags (L, gh, gw). Layers and heads are 0-based; negative indices count from the end.
+
+With several images (or --stats-only), DIR/summary/ holds statistics.json (images, mean_distance L x H,
+entropy L x H, prefix_share L, high_norm_share L, top1/top5 for a folder labelled by sub-folder, with their
+standard deviations over images), statistics.md, mean_distance.png, entropy.png, attention_shares.png and
+mean_distance.npz. A folder whose images sit in sub-folders is labelled: each sub-folder names a class by
+index (281), WordNet ID (n02123045) or class name (tabby).
+
+Many processes: torchrun --nproc-per-node N -m viz FOLDER ... (each takes its share of the images; the
+statistics equal one process's)."""
 
 
 def head_arg(text: str) -> int | None:
@@ -50,6 +63,20 @@ def head_arg(text: str) -> int | None:
         return int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a head number or 'mean' but got {text!r}") from None
+
+
+def positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1 but got {text}")
+    return value
+
+
+def non_negative(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 0 but got {text}")
+    return value
 
 
 def fraction(text: str) -> float:
@@ -71,6 +98,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--input-size", nargs=2, type=int, metavar=("H", "W"),
                    help="run the model at this input size instead of the checkpoint's (multiples of the patch "
                         "size; position embeddings are resampled, Figure 7 keeps the native grid)")
+    g = p.add_argument_group("device, batches and data sets")
+    g.add_argument("--device", default="auto", metavar="{auto,cpu,cuda,mps}",
+                   help="where the model runs: auto (default: CUDA when available, else the CPU), cpu, cuda, "
+                        "cuda:N or mps")
+    g.add_argument("--dtype", choices=("float32", "bfloat16", "float16"), default="float32",
+                   help="number format of the forward pass (default: float32); bfloat16/float16 run the matrix "
+                        "products in 16 bits under autocast, for GPUs (slower than float32 on most CPUs)")
+    g.add_argument("--batch-size", type=positive, default=1, metavar="N", help="images per forward pass (default: 1)")
+    g.add_argument("--workers", type=non_negative, default=0, metavar="K",
+                   help="processes decoding images (default: 0, in the main process)")
+    g.add_argument("--stats-only", action="store_true",
+                   help="write only DIR/summary/ (statistics over the images), no per-image files")
+    g.add_argument("--resume", action="store_true",
+                   help="continue an interrupted run into the same --out, skipping the images it finished")
     g = p.add_argument_group("rollout")
     g.add_argument("--fusion", choices=FUSIONS, default="mean", help="head fusion (default: mean)")
     g.add_argument("--discard-ratio", type=float, default=0.0, metavar="R",
@@ -106,29 +147,6 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--compress", action="store_true", help="compress attention.npz (smaller, slower)")
     g.add_argument("--quiet", action="store_true", help="no progress bar")
     return p
-
-
-def expand_images(paths: list[str]) -> list[Path]:
-    """Files as given; folders replaced by the image files inside them, sorted. Missing paths are kept
-    (they are reported when opened)."""
-    found = []
-    for text in paths:
-        path = Path(text)
-        if path.is_dir():
-            found.extend(sorted(p for p in path.iterdir() if p.is_file() and p.suffix.lower() in IMAGE_SUFFIXES))
-        else:
-            found.append(path)
-    return found
-
-
-def output_dirs(images: list[Path], out: Path) -> list[Path]:
-    """One folder per image, named after it; a repeated name gets a numbered suffix."""
-    dirs, seen = [], {}
-    for image in images:
-        n = seen.get(image.stem, 0)
-        seen[image.stem] = n + 1
-        dirs.append(out / (image.stem if n == 0 else f"{image.stem}-{n + 1}"))
-    return dirs
 
 
 def options_from(args: argparse.Namespace) -> panels.MapOptions:
@@ -172,15 +190,6 @@ def write_image_result(path: Path, folder: Path, a: Analysis, model: tuple[dict,
     return arrays["mean_distance"]
 
 
-def write_summary(folder: Path, distances: list[np.ndarray], names: list[str], grid, patch_size: int) -> None:
-    """Mean attention distance averaged over the images (PNG + npz with the per-image values)."""
-    folder.mkdir(parents=True, exist_ok=True)
-    mean = np.mean(distances, axis=0)
-    panels.distance_panel(mean, grid, patch_size, title=f"mean over {len(distances)} images").save(
-        folder / "mean_distance.png")
-    np.savez(folder / "mean_distance.npz", mean_distance=mean, per_image=np.stack(distances), images=np.array(names))
-
-
 def load_model(args: argparse.Namespace):
     """``vit.load(--weights)``, set up to run at ``--input-size`` if given; ValueError says what is wrong."""
     import vit
@@ -201,37 +210,46 @@ def load_model(args: argparse.Namespace):
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    from vit.image_file import open_image  # torch is imported only once there is work (``--help`` stays quick)
+    from vit.device import pick_device, pick_dtype   # torch is imported once there is work (``--help`` stays quick)
 
-    from .analysis import analyze, model_arrays
+    from .analysis import model_arrays
+    from .dataset import distributed, files, run
 
     try:
+        device = pick_device(args.device, distributed.local_rank())
+        dtype = pick_dtype(args.dtype)
         loaded = load_model(args)
+        loaded.model.to(device)
         o = options_from(args)
         grid = loaded.model.token_layout(*loaded.preprocess.crop).grid
         panels.check_options(o, loaded.model.cfg.depth, loaded.model.cfg.num_heads, grid)
-        images = expand_images(args.images)
-        if not images:
+        entries = files.list_images(args.images, loaded.labels)
+        if not entries:
             raise ValueError("no images found in " + ", ".join(args.images))
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    model = panels.model_panels(model_arrays(loaded.model, loaded.name))   # the same for every image
-    distances, done, failed = [], [], []
-    for path, folder in tqdm(list(zip(images, output_dirs(images, args.out))), desc="images", unit="image",
-                             disable=args.quiet or len(images) == 1):
-        try:
-            t0 = time.perf_counter()
-            image = open_image(path)
-            decode_s = time.perf_counter() - t0
-            a = analyze(loaded, image, np.float16 if args.float16 else np.float32)
-            distances.append(write_image_result(path, folder, a, model, o, args, decode_s))
-            done.append(str(path))
-        except ValueError as error:   # an unreadable or unsupported image file
-            failed.append(path)
-            tqdm.write(f"error: {path}: {error}", file=sys.stderr)
-    if len(distances) > 1:
-        write_summary(args.out / "summary", distances, done, grid, loaded.model.cfg.patch_size)
-    if not args.quiet:
-        print(f"wrote {len(done)} of {len(images)} images to {args.out}", file=sys.stderr)
-    return 1 if failed else 0
+    data_set = len(entries) > 1 or args.stats_only
+    options = run.RunOptions(out=args.out, batch_size=args.batch_size, workers=args.workers, summary=data_set,
+                             resume=args.resume, attention_dtype=np.float16 if args.float16 else np.float32,
+                             dtype=dtype, norm_ratio=args.norm_ratio, distance_renormalise=args.distance_renormalise,
+                             progress=not args.quiet and len(entries) > 1, weights=args.weights)
+    writer = None
+    if not args.stats_only:
+        model = panels.model_panels(model_arrays(loaded.model, loaded.name))   # the same for every image
+
+        def writer(entry: ImageEntry, a: Analysis, decode_s: float) -> None:
+            write_image_result(entry.path, args.out / entry.name, a, model, o, args, decode_s)
+
+    processes = distributed.start(device)
+    try:
+        result = run.run(loaded, entries, options, processes, writer)
+    except ValueError as error:   # --resume found another run's progress
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    finally:
+        distributed.finish(processes)
+    if not args.quiet and processes.main:
+        print(f"{'analysed' if args.stats_only else 'wrote'} {result.done} of {len(entries)} images "
+              f"{'for' if args.stats_only else 'to'} {args.out}", file=sys.stderr)
+    return 1 if result.failed else 0

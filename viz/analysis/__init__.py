@@ -1,7 +1,10 @@
 """The one part of viz/ that runs a model: everything else in viz/ takes the arrays these functions return.
 
-- ``capture``: one forward pass with attention capture -> ``Analysis``; the model's own arrays -> ``ModelArrays``.
+- ``capture``: one forward pass with attention capture -> ``Analysis`` (``analyze``), or a batch of images ->
+  ``Captured`` (``capture``) and its per-image ``Analysis`` objects (``analyses``); the model's own arrays ->
+  ``ModelArrays``.
+- ``postprocess``: what is derived from each block's maps, in torch, on the model's device.
 """
-from .capture import analyze, model_arrays
+from .capture import Captured, analyses, analyze, capture, model_arrays, model_input
 
-__all__ = ["analyze", "model_arrays"]
+__all__ = ["Captured", "analyses", "analyze", "capture", "model_arrays", "model_input"]

@@ -6,10 +6,12 @@ that runs a model (once per image) and hands back plain arrays (an ``Analysis``)
 - ``maps``: the class-agnostic maps from attention arrays:
   ``layout`` (prefix tokens + gh×gw patches, pixel -> patch), ``rollout`` (Abnar & Zuidema 2020, with head
   fusion, discard and token dropping), ``attention`` (raw CLS / token attention, all heads, patch queries,
-  DINO threshold mask), ``figure7`` (the ViT paper's Figure 7), ``norms`` (token norms, high-norm artifacts);
+  DINO threshold mask), ``figure7`` (the ViT paper's Figure 7), ``norms`` (token norms, high-norm artifacts),
+  ``statistics`` (entropy and attention shares, the per-image numbers data-set statistics average);
 - ``drawing``: ``render`` (colour lookup, overlays with numpy/Pillow), ``grids`` (thumbnail grids), ``plots``
-  (matplotlib Figure plots);
-- ``analysis``: run the model once -> ``Analysis``;
+  (matplotlib Figure plots), ``dataset_plots`` (statistics over images);
+- ``analysis``: run the model once -> ``Analysis``, on any device, post-processing in torch (``postprocess``);
+- ``dataset``: ``python -m viz FOLDER`` in batches, statistics streamed, torchrun, ``--resume``;
 - ``panels``: every panel of the explorer from an ``Analysis``; ``explorer``: what the app's tabs show;
 - ``architecture``: the stages of the model with this input's tensor shapes (the Model tab); ``cli``.
 """

@@ -210,7 +210,9 @@ def load_model(args: argparse.Namespace):
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    from vit.device import pick_device, pick_dtype   # torch is imported once there is work (``--help`` stays quick)
+    import torch   # imported once there is work (``--help`` stays quick)
+
+    from vit.device import pick_device, pick_dtype
 
     from .analysis import model_arrays
     from .dataset import distributed, files, run
@@ -229,6 +231,9 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    if device.type == "cpu" and dtype != torch.float32 and not args.quiet:
+        print(f"note: --dtype {args.dtype} on the CPU runs, but is usually slower than float32 (it is meant for "
+              f"GPUs; see the README)", file=sys.stderr)
     data_set = len(entries) > 1 or args.stats_only
     options = run.RunOptions(out=args.out, batch_size=args.batch_size, workers=args.workers, summary=data_set,
                              resume=args.resume, attention_dtype=np.float16 if args.float16 else np.float32,

@@ -4,10 +4,11 @@ This is the only module of viz/ that touches a model (and torch); every map and 
 on the returned ``Analysis``, so an app can cache it per session and re-render without the model.
 
 The forward pass is a loop of our own over the model's blocks (``run_blocks``: ``embed``, each block with
-``return_attn=True``, ``forward_head``, exactly what ``VisionTransformer.forward_with_attention`` does), so that each
-block's maps are reduced on the model's device as soon as the block has run (``postprocess``): head fusion, mean
-attention distance, the cache's float16 copy and, for data sets, entropy and key shares. The float32
-(B, L, H, T, T) tensor never exists, and the results go to the host once, at the end.
+``return_attn=True``, ``forward_head``, exactly what ``VisionTransformer.forward_with_attention`` does), so that the
+maps are reduced on the model's device as the blocks run (``postprocess``): head fusion, mean attention distance,
+the cache's float16 copy and, for data sets, entropy and key shares. Small maps are gathered over a few blocks and
+reduced together (fewer, larger operations); large ones block by block, so that the float32 (B, L, H, T, T) tensor
+exists only when it is small (``REDUCE_BYTES``). The results go to the host once, at the end.
 """
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from ..result import Analysis, ModelArrays
 from . import postprocess
 
 _TORCH_DTYPES = {np.dtype(np.float32): torch.float32, np.dtype(np.float16): torch.float16}
+REDUCE_BYTES = 64 * 2**20   # float32 maps of consecutive blocks reduced together (see ``capture``)
 
 
 @dataclass
@@ -62,6 +64,22 @@ def _synchronize(device: torch.device) -> None:
         torch.cuda.synchronize(device)
     elif device.type == "mps":
         torch.mps.synchronize()
+
+
+def to_host(tensors: dict[str, torch.Tensor], device: torch.device) -> dict[str, np.ndarray]:
+    """Device tensors -> numpy arrays on the host, all copies queued at once and waited for once.
+
+    From a CUDA GPU the copies go into page-locked (pinned) host memory, which they reach at the bus's full speed
+    and without blocking one another (torch caches pinned blocks, so a run of batches reuses them); the arrays
+    keep their memory alive. On the CPU the tensors already are host memory: no copy at all.
+    """
+    if device.type != "cuda":
+        return {name: tensor.cpu().numpy() for name, tensor in tensors.items()}
+    host = {name: torch.empty(t.shape, dtype=t.dtype, pin_memory=True) for name, t in tensors.items()}
+    for name, tensor in tensors.items():
+        host[name].copy_(tensor, non_blocking=True)
+    torch.cuda.current_stream(device).synchronize()
+    return {name: tensor.numpy() for name, tensor in host.items()}
 
 
 def run_blocks(model, x: torch.Tensor, on_block, dtype: torch.dtype = torch.float32) -> torch.Tensor:
@@ -108,19 +126,37 @@ def capture(model, x: torch.Tensor, attention_dtype=np.float32, statistics: bool
         out["mean_distance_renormalised"] = torch.empty(B, L, H, **f32)
         distances = torch.from_numpy(patch_distances(layout.grid, model.cfg.patch_size)).to(device)
 
+    def reduce(first: int, maps: torch.Tensor) -> None:
+        """Blocks first … first + C - 1 of the batch, maps (B, C, H, T, T) float32 -> their rows of ``out``."""
+        C = maps.shape[1]
+        blocks = slice(first, first + C)
+        flat = maps.reshape(B * C, H, T, T)                         # the functions take (images, H, T, T)
+        out["mean_distance"][:, blocks] = postprocess.mean_distance(flat, weights, layout.num_prefix).view(B, C, H)
+        if attention_dtype is not None:
+            out["attention"][:, blocks] = maps                     # the cache's copy, converted on the way
+            for fusion, fused in postprocess.fuse_heads(flat).items():
+                out[f"fused_{fusion}"][:, blocks] = fused.view(B, C, T, T)
+        if statistics:
+            out["entropy"][:, blocks] = postprocess.entropy(flat).view(B, C, H)
+            out["key_mass"][:, blocks] = postprocess.key_mass(flat).view(B, C, T)
+        if distance_renormalise:
+            out["mean_distance_renormalised"][:, blocks] = postprocess.mean_distance_renormalised(
+                flat, distances, layout.num_prefix).view(B, C, H)
+
+    # Blocks whose float32 maps fit in REDUCE_BYTES together are reduced together: a few large operations instead
+    # of many small ones (at 224 px all 12 blocks of a ViT-B at once); larger maps block by block, never staged.
+    span = max(1, min(L, REDUCE_BYTES // (B * H * T * T * 4)))
+    stage = torch.empty(B, span, H, T, T, **f32) if span > 1 else None
+
     def on_block(i: int, maps: torch.Tensor, tokens: torch.Tensor) -> None:
         out["token_norms"][:, i] = tokens.norm(dim=-1)
-        out["mean_distance"][:, i] = postprocess.mean_distance(maps, weights, layout.num_prefix)
-        if attention_dtype is not None:
-            out["attention"][:, i] = maps                          # the cache's copy, converted on the way
-            for fusion, fused in postprocess.fuse_heads(maps).items():
-                out[f"fused_{fusion}"][:, i] = fused
-        if statistics:
-            out["entropy"][:, i] = postprocess.entropy(maps)
-            out["key_mass"][:, i] = postprocess.key_mass(maps)
-        if distance_renormalise:
-            out["mean_distance_renormalised"][:, i] = postprocess.mean_distance_renormalised(
-                maps, distances, layout.num_prefix)
+        if stage is None:
+            reduce(i, maps.unsqueeze(1))
+            return
+        j = i % span
+        stage[:, j] = maps
+        if j == span - 1 or i == L - 1:
+            reduce(i - j, stage[:, :j + 1])
 
     _synchronize(device)
     t0 = time.perf_counter()
@@ -128,7 +164,7 @@ def capture(model, x: torch.Tensor, attention_dtype=np.float32, statistics: bool
     out["probabilities"] = logits.float().softmax(dim=-1)
     _synchronize(device)
     t1 = time.perf_counter()
-    host = {name: tensor.cpu().numpy() for name, tensor in out.items()}   # the one move to the host
+    host = to_host(out, device)                                           # the one move to the host
     t2 = time.perf_counter()
     return Captured(probabilities=host["probabilities"], token_norms=host["token_norms"],
                     mean_distance=host["mean_distance"], num_prefix=layout.num_prefix, grid=tuple(layout.grid),

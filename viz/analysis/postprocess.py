@@ -1,7 +1,8 @@
-"""What ``analyze`` derives from one block's attention, in torch, on the model's device, as soon as the block has run.
+"""What ``analyze`` derives from the blocks' attention, in torch, on the model's device, as the blocks run.
 
-Each function takes the block's maps ``(B, H, T, T)`` float32 (rows summing to 1) and returns a small array per
-image, so the float32 maps of all L blocks never exist at once and every value is read a few times only:
+Each function takes maps ``(N, H, T, T)`` float32 (rows summing to 1; N = images × blocks reduced together) and
+returns a small array per map, so every value is read a few times only and the float32 maps of all blocks need
+not exist at once:
 
 - ``fuse_heads``: mean, max and min over heads (B, T, T) — ``viz.maps.rollout.fuse_heads`` (rollout starts here);
 - ``mean_distance``: mean attention distance in pixels (B, H) — ``viz.maps.figure7.mean_attention_distance``
@@ -19,7 +20,7 @@ from ..maps.figure7 import patch_distances
 
 
 def fuse_heads(maps: torch.Tensor) -> dict[str, torch.Tensor]:
-    """(B, H, T, T) -> {"mean", "max", "min": (B, T, T)}.
+    """(N, H, T, T) -> {"mean", "max", "min": (N, T, T)}.
 
     ``amax`` and ``amin`` apart: on the CPU ``torch.aminmax`` over the head axis is 6× slower than both together.
     """

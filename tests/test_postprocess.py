@@ -3,6 +3,7 @@ viz/maps are the definitions. These tests hold the two equal, on synthetic atten
 real forward pass, and check that our own loop over the blocks is exactly ``forward_with_attention``."""
 from __future__ import annotations
 
+import importlib
 import math
 from types import SimpleNamespace
 
@@ -160,3 +161,22 @@ def test_bfloat16_forward_changes_the_maps_little(cat):
     np.testing.assert_allclose(a16.attention.sum(-1), 1.0, atol=2 ** -7)
     assert np.abs(a16.attention - a32.attention).max() < 0.05 * a32.attention.max()
     assert np.abs(a16.probabilities - a32.probabilities).max() < 0.02
+
+
+def test_blocks_reduced_one_by_one_or_together_give_the_same_arrays(monkeypatch):
+    """Large maps are reduced block by block, small ones gathered over several blocks (``REDUCE_BYTES``): one
+    block at a time, two at a time (3 blocks: a last group of one) and all at once agree."""
+    module = importlib.import_module("viz.analysis.capture")   # the module (the package exports the function)
+    model = tiny_model()
+    x = torch.randn(2, 3, 48, 64)
+    block_bytes = 2 * 4 * 13 * 13 * 4                          # B · H · T² · 4 bytes, T = 1 + 3·4
+    results = []
+    for budget in (block_bytes, 2 * block_bytes, 2 ** 30):
+        monkeypatch.setattr(module, "REDUCE_BYTES", budget)
+        results.append(capture(model, x, np.float16, statistics=True, distance_renormalise=True))
+    for other in results[1:]:
+        for name in ("attention", "token_norms", "mean_distance", "entropy", "key_mass", "mean_distance_renormalised"):
+            np.testing.assert_allclose(getattr(other, name), getattr(results[0], name), rtol=1e-6, atol=1e-9,
+                                       err_msg=name)
+        for fusion in FUSIONS:
+            np.testing.assert_array_equal(other.fused[fusion], results[0].fused[fusion])

@@ -49,7 +49,7 @@ class RunOptions:
 
 @dataclass
 class RunResult:
-    done: int                               # images analysed and counted, in all processes and sessions
+    done: int                               # images analysed, in all processes and sessions
     failed: list[tuple[Path, str]]          # files that could not be read (all processes), with their messages
     summary: dict | None                    # statistics.json's contents (on the first process; None elsewhere)
 
@@ -143,7 +143,7 @@ def run(loaded, entries: Sequence[ImageEntry], options: RunOptions, processes: P
         per_image = None if write_image is None else [_saved_distance(options.out / entries[i].name) for i in done]
         report.write_distance_npz(folder, statistics, [str(entries[i].path) for i in done], per_image)
     distributed.barrier(processes)
-    return RunResult(statistics.images, [(entries[i].path, message) for i, message in sorted(failed_all)], summary)
+    return RunResult(len(done), [(entries[i].path, message) for i, message in sorted(failed_all)], summary)
 
 
 def _analyse_batch(loaded, entries, batch, options: RunOptions, write_image: ImageWriter | None,
@@ -152,8 +152,9 @@ def _analyse_batch(loaded, entries, batch, options: RunOptions, write_image: Ima
     t0 = time.perf_counter()
     x = model_input(batch.pixels, loaded.preprocess, device)
     t1 = time.perf_counter()
-    captured = capture(loaded.model, x, options.attention_dtype if write_image else None, statistics=True,
-                       dtype=options.dtype, distance_renormalise=options.distance_renormalise)
+    captured = capture(loaded.model, x, options.attention_dtype if write_image else None,
+                       statistics=options.summary, dtype=options.dtype,
+                       distance_renormalise=options.distance_renormalise)
     if write_image is not None:
         B = len(batch.indices)
         timings = {"preprocess": (t1 - t0) / B, **{k: v / B for k, v in captured.timings.items()}, "batch_size": B}
@@ -161,11 +162,13 @@ def _analyse_batch(loaded, entries, batch, options: RunOptions, write_image: Ima
         for a, index, decode_s in zip(analyses(loaded, captured, images, timings), batch.indices, batch.decode_s):
             write_image(entries[index], a, decode_s)
     for b, index in enumerate(batch.indices):
+        mine.done[index] = True
+        if not options.summary:                    # one image: its files are all there is
+            continue
         values = image_values(captured, b, entries[index].label, options.norm_ratio, options.distance_renormalise)
         # The Explain methods' per-image scores join here, as values["faithfulness.<method>.<score>"] = score
         # (see viz.dataset.statistics): they are then summed, combined, resumed and reported like the rest.
         mine.statistics.add_image(values)
-        mine.done[index] = True
 
 
 def _combined(processes: Processes, mine: Statistics, previous: Statistics) -> Statistics:

@@ -1,6 +1,6 @@
 """ViT Attention Explorer: drop a photo, see the top-5 classes and what the Vision Transformer looked at.
 
-    python app.py [--weights PATH | --model NAME] [--host 127.0.0.1] [--port 7860] [--share]
+    python app.py [--weights PATH | --model NAME] [--host 127.0.0.1] [--port 7860] [--share] [--device auto]
 
 This file only wires Gradio components to functions: the model, checkpoints and upload decoding live in
 vit/, the analysis, maps and rendering in viz/ (``viz.explorer`` is what each tab shows). Handlers first,
@@ -26,6 +26,7 @@ from PIL import Image
 
 import vit
 from vit.cache import LRUCache
+from vit.device import pick_device
 from vit.image_file import MAX_BYTES, ImageFileError
 from viz import explorer
 from viz.explorer import Controls, Session
@@ -37,7 +38,8 @@ MAX_SESSIONS = 100           # browser sessions remembered (~100 KB each: Gradio
 ANALYSES_MEMORY = 200 * 2**20  # bytes of analyses kept for re-rendering, shared by all sessions (ViT-B/16: 14 MB each)
 MODELS_IN_MEMORY = 2         # checkpoints kept loaded at once
 RENDER_CONCURRENCY = 4       # re-renders running at once (milliseconds of numpy each)
-MODELS = LRUCache(lambda source: explorer.serve(vit.load(source)), MODELS_IN_MEMORY)
+DEVICE = torch.device("cpu")  # where the models run (--device, set before the first model loads)
+MODELS = LRUCache(lambda source: explorer.serve(vit.load(source), DEVICE), MODELS_IN_MEMORY)
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
 # Whether the Model box (and /analyze's ``model``) may name any path or known model, or only those listed. A
 # server reachable by others must not let them read files by path or download any model: launch() decides.
@@ -436,9 +438,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--port", type=int, default=int(os.environ.get("GRADIO_SERVER_PORT", 7860)),
                    help="port to serve on (default 7860)")
     p.add_argument("--share", action="store_true", help="also serve through a temporary public gradio.live link")
+    p.add_argument("--device", default="auto", metavar="{auto,cpu,cuda,mps}",
+                   help="where the models run (default auto: CUDA when available, else the CPU; also cuda:N)")
     return p.parse_args(argv)
 
 
 if __name__ == "__main__":
     args = parse_args()
+    try:
+        DEVICE = pick_device(args.device)
+    except ValueError as err:
+        sys.exit(f"Cannot start: {err}")
     launch(build_app(args.weights or args.model), args.host, args.port, args.share)

@@ -11,7 +11,9 @@ not change timings) unless ``--weights`` names a checkpoint. Every number comes 
   the app's own handlers on a cached session;
 - the attention cache kept per image, and the peak RSS of ``python app.py`` serving ViT-B/16 while
   analysing photos sent through gradio_client (the API round trip is timed too);
-- scaling with the input size (224 and 384 with ViT-B/16, 518 with ViT-B/14 as DINOv2 runs it);
+- scaling with the input size (224 and 384 with ViT-B/16, 518 with ViT-B/14 as DINOv2 runs it), and the
+  analysis (without rendering) against the capture forward at 224 and 518 on the CPU and, when CUDA is
+  present, on the GPU (issue 16's targets: ≤ 1.10 on the CPU, ≤ 2 on a GPU);
 - the pipeline people use today (``bench.today``) on the same photo, interleaved with ours, and the speed-up;
 - class-specific explanations (``viz.analysis.explain``) for a new target against one plain forward: the
   gradient family (gae, grad_rollout, gradcam from one backward) and AttnLRP, the bytes cached per
@@ -145,8 +147,10 @@ def speed(app, weights: str, photo: Path, rounds: int, today_rounds: int) -> tup
         Row("**capture forward ÷ torchvision plain forward**", f"{cap / tv:.2f}", "≤ 1.00", cap / tv <= 1.0),
         Row("our plain forward ÷ torchvision plain forward", f"{plain / tv:.2f}"),
         Row("full analysis (`app.analyze`: decode → every panel rendered)", ms(full)),
-        Row("&nbsp;&nbsp;decode upload / preprocess / forward+capture / to numpy (float16) / panels",
+        Row("&nbsp;&nbsp;decode upload / preprocess / forward with capture and torch post-processing / to numpy "
+            "(float16) / panels",
             " / ".join(ms(v) for v in (decode, timings["preprocess"], timings["forward"], timings["to_numpy"], render))),
+        Row("rendering the panels (ViT-B/16, CPU)", ms(render), "< 64 ms", render < 0.064),
         Row("**full analysis ÷ torchvision plain forward**", f"{full / tv:.2f}", "≤ 1.50", full / tv <= 1.5),
         Row("today: HF `output_attentions` + vit-explain rollout + pyplot, per photo", ms(today_total)),
         Row("&nbsp;&nbsp;" + " / ".join(today_stages), " / ".join(ms(v) for v in today_stages.values())),
@@ -312,34 +316,101 @@ def explain_rows(loaded, photo: Path, rounds: int) -> list[Row]:
 
 # ---- 5. scaling with the input size -------------------------------------------------------------------------
 
-def scaling(rounds: int) -> list[list[str]]:
+SCALING = (("vit_b_16", 224), ("vit_b_16", 384), ("vit_b_14", 518))   # 518 is not a multiple of 16: ViT-B/14
+TARGETS = {"cpu": 1.10, "cuda": 2.0}    # analysis ÷ capture forward, at 224 and 518 (issue 16)
+
+
+def random_loaded(name: str, size: int, device: torch.device):
+    torch.manual_seed(0)
+    cfg = vit.variant(name, img_size=size)
+    model = vit.VisionTransformer(cfg).eval().to(device)
+    return vit.LoadedModel(model=model, preprocess=vit.Preprocess.for_crop(size), labels=vit.imagenet_labels(),
+                           name=name, source=name, config=cfg, format="own")
+
+
+def synchronized(fn, device: torch.device):
+    """``fn`` that returns only when the device has finished its work (CUDA runs asynchronously)."""
+    if device.type != "cuda":
+        return fn
+
+    def run():
+        fn()
+        torch.cuda.synchronize(device)
+    return run
+
+
+def analysis_timings(loaded, image: Image.Image, rounds: int, device: torch.device) -> dict[str, float]:
+    """Median seconds of the plain forward, the capture forward (``forward_with_attention`` with token norms) and
+    the analysis without rendering (``viz.analysis.analyze``: crop, forward, post-processing, to the host)."""
+    from viz.analysis import analyze
+    from viz.explorer import ATTENTION_DTYPE
+
+    model = loaded.model
+    x = loaded.preprocess(image).to(device)
+
+    @torch.inference_mode()
+    def plain():
+        model(x)
+
+    @torch.inference_mode()
+    def capture():
+        model.forward_with_attention(x, return_token_norms=True)
+
+    contenders = {"plain": plain, "capture": capture, "analysis": lambda: analyze(loaded, image, ATTENTION_DTYPE)}
+    t = interleaved({k: synchronized(fn, device) for k, fn in contenders.items()}, rounds)
+    return {k: median(v) for k, v in t.items()}
+
+
+def scaling(rounds: int) -> tuple[list[list[str]], list[Row]]:
+    """The scaling table on the CPU, and the analysis ÷ capture-forward targets at 224 and 518."""
+    from viz.analysis import analyze
+    from viz.explorer import ATTENTION_DTYPE
+
+    cpu = torch.device("cpu")
+    image = Image.fromarray(data.chelsea())
+    out, targets = [], []
+    for name, size in SCALING:
+        loaded = random_loaded(name, size, cpu)
+        t = analysis_timings(loaded, image, rounds, cpu)
+        delta, a = peak_rss_delta_mb(lambda: analyze(loaded, image, ATTENTION_DTYPE))
+        T = a.attention.shape[-1]
+        maps = loaded.config.depth * loaded.config.num_heads * T * T
+        ratio = t["analysis"] / t["capture"]
+        out.append([f"{name} @ {size}", f"{a.grid[0]}×{a.grid[1]} + {a.num_prefix} = {T}", ms(t["plain"]),
+                    ms(t["capture"]), ms(t["analysis"]), f"{ratio:.2f}", f"{maps * 4 / MB:.0f} MB",
+                    f"{a.attention.nbytes / MB:.0f} MB", f"{delta:.0f} MB"])
+        if size in (224, 518):
+            targets.append(Row(f"**analysis ÷ capture forward**, {name} @ {size}, CPU", f"{ratio:.2f}",
+                               f"≤ {TARGETS['cpu']:.2f}", ratio <= TARGETS["cpu"]))
+        del loaded, a
+        gc.collect()
+    return out, targets
+
+
+def gpu_rows(rounds: int, device: torch.device) -> list[Row]:
+    """On a CUDA GPU: capture forward, analysis without rendering and their ratio at 224 and 518 (issue 16's
+    target: ≤ 2), and the same analysis with the forward in bfloat16. Printed only when CUDA is present."""
     from viz.analysis import analyze
     from viz.explorer import ATTENTION_DTYPE
 
     image = Image.fromarray(data.chelsea())
-    out = []
-    for name, size in (("vit_b_16", 224), ("vit_b_16", 384), ("vit_b_14", 518)):
-        torch.manual_seed(0)
-        cfg = vit.variant(name, img_size=size)
-        model = vit.VisionTransformer(cfg).eval()
-        loaded = vit.LoadedModel(model=model, preprocess=vit.Preprocess.for_crop(size), labels=vit.imagenet_labels(),
-                                 name=name, source=name, config=cfg, format="own")
-        x = loaded.preprocess(image)
-
-        @torch.inference_mode()
-        def plain():
-            model(x)
-
-        t = interleaved({"plain": plain, "analysis": lambda: analyze(loaded, image, ATTENTION_DTYPE)}, rounds)
-        delta, a = peak_rss_delta_mb(lambda: analyze(loaded, image, ATTENTION_DTYPE))
-        T = a.attention.shape[-1]
-        maps = cfg.depth * cfg.num_heads * T * T
-        out.append([f"{name} @ {size}", f"{a.grid[0]}×{a.grid[1]} + {a.num_prefix} = {T}",
-                    ms(median(t["plain"])), ms(a.timings["forward"]), ms(median(t["analysis"])),
-                    f"{maps * 4 / MB:.0f} MB", f"{a.attention.nbytes / MB:.0f} MB", f"{delta:.0f} MB"])
-        del model, loaded, a
+    rows = []
+    for name, size in (SCALING[0], SCALING[-1]):
+        loaded = random_loaded(name, size, device)
+        t = analysis_timings(loaded, image, rounds, device)
+        half = interleaved({"bf16": synchronized(lambda: analyze(loaded, image, ATTENTION_DTYPE, torch.bfloat16),
+                                                 device)}, rounds)
+        ratio = t["analysis"] / t["capture"]
+        rows += [Row(f"{name} @ {size}: plain forward / capture forward / analysis (no rendering) / analysis with a "
+                     f"bfloat16 forward", " / ".join(ms(v) for v in (t["plain"], t["capture"], t["analysis"],
+                                                                      median(half["bf16"])))),
+                 Row(f"**analysis ÷ capture forward**, {name} @ {size}, {device.type}", f"{ratio:.2f}",
+                     f"≤ {TARGETS['cuda']:.2f}", ratio <= TARGETS["cuda"])]
+        del loaded
         gc.collect()
-    return out
+        if device.type == "cuda":
+            torch.cuda.empty_cache()
+    return rows
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -349,6 +420,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--today-rounds", type=int, default=3, help="timed rounds of today's (slow) pipeline")
     p.add_argument("--no-app", action="store_true", help="skip the app process (peak RSS, API round trip)")
     p.add_argument("--no-scaling", action="store_true", help="skip the 224/384/518 scaling table")
+    p.add_argument("--no-gpu", action="store_true", help="skip the GPU rows (printed only when CUDA is present)")
     return p.parse_args(argv)
 
 
@@ -381,10 +453,18 @@ def main(argv=None) -> None:
         print(table(rows))
     if not args.no_scaling:
         print("\nScaling with the input size (random init; analysis = `viz.analysis.analyze`, the model call of a "
-              "new photo, float16 cache; peak RSS rise = during one analysis, after malloc_trim):\n")
-        print(table(scaling(max(3, args.rounds // 2)),
-                    header=("model @ input", "grid + prefix = tokens T", "plain forward", "forward with capture",
-                            "analysis", "attention, float32 (L·H·T²)", "cache, float16", "peak RSS rise")))
+              "new photo without rendering, float16 cache; peak RSS rise = during one analysis, after malloc_trim):\n")
+        rows, targets = scaling(max(3, args.rounds // 2))
+        print(table(rows, header=("model @ input", "grid + prefix = tokens T", "plain forward", "forward with capture",
+                                  "analysis", "analysis ÷ capture", "attention, float32 (L·H·T²)", "cache, float16",
+                                  "peak RSS rise")))
+        print()
+        print(table(targets))
+    if torch.cuda.is_available() and not args.no_gpu:
+        device = torch.device("cuda")
+        print(f"\nOn the GPU ({torch.cuda.get_device_name(device)}), batch 1, random init, medians of {args.rounds} "
+              f"interleaved rounds, each ended by torch.cuda.synchronize():\n")
+        print(table(gpu_rows(args.rounds, device)))
 
 
 if __name__ == "__main__":

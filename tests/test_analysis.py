@@ -34,7 +34,7 @@ def test_analysis_matches_the_plain_forward(cat):
     for fusion in ("mean", "max", "min"):                 # the per-image caches are what they stand for
         np.testing.assert_allclose(a.fused[fusion], fuse_heads(a.attention, fusion), rtol=1e-6)
     np.testing.assert_allclose(panels.mean_distance_of(a),
-                               mean_attention_distance(a.attention, 1, (14, 14), 16), rtol=1e-6)
+                               mean_attention_distance(a.attention, 1, (14, 14), 16), rtol=1e-5)  # float32 sums
 
 
 def test_float16_cache_changes_maps_little(cat):

@@ -17,7 +17,6 @@ from PIL import Image
 
 import vit
 from vit.checkpoints.identity import checkpoint_file, fingerprint
-from vit.preprocess import Preprocess
 from viz import panels
 from viz.analysis import analyze, compare_side
 from viz.cli import main

@@ -5,6 +5,7 @@ from functools import cache
 from pathlib import Path
 
 IMAGENET_CLASSES = Path(__file__).with_name("imagenet_classes.txt")  # torchvision's _IMAGENET_CATEGORIES, one per line
+IMAGENET_WNIDS = Path(__file__).with_name("imagenet_wnids.txt")  # the WordNet IDs in the same order (sorted)
 
 
 @cache
@@ -17,6 +18,13 @@ def _imagenet_classes() -> tuple[str, ...]:
 def imagenet_labels() -> list[str]:
     """The 1000 ImageNet-1k class names in the standard index order (torchvision's _IMAGENET_CATEGORIES)."""
     return list(_imagenet_classes())
+
+
+@cache
+def imagenet_wnids() -> tuple[str, ...]:
+    """The WordNet IDs of the 1000 ImageNet-1k classes in index order (``n01440764`` is class 0, tench): the
+    folder names of ImageNet's own train/ and val/ layouts. tests/test_dataset_files.py checks them against timm's."""
+    return tuple(IMAGENET_WNIDS.read_text(encoding="utf-8").split())
 
 
 def default_labels(num_classes: int) -> list[str]:

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Iterator, NamedTuple
 
 import torch
 import torch.nn as nn
@@ -575,20 +575,30 @@ class VisionTransformer(nn.Module):
         rotary embedding applied before q·kᵀ). The maps live only in this call's locals, so concurrent calls
         are independent.
         """
-        positions = self.token_positions(x.shape[-2], x.shape[-1], x.device)
-        x = self.embed(x)
-        B, T, _ = x.shape
+        B, T = x.shape[0], self.token_layout(x.shape[-2], x.shape[-1]).num_tokens
         # Filled block by block: stacking a list of maps would hold every map twice at the end (ViT-B/14 at 518:
         # 1 GB each time).
         attn = x.new_empty(B, len(self.blocks), self.cfg.num_heads, T, T)  # (B, L, H, T, T)
         norms = x.new_empty(B, len(self.blocks), T) if return_token_norms else None  # (B, L, T)
-        for i, blk in enumerate(self.blocks):
-            x, maps = blk(x, True, positions)        # maps: (B, H, T, T)
+        for i, (x, maps) in enumerate(self.blocks_with_attention(x)):       # x: (B, T, D), maps: (B, H, T, T)
             attn[:, i] = maps
             if return_token_norms:
                 norms[:, i] = x.norm(dim=-1)
         output, probe = self.forward_head(x, return_probe=True)
         return AttentionCapture(output, attn, norms, probe)
+
+    def blocks_with_attention(self, x: torch.Tensor) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+        """Images (B, C, H, W) -> after each block in turn, ``(tokens (B, T, D), its attention (B, H, T, T))``.
+
+        The forward pass of ``forward_with_attention`` one block at a time, for callers that reduce each block's
+        maps as soon as it has run (``viz.analysis.capture``) instead of keeping all L of them; pass the last
+        tokens to ``forward_head``. Nothing is kept between calls.
+        """
+        positions = self.token_positions(x.shape[-2], x.shape[-1], x.device)
+        x = self.embed(x)
+        for blk in self.blocks:
+            x, maps = blk(x, True, positions)
+            yield x, maps
 
 
 def _init_weights(m: nn.Module) -> None:

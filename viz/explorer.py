@@ -42,9 +42,12 @@ class ServedModel:
         return self.arrays.heads
 
 
-def serve(loaded) -> ServedModel:
-    """vit.LoadedModel -> ServedModel: copies the embedding arrays, renders the two model-only panels, and runs
-    the model once on a blank image, so that the first person's photo does not pay PyTorch's warm-up."""
+def serve(loaded, device=None) -> ServedModel:
+    """vit.LoadedModel -> ServedModel: moves the model to ``device`` (when given), copies the embedding arrays,
+    renders the two model-only panels, and runs the model once on a blank image, so that the first person's
+    photo does not pay PyTorch's warm-up."""
+    if device is not None:
+        loaded.model.to(device)
     height, width = loaded.preprocess.crop
     analyze(loaded, Image.new("RGB", (width, height)), ATTENTION_DTYPE)
     arrays = model_arrays(loaded.model, loaded.name)

@@ -24,6 +24,7 @@ from torch.utils.data import DataLoader
 
 from ..checkpoints.files import read_file, save_checkpoint
 from ..checkpoints.load import load
+from ..device import pick_device
 from ..model import VisionTransformer
 from ..preprocess import Preprocess
 from .build import fine_tune_model, param_groups, scratch_config, scratch_preprocess
@@ -74,19 +75,6 @@ class _Start:
     data: TrainData
     saved: dict | None = None    # the interrupted run's extra["train"]
     note: str = ""
-
-
-def pick_device(name: str) -> torch.device:
-    """"auto" -> the CUDA GPU when there is one, else the CPU; otherwise the named device, checked to exist."""
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    try:
-        device = torch.device(name)
-    except RuntimeError as e:
-        raise ValueError(f"Unknown --device {name!r}! Expected auto, cpu, cuda, cuda:N or mps. ({e})") from None
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"--device {name} asked for a CUDA GPU, but torch sees none! Use --device cpu.")
-    return device
 
 
 def epoch_seed(seed: int, epoch: int) -> int:

@@ -1,16 +1,19 @@
 """The one part of viz/ that runs a model: everything else in viz/ takes the arrays these functions return.
 
-- ``capture``: one forward pass with attention capture -> ``Analysis``; the model's own arrays -> ``ModelArrays``.
+- ``capture``: one forward pass with attention capture -> ``Analysis`` (``analyze``), or a batch of images ->
+  ``Captured`` (``capture``) and its per-image ``Analysis`` objects (``analyses``); the model's own arrays ->
+  ``ModelArrays``.
+- ``postprocess``: what is derived from each block's maps, in torch, on the model's device.
 - ``walkthrough``: the forward pass one module at a time -> ``Walkthrough`` (the guided walk through the ViT).
 - ``explainer``: the passes of ``vit.explain`` and the formulas of ``viz.explain`` -> ``Explanation``;
   ``explain_map(name, model, x, target)`` is every method's one call signature.
 - ``sides``: a checkpoint's side of a comparison (``viz.compare``): analysis, file name, sha256, crop box.
 - ``snapshots``: every snapshot of a training run on one photo -> the small arrays ``viz.dynamics`` draws.
 """
-from .capture import analyze, model_arrays
+from .capture import Captured, analyses, analyze, capture, model_arrays, model_input
 from .explainer import explain, explain_map, explain_tensor
 from .sides import compare_side
 from .walkthrough import Walkthrough, walk
 
-__all__ = ["Walkthrough", "analyze", "compare_side", "explain", "explain_map", "explain_tensor", "model_arrays",
-           "walk"]
+__all__ = ["Captured", "Walkthrough", "analyses", "analyze", "capture", "compare_side", "explain", "explain_map",
+           "explain_tensor", "model_arrays", "model_input", "walk"]

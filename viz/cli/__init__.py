@@ -1,0 +1,104 @@
+"""``python -m viz IMAGE [IMAGE ...] --weights PATH --out DIR``: every panel as PNG, plus the numbers behind them.
+
+Per image, in ``DIR/<image name>/``: one PNG per panel, ``result.json`` (top-k classes, model, input size,
+options, timings) and ``attention.npz`` (the attention itself and every map drawn, so a figure can be
+reproduced exactly). With several images, ``DIR/summary/`` holds statistics over them (``statistics.json``,
+``statistics.md``, plots; the paper's Figure 7, right, is such an average): see ``viz.dataset``. Folders run in
+batches (``--batch-size``) decoded by worker processes (``--workers``), on any device (``--device``), in one
+process or many (``torchrun --nproc-per-node N -m viz FOLDER ...``), and resume after an interruption (``--resume``).
+
+What else a run can add, one module each: ``--explain`` (class-specific maps, ``explain``), ``--texts`` (CLIP
+zero-shot probabilities in result.json, ``write``), ``--animate`` (attention through depth, ``write``) and
+``--compare B`` (two checkpoints on the same photos instead of the panels, ``compare``). The options are in
+``options``.
+"""
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+from .. import panels
+from ..result import Analysis
+from .compare import run_comparison
+from .explain import explain_request, explanation_outputs
+from .options import build_parser, load_model, options_from
+from .write import no_classifier_note, write_image_result, zero_shot_entries
+
+__all__ = ["build_parser", "main", "options_from"]
+
+
+def check_run(args, loaded) -> None:
+    """ValueError, saying what to do, for options that do not fit this model or each other."""
+    if args.texts and loaded.text is None:
+        raise ValueError(f"--texts needs a CLIP checkpoint with a text tower (OpenAI, open_clip or a Hugging "
+                         f"Face CLIPModel folder), but {args.weights} has none.")
+    if args.frame_ms < 10:
+        raise ValueError(f"--frame-ms must be at least 10 but got {args.frame_ms}.")
+    if args.mp4 and not args.animate:
+        raise ValueError("--mp4 writes the animation as MP4 too: add --animate.")
+    if args.mp4:
+        from ..animate import mp4_available
+        if not mp4_available():
+            raise ValueError("--mp4 needs the optional packages imageio and imageio-ffmpeg (pip install imageio "
+                             "imageio-ffmpeg); leave --mp4 out for the GIF alone.")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    import torch   # imported once there is work (``--help`` stays quick)
+
+    from vit.device import pick_device, pick_dtype
+
+    from ..analysis import model_arrays
+    from ..dataset import distributed, files, run
+
+    try:
+        device = pick_device(args.device, distributed.local_rank())
+        dtype = pick_dtype(args.dtype)
+        loaded = load_model(args)
+        loaded.model.to(device)
+        o = options_from(args)
+        grid = loaded.model.token_layout(*loaded.preprocess.crop).grid
+        panels.check_options(o, loaded.model.cfg.depth, loaded.model.cfg.num_heads, grid)
+        request = explain_request(args, loaded.labels)
+        entries = files.list_images(args.images, loaded.labels)
+        if not entries:
+            raise ValueError("no images found in " + ", ".join(args.images))
+        check_run(args, loaded)
+    except ValueError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    if args.compare:
+        return run_comparison(args, loaded, o, entries)
+    if loaded.config.num_classes == 0:
+        print(f"note: {no_classifier_note(loaded.name)}", file=sys.stderr)
+    if device.type == "cpu" and dtype != torch.float32 and not args.quiet:
+        print(f"note: --dtype {args.dtype} on the CPU runs, but is usually slower than float32 (it is meant for "
+              f"GPUs; see the README)", file=sys.stderr)
+    data_set = len(entries) > 1 or args.stats_only
+    options = run.RunOptions(out=args.out, batch_size=args.batch_size, workers=args.workers, summary=data_set,
+                             resume=args.resume, attention_dtype=np.float16 if args.float16 else np.float32,
+                             dtype=dtype, norm_ratio=args.norm_ratio, distance_renormalise=args.distance_renormalise,
+                             progress=not args.quiet and len(entries) > 1, weights=args.weights)
+    writer = None
+    if not args.stats_only:
+        model = panels.model_panels(model_arrays(loaded.model, loaded.name), args.lang)   # the same for every image
+
+        def writer(entry: "files.ImageEntry", a: Analysis, decode_s: float) -> None:
+            explained = explanation_outputs(loaded, a, request, o) if request else None
+            texts = zero_shot_entries(loaded, a, args.texts) if args.texts else None
+            write_image_result(entry.path, args.out / entry.name, a, model, o, args, decode_s, explained, texts)
+
+    processes = distributed.start(device)
+    try:
+        result = run.run(loaded, entries, options, processes, writer)
+    except ValueError as error:   # --resume found another run's progress
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    finally:
+        distributed.finish(processes)
+    if not args.quiet and processes.main:
+        print(f"{'analysed' if args.stats_only else 'wrote'} {result.done} of {len(entries)} images "
+              f"{'for' if args.stats_only else 'to'} {args.out}", file=sys.stderr)
+    return 1 if result.failed else 0

@@ -1,0 +1,63 @@
+"""``--explain METHODS [--target CLASS] [--contrast CLASS]``: class-specific maps of every image (viz.explain)."""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import time
+
+from .. import panels
+from ..explain import contrast, method_names
+from ..explain.panels import contrast_panel, explanation_panel, methods_row
+from ..result import Analysis
+
+
+@dataclasses.dataclass(frozen=True)
+class ExplainRequest:
+    """What --explain, --target and --contrast ask for, checked against the model before any image runs."""
+    methods: list[str]
+    target: object = None        # vit.explain.ClassTarget, or None for each image's top-1 class
+    contrast: object = None      # vit.explain.ClassTarget or None
+
+
+def explain_request(args: argparse.Namespace, labels: list[str]) -> ExplainRequest | None:
+    """--explain/--target/--contrast -> ExplainRequest (None without --explain); ValueError lists what exists."""
+    from vit.explain import class_target
+
+    if not args.explain:
+        if args.target is not None or args.contrast is not None:
+            raise ValueError("--target and --contrast choose the class for --explain; give --explain METHODS too.")
+        return None
+    return ExplainRequest(method_names(args.explain),
+                          None if args.target is None else class_target(labels, args.target),
+                          None if args.contrast is None else class_target(labels, args.contrast))
+
+
+def explanation_outputs(loaded, a: Analysis, request: ExplainRequest,
+                        o: panels.MapOptions) -> tuple[dict, dict, dict]:
+    """Explain one analysed image -> (PNG panels, npz arrays, the result.json "explain" entry) for
+    ``write_image_result``. The model sees exactly the analysed pixels (``a.image``, the crop)."""
+    from ..analysis import explain_tensor
+
+    t0 = time.perf_counter()
+    x = loaded.preprocess.to_tensor(a.image).to(next(loaded.model.parameters()).device)
+    e = explain_tensor(loaded.model, x, request.target, request.methods, loaded.labels)
+    name = e.target["name"]
+    images, arrays = {}, {}
+    for m in request.methods:
+        arrays[f"explain_{m}"] = e.map(m)
+        images[f"explain_{m}"] = explanation_panel(panels.photo(a, o.scale), e.map(m), m, o.cmap, o.alpha,
+                                                   o.colorbar, label=f"{m}: {name}")
+    images["explanations"] = methods_row(a.image, {m: e.map(m) for m in request.methods}, cmap=o.cmap, alpha=o.alpha,
+                                         title=name)
+    info = {"target": {"index": e.target["index"], "name": name}, "methods": list(request.methods),
+            "readout": e.readout, "probability": e.probability}
+    if request.contrast is not None:
+        b = explain_tensor(loaded.model, x, request.contrast, request.methods, loaded.labels)
+        for m in request.methods:
+            arrays[f"contrast_{m}"] = contrast(e, b, m)
+            images[f"contrast_{m}"] = contrast_panel(panels.photo(a, o.scale), arrays[f"contrast_{m}"], o.alpha,
+                                                     o.colorbar, label=f"{m}: {name} - {b.target['name']}")
+        info["contrast"] = {"index": b.target["index"], "name": b.target["name"]}
+    info["seconds"] = time.perf_counter() - t0
+    return images, arrays, info
+

@@ -1,0 +1,216 @@
+"""The command line of ``python -m viz``: its options, their checks, and the map options and model they give."""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from pathlib import Path
+
+from .. import panels
+from ..animate import ANIMATED_MAPS, FRAME_MS
+from ..explain import METHODS
+from ..i18n import LANGUAGES
+from ..maps.rollout import FUSIONS
+
+PANEL_HELP = """panels written per image (PNG):
+  input              the cropped image the model saw
+  rollout            attention rollout of the CLS token (Abnar & Zuidema 2020)
+  attention          CLS attention of --layer / --head
+  threshold          DINO mask: smallest patch set holding --share of the attention mass
+  heads              CLS attention of every layer (rows) and head (columns)
+  (models without a CLS token: the query is SigLIP's MAP probe, or the mean of the patches for mean-pooled
+  models such as BEiT; result.json's "readout" and "captions" name it)
+  query_row          where the --query patch attends (its attention row)
+  query_column       who attends to the --query patch (its attention column)
+  filters            Figure 7 left: top 28 principal components of the patch-embedding filters
+  pos_similarity     Figure 7 centre: cosine similarity of the position embeddings
+  mean_distance      Figure 7 right: mean attention distance of every head against depth
+  token_norms        L2 norm of every patch token after each block, high-norm tokens outlined
+  token_norm_curves  token norms against depth, flagged tokens in red
+
+attention.npz holds: attention (L, H, T, T), rollout (gh, gw), num_prefix_tokens, grid (gh, gw),
+patch_size, pos_similarity (N, N) on the checkpoint's native grid, mean_distance (L, H) in pixels,
+token_norms (L, T), probabilities (K,), cls_attention (the query's attention), query_row, query_column
+(gh, gw), query_patch, high_norm_flags (L, gh, gw), probe_attention (H, T) for MAP models. Layers and heads
+are 0-based; negative indices count from the end.
+
+--animate adds animation.gif (one frame per layer; animation.mp4 too with --mp4). --compare B writes, instead
+of the panels, compare.png and compare.json: models [A, B] with name, sha256 (first 8 hex digits) and top_k
+(probability, probability_in_other, change_b_minus_a), alignment, attention, differences, files.
+
+With --explain M1,M2,…: explain_<method>.png per method (the map for --target, default each image's
+top-1 class) and explanations.png (all of them side by side), explain_<method> (gh, gw) in attention.npz,
+and "explain": {"target": {"index", "name"}, "methods": […]} in result.json. With --contrast B also
+contrast_<method>.png and contrast_<method>: the --target map minus B's, diverging colours centred on 0,
+and "contrast": {"index", "name"}. Methods: """ + ", ".join(METHODS) + """.
+
+With several images (or --stats-only), DIR/summary/ holds statistics.json (images, mean_distance L x H,
+entropy L x H, prefix_share L, high_norm_share L, top1/top5 for a folder labelled by sub-folder, with their
+standard deviations over images), statistics.md, mean_distance.png, entropy.png, attention_shares.png and
+mean_distance.npz. A folder whose images sit in sub-folders is labelled: each sub-folder names a class by
+index (281), WordNet ID (n02123045) or class name (tabby).
+
+Many processes: torchrun --nproc-per-node N -m viz FOLDER ... (each takes its share of the images; the
+statistics equal one process's)."""
+
+
+
+def head_arg(text: str) -> int | None:
+    """--head: an integer, or "mean" for the mean of heads."""
+    if text.lower() == "mean":
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a head number or 'mean' but got {text!r}") from None
+
+
+def positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1 but got {text}")
+    return value
+
+
+def non_negative(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 0 but got {text}")
+    return value
+
+
+def fraction(text: str) -> float:
+    value = float(text)
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"expected a number between 0 and 1 but got {text}")
+    return value
+
+
+def text_list(text: str) -> list[str]:
+    """--texts: comma-separated texts, each stripped; empty entries are an error."""
+    texts = [t.strip() for t in text.split(",")]
+    if not all(texts):
+        raise argparse.ArgumentTypeError(f"expected comma-separated non-empty texts but got {text!r}")
+    return texts
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m viz", description="Write every attention panel of a Vision Transformer as PNG, plus the "
+                                            "numbers behind them (result.json, attention.npz).",
+                                epilog=PANEL_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("images", nargs="+", metavar="IMAGE", help="image files, or folders of images (not recursive)")
+    p.add_argument("--weights", default="default", metavar="PATH",
+                   help="checkpoint: a file, a Hugging Face folder, a known name or a file in weights/ "
+                        "(default: torchvision's ViT-B/16)")
+    p.add_argument("--out", default="out", type=Path, metavar="DIR", help="output folder (default: out)")
+    p.add_argument("--input-size", nargs=2, type=int, metavar=("H", "W"),
+                   help="run the model at this input size instead of the checkpoint's (multiples of the patch "
+                        "size; position embeddings are resampled, Figure 7 keeps the native grid)")
+    g = p.add_argument_group("CLIP zero-shot")
+    g.add_argument("--texts", type=text_list, metavar="TEXTS",
+                   help='comma-separated class names or prompts, e.g. "a photo of a cat,a photo of a dog": their '
+                        "zero-shot probabilities softmax(logit_scale · cosine(image, text)) go into result.json "
+                        "(checkpoints with a CLIP text tower: OpenAI, open_clip, Hugging Face CLIPModel)")
+    g = p.add_argument_group("device, batches and data sets")
+    g.add_argument("--device", default="auto", metavar="{auto,cpu,cuda,mps}",
+                   help="where the model runs: auto (default: CUDA when available, else the CPU), cpu, cuda, "
+                        "cuda:N or mps")
+    g.add_argument("--dtype", choices=("float32", "bfloat16", "float16"), default="float32",
+                   help="number format of the forward pass (default: float32); bfloat16/float16 run the matrix "
+                        "products in 16 bits under autocast, for GPUs (slower than float32 on most CPUs)")
+    g.add_argument("--batch-size", type=positive, default=1, metavar="N", help="images per forward pass (default: 1)")
+    g.add_argument("--workers", type=non_negative, default=0, metavar="K",
+                   help="processes decoding images (default: 0, in the main process)")
+    g.add_argument("--stats-only", action="store_true",
+                   help="write only DIR/summary/ (statistics over the images), no per-image files")
+    g.add_argument("--resume", action="store_true",
+                   help="continue an interrupted run into the same --out, skipping the images it finished")
+    g = p.add_argument_group("rollout")
+    g.add_argument("--fusion", choices=FUSIONS, default="mean", help="head fusion (default: mean)")
+    g.add_argument("--discard-ratio", type=float, default=0.0, metavar="R",
+                   help="set the lowest fraction R (0 <= R < 1) of each fused matrix to 0, never entries in the "
+                        "row or column of the read-out token (default: 0, as in the paper)")
+    g.add_argument("--start-layer", type=int, default=0, metavar="L", help="first block of the product (default: 0)")
+    g.add_argument("--mask-artifacts", action="store_true",
+                   help="drop high-norm artifact tokens (see --norm-ratio) from every map of the CLS attention: "
+                        "rollout, attention, threshold mask, heads and patch query")
+    g = p.add_argument_group("attention, patch query and mask")
+    g.add_argument("--layer", type=int, default=-1, help="block for the attention, query and mask panels (default: -1, the last)")
+    g.add_argument("--head", type=head_arg, default=None, help="head number, or 'mean' (default: mean of heads)")
+    g.add_argument("--query", nargs=2, type=int, metavar=("ROW", "COL"),
+                   help="patch for the query panels (default: the centre of the grid)")
+    g.add_argument("--query-rollout", action="store_true",
+                   help="query panels from the rollout matrix (all blocks) instead of --layer")
+    g.add_argument("--share", type=fraction, default=0.6,
+                   help="threshold mask: share of the attention mass kept (default: 0.6, as in DINO)")
+    g.add_argument("--mask-source", choices=("attention", "rollout"), default="attention",
+                   help="threshold mask of the CLS attention of --layer or of the rollout (default: attention)")
+    g = p.add_argument_group("token norms and attention distance")
+    g.add_argument("--norm-ratio", type=float, default=3.0, metavar="Q",
+                   help="flag a patch whose norm exceeds Q times its block's median patch norm (default: 3)")
+    g.add_argument("--distance-renormalise", action="store_true",
+                   help="mean attention distance over patch tokens only, rows renormalised (default: attention "
+                        "to prefix tokens counts as distance 0, as in the common reproduction)")
+    g = p.add_argument_group("rendering and files")
+    g.add_argument("--cmap", default="inferno", help="matplotlib colormap for the maps (default: inferno)")
+    g.add_argument("--alpha", type=fraction, default=0.6, help="opacity of the heat map over the photo (default: 0.6)")
+    g.add_argument("--no-colorbar", action="store_true", help="overlays without a colour bar")
+    g.add_argument("--scale", type=int, default=1, help="enlarge the overlays this many times (default: 1)")
+    g.add_argument("--lang", choices=LANGUAGES, default="en",
+                   help="language of the texts in the pictures: en or zh-CN (Simplified Chinese) (default: en)")
+    g.add_argument("--top-k", type=int, default=5, help="classes listed in result.json (default: 5)")
+    g.add_argument("--float16", action="store_true", help="store attention as float16 (half the file size)")
+    g.add_argument("--compress", action="store_true", help="compress attention.npz (smaller, slower)")
+    g.add_argument("--quiet", action="store_true", help="no progress bar")
+    g = p.add_argument_group("class-specific explanations")
+    g.add_argument("--explain", metavar="METHODS",
+                   help=f"comma-separated explanation methods, from: {', '.join(METHODS)}")
+    g.add_argument("--target", metavar="NAME_OR_INDEX",
+                   help="class to explain, by name ('tabby') or index (default: each image's top-1 class)")
+    g.add_argument("--contrast", metavar="NAME_OR_INDEX",
+                   help="also 'why --target rather than this class': the --target map minus this class's map")
+    g = p.add_argument_group("compare and animate")
+    g.add_argument("--compare", metavar="B",
+                   help="compare the --weights model (A) with this checkpoint (B) on each image: writes compare.png "
+                        "and compare.json (names, sha256 prefixes, top-k with the change, differences of the rollout, "
+                        "of the --layer/--head CLS attention and of the mean attention distance) instead of the panels")
+    g.add_argument("--animate", action="store_true",
+                   help="also write animation.gif: one frame per block, the block written on each (with --compare: "
+                        "animation.gif of A and animation_b.gif of B)")
+    g.add_argument("--animate-map", choices=ANIMATED_MAPS, default="attention",
+                   help="what the animation shows: the CLS attention of each block (--head or the mean of heads), or "
+                        "the rollout up to each block (--fusion, --discard-ratio, --mask-artifacts) (default: attention)")
+    g.add_argument("--frame-ms", type=int, default=FRAME_MS, help=f"animation: milliseconds per frame (default: "
+                                                                 f"{FRAME_MS})")
+    g.add_argument("--mp4", action="store_true",
+                   help="animation: also write animation.mp4 (needs the optional packages imageio and imageio-ffmpeg)")
+    return p
+
+
+
+def options_from(args: argparse.Namespace) -> panels.MapOptions:
+    return panels.MapOptions(layer=args.layer, head=args.head, fusion=args.fusion, discard_ratio=args.discard_ratio,
+                             start_layer=args.start_layer, mask_artifacts=args.mask_artifacts,
+                             norm_ratio=args.norm_ratio, query=tuple(args.query) if args.query else None,
+                             query_rollout=args.query_rollout, share=args.share, mask_source=args.mask_source,
+                             distance_renormalise=args.distance_renormalise, cmap=args.cmap, alpha=args.alpha,
+                             colorbar=not args.no_colorbar, scale=args.scale, lang=args.lang)
+
+
+
+def load_model(args: argparse.Namespace):
+    """``vit.load(--weights)``, set up to run at ``--input-size`` if given; ValueError says what is wrong."""
+    import vit
+
+    try:
+        loaded = vit.load(args.weights)
+    except (ValueError, FileNotFoundError) as error:
+        raise ValueError(f"cannot load the weights: {error}") from None
+    if args.input_size:
+        P = loaded.model.cfg.patch_size
+        H, W = args.input_size
+        if H % P or W % P or H < P or W < P:
+            raise ValueError(f"--input-size {H} {W} must be positive multiples of the patch size {P}.")
+        ratio = loaded.preprocess.resize / min(loaded.preprocess.crop)  # keep the checkpoint's crop ratio
+        loaded.preprocess = dataclasses.replace(loaded.preprocess, crop=(H, W), resize=round(min(H, W) * ratio))
+    return loaded
+

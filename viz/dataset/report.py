@@ -1,0 +1,132 @@
+"""The summary of a data-set run, in ``DIR/summary/``: ``statistics.json``, ``statistics.md`` and plots.
+
+``statistics.json`` (lists are per block, and per head within a block; distances in pixels of the model input):
+
+    images                  images in the statistics (unreadable files are not counted; see ``failed``)
+    failed                  files that could not be read
+    mean_distance           L lists of H values: mean attention distance, averaged over images (Figure 7 right)
+    mean_distance_std       L × H: its standard deviation over images
+    entropy, entropy_std    L × H: attention entropy in nats (mean over query tokens), over images
+    prefix_share(_std)      L: share of each block's attention on the prefix tokens (CLS, DIST, registers)
+    high_norm_share(_std)   L: share on the high-norm artifact patches (flagged after any block, --norm-ratio)
+    high_norm_patches(_std) L: patches flagged high-norm after each block
+    labelled_images, top1, top5   only when the folder is labelled: accuracy over the labelled images
+    faithfulness            only when methods scored the images: {method: {score: {mean, std, images}}}
+    model, weights, input_size, grid, patch_size, num_prefix_tokens, depth, heads, tokens, uniform_distance,
+    uniform_entropy, options {norm_ratio, distance_renormalise}, device, dtype, processes
+
+Values that do not exist (no image was readable) are ``null``.
+"""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+
+from ..drawing.dataset_plots import heads_by_depth_plot, shares_plot
+from ..drawing.plots import figure_to_image
+from .statistics import FAITHFULNESS, Statistics
+
+PER_IMAGE = ("mean_distance", "entropy", "prefix_share", "high_norm_share", "high_norm_patches")
+
+
+def _plain(values: np.ndarray):
+    """Array -> nested lists of floats, NaN as None (JSON has no NaN)."""
+    return [_plain(v) for v in values] if np.ndim(values) else (None if math.isnan(values) else float(values))
+
+
+def summary(stats: Statistics, info: dict) -> dict:
+    """The contents of statistics.json: ``info`` (what the run was) and every statistic (module docstring)."""
+    out = {"images": stats.images, **info}
+    for name in PER_IMAGE:
+        if name in stats.sums:
+            out[name] = _plain(stats.sums[name].mean())
+            out[f"{name}_std"] = _plain(stats.sums[name].std())
+    labelled = stats.sums.get("top1")
+    if labelled is not None and labelled.count:
+        out.update(labelled_images=labelled.count, top1=float(labelled.mean()), top5=float(stats.sums["top5"].mean()))
+    methods: dict = {}
+    for name in sorted(n for n in stats.sums if n.startswith(FAITHFULNESS)):
+        method, _, score = name[len(FAITHFULNESS):].rpartition(".")
+        s = stats.sums[name]
+        methods.setdefault(method, {})[score] = {"mean": _plain(s.mean()), "std": _plain(s.std()), "images": s.count}
+    if methods:
+        out["faithfulness"] = methods
+    return out
+
+
+def _f(value, digits: int = 3) -> str:
+    return "–" if value is None else f"{value:.{digits}f}"
+
+
+def markdown(s: dict) -> str:
+    """statistics.md: what was run, accuracy, one row per block (heads summarised), the faithfulness table."""
+    processes = f", {s['processes']} processes" if s["processes"] > 1 else ""
+    failed = f" {s['failed']} files could not be read." if s["failed"] else ""
+    lines = [f"# Attention statistics over {s['images']} images", "",
+             f"Model **{s['model']}** at {s['input_size'][0]}×{s['input_size'][1]} "
+             f"({s['grid'][0]}×{s['grid'][1]} patches + {s['num_prefix_tokens']} prefix = {s['tokens']} tokens, "
+             f"{s['depth']} blocks × {s['heads']} heads), {s['dtype']} on {s['device']}{processes}.{failed}"]
+    if "top1" in s:
+        lines += ["", f"Accuracy over {s['labelled_images']} labelled images: top-1 **{s['top1']:.4f}**, "
+                      f"top-5 **{s['top5']:.4f}**."]
+    if s["images"]:
+        lines += ["", "Per block, mean over images (± standard deviation over images); heads as mean "
+                      "[lowest–highest]. "
+                      f"Uniform attention would give a distance of {s['uniform_distance']:.1f} px and an entropy of "
+                      f"{s['uniform_entropy']:.2f} nats.", "",
+                  "| block | mean distance (px) | entropy (nats) | prefix share | high-norm share "
+                  "| high-norm patches |",
+                  "|---:|---|---|---:|---:|---:|"]
+        for l in range(s["depth"]):
+            cells = []
+            for name in ("mean_distance", "entropy"):
+                heads, spread = np.array(s[name][l], dtype=float), np.array(s[f"{name}_std"][l], dtype=float)
+                cells.append(f"{heads.mean():.1f} [{heads.min():.1f}–{heads.max():.1f}] ± {spread.mean():.1f}"
+                             if name == "mean_distance" else
+                             f"{heads.mean():.2f} [{heads.min():.2f}–{heads.max():.2f}] ± {spread.mean():.2f}")
+            for name, digits in (("prefix_share", 3), ("high_norm_share", 3), ("high_norm_patches", 1)):
+                cells.append(f"{_f(s[name][l], digits)} ± {_f(s[f'{name}_std'][l], digits)}")
+            lines.append(f"| {l} | " + " | ".join(cells) + " |")
+    if "faithfulness" in s:
+        lines += ["", "## Faithfulness", "", "| method | score | mean | std | images |", "|---|---|---:|---:|---:|"]
+        for method, scores in s["faithfulness"].items():
+            for score, v in scores.items():
+                lines.append(f"| {method} | {score} | {_f(v['mean'], 4)} | {_f(v['std'], 4)} | {v['images']} |")
+    return "\n".join(lines) + "\n"
+
+
+def write(folder: Path, stats: Statistics, info: dict) -> dict:
+    """Write statistics.json, statistics.md and the plots into ``folder``; returns the JSON's contents."""
+    folder.mkdir(parents=True, exist_ok=True)
+    s = summary(stats, info)
+    lines = [f" {json.dumps(key)}: {json.dumps(value)}" for key, value in s.items()]  # one key per line
+    (folder / "statistics.json").write_text("{\n" + ",\n".join(lines) + "\n}\n")
+    (folder / "statistics.md").write_text(markdown(s))
+    if s["images"]:
+        n = f"mean over {s['images']} images, ± std"
+        figures = {
+            "mean_distance": heads_by_depth_plot(s["mean_distance"], s["mean_distance_std"],
+                                                 "Mean attention distance (pixels)", f"Mean attention distance, {n}",
+                                                 s["uniform_distance"], "uniform"),
+            "entropy": heads_by_depth_plot(s["entropy"], s["entropy_std"], "Attention entropy (nats)",
+                                           f"Attention entropy, {n}", s["uniform_entropy"], "uniform"),
+            "attention_shares": shares_plot({"prefix tokens": (s["prefix_share"], s["prefix_share_std"]),
+                                             "high-norm patches": (s["high_norm_share"], s["high_norm_share_std"])},
+                                            f"Where the attention goes, {n}"),
+        }
+        for name, fig in figures.items():
+            figure_to_image(fig).save(folder / f"{name}.png")
+    return s
+
+
+def write_distance_npz(folder: Path, stats: Statistics, names: list[str], per_image: list[np.ndarray] | None) -> None:
+    """``mean_distance.npz``: the mean over images (L, H) and its ``std``; when the run wrote per-image files also
+    ``per_image`` (N, L, H), read back from them, and the ``images`` in run order (the mean is then theirs)."""
+    s = stats.sums["mean_distance"]
+    arrays = {"mean_distance": s.mean(), "std": s.std()}
+    if per_image:
+        arrays.update(mean_distance=np.mean(per_image, axis=0), per_image=np.stack(per_image), images=np.array(names))
+    np.savez(folder / "mean_distance.npz", **arrays)

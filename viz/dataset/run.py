@@ -1,0 +1,190 @@
+"""The loop of ``python -m viz`` over many images: batches decoded by workers, the model on each batch, per-image
+files through the caller's writer, statistics streamed, progress saved for ``--resume``, processes combined.
+
+Memory stays flat as the folder grows: a batch's arrays are dropped once its images are written and their
+per-image values added to the running sums (``viz.dataset.statistics``); with ``--stats-only`` the attention maps
+are never even kept for a whole batch (each block is reduced on the device as it runs).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+import torch
+from PIL import Image
+from tqdm import tqdm
+
+from ..analysis import analyses, capture, model_input
+from ..maps.figure7 import patch_distances
+from ..result import Analysis
+from . import distributed, report, state
+from .distributed import Processes
+from .files import ImageEntry
+from .loader import image_loader, shard
+from .statistics import Statistics, image_values, uniform_entropy
+
+ImageWriter = Callable[[ImageEntry, Analysis, float], None]   # (entry, its analysis, seconds to decode) -> files
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    out: Path                               # --out: per-image folders and summary/
+    batch_size: int = 1                     # images per forward pass
+    workers: int = 0                        # decoding processes (0: in this process)
+    summary: bool = True                    # write summary/ (statistics, plots) and save progress for --resume
+    resume: bool = False                    # continue the progress saved in summary/partial/
+    attention_dtype: object = np.float32    # dtype of the maps handed to the writer (np.float16 with --float16)
+    dtype: torch.dtype = torch.float32      # the forward pass's format (--dtype)
+    norm_ratio: float = 3.0                 # high-norm rule (--norm-ratio)
+    distance_renormalise: bool = False      # which mean distance (--distance-renormalise)
+    progress: bool = True                   # a progress bar (on the first process only)
+    weights: str = ""                       # --weights, as given (recorded in statistics.json)
+
+
+@dataclass
+class RunResult:
+    done: int                               # images analysed, in all processes and sessions
+    failed: list[tuple[Path, str]]          # files that could not be read (all processes), with their messages
+    summary: dict | None                    # statistics.json's contents (on the first process; None elsewhere)
+
+
+def fingerprint(entries: Sequence[ImageEntry], loaded, options: RunOptions, writes_images: bool) -> dict:
+    """What a resumed run must share with the interrupted one: the images, the model and what the numbers
+    depend on (not the batch size, the workers, the processes or the device)."""
+    listing = "\n".join(f"{e.path}\t{e.name}\t{e.label}" for e in entries)
+    tensors = hashlib.sha256()
+    state_dict = list(loaded.model.state_dict().values())
+    for tensor in state_dict[:2] + state_dict[-2:]:   # embeddings and head: a changed checkpoint file shows there
+        tensors.update(tensor.detach().float().cpu().numpy().tobytes())
+    return json.loads(json.dumps({
+        "images": hashlib.sha256(listing.encode()).hexdigest(), "count": len(entries), "weights": options.weights,
+        "weights_sha256": tensors.hexdigest(), "input_size": list(loaded.preprocess.crop), "dtype": str(options.dtype),
+        "norm_ratio": options.norm_ratio, "distance_renormalise": options.distance_renormalise,
+        "per_image_files": writes_images}))
+
+
+def run_info(loaded, options: RunOptions, processes: Processes, device: torch.device) -> dict:
+    """What statistics.json says about the run besides the statistics."""
+    model = loaded.model
+    height, width = loaded.preprocess.crop
+    layout = model.token_layout(height, width)
+    return {"model": getattr(loaded, "name", ""), "weights": options.weights, "input_size": [height, width],
+            "grid": list(layout.grid), "patch_size": model.cfg.patch_size, "num_prefix_tokens": layout.num_prefix,
+            "depth": len(model.blocks), "heads": model.cfg.num_heads, "tokens": layout.num_tokens,
+            "uniform_distance": float(patch_distances(layout.grid, model.cfg.patch_size).mean()),
+            "uniform_entropy": uniform_entropy(layout.num_tokens),
+            "options": {"norm_ratio": options.norm_ratio, "distance_renormalise": options.distance_renormalise},
+            "device": device.type, "dtype": str(options.dtype).removeprefix("torch."), "processes": processes.world}
+
+
+def _declared(loaded) -> dict[str, tuple[int, ...]]:
+    """The per-image values every image has, with their shapes (so a process that got no image still has them)."""
+    L, H = len(loaded.model.blocks), loaded.model.cfg.num_heads
+    return {"mean_distance": (L, H), "entropy": (L, H), "prefix_share": (L,), "high_norm_share": (L,),
+            "high_norm_patches": (L,)}
+
+
+def run(loaded, entries: Sequence[ImageEntry], options: RunOptions, processes: Processes,
+        write_image: ImageWriter | None = None) -> RunResult:
+    """Analyse this process's share of ``entries``, hand each image to ``write_image`` (None: statistics only),
+    and, with ``options.summary``, write DIR/summary/ from the statistics of all processes and sessions.
+
+    ValueError when ``--resume`` finds progress made with other images or settings.
+    """
+    model = loaded.model
+    device = next(model.parameters()).device
+    count = len(entries)
+    key = fingerprint(entries, loaded, options, write_image is not None)
+    previous = state.Progress(count)
+    if options.summary and options.resume:
+        previous = state.load(options.out, key, count)
+        if processes.main and options.progress:
+            print(f"resuming: {int(previous.done.sum())} of {count} images were done in {previous.session} earlier "
+                  f"session(s)", file=sys.stderr)
+    elif options.summary and processes.main:
+        state.clear(options.out)
+    distributed.barrier(processes)          # every process has read the saved progress before any writes its own
+
+    todo = [i for i in shard(count, processes.rank, processes.world) if not previous.done[i]]
+    mine = state.Progress(count, session=previous.session)
+    mine.statistics.declare(_declared(loaded))
+    failed: list[tuple[int, str]] = []
+    loader = image_loader(entries, loaded.preprocess, todo, options.batch_size, options.workers,
+                          pin_memory=device.type == "cuda")
+    share = f" (process {processes.rank + 1} of {processes.world})" if processes.distributed else ""
+    bar = tqdm(total=len(todo), desc=f"images{share}", unit="image", dynamic_ncols=True,
+               disable=not (options.progress and processes.main))
+    for batch in loader:
+        for index, message in batch.failed:
+            failed.append((index, message))
+            tqdm.write(f"error: {entries[index].path}: {message}", file=sys.stderr)
+        if batch.indices:
+            _analyse_batch(loaded, entries, batch, options, write_image, mine, device)
+            if options.summary:
+                state.save(options.out, mine.session, processes.rank, key, mine)
+        bar.update(len(batch.indices) + len(batch.failed))
+    bar.close()
+
+    statistics = _combined(processes, mine.statistics, previous.statistics)
+    failed_all = [item for part in distributed.gather_objects(processes, failed) for item in part]
+    failed_set = {index for index, _ in failed_all}
+    done = [i for i in range(count) if i not in failed_set]
+    summary = None
+    if options.summary and processes.main:
+        folder = options.out / "summary"
+        info = {**run_info(loaded, options, processes, device), "failed": len(failed_all)}
+        summary = report.write(folder, statistics, info)
+        per_image = None if write_image is None else [_saved_distance(options.out / entries[i].name) for i in done]
+        report.write_distance_npz(folder, statistics, [str(entries[i].path) for i in done], per_image)
+    distributed.barrier(processes)
+    return RunResult(len(done), [(entries[i].path, message) for i, message in sorted(failed_all)], summary)
+
+
+def _analyse_batch(loaded, entries, batch, options: RunOptions, write_image: ImageWriter | None,
+                   mine: state.Progress, device: torch.device) -> None:
+    """One batch through the model: per-image files (when writing them) and per-image values into ``mine``."""
+    t0 = time.perf_counter()
+    x = model_input(batch.pixels, loaded.preprocess, device)
+    t1 = time.perf_counter()
+    captured = capture(loaded.model, x, options.attention_dtype if write_image else None,
+                       statistics=options.summary, dtype=options.dtype,
+                       distance_renormalise=options.distance_renormalise)
+    if write_image is not None:
+        B = len(batch.indices)
+        timings = {"preprocess": (t1 - t0) / B, **{k: v / B for k, v in captured.timings.items()}, "batch_size": B}
+        images = [Image.fromarray(pixels.numpy()) for pixels in batch.pixels]
+        for a, index, decode_s in zip(analyses(loaded, captured, images, timings), batch.indices, batch.decode_s):
+            write_image(entries[index], a, decode_s)
+    for b, index in enumerate(batch.indices):
+        mine.done[index] = True
+        if not options.summary:                    # one image: its files are all there is
+            continue
+        values = image_values(captured, b, entries[index].label, options.norm_ratio, options.distance_renormalise)
+        # The Explain methods' per-image scores join here, as values["faithfulness.<method>.<score>"] = score
+        # (see viz.dataset.statistics): they are then summed, combined, resumed and reported like the rest.
+        mine.statistics.add_image(values)
+
+
+def _combined(processes: Processes, mine: Statistics, previous: Statistics) -> Statistics:
+    """This session's sums of every process (one all-reduce) plus the earlier sessions' (the same everywhere)."""
+    shapes: dict = {}
+    for theirs in distributed.gather_objects(processes, mine.shapes()):
+        shapes.update(theirs)
+    mine.declare(shapes)
+    mine.from_flat(distributed.sum_int64(processes, mine.to_flat()))
+    total = Statistics()
+    total.merge(previous)
+    total.merge(mine)
+    return total
+
+
+def _saved_distance(folder: Path) -> np.ndarray:
+    """The mean distance (L, H) an image's attention.npz holds (read back rather than kept: memory stays flat)."""
+    with np.load(folder / "attention.npz") as saved:
+        return saved["mean_distance"]

@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
         o = options_from(args)
         grid = loaded.model.token_layout(*loaded.preprocess.crop).grid
         panels.check_options(o, loaded.model.cfg.depth, loaded.model.cfg.num_heads, grid)
-        request = explain_request(args, loaded.labels)
+        request = explain_request(args, loaded)
         entries = files.list_images(args.images, loaded.labels)
         if not entries:
             raise ValueError("no images found in " + ", ".join(args.images))

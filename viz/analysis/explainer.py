@@ -187,7 +187,7 @@ class ExplanationCache:
 
     @staticmethod
     def _compute(request: _Request) -> Explanation:
-        loaded, texts, family = request.loaded, request.key[3], request.key[4]
+        loaded, texts, family = request.loaded, request.key[4], request.key[5]
         names = [m.name for m in METHODS.values() if m.family == family]
         target = resolve_target(loaded, request.target, texts)
         x = loaded.preprocess.to_tensor(request.image)

@@ -70,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
     if args.compare:
-        return run_comparison(args, loaded, o, entries)
+        return run_comparison(args, loaded, o, entries, request)
     if loaded.config.num_classes == 0:
         print(f"note: {no_classifier_note(loaded.name)}", file=sys.stderr)
     if device.type == "cpu" and dtype != torch.float32 and not args.quiet:

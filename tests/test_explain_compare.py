@@ -1,0 +1,54 @@
+"""Protects ``python -m viz IMAGE --weights A --compare B --out DIR --explain gae``: the class map of the same
+target in both models is one more row of compare.png and ``"explain"`` in compare.json, with the same
+statistics as compare's other maps, while every existing key of compare.json stays as it was.
+
+Real checkpoints (AugReg ViT-Ti and DeiT-Ti, the same ImageNet classes) on the cat photo.
+"""
+from __future__ import annotations
+
+import json
+
+import pytest
+from PIL import Image
+
+from viz.analysis import compare_side, explain
+from viz.cli import main
+from viz.compare import compare
+
+AUGREG = "vit_tiny_patch16_224.augreg_in21k_ft_in1k.safetensors"
+DEIT = "deit_tiny_patch16_224.pipevit_ln_fixedpoint.safetensors"
+
+
+def test_compare_with_explain_adds_the_class_map_of_both_models(real_weights_dir, cat, tmp_path):
+    import vit
+    cat.save(tmp_path / "chelsea.png")
+    out, plain_out = tmp_path / "out", tmp_path / "plain"
+    argv = [str(tmp_path / "chelsea.png"), "--weights", str(real_weights_dir / AUGREG), "--compare",
+            str(real_weights_dir / DEIT), "--quiet"]
+    assert main(argv + ["--out", str(out), "--explain", "gae", "--target", "tabby"]) == 0
+    assert main(argv + ["--out", str(plain_out)]) == 0
+    record = json.loads((out / "chelsea" / "compare.json").read_text())
+    plain = json.loads((plain_out / "chelsea" / "compare.json").read_text())
+    assert set(record) == set(plain) | {"explain"}                        # the existing keys stay
+    assert record["models"] == plain["models"] and record["attention"] == plain["attention"]
+    explained = record["explain"]
+    assert explained["methods"] == ["gae"] and explained["target"]["name"] == "tabby"
+    assert explained["target"]["a"] == explained["target"]["b"] == {"index": 281, "name": "tabby"}
+    assert explained["readout"] == {"a": "cls", "b": "cls"}
+    stats = explained["difference"]["gae"]
+    assert stats["title"] == "gae: tabby" and record["differences"]["maps"]["gae: tabby"] == {
+        k: v for k, v in stats.items()}
+    assert 0 < stats["total_variation"] < 1 and -1 <= stats["correlation"] <= 1
+    # the numbers are compare's statistics of the two models' own GAE maps for class 281
+    a, b = (vit.load(str(real_weights_dir / n)) for n in (AUGREG, DEIT))
+    sides = compare_side(a, cat), compare_side(b, cat)
+    maps = {"gae: tabby": tuple(explain(m, cat, 281, ["gae"]).map("gae") for m in (a, b))}
+    c = compare(cat, *sides, extra_maps=maps)
+    assert c.maps["gae: tabby"].stats()["total_variation"] == pytest.approx(stats["total_variation"], rel=1e-5)
+    with Image.open(out / "chelsea" / "compare.png") as png, Image.open(plain_out / "chelsea" / "compare.png") as p0:
+        assert png.height > p0.height                                      # one more row: A, B, B − A of GAE
+    # the default target is A's top-1 class, found by name in B
+    assert main(argv + ["--out", str(tmp_path / "top1"), "--explain", "gae,attnlrp"]) == 0
+    top1 = json.loads((tmp_path / "top1" / "chelsea" / "compare.json").read_text())["explain"]
+    assert top1["target"]["a"]["name"] == record["models"][0]["top_k"][0]["label"] == top1["target"]["b"]["name"]
+    assert set(top1["difference"]) == {"gae", "attnlrp"}

@@ -18,11 +18,15 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import timm
 import torch
 import torch.nn as nn
+from pytorch_grad_cam import GradCAM
+from pytorch_grad_cam.utils.model_targets import ClassifierOutputTarget
 
 import vit
-from viz.analysis import explain_tensor
+from test_families import randomize_, save_timm
+from viz.analysis import explain_map, explain_tensor
 from viz.explain import METHODS
 from viz.maps.readout import readout_attention_map, readout_rollout_map
 from viz.maps.rollout import fuse_heads
@@ -240,3 +244,28 @@ def test_an_unsupported_part_is_refused_by_name():
     pool_model.attn_pool.pos_embed = nn.Parameter(torch.zeros(1, 16, 32))
     with pytest.raises(ValueError, match="RuleAttentionPool .* also has pos_embed"):
         relevance_pass(pool_model, image())
+
+
+# --- Grad-CAM without a CLS token: pytorch-grad-cam with a reshape transform that drops nothing ----------------
+
+def test_gradcam_without_cls_equals_pytorch_grad_cam_on_timms_siglip(tmp_path):
+    """timm's SigLIP (no prefix token, MAP head with a 5-class head), target layer blocks[-1].norm1: every token is
+    a patch, so the package's reshape transform keeps all of them; our raw map equals the package's raw map."""
+    torch.manual_seed(0)
+    ref = randomize_(timm.create_model("vit_base_patch16_siglip_224", depth=2, embed_dim=64, num_heads=4,
+                                       img_size=64, num_classes=5))
+    ours = vit.load(save_timm(ref, tmp_path, num_heads=4)).model
+    x = image(64, 64, seed=9)
+
+    def reshape_transform(t):                               # (B, 16, D) -> (B, D, 4, 4): no token to drop
+        return t.reshape(t.size(0), 4, 4, t.size(2)).permute(0, 3, 1, 2)
+
+    for cls in (0, 3):
+        layer, targets = ref.blocks[-1].norm1, [ClassifierOutputTarget(cls)]
+        with GradCAM(model=ref, target_layers=[layer], reshape_transform=reshape_transform) as cam:
+            cam(input_tensor=x, targets=targets)
+            got_acts = cam.activations_and_grads
+            raw = cam.get_cam_image(x, layer, targets, got_acts.activations[0].numpy(), got_acts.gradients[0].numpy())
+        expected = np.maximum(raw[0], 0)
+        mine = explain_map("gradcam", ours, x, ClassTarget(cls))
+        assert expected.max() > 0 and np.abs(mine - expected).max() <= 1e-5 * expected.max()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 from PIL import Image
 
@@ -52,3 +53,40 @@ def test_compare_with_explain_adds_the_class_map_of_both_models(real_weights_dir
     top1 = json.loads((tmp_path / "top1" / "chelsea" / "compare.json").read_text())["explain"]
     assert top1["target"]["a"]["name"] == record["models"][0]["top_k"][0]["label"] == top1["target"]["b"]["name"]
     assert set(top1["difference"]) == {"gae", "attnlrp"}
+
+
+def test_a_model_without_cls_token_compares_its_probe_not_its_first_patch(tmp_path, cat):
+    """Two tiny SigLIP towers with a 5-class head: compare's attention row is each model's probe map (token 0 is a
+    patch there), and --explain's rows read the probe too."""
+    import torch
+
+    import vit
+    from vit.explain import ClassTarget
+    from viz.cli.compare import explanation_pairs
+    from viz.cli.explain import ExplainRequest
+    from viz.maps.readout import readout_attention_map
+
+    def siglip(seed):
+        torch.manual_seed(seed)
+        model = vit.VisionTransformer(vit.ViTConfig(embed_dim=32, depth=2, num_heads=2, mlp_dim=64, num_classes=5,
+                                                    img_size=64, patch_size=16, class_token=False, global_pool="map"))
+        with torch.no_grad():
+            for p in model.parameters():
+                p.add_(0.1 * torch.randn_like(p))
+        path = tmp_path / f"siglip{seed}.pt"
+        vit.save_checkpoint(path, model.eval(), [f"class {i}" for i in range(5)], vit.Preprocess(64, 64))
+        return vit.load(path)
+
+    a, b = siglip(0), siglip(1)
+    sides = compare_side(a, cat), compare_side(b, cat)
+    request = ExplainRequest(["gae", "attention"], ClassTarget(2, "class 2"))
+    maps, record = explanation_pairs(a, b, sides, request)
+    assert record["readout"] == {"a": "map", "b": "map"} and record["target"]["b"] == {"index": 2, "name": "class 2"}
+    c = compare(cat, *sides, extra_maps=maps)
+    assert c.maps["attention"].title.startswith("MAP probe attention")
+    an = sides[0].analysis
+    probe_map = readout_attention_map(an.attention, an.num_prefix, an.grid, "map", an.probe_attention)
+    # the attention row of A and the explanation's "attention" map of A are both the probe's map
+    same = compare(cat, sides[0], sides[0], extra_maps={"probe": (probe_map, probe_map)})
+    np.testing.assert_allclose(same.maps["attention"].a, same.maps["probe"].a, rtol=1e-5)
+    np.testing.assert_allclose(maps["attention: class 2"][0], probe_map, rtol=1e-5)

@@ -32,7 +32,7 @@ from vit.preprocess import upright_rgb
 
 from . import panels
 from .drawing import plots, render
-from .maps import attention
+from .maps import readout
 from .maps.align import Box, common_box, output_size, relative_to_uniform, resample_onto, same_box
 from .maps.layout import layer_index
 from .result import Analysis
@@ -173,12 +173,18 @@ def compare(photo: Image.Image, a: Side, b: Side, layer: int = -1, head: int | N
         return panels.rollout_of(s.analysis, fusion, discard_ratio)
 
     def cls_attention(s: Side, block: int) -> np.ndarray:
-        return attention.token_attention_map(s.analysis.attention, s.analysis.num_prefix, s.analysis.grid, block, head)
+        """The query's attention (the CLS row; SigLIP's probe, mean-pooled models' mean of patch rows: never
+        token 0 of a model without a CLS token, which is a patch)."""
+        an = s.analysis
+        return readout.readout_attention_map(an.attention, an.num_prefix, an.grid, an.readout, an.probe_attention,
+                                             block, head)
 
     head_name = "mean of heads" if head is None else f"head {head}"
+    queries = {readout.query_name(s.analysis.readout) for s in (a, b)}
+    query = " / ".join(sorted(queries)) if len(queries) > 1 else queries.pop()
     maps = {"rollout": pair(f"rollout ({fusion} fusion" + (f", discard {discard_ratio:g})" if discard_ratio else ")"),
                             rollout(a), rollout(b)),
-            "attention": pair(f"CLS attention, block {la} of A / {lb} of B, {head_name}",
+            "attention": pair(f"{query} attention, block {la} of A / {lb} of B, {head_name}",
                               cls_attention(a, la), cls_attention(b, lb))}
     for title, (map_a, map_b) in (extra_maps or {}).items():
         if title in maps:

@@ -5,7 +5,8 @@ text tower loads into ``LoadedModel.text`` (a ``TextTower``).
 """
 from .text import TextConfig, TextTransformer, infer_text_config
 from .tokenizer import Tokenizer, bundled_tokenizer
-from .zero_shot import TextTower, encode_texts, image_text_logits, text_score, text_scorer, text_tower, zero_shot
+from .zero_shot import (TextTower, encode_texts, image_text_logits, text_score, text_scorer, text_target,
+                        text_tower, zero_shot)
 
 __all__ = ["TextConfig", "TextTower", "TextTransformer", "Tokenizer", "bundled_tokenizer", "encode_texts",
-           "image_text_logits", "infer_text_config", "text_score", "text_scorer", "text_tower", "zero_shot"]
+           "image_text_logits", "infer_text_config", "text_score", "text_scorer", "text_target", "text_tower", "zero_shot"]

@@ -92,3 +92,22 @@ def text_score(loaded, x: torch.Tensor, text: str) -> torch.Tensor:
     """The score of one text for model inputs x (B, 3, H, W): (B,) = exp(logit_scale) · cos(model(x), text),
     differentiable in x (run it outside ``torch.no_grad`` to back-propagate). The target of the image–text score."""
     return text_scorer(loaded, text)(loaded.model(x))
+
+
+def text_target(loaded, text: str | None, texts: list[str] | tuple[str, ...] = ()):
+    """A ``vit.explain.TextTarget``: explain ``text``'s image–text score (every class-specific method accepts it).
+
+    ``texts``: the texts typed together (the zero-shot choices); the target's probability is its zero-shot
+    probability among them (``text`` is added when missing; alone it is 1). ``text`` None: each image's best
+    text among ``texts``. The texts are encoded once, here.
+    """
+    from ..explain.targets import TextTarget
+
+    choices = list(dict.fromkeys(list(texts) + ([text] if text is not None else [])))
+    if not choices:
+        raise ValueError("A text target needs a text, or texts to choose the best-scoring one from.")
+    if any(not isinstance(t, str) or not t.strip() for t in choices):
+        raise ValueError(f"Expected non-empty texts but got {choices!r}.")
+    embeddings = encode_texts(loaded, choices)                       # (n, E) normalised
+    index = None if text is None else choices.index(text)
+    return TextTarget(tuple(choices), embeddings, text_tower(loaded).logit_scale, index)

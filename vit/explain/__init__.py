@@ -1,7 +1,8 @@
 """The model-side half of class-specific explanations: targets, relevance rules, and the gradient passes.
 
-- ``targets``: ``Target`` (what is explained: ``score`` and ``probability`` of the model's output) and
-  ``ClassTarget``; ``class_target`` parses a class name or index;
+- ``targets``: ``Target`` (what is explained: ``score`` and ``probability`` of the model's output),
+  ``ClassTarget`` and CLIP's ``TextTarget`` (the image–text score of a typed text; ``vit.clip.text_target``
+  builds one); ``class_target`` parses a class name or index;
 - ``rules``: AttnLRP / CP-LRP rules, one small module per module kind, and rule-wired views of a model;
 - ``passes``: ``gradient_pass`` (attention and Grad-CAM activations with their gradients) and
   ``relevance_pass`` (LRP relevance per patch), one backward each, no weight gradients.
@@ -10,7 +11,7 @@ The formulas that turn these arrays into maps are in ``viz.explain``; ``viz.anal
 """
 from .passes import GradientPass, Readout, RelevancePass, gradient_pass, readout, relevance_pass
 from .rules import ATTN_LRP, CP_LRP, RULE_SETS, RuleSet
-from .targets import ClassTarget, Target, class_target, close_classes
+from .targets import ClassTarget, Target, TextTarget, class_target, close_classes
 
 __all__ = ["ATTN_LRP", "CP_LRP", "ClassTarget", "GradientPass", "RULE_SETS", "Readout", "RelevancePass", "RuleSet",
-           "Target", "class_target", "close_classes", "gradient_pass", "readout", "relevance_pass"]
+           "Target", "TextTarget", "class_target", "close_classes", "gradient_pass", "readout", "relevance_pass"]

@@ -18,8 +18,9 @@ from dataclasses import dataclass
 
 import torch
 import torch.nn as nn
+import torch.nn.functional as F
 
-from ..model import Attention, PatchEmbed, TokenLayout, VisionTransformer
+from ..model import Attention, AttentionPool, PatchEmbed, TokenLayout, VisionTransformer
 from .rules import ATTN_LRP, RuleSet, rewired, rule_view, without_parameter_grads
 from .targets import ClassTarget, Target
 
@@ -28,30 +29,48 @@ from .targets import ClassTarget, Target
 class Readout:
     """Which tokens the model's output is read from, as weights over the T tokens (sum 1).
 
-    weights: (T,) float32. For a CLS model e_0; for global_pool="avg" 1/N on every patch token (prefix
-    tokens 0); for a distilled DeiT the mean of that and the distillation token (its two heads are averaged).
-    GAE, rollout and the attention map read their (T, T) matrices through this row.
+    weights: (T,) float32, or None for "map" pooling when no probe attention was captured. For a CLS model e_0; for global_pool="avg" 1/N on every patch token (prefix
+    tokens 0); for global_pool="map" (SigLIP) the MAP probe's attention over the tokens, mean of heads (0 on
+    prefix tokens; it depends on the image); for a distilled DeiT the mean of that and the distillation token
+    (its two heads are averaged). GAE, rollout and the attention map read their (T, T) matrices through this
+    row. ``query`` is the name ``viz.maps.readout`` gives the same query ("cls", "map" or "mean"), so a map and
+    an explanation of one model say the same query.
     """
-    weights: torch.Tensor
+    weights: torch.Tensor | None
     description: str
+    query: str = "cls"
 
 
-def readout(model: VisionTransformer, layout: TokenLayout) -> Readout:
-    """The model's readout over the tokens of ``layout`` (see ``Readout``)."""
+def readout(model: VisionTransformer, layout: TokenLayout, probe: torch.Tensor | None = None) -> Readout:
+    """The model's readout over the tokens of ``layout`` (see ``Readout``).
+
+    ``probe``: for "map" pooling, the probe's attention of one image, (H, T) or (1, H, T) as
+    ``forward_with_attention`` returns it; its mean over the heads is the readout row (``viz.maps.readout``'s
+    "map" query, ``fuse_probe(probe, "mean")``); without it the weights are None (a formula that reads them
+    then says so) and only the description is known.
+    """
     cfg = model.cfg
     T = layout.num_tokens
     w = torch.zeros(T)
-    if cfg.global_pool == "avg":
+    if cfg.global_pool == "map":
+        text, query = "the MAP probe's attention (mean of heads)", "map"
+        if probe is None:
+            return Readout(None, text, query)
+        probe = probe.detach().float().cpu().reshape(-1, probe.shape[-1])           # (H, T)
+        if probe.shape[-1] != T:
+            raise ValueError(f"Wrong probe shape! Expected (heads, {T}) for this layout but got {tuple(probe.shape)}.")
+        w = probe.mean(dim=0)
+    elif cfg.global_pool == "avg":
         w[layout.num_prefix:] = 1.0 / (T - layout.num_prefix)
-        text = "the mean of the patch tokens"
+        text, query = "the mean of the patch tokens", "mean"
     else:
         w[0] = 1.0
-        text = "the CLS token"
+        text, query = "the CLS token", "cls"
     if model.head_dist is not None:                     # DeiT: (head(pooled) + head_dist(DIST)) / 2
         w = 0.5 * w
         w[int(cfg.class_token)] += 0.5
         text = f"the mean of {text} and the distillation token"
-    return Readout(w, text)
+    return Readout(w, text, query)
 
 
 @dataclass(frozen=True)
@@ -67,7 +86,8 @@ class GradientPass:
     tokens: torch.Tensor            # (B, T, D) output of the last block's norm1 (Grad-CAM's activation)
     tokens_grad: torch.Tensor       # (B, T, D) ∂score/∂tokens
     layout: TokenLayout
-    readout: Readout
+    readout: Readout                # of the first image (for "map" pooling the probe's row depends on it)
+    probe: torch.Tensor | None = None  # (B, H, T) "map" pooling: the probe's attention (0 on prefix tokens)
 
 
 @dataclass(frozen=True)
@@ -91,6 +111,19 @@ class _RecordAttention(nn.Module):
         out, attn = self.inner(x, return_attn=True, positions=positions)  # attn: (B, H, T, T), part of the graph
         self.store.append(attn)
         return out, attn if return_attn else None
+
+
+class _RecordProbe(nn.Module):
+    """The MAP pooling head run on its explicit-softmax path; the probe's attention (B, H, N) is kept in ``store``."""
+
+    def __init__(self, inner: AttentionPool, store: dict):
+        super().__init__()
+        self.inner, self.store = inner, store
+
+    def forward(self, x: torch.Tensor, return_attn: bool = False):
+        pooled, probe = self.inner(x, return_attn=True)
+        self.store["probe"] = probe
+        return pooled, probe if return_attn else None
 
 
 class _Record(nn.Module):
@@ -153,6 +186,8 @@ def gradient_pass(model: VisionTransformer, x: torch.Tensor, target: Target | No
             return _GraphStart(module, store)
         if isinstance(module, Attention):
             return _RecordAttention(module, maps)
+        if isinstance(module, AttentionPool):
+            return _RecordProbe(module, store)
         if name == last_norm:
             return _Record(module, store, "tokens")
         return None
@@ -162,11 +197,14 @@ def gradient_pass(model: VisionTransformer, x: torch.Tensor, target: Target | No
         output = view(_differentiable(x))
         score = target.score(output)                                        # (B,)
         grads = torch.autograd.grad(score.sum(), maps + [store["tokens"]])  # images are independent: sum
+    probe = store.get("probe")
+    if probe is not None:                                                   # (B, H, N) over the patches only
+        probe = F.pad(probe.detach(), (layout.num_prefix, 0))              # (B, H, T), 0 on the prefix
     return GradientPass(output=output.detach(), score=score.detach(),
                         attention=torch.stack([m.detach() for m in maps], dim=1),   # (B, L, H, T, T)
                         attention_grad=torch.stack(grads[:-1], dim=1),
                         tokens=store["tokens"].detach(), tokens_grad=grads[-1], layout=layout,
-                        readout=readout(model, layout))
+                        readout=readout(model, layout, None if probe is None else probe[0]), probe=probe)
 
 
 def relevance_pass(model: VisionTransformer, x: torch.Tensor, target: Target | None = None,

@@ -6,7 +6,7 @@ Transformers"). Each rule here wraps one module kind, keeps its forward values e
 its gradient, so that gradient × input gives LRP relevance (the paper's "efficient" implementation, as the
 authors' ``lxt`` package does it):
 
-- ``ElementwiseIdentity`` (GELU, Tanh): the identity rule (Eq. 9): the gradient becomes f(x)/x, so the
+- ``ElementwiseIdentity`` (GELU, QuickGELU, SiLU, Tanh): the identity rule (Eq. 9): the gradient becomes f(x)/x, so the
   relevance f(x)·g of the output passes to the input unchanged;
 - ``LayerNormIdentity``: the identity rule for LayerNorm: the standard deviation is treated as a constant
   (its derivative is left out), so LayerNorm acts as the linear map (x - mean)/std·w + b; one fused op;
@@ -17,11 +17,11 @@ authors' ``lxt`` package does it):
   gradient, so no relevance flows through the softmax). The softmax itself keeps its own gradient:
   with gradient × input that *is* the paper's softmax rule, R_in = x·(R_out - s·ΣR_out) (Prop. 3.1).
 
-Linear layers, LayerScale, dropout (eval) and identities need no rule: their gradient × input is already
+Linear layers, LayerScale, dropout (eval), mean pooling and identities need no rule: their gradient × input is already
 LRP-0's relevance (no gamma or epsilon variants: lxt's plain efficient rules). A rule set (``RuleSet``) is a
 table from module kind to rule; ``rewired`` builds a view of a model with every module of a listed kind
-wrapped and refuses a module kind it knows nothing about, so a new block type (SwiGLU, rotary or
-relative-bias attention, a MAP probe) fails loudly until its rule is added here: one entry, one small class.
+wrapped and refuses a module kind it knows nothing about, so a new block type fails loudly until its
+rule is added here: one entry, one small class.
 
 Views share the model's parameters and never change the model, so concurrent explanations and plain
 forwards on the same model do not interfere.
@@ -36,7 +36,9 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from ..model import Attention, Block, DropPath, LayerScale, Mlp, VisionTransformer
+from ..model import (Attention, AttentionPool, Block, DropPath, LayerScale, Mlp, QuickGELU, SwiGLU,
+                     VisionTransformer)
+from ..positions import apply_rope
 
 IDENTITY_EPS = 1e-10  # the identity rule's f(x)/(x + eps), as lxt computes it (x = 0 gives 0, not NaN)
 
@@ -137,33 +139,128 @@ class RuleAttention(nn.Module):
     """Our ``Attention`` (same weights, same values) with a bilinear rule on q, k, v.
 
     x (B, T, D) -> (B, T, D). The attention itself runs fused (F.scaled_dot_product_attention), whose
-    backward is the exact gradient of softmax(q·kᵀ/√d)·v, so the softmax keeps its own gradient.
+    backward is the exact gradient of softmax(q·kᵀ/√d + bias)·v, so the softmax keeps its own gradient.
+    Every part of the families' attention is reproduced, each with the rule its kind needs:
+
+    - q/v biases (BEiT, EVA-02): part of the linear qkv map; like every bias they are model constants that
+      keep (absorb) the relevance gradient × input would give them;
+    - rotary embedding (EVA-02): a rotation of q and k, linear, so relevance passes through it as gradient ×
+      input of a linear map; the bilinear rule's scale on q and k commutes with it;
+    - relative position bias (BEiT): a constant added to the logits; it absorbs its gradient × input share of
+      the softmax's relevance, as any bias does;
+    - the sub-LayerNorm on the heads' output (EVA-02 CLIP's attn_norm): its own rule (a child the view walks);
+    - a causal mask (CLIP's text tower): the mask of the fused call.
     """
 
-    KNOWN = {"qkv", "attn_drop", "proj", "proj_drop"}   # the parts forward() below reproduces
+    KNOWN_MODULES = {"qkv", "attn_drop", "norm", "proj", "proj_drop"}     # the parts forward() below reproduces
+    KNOWN_PARAMETERS = {"q_bias", "v_bias", "relative_position_bias_table"}
+    walk_children = True   # ``rewired`` gives qkv, norm, proj, proj_drop their own rules
 
     def __init__(self, inner: Attention, qkv_scale: tuple[float, float, float]):
         super().__init__()
-        extra = sorted(n for n, m in inner._modules.items() if n not in self.KNOWN and not isinstance(m, nn.Identity))
-        extra += sorted(inner._parameters)
-        if extra:  # e.g. q/k norms, relative position bias, q/v biases: forward() would silently skip them
-            raise ValueError(f"RuleAttention reproduces Attention made of {', '.join(sorted(self.KNOWN))} only, "
-                             f"but this one also has {', '.join(extra)}; extend RuleAttention for them.")
-        self.inner = inner
+        extra = sorted(n for n in inner._modules if n not in self.KNOWN_MODULES)
+        extra += sorted(n for n in inner._parameters if n not in self.KNOWN_PARAMETERS)
+        if extra:  # e.g. q/k norms: forward() would silently skip them
+            raise ValueError(f"RuleAttention reproduces Attention made of {', '.join(sorted(self.KNOWN_MODULES))} "
+                             f"with {', '.join(sorted(self.KNOWN_PARAMETERS))} only, but this one also has "
+                             f"{', '.join(extra)}; extend RuleAttention for them.")
+        self.qkv, self.norm, self.proj, self.proj_drop = inner.qkv, inner.norm, inner.proj, inner.proj_drop
+        self.num_heads, self.head_dim, self.scale, self.causal = inner.num_heads, inner.head_dim, inner.scale, inner.causal
+        self.q_bias, self.v_bias = inner.q_bias, inner.v_bias
+        self.rel_table = inner.relative_position_bias_table
         self.qkv_scale = qkv_scale
 
     def forward(self, x: torch.Tensor, return_attn: bool = False, positions=None) -> tuple[torch.Tensor, None]:
-        if positions is not None and positions.rope is not None:
-            raise ValueError("RuleAttention does not reproduce rotary position embeddings (EVA-02) yet; extend it "
-                             "with the rotation of q and k before the bilinear rule.")
-        a = self.inner
         B, T, D = x.shape
-        qkv = a.qkv(x).reshape(B, T, 3, a.num_heads, a.head_dim)        # (B, T, 3, H, Dh)
+        if self.q_bias is None:
+            qkv = self.qkv(x)
+        else:                                                            # BEiT / EVA-02: no key bias
+            qkv = F.linear(x, self.qkv.weight, torch.cat([self.q_bias, torch.zeros_like(self.q_bias), self.v_bias]))
+        qkv = qkv.reshape(B, T, 3, self.num_heads, self.head_dim)       # (B, T, 3, H, Dh)
         scale = torch.tensor(self.qkv_scale, dtype=qkv.dtype, device=qkv.device).reshape(3, 1, 1)
         q, k, v = scale_gradient(qkv, scale).permute(2, 0, 3, 1, 4).unbind(0)   # each (B, H, T, Dh)
-        x = F.scaled_dot_product_attention(q, k, v, scale=a.scale)       # (B, H, T, Dh)
-        x = x.transpose(1, 2).reshape(B, T, D)
-        return a.proj_drop(a.proj(x)), None
+        bias = None
+        if self.rel_table is not None and (positions is None or positions.rel_index is None):
+            raise ValueError("This attention has a relative position bias but got no relative positions!")
+        if positions is not None:
+            if positions.rope is not None:                               # a linear map of q and k
+                q = apply_rope(q, *positions.rope, positions.num_prefix)
+                k = apply_rope(k, *positions.rope, positions.num_prefix)
+            if self.rel_table is not None:                               # a constant added to the logits
+                bias = self.rel_table[positions.rel_index].permute(2, 0, 1)   # (H, T, T)
+        x = F.scaled_dot_product_attention(q, k, v, attn_mask=bias, is_causal=self.causal, scale=self.scale)
+        x = x.transpose(1, 2).reshape(B, T, D)                           # (B, T, D)
+        return self.proj_drop(self.proj(self.norm(x))), None
+
+
+# The MAP probe's query is the learnt latent, a constant: its logits q·kᵀ are linear in k, so k takes all of them.
+PROBE_UNIFORM = (0.5, 0.5)
+"""AttnLRP on the probe: A·v splits its relevance equally between A and v; A's half reaches k whole (q is constant)."""
+PROBE_NO_SOFTMAX_FLOW = (0.0, 1.0)
+"""CP-LRP on the probe: the attention weights are constants, all relevance goes through v."""
+
+
+class RuleAttentionPool(nn.Module):
+    """SigLIP's attention pooling (``AttentionPool``, same weights, same values) with the bilinear rule on k, v.
+
+    Tokens (B, N, D) -> pooled (B, D). Its own attention gets the same softmax and bilinear rules as a block's
+    (``PROBE_UNIFORM`` or ``PROBE_NO_SOFTMAX_FLOW``); its LayerNorm and MLP are children the view gives their rules.
+    """
+
+    walk_children = True
+
+    def __init__(self, inner: AttentionPool, kv_scale: tuple[float, float]):
+        super().__init__()
+        known = {"q", "kv", "proj", "norm", "mlp"}
+        extra = sorted(set(inner._modules) - known) + sorted(set(inner._parameters) - {"latent"})
+        if extra:
+            raise ValueError(f"RuleAttentionPool reproduces AttentionPool made of {', '.join(sorted(known))} and "
+                             f"latent only, but this one also has {', '.join(extra)}; extend it for them.")
+        self.q, self.kv, self.proj, self.norm, self.mlp = inner.q, inner.kv, inner.proj, inner.norm, inner.mlp
+        self.latent = inner.latent
+        self.num_heads, self.head_dim, self.scale = inner.num_heads, inner.head_dim, inner.scale
+        self.kv_scale = kv_scale
+
+    def forward(self, x: torch.Tensor, return_attn: bool = False) -> tuple[torch.Tensor, None]:
+        B, N, D = x.shape
+        H, Dh = self.num_heads, self.head_dim
+        q = self.q(self.latent).reshape(1, 1, H, Dh).transpose(1, 2).expand(B, -1, -1, -1)   # (B, H, 1, Dh)
+        kv = self.kv(x).reshape(B, N, 2, H, Dh)                                             # (B, N, 2, H, Dh)
+        scale = torch.tensor(self.kv_scale, dtype=kv.dtype, device=kv.device).reshape(2, 1, 1)
+        k, v = scale_gradient(kv, scale).permute(2, 0, 3, 1, 4).unbind(0)                   # each (B, H, N, Dh)
+        x = F.scaled_dot_product_attention(q, k, v, scale=self.scale)                       # (B, H, 1, Dh)
+        x = self.proj(x.transpose(1, 2).reshape(B, D))                                      # (B, D)
+        return x + self.mlp(self.norm(x)), None
+
+
+GATE_UNIFORM = (0.5, 0.5)
+"""AttnLRP on a gated product SiLU(gate) ⊙ value: each factor gets half (lxt's ``gated_mlp_forward``)."""
+GATE_NO_FLOW = (0.0, 1.0)
+"""CP-LRP on a gated product: the gate is treated as a constant, all relevance goes to the value (lxt's
+``cp_gated_mlp_forward``)."""
+
+
+class RuleSwiGLU(nn.Module):
+    """EVA-02's gated MLP (``SwiGLU``, same values): SiLU(x·W_g) ⊙ (x·W_x) with a rule on the product.
+
+    The gate and the value are both functions of the input, so their element-wise product is bilinear:
+    ``GATE_UNIFORM`` gives each factor half of its relevance (gradients × 1/2, AttnLRP's rule for products),
+    ``GATE_NO_FLOW`` all of it to the value (CP-LRP); the SiLU gets its rule (identity) and the inner LayerNorm
+    its own, as children the view walks.
+    """
+
+    walk_children = True
+
+    def __init__(self, inner: SwiGLU, scales: tuple[float, float] = GATE_UNIFORM):
+        super().__init__()
+        for name, child in inner._modules.items():    # fc1_g, fc1_x, act, drop1, norm, fc2, drop2
+            self.add_module(name, child)
+        self.scales = scales
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        gate, value = self.act(self.fc1_g(x)), self.fc1_x(x)                 # (B, T, mlp_dim) each
+        hidden = scale_gradient(gate, self.scales[0]) * scale_gradient(value, self.scales[1])
+        return self.drop2(self.fc2(self.norm(self.drop1(hidden))))
 
 
 # Module kinds that need no rule: linear maps and dropout (eval), whose plain gradient × input already is
@@ -187,10 +284,16 @@ class RuleSet:
 ATTN_LRP = RuleSet("attnlrp", {
     nn.LayerNorm: LayerNormIdentity,
     nn.GELU: ElementwiseIdentity,
+    QuickGELU: ElementwiseIdentity,
+    nn.SiLU: ElementwiseIdentity,
     nn.Tanh: ElementwiseIdentity,
+    SwiGLU: RuleSwiGLU,
     Attention: lambda m: RuleAttention(m, UNIFORM_SPLIT),
+    AttentionPool: lambda m: RuleAttentionPool(m, PROBE_UNIFORM),
 })
-CP_LRP = RuleSet("cp_lrp", {**ATTN_LRP.rules, Attention: lambda m: RuleAttention(m, NO_SOFTMAX_FLOW)})
+CP_LRP = RuleSet("cp_lrp", {**ATTN_LRP.rules, Attention: lambda m: RuleAttention(m, NO_SOFTMAX_FLOW),
+                            SwiGLU: lambda m: RuleSwiGLU(m, GATE_NO_FLOW),
+                            AttentionPool: lambda m: RuleAttentionPool(m, PROBE_NO_SOFTMAX_FLOW)})
 RULE_SETS = {r.name: r for r in (ATTN_LRP, CP_LRP)}
 
 
@@ -201,11 +304,14 @@ def rewired(model: nn.Module, replace: Callable[[str, nn.Module], nn.Module | No
     Only the containers on the way to a swapped module are copied (shallowly); parameters, buffers and
     every other module are shared, and ``model`` itself is never changed. With ``passthrough``, every module
     that is not swapped must be of one of these exact kinds, else ValueError names it: a rule set then
-    cannot silently run a module whose non-linearity it has no rule for.
+    cannot silently run a module whose non-linearity it has no rule for. A swapped module with
+    ``walk_children = True`` (a rule that reproduces a module from its children) has its children walked too.
     """
     def walk(name: str, module: nn.Module) -> nn.Module:
         swapped = replace(name, module)
         if swapped is not None:
+            if getattr(swapped, "walk_children", False):   # a rule running the module's own children: theirs too
+                swapped.__dict__["_modules"] = {n: walk(f"{name}.{n}", c) for n, c in swapped._modules.items()}
             return swapped
         if passthrough is not None and type(module) not in passthrough:
             raise ValueError(f"No relevance rule for {name or 'the model'} ({type(module).__name__})! Expected a "

@@ -1,9 +1,9 @@
 """What an explanation explains: a ``Target`` turns the model's output into one differentiable score per image.
 
 Every explanation method differentiates (or propagates relevance from) ``target.score(output)``, so the
-methods never need to know whether the score is a class logit or, for a CLIP image tower, the similarity
-to a typed text (``logit_scale · cosine(image_embedding, text_embedding)``): such a target is one more
-class with these three methods, and no method changes.
+methods never need to know whether the score is a class logit (``ClassTarget``) or, for a CLIP image
+tower, the similarity to a typed text (``TextTarget``: ``exp(logit_scale) · cosine(image_embedding,
+text_embedding)``): such a target is one more class with these three methods, and no method changes.
 """
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Protocol, Sequence, runtime_checkable
 
 import torch
+import torch.nn.functional as F
 
 
 @runtime_checkable
@@ -66,6 +67,55 @@ class ClassTarget:
 
     def describe(self) -> dict:
         return {"index": self.index, "name": self.name}
+
+
+@dataclass(frozen=True, eq=False)
+class TextTarget:
+    """CLIP: the image–text score of one typed text, s = exp(logit_scale) · cos(image embedding, text embedding).
+
+    ``output`` is the image tower's embedding (B, E) (``model(x)`` of a CLIP image tower). ``texts`` are the
+    texts typed together (the zero-shot choices), ``embeddings`` their L2-normalised text embeddings (n, E), no
+    gradient (the text side is fixed; what is explained is the image); ``index`` which text is explained, or
+    None for each image's best-scoring text. The score is CLIP's logit of that text, the probability its
+    zero-shot probability among ``texts`` (softmax of the n logits). Build one with ``vit.clip.text_target``.
+    """
+    texts: tuple[str, ...]
+    embeddings: torch.Tensor      # (n, E) normalised
+    logit_scale: float            # exp(logit_scale): 100 for OpenAI's released models
+    index: int | None = None
+
+    def logits(self, output: torch.Tensor) -> torch.Tensor:
+        """(B, E) image embeddings -> (B, n) CLIP logits exp(logit_scale) · cosine, differentiable in ``output``."""
+        if output.ndim != 2 or output.shape[1] != self.embeddings.shape[1]:
+            raise ValueError(f"A text target needs image embeddings (batch, {self.embeddings.shape[1]}) from a CLIP "
+                             f"image tower but got an output of shape {tuple(output.shape)}!")
+        texts = self.embeddings.to(device=output.device, dtype=output.dtype)
+        return self.logit_scale * F.normalize(output, dim=-1) @ texts.T
+
+    def indices(self, output: torch.Tensor) -> torch.Tensor:
+        """(B, E) -> (B,) the explained text per image (the fixed index, or each image's best text)."""
+        logits = self.logits(output)
+        if self.index is None:
+            return logits.detach().argmax(dim=1)
+        return torch.full((output.shape[0],), self.index, dtype=torch.long, device=output.device)
+
+    def score(self, output: torch.Tensor) -> torch.Tensor:
+        logits = self.logits(output)
+        return logits.gather(1, self.indices(output)[:, None])[:, 0]
+
+    def probability(self, output: torch.Tensor) -> torch.Tensor:
+        return self.logits(output).softmax(dim=1).gather(1, self.indices(output)[:, None])[:, 0]
+
+    def resolved(self, output: torch.Tensor) -> "TextTarget":
+        """With ``index`` None: the same target fixed to the first image's best text (so later passes agree)."""
+        if self.index is not None:
+            return self
+        return TextTarget(self.texts, self.embeddings, self.logit_scale, int(self.indices(output)[0]))
+
+    def describe(self) -> dict:
+        """{"index": i among the texts, "name": the text, "text": the text} (index and names None until resolved)."""
+        text = None if self.index is None else self.texts[self.index]
+        return {"index": self.index, "name": text, "text": text}
 
 
 def class_target(labels: Sequence[str], text: str | int) -> ClassTarget:

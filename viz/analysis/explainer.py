@@ -12,14 +12,16 @@ and re-rendered (colour map, opacity, contrast) without the model.
 """
 from __future__ import annotations
 
+import hashlib
 import time
+from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 import numpy as np
 import torch
 from PIL import Image
 
-from vit.explain import RULE_SETS, ClassTarget, Target, class_target, gradient_pass, readout, relevance_pass
+from vit.explain import RULE_SETS, ClassTarget, Target, TextTarget, class_target, gradient_pass, readout, relevance_pass
 
 from ..explain.arrays import ExplainArrays
 from ..explain.explanation import Explanation
@@ -33,7 +35,8 @@ def _numpy(t: torch.Tensor) -> np.ndarray:
 def _gradient(model, x: torch.Tensor, target: Target) -> tuple[torch.Tensor, dict]:
     p = gradient_pass(model, x, target)
     return p.output, dict(attention=_numpy(p.attention[0]), attention_grad=_numpy(p.attention_grad[0]),
-                          tokens=_numpy(p.tokens[0]), tokens_grad=_numpy(p.tokens_grad[0]))
+                          tokens=_numpy(p.tokens[0]), tokens_grad=_numpy(p.tokens_grad[0]),
+                          probe=None if p.probe is None else p.probe[0])
 
 
 def _relevance(rules: str) -> Callable:
@@ -45,8 +48,9 @@ def _relevance(rules: str) -> Callable:
 
 def _attention(model, x: torch.Tensor, target: Target) -> tuple[torch.Tensor, dict]:
     with torch.inference_mode():
-        output, attn = model.forward_with_attention(x)[:2]
-    return output, {"attention": _numpy(attn[0])}
+        capture = model.forward_with_attention(x)
+    probe = None if capture.probe_attention is None else capture.probe_attention[0]   # (H, T) "map" pooling
+    return capture.output, {"attention": _numpy(capture.attention[0]), "probe": probe}
 
 
 def _none(model, x: torch.Tensor, target: Target) -> tuple[None, dict]:
@@ -60,7 +64,10 @@ assert set(PASSES) == set(FAMILIES), "every family of viz.explain.FAMILIES needs
 
 
 def _resolved(target: Target, output: torch.Tensor, labels: Sequence[str]) -> Target:
-    """A class target with its index and name filled in (top-1 taken from ``output``); other targets as they are."""
+    """A class target with its index and name filled in (top-1 taken from ``output``), a text target fixed to
+    its best text when none was chosen; other targets as they are."""
+    if isinstance(target, TextTarget):
+        return target.resolved(output)
     if not isinstance(target, ClassTarget):
         return target
     index = int(target.indices(output)[0]) if target.index is None else target.index
@@ -96,27 +103,48 @@ def explain_tensor(model, x: torch.Tensor, target: Target | None = None, methods
             output = model(x)
         target = _resolved(target, output, labels)
     t0 = time.perf_counter()
-    ro = readout(model, layout)
-    arrays = ExplainArrays(num_prefix=layout.num_prefix, grid=tuple(layout.grid), readout=_numpy(ro.weights),
-                           relevance=relevance, **fields)
+    ro = readout(model, layout, fields.pop("probe", None))   # "map" pooling: the probe's row of this image
+    arrays = ExplainArrays(num_prefix=layout.num_prefix, grid=tuple(layout.grid),
+                           readout=None if ro.weights is None else _numpy(ro.weights), relevance=relevance,
+                           query=ro.query, **fields)
     maps = {m.name: np.asarray(m.formula(arrays), dtype=np.float32) for m in METHODS.values() if m.family in ran}
     timings["formulas"] = time.perf_counter() - t0
     with torch.no_grad():
         score, probability = float(target.score(output)[0]), float(target.probability(output)[0])
     return Explanation(target=target.describe(), maps=maps, grid=tuple(layout.grid), num_prefix=layout.num_prefix,
-                       readout=ro.description, score=score, probability=probability, timings=timings)
+                       readout=ro.description, query=ro.query, score=score, probability=probability, timings=timings)
+
+
+def resolve_target(loaded, target: Target | str | int | None, texts: Sequence[str] = ()) -> Target | None:
+    """What a person typed or picked -> a ``Target``, the same rule for the CLI, the page and ``explain``.
+
+    A ``Target`` is kept. For a checkpoint with a text tower and no classifier (a CLIP image tower): a string is
+    a text (``vit.clip.text_target``, its probability among ``texts``), None the best of ``texts``. Otherwise a
+    string or an int is a class name or index (``vit.explain.class_target``), None the top-1 class.
+    """
+    if isinstance(target, bool) or (target is not None and not isinstance(target, (str, int))):
+        return target
+    if getattr(loaded, "text", None) is not None and not loaded.labels:
+        from vit.clip import text_target
+        if target is None and not texts:
+            raise ValueError("A CLIP image tower has no classes: give the text to explain (or the texts to choose "
+                             "the best-scoring one from).")
+        return text_target(loaded, None if target is None else str(target), list(texts))
+    if target is None:
+        return None
+    return class_target(loaded.labels, target)
 
 
 def explain(loaded, image: Image.Image, target: Target | str | int | None = None,
-            methods: Sequence[str] | str | None = None) -> Explanation:
+            methods: Sequence[str] | str | None = None, texts: Sequence[str] = ()) -> Explanation:
     """A photo through a ``vit.LoadedModel`` -> ``Explanation``.
 
     The photo is cropped and normalised by the checkpoint's own preprocessing (the same pixels as
     ``viz.analysis.analyze``); ``target`` is a ``Target``, a class name or index (``vit.explain.class_target``),
-    or None for the top-1 class; ``methods`` a list or "gae,attnlrp" (default: every method).
+    for a CLIP checkpoint a typed text (``texts``: the other texts typed with it), or None for the top-1 class
+    (the best text); ``methods`` a list or "gae,attnlrp" (default: every method).
     """
-    if isinstance(target, (str, int)) and not isinstance(target, bool):
-        target = class_target(loaded.labels, target)
+    target = resolve_target(loaded, target, texts)
     t0 = time.perf_counter()
     x = loaded.preprocess.to_tensor(loaded.preprocess.crop_image(image))
     t1 = time.perf_counter()
@@ -128,3 +156,55 @@ def explain(loaded, image: Image.Image, target: Target | str | int | None = None
 def explain_map(name: str, model, x: torch.Tensor, target: Target | None = None) -> np.ndarray:
     """THE call signature of every method: (model, one image (1, C, H, W), target) -> (gh, gw) map."""
     return explain_tensor(model, x, target, [name]).map(name)
+
+
+@dataclass(frozen=True)
+class _Request:
+    """A cache key (model, photo, target as typed, texts, pass family) carrying what computing it needs."""
+    key: tuple
+    loaded: object = field(compare=False, hash=False)
+    image: Image.Image = field(compare=False, hash=False)
+    target: object = field(compare=False, hash=False)
+
+
+class ExplanationCache:
+    """The page's explanations, cached: (gh, gw) maps in milliseconds once a (photo, model, target, pass) ran.
+
+    ``map(loaded, analysis, method, target, texts)`` is THE call for the page, for every family:
+    ``analysis`` is the cached ``viz.result.Analysis`` of the photo (its ``image`` is the crop the model saw);
+    ``target`` a class index or name, None (top-1 class; for a CLIP tower the best of ``texts``), or for a
+    CLIP checkpoint the text typed in the text box, with ``texts`` the zero-shot texts. One model pass per
+    (photo, model, target, pass family) computes every method of that family (gae, grad_rollout, gradcam,
+    attention and rollout share one backward), so the other methods of the row are then free too. Entries
+    are ``Explanation``s (a few kB), kept while their bytes fit ``capacity_bytes``; concurrent requests for
+    the same entry wait for one computation (``vit.cache.LRUCache``). The key holds the model object's
+    identity and name, the photo's pixels digest, the target and texts as given.
+    """
+
+    def __init__(self, capacity_bytes: int = 32 << 20):
+        from vit.cache import LRUCache
+        self._cache = LRUCache(self._compute, capacity_bytes, weigh=lambda e: e.nbytes + 1024)
+
+    @staticmethod
+    def _compute(request: _Request) -> Explanation:
+        loaded, texts, family = request.loaded, request.key[4], request.key[5]
+        names = [m.name for m in METHODS.values() if m.family == family]
+        target = resolve_target(loaded, request.target, texts)
+        x = loaded.preprocess.to_tensor(request.image)
+        return explain_tensor(loaded.model, x, target, names, loaded.labels)
+
+    def explanation(self, loaded, analysis, method: str, target: Target | str | int | None = None,
+                    texts: Sequence[str] = ()) -> Explanation:
+        """The cached ``Explanation`` that holds ``method``'s map (and its pass family's other maps)."""
+        (name,) = method_names([method])
+        image = analysis.image
+        digest = hashlib.sha1(image.tobytes()).hexdigest()
+        typed = target if target is None or isinstance(target, (str, int)) else ("object", id(target))
+        key = (id(loaded.model), getattr(loaded, "name", ""), (digest, image.size), typed, tuple(texts),
+               METHODS[name].family)
+        return self._cache.get(_Request(key, loaded, image, target))
+
+    def map(self, loaded, analysis, method: str, target: Target | str | int | None = None,
+            texts: Sequence[str] = ()) -> np.ndarray:
+        """(gh, gw) float32 map of ``method`` for ``target`` on the analysed photo (see the class docstring)."""
+        return self.explanation(loaded, analysis, method, target, texts).map(method)

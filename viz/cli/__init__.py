@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
         o = options_from(args)
         grid = loaded.model.token_layout(*loaded.preprocess.crop).grid
         panels.check_options(o, loaded.model.cfg.depth, loaded.model.cfg.num_heads, grid)
-        request = explain_request(args, loaded.labels)
+        request = explain_request(args, loaded)
         entries = files.list_images(args.images, loaded.labels)
         if not entries:
             raise ValueError("no images found in " + ", ".join(args.images))
@@ -70,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
     if args.compare:
-        return run_comparison(args, loaded, o, entries)
+        return run_comparison(args, loaded, o, entries, request)
     if loaded.config.num_classes == 0:
         print(f"note: {no_classifier_note(loaded.name)}", file=sys.stderr)
     if device.type == "cpu" and dtype != torch.float32 and not args.quiet:

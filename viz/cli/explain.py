@@ -1,4 +1,8 @@
-"""``--explain METHODS [--target CLASS] [--contrast CLASS]``: class-specific maps of every image (viz.explain)."""
+"""``--explain METHODS [--target CLASS] [--contrast CLASS]``: class-specific maps of every image (viz.explain).
+
+With a CLIP checkpoint (a text tower, no classes) ``--target`` and ``--contrast`` are texts: the explained
+score is that text's image–text score, its probability the zero-shot probability among ``--texts``.
+"""
 from __future__ import annotations
 
 import argparse
@@ -15,21 +19,25 @@ from ..result import Analysis
 class ExplainRequest:
     """What --explain, --target and --contrast ask for, checked against the model before any image runs."""
     methods: list[str]
-    target: object = None        # vit.explain.ClassTarget, or None for each image's top-1 class
-    contrast: object = None      # vit.explain.ClassTarget or None
+    target: object = None        # vit.explain.ClassTarget or TextTarget, or None for each image's top-1 class
+    contrast: object = None      # vit.explain.ClassTarget or TextTarget, or None
 
 
-def explain_request(args: argparse.Namespace, labels: list[str]) -> ExplainRequest | None:
-    """--explain/--target/--contrast -> ExplainRequest (None without --explain); ValueError lists what exists."""
-    from vit.explain import class_target
+def explain_request(args: argparse.Namespace, loaded) -> ExplainRequest | None:
+    """--explain/--target/--contrast -> ExplainRequest (None without --explain); ValueError lists what exists.
+
+    Classes for a classifier; for a CLIP image tower with a text tower, texts (``resolve_target``): --target
+    "a photo of a cat" explains that text, no --target the best of --texts."""
+    from ..analysis import resolve_target
 
     if not args.explain:
         if args.target is not None or args.contrast is not None:
             raise ValueError("--target and --contrast choose the class for --explain; give --explain METHODS too.")
         return None
-    return ExplainRequest(method_names(args.explain),
-                          None if args.target is None else class_target(labels, args.target),
-                          None if args.contrast is None else class_target(labels, args.contrast))
+    texts = getattr(args, "texts", None) or ()
+    methods = method_names(args.explain)
+    return ExplainRequest(methods, resolve_target(loaded, args.target, texts),
+                          None if args.contrast is None else resolve_target(loaded, args.contrast, texts))
 
 
 def explanation_outputs(loaded, a: Analysis, request: ExplainRequest,
@@ -49,7 +57,7 @@ def explanation_outputs(loaded, a: Analysis, request: ExplainRequest,
                                                    o.colorbar, label=f"{m}: {name}")
     images["explanations"] = methods_row(a.image, {m: e.map(m) for m in request.methods}, cmap=o.cmap, alpha=o.alpha,
                                          title=name)
-    info = {"target": {"index": e.target["index"], "name": name}, "methods": list(request.methods),
+    info = {"target": dict(e.target), "methods": list(request.methods),
             "readout": e.readout, "probability": e.probability}
     if request.contrast is not None:
         b = explain_tensor(loaded.model, x, request.contrast, request.methods, loaded.labels)
@@ -57,7 +65,7 @@ def explanation_outputs(loaded, a: Analysis, request: ExplainRequest,
             arrays[f"contrast_{m}"] = contrast(e, b, m)
             images[f"contrast_{m}"] = contrast_panel(panels.photo(a, o.scale), arrays[f"contrast_{m}"], o.alpha,
                                                      o.colorbar, label=f"{m}: {name} - {b.target['name']}")
-        info["contrast"] = {"index": b.target["index"], "name": b.target["name"]}
+        info["contrast"] = dict(b.target)
     info["seconds"] = time.perf_counter() - t0
     return images, arrays, info
 

@@ -39,7 +39,8 @@ of the panels, compare.png and compare.json: models [A, B] with name, sha256 (fi
 
 With --explain M1,M2,…: explain_<method>.png per method (the map for --target, default each image's
 top-1 class) and explanations.png (all of them side by side), explain_<method> (gh, gw) in attention.npz,
-and "explain": {"target": {"index", "name"}, "methods": […]} in result.json. With --contrast B also
+and "explain": {"target": {"index", "name"}, "methods": […]} in result.json (with a CLIP checkpoint --target is a
+text: "target": {"index" among --texts, "name", "text"}). With --contrast B also
 contrast_<method>.png and contrast_<method>: the --target map minus B's, diverging colours centred on 0,
 and "contrast": {"index", "name"}. Methods: """ + ", ".join(METHODS) + """.
 
@@ -165,9 +166,10 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--explain", metavar="METHODS",
                    help=f"comma-separated explanation methods, from: {', '.join(METHODS)}")
     g.add_argument("--target", metavar="NAME_OR_INDEX",
-                   help="class to explain, by name ('tabby') or index (default: each image's top-1 class)")
+                   help="class to explain, by name ('tabby') or index (default: each image's top-1 class); with a CLIP "
+                        "checkpoint a text, e.g. 'a photo of a cat' (default: the best of --texts)")
     g.add_argument("--contrast", metavar="NAME_OR_INDEX",
-                   help="also 'why --target rather than this class': the --target map minus this class's map")
+                   help="also 'why --target rather than this class' (or text): the --target map minus this one's map")
     g = p.add_argument_group("compare and animate")
     g.add_argument("--compare", metavar="B",
                    help="compare the --weights model (A) with this checkpoint (B) on each image: writes compare.png "

@@ -23,6 +23,7 @@ class ExplainArrays:
     tokens: np.ndarray | None = None         # (T, D) last block's norm1 output (Grad-CAM activation)
     tokens_grad: np.ndarray | None = None    # (T, D) ∂score/∂tokens
     relevance: dict = field(default_factory=dict)  # rule set name ("attnlrp", "cp_lrp") -> (N,) LRP relevance
+    query: str = "cls"                       # the readout's query as viz.maps.readout names it: "cls", "map", "mean"
 
     def need(self, *names: str) -> tuple:
         """The named fields, or ValueError naming the ones missing (the pass that makes them did not run)."""

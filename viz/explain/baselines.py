@@ -3,7 +3,8 @@ the readout's attention in the last block, attention rollout, and a seeded rando
 
 ``attention`` and ``rollout`` are the existing maps of ``viz.maps`` read out through the model's readout
 (the CLS row for a CLS model, which is exactly ``token_attention_map`` and ``rollout_map``; the mean of the
-patch rows for a mean-pooled model). They do not depend on the target: the same picture for every class.
+patch rows for a mean-pooled model; the MAP probe's attention, and p · R, for SigLIP: the same queries as
+``viz.maps.readout``'s ``readout_attention_map`` and ``readout_rollout_map``). They do not depend on the target: the same picture for every class.
 ``random`` is the baseline every faithfulness score needs: uniform values in [0, 1), the same for a given
 grid and seed.
 """
@@ -18,7 +19,13 @@ RANDOM_SEED = 0
 
 
 def attention_map(arrays: ExplainArrays) -> np.ndarray:
-    """The readout's attention over the patches in the last block, mean of heads -> (gh, gw)."""
+    """The readout's attention over the patches in the last block, mean of heads -> (gh, gw).
+
+    For "map" pooling (SigLIP) the query that reads the image out is the probe, which attends once, after the
+    last block: its attention (mean of heads) *is* the readout row, as ``viz.maps.readout`` shows it."""
+    if arrays.query == "map":
+        (readout,) = arrays.need("readout")
+        return row_to_grid(readout, arrays.num_prefix, arrays.grid)
     attention, readout = arrays.need("attention", "readout")
     last = np.asarray(attention[-1]).mean(axis=0, dtype=np.float32)      # (T, T)
     return read_out(last, readout, arrays.num_prefix, arrays.grid)

@@ -16,7 +16,8 @@ class Explanation:
 
     ``maps[name]`` is (gh, gw) float32 in the method's own units (see ``viz.explain.methods``); ``target``
     is the resolved ``Target.describe()`` (for a class: ``{"index": 281, "name": "tabby"}``); ``readout``
-    says which tokens the attention-based maps read out (e.g. "the CLS token").
+    says which tokens the attention-based maps read out (e.g. "the CLS token"), ``query`` the same as
+    ``viz.maps.readout`` names it ("cls", "map", "mean"; ``viz.maps.readout.query_name`` gives the caption).
     """
     target: dict
     maps: dict                         # method name -> (gh, gw) float32
@@ -26,6 +27,7 @@ class Explanation:
     score: float                       # the target's score (the class logit) on this image
     probability: float                 # the target's probability
     timings: dict = field(default_factory=dict)   # seconds per model pass and for the formulas
+    query: str = "cls"                 # the readout's query, viz.maps.readout's name: "cls", "map" or "mean"
 
     @property
     def methods(self) -> list[str]:

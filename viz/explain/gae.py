@@ -8,7 +8,8 @@ are dropped per head before the heads are averaged:
     R ← R + Ā_l · R,  blocks from the first to the last,  R₀ = I   (T, T)
 
 and the map is the readout's row of R over the patch columns (row 0 for a CLS model; the mean of the
-patch rows for a mean-pooled model; the mean of the CLS and DIST rows for a distilled DeiT). Any number
+patch rows for a mean-pooled model; p · R for SigLIP, p the MAP probe's attention, mean of heads, as
+``viz.maps.readout`` reads rollout; the mean of the CLS and DIST rows for a distilled DeiT). Any number
 of prefix tokens takes part in R; only the patch columns are shown. Values are R's, not rescaled.
 """
 from __future__ import annotations

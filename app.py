@@ -272,6 +272,42 @@ def _explained(photo: str, source: str, served: explorer.ServedModel, spec) -> t
         raise gr.Error(str(err), print_exception=False) from None
 
 
+# ---- re-renders as plain tuples (bench.run and API-style callers; the page uses the page_* handlers below) ---------
+
+def rerender_rollout(session, *controls, lang="en"):
+    """The rollout picture for the session's analysis and these controls (gr.skip() before any photo)."""
+    if (a := _session_analysis(session, lang)) is None:
+        return gr.skip()
+    return explorer.rollout_view(a, _controls(a, *controls), lang)[0]
+
+
+def rerender_layer(session, *controls, lang="en"):
+    """Layer or head changed -> (session, attention, heads grid, where the patch attends, who attends to it)."""
+    v = page_layer(session, *controls, lang)
+    return tuple(v[k] for k in ("session", "attention", "heads", "query_out", "query_in")) if v else (gr.skip(),) * 5
+
+
+def rerender_query(session, *controls, lang="en"):
+    v = page_query(session, *controls, lang)
+    return (v["query_out"], v["query_in"]) if v else (gr.skip(),) * 2
+
+
+def pick_head(evt: gr.SelectData, session, *controls, lang="en"):
+    """A click on the heads grid -> (session, layer, head, mean of heads, attention, heads grid, query row, query
+    column, the line on the head), or gr.skip()s off the thumbnails."""
+    v = page_pick_head(evt, session, *controls, lang)
+    if not v:
+        return (gr.skip(),) * 9
+    return (v["session"], v["layer"], v["head"].value, v["mean_heads"], v["attention"], v["heads"], v["query_out"],
+            v["query_in"], v["heads_info"])
+
+
+def pick_patch(evt: gr.SelectData, session, *controls, lang="en"):
+    """A click on the clickable photo -> (session, framed photo, where the patch attends, who attends to it)."""
+    v = page_pick_patch(evt, session, *controls, lang)
+    return tuple(v[k] for k in ("session", "query_photo", "query_out", "query_in")) if v else (gr.skip(),) * 4
+
+
 # ---- handlers of the page: {output name: value}; a refusal is one warning and no change ----------------------------
 
 def on_page(fn, components: dict, names: list[str]):

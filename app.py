@@ -831,7 +831,7 @@ def build_app(default_model: str) -> gr.Blocks:
                     zero_shot_label = gr.Label(label=i18n("label.zero_shot"))
                 explain_line = _note("explain-line")
                 explain_picture = _picture("picture.explanation", elem_id="explain-image")
-                methods_img = _picture("picture.methods_row", enlarge=False, elem_id="methods-row")
+                methods_img = _picture("picture.methods_row", elem_id="methods-row")
             with gr.Tab(i18n("tab.compare"), id="compare") as compare_tab:
                 gr.Markdown(i18n("about.compare"))
                 with gr.Row(equal_height=True):
@@ -872,7 +872,7 @@ def build_app(default_model: str) -> gr.Blocks:
                 architecture = gr.Markdown(elem_id="architecture")
                 gr.Markdown(i18n("about.filters"))
                 filters_img = Picture(label=i18n("picture.filters"), interactive=False, format="png")
-            # The lead's "Trust" tab goes here (see README: one more `with gr.Tab(...)` before the end of tab_bar).
+            # one more tab goes here: `with gr.Tab(i18n("tab.NAME"), id="NAME") as NAME_tab:` (add it to TAB_IDS)
         with gr.Accordion(i18n("label.display"), open=True):   # applies to every map of every tab
             with gr.Row():   # one column each, so that on a phone they stack instead of squeezing
                 with gr.Column(min_width=220):

@@ -362,7 +362,7 @@ def test_explain_follows_the_class_and_the_method_and_equals_the_library(cat_res
                               loaded.labels).map("gae")
     got = app.EXPLANATIONS.get((session.key[0], augreg, ("class", "tabby"))).maps["gae"]
     np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
-    assert tabby["methods_row"].width > 5 * 200                                # every method side by side
+    assert tabby["methods_row"].width > 5 * 140                                # every method side by side
 
 
 def test_explain_endpoint_returns_the_picture_and_the_numbers(cat_result, photos, augreg):

@@ -122,4 +122,4 @@ def methods_view(a: Analysis, e: Explained, alpha: float = 0.6) -> Image.Image |
     """Every method that ran, side by side for the same target."""
     if not e.maps:
         return None
-    return methods_row(a.image, e.maps, cell=200, alpha=alpha, title=str(e.target["name"]))
+    return methods_row(a.image, e.maps, cell=140, alpha=alpha, title=str(e.target["name"]))

@@ -56,7 +56,16 @@ ANALYSES_MEMORY = 200 * 2**20  # bytes of analyses kept for re-rendering, shared
 MODELS_IN_MEMORY = 2         # checkpoints kept loaded at once
 RENDER_CONCURRENCY = 4       # re-renders running at once (milliseconds of numpy each)
 DEVICE = torch.device("cpu")  # where the models run (--device, set before the first model loads)
-MODELS = LRUCache(lambda source: explorer.serve(vit.load(source), DEVICE), MODELS_IN_MEMORY)
+
+
+def _load_model(source: str) -> explorer.ServedModel:
+    """Load and serve a checkpoint. Outside inference mode even when a page handler (which runs in it) asks:
+    parameters made in inference mode could never take part in a backward pass, and the Explain tab needs one."""
+    with torch.inference_mode(False):
+        return explorer.serve(vit.load(source), DEVICE)
+
+
+MODELS = LRUCache(_load_model, MODELS_IN_MEMORY)
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
 # Whether the Model box (and /analyze's ``model``) may name any path or known model, or only those listed. A
 # server reachable by others must not let them read files by path or download any model: launch() decides.

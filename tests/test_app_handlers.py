@@ -416,3 +416,40 @@ def test_command_line_defaults_and_flags():
                                                                              "cpu")
     with pytest.raises(SystemExit):
         app.parse_args(["--weights", "a.pth", "--model", "vit_b_16"])
+
+
+# ---- CLIP: typed texts ------------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def clip_path(tmp_path_factory):
+    """A tiny random CLIP in OpenAI's layout (image and text towers), as tests/test_clip.py builds it."""
+    from test_families import open_clip_tiny
+    state = {**open_clip_tiny().state_dict(), "input_resolution": torch.tensor(64),
+             "context_length": torch.tensor(77), "vocab_size": torch.tensor(49408)}
+    path = tmp_path_factory.mktemp("clip") / "ViT-tiny.pt"
+    torch.save(state, path)
+    return str(path)
+
+
+def test_clip_texts_are_scored_and_explained(demo, photos, clip_path, cat):
+    from vit.clip import zero_shot
+    page = _page(photos["cat"], clip_path)
+    assert page["clip_box"].visible is True
+    texts = "a photo of a cat, a photo of a dog\na red cup"
+    scored = app.page_zero_shot(page["session"], texts, "en")["zero_shot"]
+    loaded = app.MODELS.get(clip_path).loaded
+    expected = zero_shot(loaded, _cached(page["session"]).image, ["a photo of a cat", "a photo of a dog", "a red cup"])
+    np.testing.assert_allclose(list(scored.values()), expected[0].numpy(), rtol=1e-5)
+    cat_map = app.page_explain(page["session"], "gae", app.TOP1, app.NO_CONTRAST, texts, True, 0.6, "en")
+    dog_map = app.page_explain(page["session"], "gae", app.TOP1, app.NO_CONTRAST, "a photo of a dog, a photo of a cat",
+                               True, 0.6, "en")
+    assert "a photo of a cat" in cat_map["explain_line"] and "a photo of a dog" in dog_map["explain_line"]
+    assert not np.array_equal(_pixels(cat_map["explain_picture"]), _pixels(dog_map["explain_picture"]))
+
+
+def test_a_model_picked_in_the_page_can_still_be_explained(cat_result, photos, real_weights_dir):
+    """Page handlers run in inference mode; the models they load must still take a backward pass."""
+    deit = str(real_weights_dir / DEIT)
+    switched = app.page_switch_model(deit, "x", photos["cat"], None, *_controls(), "en")
+    explained = app.page_explain(switched["session"], "gae", "tabby", app.NO_CONTRAST, "", False, 0.6, "en")
+    assert "tabby" in explained["explain_line"] and isinstance(explained["explain_picture"], Image.Image)

@@ -49,9 +49,9 @@ PAGE: dict[str, tuple[str, str]] = {
         "Where the CLS token attends in one layer: one head, or the mean of the heads.",
         "CLS 词元在某一层里关注哪里：一个头，或各头的平均。"),
     "about.heads": (
-        "The CLS attention of every layer (rows) and head (columns). Click a thumbnail to open it in the "
-        "Attention tab.",
-        "每一层（行）每个头（列）的 CLS 注意力。点击缩略图，在“注意力”页打开它。"),
+        "The CLS attention of every layer and head, as thumbnails over the photo on one colour scale (the longer of "
+        "layers and heads runs across). Click a thumbnail to select that layer and head.",
+        "每一层、每个头的 CLS 注意力，以缩略图叠在照片上，共用一个色标（层和头中数量较多的一个横向排列）。点击缩略图即可选中对应的层和头。"),
     "about.query": (
         "Click a patch of the photo: where it attends (its attention row) and which patches attend to it (its "
         "column), in the layer and head picked in the Attention tab.",

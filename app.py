@@ -40,7 +40,6 @@ from vit.explain import class_target
 from vit.image_file import MAX_BYTES, ImageFileError, open_image
 from viz import explorer, tabs
 from viz.analysis import compare_side, explain_tensor, walk
-from viz.analysis.snapshots import load_series
 from viz.analysis.texts import text_target
 from viz.animate import depth_frames, save_gif
 from viz.compare import compare, comparison_image
@@ -634,7 +633,14 @@ def page_animate(session, what, lang, *controls):
     return dict(animation_file=str(path), animation=str(path))
 
 
-SERIES = LRUCache(lambda key: DynamicsView(load_series(key[0], open_image(key[1]))), 2)
+def _series(key: tuple[str, str]) -> DynamicsView:
+    """(snapshot folder, photo) -> the run's frames on the photo. Imported here: reading snapshots needs the
+    trainer's modules, which import torchvision (the server stays without it until someone opens a run)."""
+    from viz.analysis.snapshots import load_series
+    return DynamicsView(load_series(key[0], open_image(key[1])))
+
+
+SERIES = LRUCache(_series, 2)
 
 
 def page_snapshots(session, folder, lang):

@@ -54,16 +54,29 @@ def test_analyze_classifies_the_cat_and_returns_the_panels(url, photos):
             sizes.append(image.size)
     rollout, attention, _, query_photo, query_out, query_in = sizes[:6]
     assert query_photo == (448, 448)  # the pixels the model saw, enlarged to click on
-    assert all(h == 224 and w > 224 for w, h in (rollout, attention, query_out, query_in))  # + colour bar
+    assert all(h == 640 and w > 640 for w, h in (rollout, attention))  # display size + colour bar
+    assert all(h == 320 and w > 320 for w, h in (query_out, query_in))
     assert "**Total: 5,717,416 parameters.**" in result[12]
 
 
-def test_the_photo_is_the_only_required_input_and_the_only_public_endpoint(url):
+def test_the_photo_is_the_only_required_input_of_the_two_public_endpoints(url):
     api = Client(url, verbose=False).view_api(print_info=False, return_format="dict")
-    assert list(api["named_endpoints"]) == ["/analyze"]
-    required = [p["parameter_name"] for p in api["named_endpoints"]["/analyze"]["parameters"]
-                if not p["parameter_has_default"]]
-    assert required == ["photo"]
+    assert sorted(api["named_endpoints"]) == ["/analyze", "/explain"]
+    for endpoint in ("/analyze", "/explain"):
+        required = [p["parameter_name"] for p in api["named_endpoints"][endpoint]["parameters"]
+                    if not p["parameter_has_default"]]
+        assert required == ["photo"], endpoint
+
+
+def test_explain_endpoint_returns_the_map_and_its_numbers(url, photos):
+    client = Client(url, verbose=False)
+    picture, numbers = client.predict(handle_file(photos["cat"]), "gae", "tabby", "", "", api_name="/explain")
+    assert numbers["target"] == {"index": 281, "name": "tabby"} and numbers["method"] == "gae"
+    assert np.asarray(numbers["map"]).shape == (14, 14) and numbers["readout"] == "the CLS token"
+    with Image.open(picture) as image:
+        assert image.height >= 224
+    with pytest.raises(AppError, match="Unknown class 'unicorn'"):
+        client.predict(handle_file(photos["cat"]), "gae", "unicorn", "", "", api_name="/explain")
 
 
 def test_broken_upload_gets_a_message_and_the_server_keeps_serving(url, photos):

@@ -19,10 +19,14 @@ from .analysis import analyze, model_arrays
 from .architecture import family_summary, stages, to_markdown
 from .drawing.grids import GridLayout
 from .maps.layout import pixel_to_patch
+from .i18n import LANGUAGES, language, t
 from .result import Analysis, ModelArrays
 
 ATTENTION_DTYPE = np.float16  # cached maps: ViT-B/16 at 224 needs 11 MB per image instead of 22 MB
 QUERY_PHOTO_SCALE = 2         # the photo to click on in the Patch query tab is shown at twice the model's size
+DISPLAY_SIZE = 640            # longer side of the page's maps in pixels: sharp in a ~700 px panel, ~10 ms to draw
+HEADS_WIDTH = 1100            # the heads grid's width in pixels, colour bar included
+CROP_SIZE = 320               # longer side of the upload with the crop outlined
 
 
 @dataclass(frozen=True)
@@ -30,7 +34,7 @@ class ServedModel:
     """A loaded checkpoint with what the app derives from it once: its arrays and its image-free panels."""
     loaded: object                  # vit.LoadedModel
     arrays: ModelArrays
-    position: Image.Image           # Figure 7 centre: position-embedding similarity
+    positions: dict                 # language -> Figure 7 centre: position-embedding similarity, its texts drawn
     filters: Image.Image            # Figure 7 left: principal components of the patch-embedding filters
 
     @property
@@ -40,6 +44,14 @@ class ServedModel:
     @property
     def heads(self) -> int:
         return self.arrays.heads
+
+    def position(self, lang: str = "en") -> Image.Image:
+        return self.positions[language(lang)]
+
+    @property
+    def has_text_tower(self) -> bool:
+        """A CLIP checkpoint with its text side: the page offers typed texts."""
+        return getattr(self.loaded, "text", None) is not None
 
 
 def serve(loaded, device=None) -> ServedModel:
@@ -51,7 +63,8 @@ def serve(loaded, device=None) -> ServedModel:
     height, width = loaded.preprocess.crop
     analyze(loaded, Image.new("RGB", (width, height)), ATTENTION_DTYPE)
     arrays = model_arrays(loaded.model, loaded.name)
-    return ServedModel(loaded, arrays, panels.position_panel(arrays), panels.filters_panel(arrays))
+    positions = {lang: panels.position_panel(arrays, lang=lang) for lang in LANGUAGES}
+    return ServedModel(loaded, arrays, positions, panels.filters_panel(arrays))
 
 
 @dataclass(frozen=True)
@@ -66,6 +79,26 @@ class Controls:
     head: int | None = None
     dino_mask: bool = False
     rolled: bool = False
+    shared_scale: bool = False     # one colour scale over all layers (attention and patch query)
+    patch_true: bool = False       # one colour per patch, grid lines, no smoothing
+
+
+@dataclass(frozen=True)
+class HeadsLayout:
+    """Where each (layer, head) thumbnail of the last heads grid is, whichever of layers or heads runs across."""
+    layout: GridLayout
+    layers_across: bool
+
+    def cell_at(self, x: float, y: float) -> tuple[int, int] | None:
+        """Pixel (x, y) of the grid picture -> (layer, head), or None (labels, gaps, colour bar)."""
+        cell = self.layout.cell_at(x, y)
+        if cell is None:
+            return None
+        return (cell[1], cell[0]) if self.layers_across else cell
+
+    def box(self, layer: int, head: int) -> tuple[int, int, int, int]:
+        """Pixel box (x0, y0, x1, y1) of the thumbnail of (layer, head)."""
+        return self.layout.box(head, layer) if self.layers_across else self.layout.box(layer, head)
 
 
 @dataclass(frozen=True)
@@ -75,7 +108,7 @@ class Session:
     the same photo with the same model and bounded in bytes (``cached_bytes``), found by ``key``."""
     key: tuple[str, str]                       # (photo file, model source) the analysis is of
     query: tuple[int, int] | None = None       # patch (row, col) of the patch query; None: the default one
-    heads_layout: GridLayout | None = None     # geometry of the last heads grid, to map clicks to cells
+    heads_layout: HeadsLayout | None = None    # geometry of the last heads grid, to map clicks to cells
 
 
 def analyze_photo(photo: str, model: ServedModel) -> Analysis:
@@ -100,15 +133,15 @@ def top_classes(a: Analysis, k: int = 5) -> dict[str, float]:
     return dict(a.top_k(k))
 
 
-def summary(a: Analysis) -> str:
-    """One line on what the model did with this photo, in Markdown."""
+def summary(a: Analysis, lang: str = "en") -> str:
+    """One line on what the model did with this photo, in Markdown, in ``lang``."""
     H, W = a.input_size
     gh, gw = a.grid
-    prefix = f" + {a.num_prefix} prefix" if a.num_prefix else ""
+    prefix = t("summary.prefix", lang, count=a.num_prefix) if a.num_prefix else ""
     forward = a.timings.get("forward")
-    took = f" · forward pass {forward * 1000:.0f} ms" if forward is not None else ""
-    return (f"**{a.model_name}** saw a {W}×{H} crop as {gh}×{gw} patches{prefix} = "
-            f"{a.num_prefix + gh * gw} tokens, {a.depth} blocks × {a.heads} heads{took}.")
+    took = t("summary.took", lang, ms=forward * 1000) if forward is not None else ""
+    return t("summary.line", lang, model=a.model_name, width=W, height=H, grid=f"{gh}×{gw}", prefix=prefix,
+             tokens=a.num_prefix + gh * gw, layers=a.depth, heads=a.heads, took=took)
 
 
 def cached_bytes(a: Analysis) -> int:
@@ -120,7 +153,8 @@ def cached_bytes(a: Analysis) -> int:
 
 
 def architecture(model: ServedModel, a: Analysis) -> str:
-    """The Model tab: stages with this photo's tensor shapes, parameter counts and the analysis's cache size."""
+    """The Model tab: the family (tokens, pooling, position scheme), stages with this photo's tensor shapes and
+    parameter counts, and the analysis's cache size."""
     cfg = model.loaded.config
     return (to_markdown(stages(cfg, a.input_size), model.loaded.name, family_summary(cfg))
             + f"\n\nAll {a.depth}×{a.heads} attention maps of this photo are cached as {a.attention.dtype} "
@@ -128,24 +162,45 @@ def architecture(model: ServedModel, a: Analysis) -> str:
             f"without running the model again (unless the server needed the room: then it runs once more).")
 
 
-def rollout_view(a: Analysis, c: Controls) -> Image.Image:
-    return panels.rollout_panel(a, c.fusion, c.discard_ratio, c.start_layer, c.mask_artifacts, alpha=c.opacity)
+def display(c: Controls, lang: str = "en", size: int = DISPLAY_SIZE) -> panels.Display:
+    """How the page draws its maps for these controls: display size, language, opacity, patch-true."""
+    return panels.Display(size=size, lang=language(lang), alpha=c.opacity, patch_true=c.patch_true)
 
 
-def attention_view(a: Analysis, c: Controls) -> Image.Image:
-    return panels.attention_panel(a, c.layer, c.head, share=0.6 if c.dino_mask else None, alpha=c.opacity)
+def rollout_view(a: Analysis, c: Controls, lang: str = "en") -> tuple[Image.Image, str | None]:
+    """(the query's rollout at display size, its note: artifacts masked or dominating, else None)."""
+    p = panels.rollout_map_panel(a, c.fusion, c.discard_ratio, c.start_layer, c.mask_artifacts,
+                                 display=display(c, lang))
+    return p.image, p.note
 
 
-def heads_view(s: Session, a: Analysis, c: Controls) -> tuple[Session, Image.Image]:
-    """The layers × heads grid, the current (layer, head) framed; the session remembers its geometry."""
+def attention_view(a: Analysis, c: Controls, lang: str = "en") -> tuple[Image.Image, str | None]:
+    """(one layer's attention of the query at display size, DINO's outline when asked, its note)."""
+    p = panels.attention_map_panel(a, c.layer, c.head, c.mask_artifacts, 0.6 if c.dino_mask else None,
+                                   c.shared_scale, display=display(c, lang))
+    return p.image, p.note
+
+
+def heads_view(s: Session, a: Analysis, c: Controls, lang: str = "en") -> tuple[Session, Image.Image, str | None]:
+    """The layers × heads grid over the photo, one colour scale, the current (layer, head) framed; the session
+    remembers its geometry for clicks."""
     selected = None if c.head is None else (c.layer, c.head)
-    image, layout = panels.heads_panel(a, selected=selected)
-    return replace(s, heads_layout=layout), image
+    g = panels.heads_grid_panel(a, HEADS_WIDTH, c.mask_artifacts, selected=selected, display=display(c, lang))
+    note = " ".join(n for n in (t("note.heads_scale", lang, tokens=g.tokens), g.note) if n)
+    return replace(s, heads_layout=HeadsLayout(g.layout, g.layers_across)), g.image, note
 
 
 def head_at(s: Session, x: float, y: float) -> tuple[int, int] | None:
     """(layer, head) of the heads-grid thumbnail under pixel (x, y), or None (labels, gaps, no grid yet)."""
     return s.heads_layout.cell_at(x, y) if s.heads_layout is not None else None
+
+
+def head_info(a: Analysis, layer: int, head: int, mask_artifacts: bool = False, lang: str = "en") -> str:
+    """One line on a head: its layer, head, mean attention distance and entropy."""
+    stats = panels.head_stats(a, mask_artifacts)
+    return t("note.head_info", lang, layer=layer, head=head, distance=float(stats.mean_distance[layer, head]),
+             entropy=float(stats.entropy_bits[layer, head]), share=float(stats.entropy_share[layer, head]),
+             maximum=stats.max_bits)
 
 
 def query_photo(s: Session, a: Analysis) -> Image.Image:
@@ -161,17 +216,34 @@ def select_patch(s: Session, a: Analysis, x: float, y: float) -> Session:
     return replace(s, query=pixel_to_patch(x, y, size, a.grid))
 
 
-def query_views(s: Session, a: Analysis, c: Controls) -> tuple[Image.Image, Image.Image]:
-    """(where the queried patch attends, who attends to it) in the control's layer and head, or rolled out."""
+def query_views(s: Session, a: Analysis, c: Controls, lang: str = "en") -> tuple[Image.Image, Image.Image, str | None]:
+    """(where the queried patch attends, who attends to it, a note) in the control's layer and head, or rolled
+    out. A masked artifact patch is shown unmasked, and the note says why."""
     row, col = s.query or panels.default_query(a)
-    return panels.query_panels(a, row, col, c.layer, c.head, c.rolled, c.fusion, c.discard_ratio,
-                               c.start_layer, alpha=c.opacity)
+    options = dict(layer=c.layer, head=c.head, rolled=c.rolled, fusion=c.fusion, discard_ratio=c.discard_ratio,
+                   start_layer=c.start_layer, shared_scale=c.shared_scale, display=display(c, lang, DISPLAY_SIZE // 2))
+    try:
+        out, into = panels.query_map_panels(a, row, col, mask_artifacts=c.mask_artifacts, **options)
+        note = out.note
+    except ValueError:               # the queried patch is one of the masked artifact tokens
+        out, into = panels.query_map_panels(a, row, col, mask_artifacts=False, **options)
+        note = t("note.query_masked", lang, row=row, col=col)
+    return out.image, into.image, note
 
 
-def distance_view(a: Analysis) -> Image.Image:
-    return panels.distance_panel(panels.mean_distance_of(a), a.grid, a.patch_size)
+def crop_view(photo: str, model: ServedModel, lang: str = "en") -> tuple[Image.Image, str]:
+    """The upload with the crop the model saw outlined, and a note (enlarged tiny photo, else what the box is)."""
+    loaded = model.loaded
+    picture, note = panels.crop_panel(open_image(photo), loaded.preprocess, CROP_SIZE, language(lang))
+    crop_h, crop_w = loaded.preprocess.crop
+    return picture, note or t("note.crop", lang, crop=f"{crop_w}×{crop_h}")
 
 
-def norms_views(a: Analysis) -> tuple[Image.Image, Image.Image]:
-    """(token norms per block as thumbnails, norms against depth as curves)."""
-    return panels.token_norms_panel(a)[0], panels.token_norm_curves_panel(a)
+def distance_view(a: Analysis, lang: str = "en") -> Image.Image:
+    return panels.distance_panel(panels.mean_distance_of(a), a.grid, a.patch_size, lang=language(lang))
+
+
+def norms_views(a: Analysis, lang: str = "en") -> tuple[Image.Image, Image.Image]:
+    """(token norms per layer as thumbnails, norms against depth as curves)."""
+    lang = language(lang)
+    return panels.token_norms_panel(a, lang=lang)[0], panels.token_norm_curves_panel(a, lang=lang)

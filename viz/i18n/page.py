@@ -49,9 +49,9 @@ PAGE: dict[str, tuple[str, str]] = {
         "Where the CLS token attends in one layer: one head, or the mean of the heads.",
         "CLS 词元在某一层里关注哪里：一个头，或各头的平均。"),
     "about.heads": (
-        "The CLS attention of every layer (rows) and head (columns). Click a thumbnail to open it in the "
-        "Attention tab.",
-        "每一层（行）每个头（列）的 CLS 注意力。点击缩略图，在“注意力”页打开它。"),
+        "The CLS attention of every layer and head, as thumbnails over the photo on one colour scale (the longer of "
+        "layers and heads runs across). Click a thumbnail to select that layer and head.",
+        "每一层、每个头的 CLS 注意力，以缩略图叠在照片上，共用一个色标（层和头中数量较多的一个横向排列）。点击缩略图即可选中对应的层和头。"),
     "about.query": (
         "Click a patch of the photo: where it attends (its attention row) and which patches attend to it (its "
         "column), in the layer and head picked in the Attention tab.",
@@ -215,4 +215,95 @@ PAGE: dict[str, tuple[str, str]] = {
         "logits into probabilities that sum to 1: here the top class is {label} ({probability:.0%}).",
         "一个线性分类头把这些数变成 {classes} 个 logits（{shape}），每个类别一个，softmax 再把它们变成和为 1 "
         "的概率：这里概率最高的类别是 {label}（{probability:.0%}）。"),
+    # --- the tabs of issues 13, 15, 17 and 18: display options, Learn, Explain, Compare, CLIP texts -----------
+    "label.display": ("How maps are drawn", "热力图的画法"),
+    "control.shared_scale": ("One colour scale for all layers", "所有层共用一个色标"),
+    "help.shared_scale": (
+        "colour every layer on the same scale (its minimum and maximum over all layers), so layers compare colour "
+        "for colour",
+        "每一层都用同一个色标（所有层的最小值和最大值），这样各层可以按颜色直接比较"),
+    "control.patch_true": ("Patch-true (no smoothing)", "按图块显示（不平滑）"),
+    "help.patch_true": ("one colour per patch with thin grid lines: the map as the model has it, not smoothed",
+                        "每个图块一种颜色并画出细网格线：模型里真实的热力图，不做平滑"),
+    "picture.crop": ("What the model saw (outlined)", "模型看到的区域（框内）"),
+    "tab.learn": ("Learn", "学习"),
+    "tab.explain": ("Explain", "解释"),
+    "tab.compare": ("Compare", "比较"),
+    "about.learn": (
+        "The ViT paper step by step on your photo: every shape is the shape of a real tensor of this model. Step "
+        "through with Back and Next; the layer slider picks the layer of step 7.",
+        "在你的照片上一步一步走完 ViT 论文：每个形状都是这个模型里真实张量的形状。用“上一步”“下一步”浏览；"
+        "层滑块选择第 7 步显示哪一层。"),
+    "control.step": ("Step", "步骤"),
+    "help.step": ("which step of the forward pass to show", "显示前向计算的哪一步"),
+    "button.back": ("Back", "上一步"),
+    "button.next": ("Next", "下一步"),
+    "label.walk_table": ("Every step with its real shape", "每一步及其真实形状"),
+    "walk.table_header": ("| step | shape |\n|---|---|", "| 步骤 | 形状 |\n|---|---|"),
+    "picture.step": ("This step on your photo", "这一步在你的照片上"),
+    "about.explain": (
+        "Why this class? Class-specific maps: pick a method and a class (click one of the top-5, or search all "
+        "classes). A contrast class shows why A rather than B (red: more for A, blue: more for B).",
+        "为什么是这个类别？类别相关的热力图：选择一种方法和一个类别（点击前 5 个类别之一，或在所有类别中搜索）。"
+        "选择对比类别可以看“为什么是 A 而不是 B”（红色：更支持 A，蓝色：更支持 B）。"),
+    "control.method": ("Method", "方法"),
+    "help.method": ("how the map is computed (see the README for each method's paper)",
+                    "热力图的计算方法（每种方法的论文见说明文档）"),
+    "control.target": ("Class to explain", "要解释的类别"),
+    "help.target": ("type to search all classes; clicking a class in the top-5 picks it too",
+                    "输入文字搜索所有类别；点击前 5 个类别中的一个也可以选中它"),
+    "control.contrast": ("Rather than (contrast)", "而不是（对比）"),
+    "help.contrast": ("optional: show the map of the class minus this class's map",
+                      "可选：显示该类别的热力图减去这个类别的热力图"),
+    "choice.top1": ("(the top-1 class)", "（概率最高的类别）"),
+    "choice.none": ("(none)", "（无）"),
+    "picture.explanation": ("Explanation", "解释图"),
+    "picture.methods_row": ("Every method for the same class", "同一类别的所有方法"),
+    "explain.line": (
+        "**{method}** for **{target}**: probability {probability:.1%}, score {score:.3f}; a {grid} map read from "
+        "{readout}.",
+        "**{method}** 解释 **{target}**：概率 {probability:.1%}，得分 {score:.3f}；{grid} 的热力图，读取自 {readout}。"),
+    "explain.contrast": (" Contrast: minus **{other}**.", " 对比：减去 **{other}**。"),
+    "message.explain_failed": ("This model cannot be explained this way: {error}", "这个模型不能用这种方式解释：{error}"),
+    "control.texts": ("Texts (CLIP zero-shot)", "文本（CLIP 零样本）"),
+    "help.texts": ("class names or prompts, one per line or separated by commas, e.g. a photo of a cat",
+                   "类别名或提示语（用英文写），每行一个或用逗号分开"),
+    "button.zero_shot": ("Score the texts", "计算文本的概率"),
+    "label.zero_shot": ("Zero-shot probabilities", "零样本概率"),
+    "control.explain_text": ("Explain this text instead of a class", "解释这段文本而不是类别"),
+    "help.explain_text": ("a CLIP checkpoint's image–text score is the target", "目标是 CLIP 检查点的图文相似度得分"),
+    "message.no_text_tower": ("This checkpoint has no text tower, so typed texts cannot be scored.",
+                              "这个检查点没有文本塔，无法计算输入文本的概率。"),
+    "about.compare": (
+        "Two checkpoints on the same photo: both top-5 with the change in probability, rollout and attention of A, "
+        "B and their difference, and the mean attention distance of both.",
+        "两个检查点看同一张照片：两者的前 5 个类别及概率变化，A、B 的注意力展开和注意力以及它们的差，还有两者的平均注意力距离。"),
+    "control.compare_model": ("Second checkpoint (B)", "第二个检查点（B）"),
+    "help.compare_model": ("a checkpoint in weights/, or type a path and press Enter",
+                           "weights/ 里的检查点，或输入一个路径后按回车"),
+    "button.compare": ("Compare", "比较"),
+    "picture.comparison": ("A against B", "A 与 B 对比"),
+    "label.top5_a": ("Top-5 of A", "A 的前 5 个类别"),
+    "label.top5_b": ("Top-5 of B", "B 的前 5 个类别"),
+    "control.animate_what": ("Animate through depth", "随深度变化的动画"),
+    "choice.attention": ("CLS attention", "CLS 注意力"),
+    "choice.rollout": ("rollout", "注意力展开"),
+    "help.animate_what": ("which map each frame shows: the CLS attention of that layer, or the rollout up to it",
+                          "每一帧显示什么：该层的 CLS 注意力，或到该层为止的注意力展开"),
+    "button.animate": ("Make the animation (GIF)", "生成动画（动图）"),
+    "label.animation": ("Attention through depth, one frame per layer", "注意力随深度变化，每层一帧"),
+    "control.snapshots": ("Training snapshots folder", "训练快照文件夹"),
+    "help.snapshots": ("a folder written by python -m vit.train --snapshot-every N (local app only)",
+                       "训练时定期保存的快照所在的文件夹（仅限本机运行的应用）"),
+    "button.load_snapshots": ("Load the snapshots", "加载快照"),
+    "control.snapshot": ("Snapshot", "快照"),
+    "help.snapshot": ("scrub through the training run, one snapshot at a time", "逐个快照浏览训练过程"),
+    "picture.snapshot": ("The model learning to see", "模型学会看的过程"),
+    "message.compare_failed": ("Could not compare: {error}", "无法比较：{error}"),
+    "message.snapshots_failed": ("Could not open the snapshots: {error}", "无法打开快照：{error}"),
+    "message.bad_photo": ("{error}", "这张照片无法读取：{error}"),
+    "label.heads_info": ("Selected head", "选中的头"),
+    "help.heads_info": ("Click a thumbnail: its layer, head, mean attention distance and entropy appear here, and "
+                        "the Attention tab shows it.",
+                        "点击一个缩略图：这里显示它的层、头、平均注意力距离和熵，“注意力”页也会显示它。"),
 }

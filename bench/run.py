@@ -372,7 +372,7 @@ def scaling(rounds: int) -> tuple[list[list[str]], list[Row]]:
     for name, size in SCALING:
         loaded = random_loaded(name, size, cpu)
         t = analysis_timings(loaded, image, rounds, cpu)
-        delta, a = peak_rss_delta_mb(lambda: analyze(loaded, image, ATTENTION_DTYPE))
+        delta, a = peak_rss_delta_mb(lambda m=loaded: analyze(m, image, ATTENTION_DTYPE))
         T = a.attention.shape[-1]
         maps = loaded.config.depth * loaded.config.num_heads * T * T
         ratio = t["analysis"] / t["capture"]
@@ -398,7 +398,7 @@ def gpu_rows(rounds: int, device: torch.device) -> list[Row]:
     for name, size in (SCALING[0], SCALING[-1]):
         loaded = random_loaded(name, size, device)
         t = analysis_timings(loaded, image, rounds, device)
-        half = interleaved({"bf16": synchronized(lambda: analyze(loaded, image, ATTENTION_DTYPE, torch.bfloat16),
+        half = interleaved({"bf16": synchronized(lambda m=loaded: analyze(m, image, ATTENTION_DTYPE, torch.bfloat16),
                                                  device)}, rounds)
         ratio = t["analysis"] / t["capture"]
         rows += [Row(f"{name} @ {size}: plain forward / capture forward / analysis (no rendering) / analysis with a "

@@ -20,8 +20,8 @@ import app_server  # noqa: F401  (gives this process its own GRADIO_TEMP_DIR bef
 import vit
 from test_walkthrough import CASES, hooked_shapes, quick_random_model
 from vit.cache import LRUCache
-from viz import explorer, panels, walkthrough
-from viz.analysis import explain_tensor, walk
+from viz import explorer, panels
+from viz.analysis import explain_tensor
 from viz.i18n import t
 
 CAT_CLASSES = {"Egyptian cat", "tabby", "tiger cat", "Persian cat", "Siamese cat", "lynx"}

@@ -21,7 +21,7 @@ import torch.nn.functional as F
 import vit
 from test_explain_parity import LRP_TOL, assert_close_relative, lxt_efficient, lxt_patched, per_patch
 from test_families import images, open_clip_tiny
-from viz.analysis import ExplanationCache, analyze, explain, explain_map
+from viz.analysis import explain, explain_map
 from vit.clip import text_target
 from vit.explain import CP_LRP, TextTarget, relevance_pass
 
@@ -128,18 +128,3 @@ def test_the_cli_explains_the_typed_text(clip, cat, tmp_path):
     with np.load(folder / "attention.npz") as saved:
         np.testing.assert_allclose(saved["explain_gae"], explain_map("gae", loaded.model, x,
                                                                      text_target(loaded, TEXTS[1], TEXTS)), rtol=1e-5)
-
-
-def test_the_page_cache_serves_a_text_and_a_class_map_and_computes_once(clip, cat, augreg_weights):
-    loaded, _, _ = clip
-    cache = ExplanationCache()
-    a = analyze(loaded, cat)
-    first = cache.map(loaded, a, "gae", TEXTS[0], TEXTS)
-    again = cache.explanation(loaded, a, "grad_rollout", TEXTS[0], TEXTS)   # same pass family: no new pass
-    assert again is cache.explanation(loaded, a, "gae", TEXTS[0], TEXTS)
-    np.testing.assert_array_equal(first, explain(loaded, cat, TEXTS[0], ["gae"], texts=TEXTS).map("gae"))
-    assert np.abs(cache.map(loaded, a, "gae", TEXTS[1], TEXTS) - first).max() > 0
-    classifier = vit.load(augreg_weights)
-    b = analyze(classifier, cat)
-    np.testing.assert_array_equal(cache.map(classifier, b, "attnlrp", 281),
-                                  explain(classifier, cat, 281, ["attnlrp"]).map("attnlrp"))

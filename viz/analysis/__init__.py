@@ -7,14 +7,14 @@
 - ``walkthrough``: the forward pass one module at a time -> ``Walkthrough`` (the guided walk through the ViT).
 - ``explainer``: the passes of ``vit.explain`` and the formulas of ``viz.explain`` -> ``Explanation``;
   ``explain_map(name, model, x, target)`` is every method's one call signature; ``resolve_target`` turns a
-  typed class or CLIP text into a target; ``ExplanationCache.map`` is the page's cached call.
+  typed class or CLIP text into a target.
 - ``sides``: a checkpoint's side of a comparison (``viz.compare``): analysis, file name, sha256, crop box.
 - ``snapshots``: every snapshot of a training run on one photo -> the small arrays ``viz.dynamics`` draws.
 """
 from .capture import Captured, analyses, analyze, capture, model_arrays, model_input
-from .explainer import ExplanationCache, explain, explain_map, explain_tensor, resolve_target
+from .explainer import explain, explain_map, explain_tensor, resolve_target
 from .sides import compare_side
 from .walkthrough import Walkthrough, walk
 
-__all__ = ["Captured", "ExplanationCache", "Walkthrough", "analyses", "analyze", "capture", "compare_side", "explain",
+__all__ = ["Captured", "Walkthrough", "analyses", "analyze", "capture", "compare_side", "explain",
            "explain_map", "explain_tensor", "model_arrays", "model_input", "resolve_target", "walk"]

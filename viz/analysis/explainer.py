@@ -12,9 +12,7 @@ and re-rendered (colour map, opacity, contrast) without the model.
 """
 from __future__ import annotations
 
-import hashlib
 import time
-from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 import numpy as np
@@ -156,55 +154,3 @@ def explain(loaded, image: Image.Image, target: Target | str | int | None = None
 def explain_map(name: str, model, x: torch.Tensor, target: Target | None = None) -> np.ndarray:
     """THE call signature of every method: (model, one image (1, C, H, W), target) -> (gh, gw) map."""
     return explain_tensor(model, x, target, [name]).map(name)
-
-
-@dataclass(frozen=True)
-class _Request:
-    """A cache key (model, photo, target as typed, texts, pass family) carrying what computing it needs."""
-    key: tuple
-    loaded: object = field(compare=False, hash=False)
-    image: Image.Image = field(compare=False, hash=False)
-    target: object = field(compare=False, hash=False)
-
-
-class ExplanationCache:
-    """The page's explanations, cached: (gh, gw) maps in milliseconds once a (photo, model, target, pass) ran.
-
-    ``map(loaded, analysis, method, target, texts)`` is THE call for the page, for every family:
-    ``analysis`` is the cached ``viz.result.Analysis`` of the photo (its ``image`` is the crop the model saw);
-    ``target`` a class index or name, None (top-1 class; for a CLIP tower the best of ``texts``), or for a
-    CLIP checkpoint the text typed in the text box, with ``texts`` the zero-shot texts. One model pass per
-    (photo, model, target, pass family) computes every method of that family (gae, grad_rollout, gradcam,
-    attention and rollout share one backward), so the other methods of the row are then free too. Entries
-    are ``Explanation``s (a few kB), kept while their bytes fit ``capacity_bytes``; concurrent requests for
-    the same entry wait for one computation (``vit.cache.LRUCache``). The key holds the model object's
-    identity and name, the photo's pixels digest, the target and texts as given.
-    """
-
-    def __init__(self, capacity_bytes: int = 32 << 20):
-        from vit.cache import LRUCache
-        self._cache = LRUCache(self._compute, capacity_bytes, weigh=lambda e: e.nbytes + 1024)
-
-    @staticmethod
-    def _compute(request: _Request) -> Explanation:
-        loaded, texts, family = request.loaded, request.key[4], request.key[5]
-        names = [m.name for m in METHODS.values() if m.family == family]
-        target = resolve_target(loaded, request.target, texts)
-        x = loaded.preprocess.to_tensor(request.image)
-        return explain_tensor(loaded.model, x, target, names, loaded.labels)
-
-    def explanation(self, loaded, analysis, method: str, target: Target | str | int | None = None,
-                    texts: Sequence[str] = ()) -> Explanation:
-        """The cached ``Explanation`` that holds ``method``'s map (and its pass family's other maps)."""
-        (name,) = method_names([method])
-        image = analysis.image
-        digest = hashlib.sha1(image.tobytes()).hexdigest()
-        typed = target if target is None or isinstance(target, (str, int)) else ("object", id(target))
-        key = (id(loaded.model), getattr(loaded, "name", ""), (digest, image.size), typed, tuple(texts),
-               METHODS[name].family)
-        return self._cache.get(_Request(key, loaded, image, target))
-
-    def map(self, loaded, analysis, method: str, target: Target | str | int | None = None,
-            texts: Sequence[str] = ()) -> np.ndarray:
-        """(gh, gw) float32 map of ``method`` for ``target`` on the analysed photo (see the class docstring)."""
-        return self.explanation(loaded, analysis, method, target, texts).map(method)

@@ -26,8 +26,10 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from vit.explain import ClassTarget, Target
+from vit.explain import RULE_SETS, ClassTarget, Target
 from vit.explain.perturb import cascading_randomization, forward_kept
+from vit.explain.rules import rule_view, without_parameter_grads
+from vit.model import PatchEmbed
 
 from ..explain.methods import METHODS, families_of, method_names
 from ..trust.curves import FRACTIONS, Faithfulness, keep_sets, removed_counts
@@ -81,6 +83,20 @@ class TrustCache:
         return len(self._items)
 
 
+def unsupported(model, names: Sequence[str]) -> dict[str, str]:
+    """{method: why} for the methods this model cannot run (the LRP rules cover the plain ViT's modules only; a
+    CLIP, SigLIP, EVA-02 or BEiT tower is refused with the module that has no rule). Builds views, runs nothing."""
+    out = {}
+    for name in names:
+        if METHODS[name].family in RULE_SETS:
+            try:
+                rule_view(without_parameter_grads(model), RULE_SETS[METHODS[name].family],
+                          lambda n, m: m if isinstance(m, PatchEmbed) else None)   # the pass starts its graph there
+            except ValueError as error:
+                out[name] = str(error)
+    return out
+
+
 def _fill(x: torch.Tensor, variant: str, patch: int) -> torch.Tensor:
     """The pixels a removed patch shows in a pixel-space variant: (1, C, H, W)."""
     if variant == "mean_colour":
@@ -100,22 +116,35 @@ class TrustJob:
     """Maps, curves and (optionally) sanity curves of ``methods`` for one image and target, as a sequence of steps.
 
     model: a ``VisionTransformer`` in eval mode; x: one preprocessed image (1, C, H, W); target: a ``Target``
-    (default: the top-1 class); methods: names of ``viz.explain.METHODS`` (default all). ``sanity``: also the
+    (default: the top-1 class); methods: names of ``viz.explain.METHODS`` (default: every method this model can
+    run; the others are listed in ``job.unsupported``, an explicit unsupported one raises ValueError). ``sanity``: also the
     cascading randomisation (L more steps per model pass family). ``variant``: a key of ``VARIANTS``. ``cache``
     (a ``TrustCache``) with ``model_id``: methods found under ``cache_key`` are not run again. The random
     baseline is computed (or taken from the cache) whether asked for or not: the gains are measured against it.
+    ``maps``: further named (gh, gw) maps to score the same way (the CLS attention of a chosen layer and head, an
+    occlusion map, …): curves only (no sanity check, which needs a method to recompute), never cached.
     """
 
     def __init__(self, model, x: torch.Tensor, target: Target | None = None, methods: Sequence[str] | str | None = None,
                  *, sanity: bool = False, variant: str = "tokens", seed: int = 0, tokens_per_step: int | None = None,
-                 cache: TrustCache | None = None, model_id: str = "", labels: Sequence[str] = ()):
+                 cache: TrustCache | None = None, model_id: str = "", labels: Sequence[str] = (),
+                 maps: dict[str, np.ndarray] | None = None):
         if x.ndim != 4 or x.shape[0] != 1:
             raise ValueError(f"Wrong input shape! Expected one image (1, C, H, W) but got {tuple(x.shape)}.")
         if variant not in VARIANTS:
             raise ValueError(f"Unknown variant {variant!r}! Expected one of {', '.join(VARIANTS)}.")
         self.model, self.labels = model, labels
         self.x = x.to(next(model.parameters()).device)
-        self.names = method_names(list(METHODS) if methods is None else methods)
+        self.extra = {k: np.asarray(v, dtype=np.float32) for k, v in (maps or {}).items()}
+        self.names = [] if self.extra and not methods and methods is not None else \
+            method_names(list(METHODS) if methods is None else methods)
+        self.unsupported = unsupported(model, self.names)
+        if self.unsupported and methods is not None:
+            raise ValueError(" ".join(self.unsupported.values()))
+        self.names = [n for n in self.names if n not in self.unsupported]
+        clash = sorted(set(self.extra) & set(METHODS))
+        if clash:
+            raise ValueError(f"Extra maps may not take a method's name: {', '.join(clash)}!")
         self.sanity, self.variant, self.seed = sanity, variant, seed
         self.layout = model.token_layout(x.shape[-2], x.shape[-1])
         self.N = self.layout.grid[0] * self.layout.grid[1]
@@ -136,9 +165,9 @@ class TrustJob:
                 hit = cache.get(self._key(name))
                 if hit is not None and (hit.sanity is not None or not sanity or name not in self.names):
                     self.cached[name] = hit
-        self.to_map = [n for n in self.all if n not in self.cached]
+        self.to_map = [n for n in self.all if n not in self.cached] + list(self.extra)
         self.to_check = [n for n in self.names if sanity and n not in self.cached]
-        self.maps: dict[str, np.ndarray] = {n: m.map for n, m in self.cached.items()}
+        self.maps: dict[str, np.ndarray] = {**{n: m.map for n, m in self.cached.items()}, **self.extra}
         self.points: dict[tuple[str, str], np.ndarray] = {}      # (method, kind) -> (11,) probabilities
         self.rho: dict[str, list[float]] = {}
         self._report: TrustReport | None = None
@@ -182,7 +211,10 @@ class TrustJob:
     def total(self) -> int:
         """Steps in all: the model passes for the maps, the curve batches, L × the passes of the sanity check."""
         check = len(self.model.blocks) * len(self._groups(self.to_check)) if self.to_check else 0
-        return len(self._groups(self.to_map)) + len(self._chunks()) + check
+        return len(self._groups(self._methods_to_map())) + len(self._chunks()) + check
+
+    def _methods_to_map(self) -> list[str]:
+        return [n for n in self.to_map if n in METHODS]
 
     # --- the steps ---------------------------------------------------------------------------------------------
 
@@ -190,7 +222,7 @@ class TrustJob:
         """Run the job; after each step yield (steps done, steps in all, what it did). Each step is one model pass
         (a forward, or a forward + backward for the gradient and LRP methods) on at most ``tokens_per_step`` tokens."""
         total, done = self.total(), 0
-        for group in self._groups(self.to_map):
+        for group in self._groups(self._methods_to_map()):
             self.maps.update(self._explain(self.model, group))
             done += 1
             yield done, total, "maps: " + ", ".join(group)
@@ -290,8 +322,9 @@ class TrustJob:
                 methods[name] = MethodTrust(name, m.map, m.faithfulness, tuple(self.rho[name]))
         if self.cache is not None and isinstance(self.target, ClassTarget):
             for name, m in methods.items():
-                self.cache.put(self._key(name), m)
-        return TrustReport(self.target.describe(), self.probability, {n: methods[n] for n in self.names},
+                if name in METHODS:
+                    self.cache.put(self._key(name), m)
+        return TrustReport(self.target.describe(), self.probability, {n: methods[n] for n in self.names + list(self.extra)},
                            methods["random"].faithfulness, self.variant)
 
     def result(self) -> TrustReport:

@@ -5,6 +5,8 @@ import argparse
 import dataclasses
 import time
 
+import numpy as np
+
 from .. import panels
 from ..explain import contrast, method_names
 from ..explain.panels import contrast_panel, explanation_panel, methods_row
@@ -47,7 +49,7 @@ def trust_of(loaded, x, request: ExplainRequest):
                         variant=request.perturbation, labels=loaded.labels)
 
 
-def trust_entries(report, lang: str = "en") -> tuple[dict, dict]:
+def trust_entries(report, lang: str = "en", photo=None) -> tuple[dict, dict]:
     """A ``TrustReport`` -> (PNG panels {"trust": comparison figure}, the keys it adds to result.json's "explain")."""
     from ..drawing.plots import figure_to_image
     from ..drawing.trust import trust_figure
@@ -56,7 +58,7 @@ def trust_entries(report, lang: str = "en") -> tuple[dict, dict]:
             "gains": {n: report.gains(n) for n in report.methods}}
     if "sanity" in info:
         info["sanity_flagged"] = {n: bool(m.flagged) for n, m in report.methods.items() if m.sanity is not None}
-    return {"trust": figure_to_image(trust_figure(report, lang=lang))}, info
+    return {"trust": figure_to_image(trust_figure(report, photo, lang=lang))}, info
 
 
 def explanation_outputs(loaded, a: Analysis, request: ExplainRequest,
@@ -87,7 +89,8 @@ def explanation_outputs(loaded, a: Analysis, request: ExplainRequest,
                                                      o.colorbar, label=f"{m}: {name} - {b.target['name']}")
         info["contrast"] = {"index": b.target["index"], "name": b.target["name"]}
     if request.faithfulness or request.sanity:
-        trust_images, trust_info = trust_entries(trust if trust is not None else trust_of(loaded, x, request), o.lang)
+        report = trust if trust is not None else trust_of(loaded, x, request)
+        trust_images, trust_info = trust_entries(report, o.lang, np.asarray(a.image.convert("RGB")))
         images.update(trust_images)
         info.update(trust_info)
     info["seconds"] = time.perf_counter() - t0

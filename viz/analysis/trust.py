@@ -31,6 +31,7 @@ from vit.explain.perturb import cascading_randomization, forward_kept
 from vit.explain.rules import rule_view, without_parameter_grads
 from vit.model import PatchEmbed
 
+from ..explain.arrays import ExplainArrays
 from ..explain.methods import METHODS, families_of, method_names
 from ..trust.curves import FRACTIONS, Faithfulness, keep_sets, removed_counts
 from ..trust.report import MethodTrust, TrustReport
@@ -151,12 +152,13 @@ class TrustJob:
         self.tokens_per_step = tokens_per_step or self.layout.num_tokens
         self.cache, self.model_id = cache, model_id
         self.target = ClassTarget() if target is None else target
-        with torch.inference_mode():
-            output = model(self.x)
-        if isinstance(self.target, ClassTarget) and self.target.index is None:
+        self.probability: float | None = None      # the target's probability on the whole photo
+        if isinstance(self.target, ClassTarget) and self.target.index is None:   # the top-1 class: one forward
+            with torch.inference_mode():
+                output = model(self.x)
             index = int(self.target.indices(output)[0])
             self.target = ClassTarget(index, labels[index] if index < len(labels) else f"class {index}")
-        self.probability = float(self.target.probability(output)[0])
+            self.probability = float(self.target.probability(output)[0])
         self.all = list(dict.fromkeys(self.names + ["random"]))
         self.cached: dict[str, MethodTrust] = {}
         if cache is not None and isinstance(self.target, ClassTarget):
@@ -231,7 +233,7 @@ class TrustJob:
             values = self._run_chunk(chunk)
             for (name, kind, i, K), value in zip(chunk, values):
                 if kind == "full":
-                    full = value
+                    full = self.probability = value
                 elif kind == "empty":
                     empty = value
                 else:
@@ -252,6 +254,9 @@ class TrustJob:
         self._report = self._assemble()
 
     def _explain(self, model, group: list[str]) -> dict[str, np.ndarray]:
+        if all(METHODS[n].family == "none" for n in group):      # no model pass: the formula alone
+            arrays = ExplainArrays(num_prefix=self.layout.num_prefix, grid=tuple(self.layout.grid))
+            return {n: np.asarray(METHODS[n].formula(arrays), dtype=np.float32) for n in group}
         e = explain_tensor(model, self.x, self.target, group, self.labels)
         return {n: e.map(n) for n in group}
 
@@ -311,6 +316,9 @@ class TrustJob:
                         curve[i] = empty
 
     def _assemble(self) -> TrustReport:
+        if self.probability is None:                       # everything came from the cache
+            with torch.inference_mode():
+                self.probability = float(self.target.probability(self.model(self.x))[0])
         methods = dict(self.cached)
         for name in self.to_map:
             old = self.cached.get(name)

@@ -111,7 +111,7 @@ PICTURES: dict[str, tuple[str, str]] = {
     "trust.variant.mean_colour": ("patches painted in the mean colour", "图块涂成平均颜色"),
     "trust.variant.blur": ("patches blurred", "图块被模糊"),
     "trust.aucs": ("del {deletion:.2f} ↓  ins {insertion:.2f} ↑", "删除 {deletion:.2f} ↓  插入 {insertion:.2f} ↑"),
-    "trust.flagged": ("flagged: ignores the model", "已标记：不依赖模型"),
+    "trust.flagged": ("⚠ ignores the model", "⚠ 不依赖模型"),
     "trust.deletion": ("Deletion: most relevant removed first", "删除：最相关的图块先移除"),
     "trust.insertion": ("Insertion: most relevant kept first", "插入：最相关的图块先保留"),
     "trust.axis.removed": ("fraction of patches removed", "移除的图块比例"),

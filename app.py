@@ -35,12 +35,12 @@ from PIL import Image
 
 import vit
 from vit.cache import LRUCache
+from vit.clip import text_target
 from vit.device import pick_device
 from vit.explain import class_target
 from vit.image_file import MAX_BYTES, ImageFileError, open_image
 from viz import explorer, tabs
 from viz.analysis import compare_side, explain_tensor, walk
-from viz.analysis.texts import text_target
 from viz.animate import depth_frames, save_gif
 from viz.compare import compare, comparison_image
 from viz.dynamics import DynamicsView
@@ -127,7 +127,7 @@ def _explain_key(key: tuple) -> tabs.Explained:
     a = ANALYSES.get((photo, source))
     x = loaded.preprocess.to_tensor(a.image)
     if target[0] == "text":
-        goal = text_target(loaded, list(target[1]), target[2])
+        goal = text_target(loaded, target[2], list(target[1]))
     elif target[0] == "class":
         goal = class_target(loaded.labels, target[1])
     else:

@@ -314,6 +314,34 @@ def explain_rows(loaded, photo: Path, rounds: int) -> list[Row]:
     ]
 
 
+def trust_rows(loaded, photo: Path, rounds: int) -> list[Row]:
+    """Faithfulness curves and the comparison of every method (viz.analysis.trust), each ÷ one plain forward of
+    the same model, and the whole comparison on a ViT-Ti (random init: the cost does not depend on the weights)."""
+    from viz.analysis.trust import TrustJob
+    from vit.explain import ClassTarget
+
+    x = loaded.preprocess(open_image(photo))
+    target = ClassTarget(281)
+    # seconds of one plain forward, of the curves of one map (the random map: no model pass for the map itself),
+    # and of the whole comparison (every method's map with its backward passes, every curve)
+    plain = torch.inference_mode()(lambda: loaded.model(x))
+    t = interleaved({"plain": plain,
+                     "curves": lambda: TrustJob(loaded.model, x, target, ["random"]).result(),
+                     "compare": lambda: TrustJob(loaded.model, x, target, None).result()}, rounds)
+    plain_s, curves_s, compare_s = (median(t[k]) for k in ("plain", "curves", "compare"))
+    tiny = random_loaded("vit_ti_16", 224, torch.device("cpu"))
+    tiny_s = median(interleaved({"compare": lambda: TrustJob(tiny.model, x, target, None).result()}, rounds)["compare"])
+    methods = len(TrustJob(loaded.model, x, target, None).names)
+    return [
+        Row("**deletion + insertion curves of one map ÷ our plain forward** (22 points, batched by length)",
+            f"{curves_s / plain_s:.2f}", "≤ 10", curves_s / plain_s <= 10),
+        Row(f"**whole comparison of {methods} methods ÷ our plain forward** (maps with their backward passes, "
+            "all curves)", f"{compare_s / plain_s:.1f}", "≤ 80", compare_s / plain_s <= 80),
+        Row(f"whole comparison of {methods} methods, ViT-Ti/16 at 224 on this CPU", f"{tiny_s:.2f} s", "< 2 s",
+            tiny_s < 2),
+    ]
+
+
 # ---- 5. scaling with the input size -------------------------------------------------------------------------
 
 SCALING = (("vit_b_16", 224), ("vit_b_16", 384), ("vit_b_14", 518))   # 518 is not a multiple of 16: ViT-B/14
@@ -441,6 +469,7 @@ def main(argv=None) -> None:
         rows += rerender(app, result["session"], result["analysis"], max(args.rounds, 20))
         rows += cache_rows(result["analysis"])
         rows += explain_rows(app.MODELS.get(weights).loaded, photos[0], args.rounds)
+        rows += trust_rows(app.MODELS.get(weights).loaded, photos[0], max(3, args.rounds // 2))
         if not args.no_app:
             from viz.explorer import cached_bytes
             fill = cropped_photos(photos[0], app.ANALYSES_MEMORY // cached_bytes(result["analysis"]) + 4, tmp)

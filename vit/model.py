@@ -253,7 +253,8 @@ class Attention(nn.Module):
                 q = apply_rope(q, *positions.rope, positions.num_prefix)
                 k = apply_rope(k, *positions.rope, positions.num_prefix)
             if self.relative_position_bias_table is not None:
-                bias = self.relative_position_bias_table[positions.rel_index].permute(2, 0, 1)  # (H, T, T)
+                # (T, T) rows -> (H, T, T); per-image rows (B, T, T) (vit.explain.perturb) -> (B, H, T, T)
+                bias = self.relative_position_bias_table[positions.rel_index].movedim(-1, -3)
         attn = None
         if self.fused_attn and not return_attn:
             x = F.scaled_dot_product_attention(q, k, v, attn_mask=bias, is_causal=self.causal,

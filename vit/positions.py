@@ -20,8 +20,8 @@ import torch
 class TokenPositions(NamedTuple):
     """What attention needs beyond q, k, v for one token layout (None: the scheme is not used)."""
     num_prefix: int                                   # tokens before the patch grid (never rotated)
-    rope: tuple[torch.Tensor, torch.Tensor] | None    # (sin, cos), each (N, Dh) for the N patch tokens
-    rel_index: torch.Tensor | None                    # (T, T) long: table row of every (query, key) pair
+    rope: tuple[torch.Tensor, torch.Tensor] | None    # (sin, cos), each (N, Dh) for the N patch tokens, or (B, 1, N, Dh)
+    rel_index: torch.Tensor | None                    # (T, T) long: table row of every (query, key) pair, or (B, T, T)
 
 
 def num_relative_positions(grid: tuple[int, int]) -> int:

@@ -7,7 +7,8 @@ reproduced exactly). With several images, ``DIR/summary/`` holds statistics over
 batches (``--batch-size``) decoded by worker processes (``--workers``), on any device (``--device``), in one
 process or many (``torchrun --nproc-per-node N -m viz FOLDER ...``), and resume after an interruption (``--resume``).
 
-What else a run can add, one module each: ``--explain`` (class-specific maps, ``explain``), ``--texts`` (CLIP
+What else a run can add, one module each: ``--explain`` (class-specific maps, ``explain``; with
+``--faithfulness`` / ``--sanity`` their perturbation curves and randomisation check, ``viz.analysis.trust``), ``--texts`` (CLIP
 zero-shot probabilities in result.json, ``write``), ``--animate`` (attention through depth, ``write``) and
 ``--compare B`` (two checkpoints on the same photos instead of the panels, ``compare``). The options are in
 ``options``.
@@ -42,6 +43,15 @@ def check_run(args, loaded) -> None:
         if not mp4_available():
             raise ValueError("--mp4 needs the optional packages imageio and imageio-ffmpeg (pip install imageio "
                              "imageio-ffmpeg); leave --mp4 out for the GIF alone.")
+
+
+def trust_options(request, data_set: bool) -> dict:
+    """The RunOptions fields of --faithfulness / --sanity: a data-set run scores every image once, for the summary
+    and for the image's files (a single image is scored by its writer alone)."""
+    if not (data_set and request and (request.faithfulness or request.sanity)):
+        return {}
+    return {"faithfulness": tuple(request.methods), "faithfulness_target": request.target,
+            "perturbation": request.perturbation, "sanity": request.sanity}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -80,13 +90,14 @@ def main(argv: list[str] | None = None) -> int:
     options = run.RunOptions(out=args.out, batch_size=args.batch_size, workers=args.workers, summary=data_set,
                              resume=args.resume, attention_dtype=np.float16 if args.float16 else np.float32,
                              dtype=dtype, norm_ratio=args.norm_ratio, distance_renormalise=args.distance_renormalise,
-                             progress=not args.quiet and len(entries) > 1, weights=args.weights)
+                             progress=not args.quiet and len(entries) > 1, weights=args.weights,
+                             **trust_options(request, data_set))
     writer = None
     if not args.stats_only:
         model = panels.model_panels(model_arrays(loaded.model, loaded.name), args.lang)   # the same for every image
 
-        def writer(entry: "files.ImageEntry", a: Analysis, decode_s: float) -> None:
-            explained = explanation_outputs(loaded, a, request, o) if request else None
+        def writer(entry: "files.ImageEntry", a: Analysis, decode_s: float, trust=None) -> None:
+            explained = explanation_outputs(loaded, a, request, o, trust) if request else None
             texts = zero_shot_entries(loaded, a, args.texts) if args.texts else None
             write_image_result(entry.path, args.out / entry.name, a, model, o, args, decode_s, explained, texts)
 

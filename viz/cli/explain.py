@@ -9,6 +9,8 @@ import argparse
 import dataclasses
 import time
 
+import numpy as np
+
 from .. import panels
 from ..explain import contrast, method_names
 from ..explain.panels import contrast_panel, explanation_panel, methods_row
@@ -21,6 +23,9 @@ class ExplainRequest:
     methods: list[str]
     target: object = None        # vit.explain.ClassTarget or TextTarget, or None for each image's top-1 class
     contrast: object = None      # vit.explain.ClassTarget or TextTarget, or None
+    faithfulness: bool = False   # --faithfulness: deletion / insertion curves of every method (viz.analysis.trust)
+    sanity: bool = False         # --sanity: the cascading model-randomisation check of every method
+    perturbation: str = "tokens"  # --perturbation: how a removed patch is removed
 
 
 def explain_request(args: argparse.Namespace, loaded) -> ExplainRequest | None:
@@ -33,17 +38,42 @@ def explain_request(args: argparse.Namespace, loaded) -> ExplainRequest | None:
     if not args.explain:
         if args.target is not None or args.contrast is not None:
             raise ValueError("--target and --contrast choose the class for --explain; give --explain METHODS too.")
+        if args.faithfulness or args.sanity:
+            raise ValueError("--faithfulness and --sanity score the maps of --explain; give --explain METHODS too, "
+                             "e.g. --explain gae,attention,random.")
         return None
     texts = getattr(args, "texts", None) or ()
     methods = method_names(args.explain)
     return ExplainRequest(methods, resolve_target(loaded, args.target, texts),
-                          None if args.contrast is None else resolve_target(loaded, args.contrast, texts))
+                          None if args.contrast is None else resolve_target(loaded, args.contrast, texts),
+                          args.faithfulness, args.sanity, args.perturbation)
+
+
+def trust_of(loaded, x, request: ExplainRequest):
+    """``viz.analysis.trust.trust_report`` for one model input (1, C, H, W) as --faithfulness / --sanity ask."""
+    from ..analysis.trust import trust_report
+
+    return trust_report(loaded.model, x, request.target, request.methods, sanity=request.sanity,
+                        variant=request.perturbation, labels=loaded.labels)
+
+
+def trust_entries(report, lang: str = "en", photo=None) -> tuple[dict, dict]:
+    """A ``TrustReport`` -> (PNG panels {"trust": comparison figure}, the keys it adds to result.json's "explain")."""
+    from ..drawing.plots import figure_to_image
+    from ..drawing.trust import trust_figure
+
+    info = {**report.as_json(), "perturbation": report.variant,
+            "gains": {n: report.gains(n) for n in report.methods}}
+    if "sanity" in info:
+        info["sanity_flagged"] = {n: bool(m.flagged) for n, m in report.methods.items() if m.sanity is not None}
+    return {"trust": figure_to_image(trust_figure(report, photo, lang=lang))}, info
 
 
 def explanation_outputs(loaded, a: Analysis, request: ExplainRequest,
-                        o: panels.MapOptions) -> tuple[dict, dict, dict]:
+                        o: panels.MapOptions, trust=None) -> tuple[dict, dict, dict]:
     """Explain one analysed image -> (PNG panels, npz arrays, the result.json "explain" entry) for
-    ``write_image_result``. The model sees exactly the analysed pixels (``a.image``, the crop)."""
+    ``write_image_result``. The model sees exactly the analysed pixels (``a.image``, the crop). ``trust``: the
+    image's ``TrustReport`` when the data-set run already computed it (else computed here if asked for)."""
     from ..analysis import explain_tensor
 
     t0 = time.perf_counter()
@@ -66,6 +96,11 @@ def explanation_outputs(loaded, a: Analysis, request: ExplainRequest,
             images[f"contrast_{m}"] = contrast_panel(panels.photo(a, o.scale), arrays[f"contrast_{m}"], o.alpha,
                                                      o.colorbar, label=f"{m}: {name} - {b.target['name']}")
         info["contrast"] = dict(b.target)
+    if request.faithfulness or request.sanity:
+        report = trust if trust is not None else trust_of(loaded, x, request)
+        trust_images, trust_info = trust_entries(report, o.lang, np.asarray(a.image.convert("RGB")))
+        images.update(trust_images)
+        info.update(trust_info)
     info["seconds"] = time.perf_counter() - t0
     return images, arrays, info
 

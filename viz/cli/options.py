@@ -44,6 +44,15 @@ text: "target": {"index" among --texts, "name", "text"}). With --contrast B also
 contrast_<method>.png and contrast_<method>: the --target map minus B's, diverging colours centred on 0,
 and "contrast": {"index", "name"}. Methods: """ + ", ".join(METHODS) + """.
 
+With --faithfulness also trust.png (every method's map with its AUCs, the curves, the correlations between
+methods) and, in result.json's "explain": "faithfulness": {method: {"deletion_auc", "insertion_auc",
+"deletion": [11], "insertion": [11]}} (target probability at fractions 0, 0.1, ..., 1 of the patches removed /
+kept, most relevant first), "perturbation" ("tokens", "mean_colour" or "blur"), and per method "gains" over the
+random map {"deletion_gain", "insertion_gain"}. --sanity adds "sanity": {method: [Spearman rho after 1, 2, ...,
+L layers randomised from the top]} and "sanity_flagged": {method: true when rho stays >= 0.5 with all layers
+randomised}. A folder run adds DIR/summary/faithfulness.json ({method: {"deletion_auc", "insertion_auc" (means
+over images), their "_std", "deletion", "insertion" (mean curves), "images"}}) and faithfulness.md.
+
 With several images (or --stats-only), DIR/summary/ holds statistics.json (images, mean_distance L x H,
 entropy L x H, prefix_share L, high_norm_share L, top1/top5 for a folder labelled by sub-folder, with their
 standard deviations over images), statistics.md, mean_distance.png, entropy.png, attention_shares.png and
@@ -170,6 +179,17 @@ def build_parser() -> argparse.ArgumentParser:
                         "checkpoint a text, e.g. 'a photo of a cat' (default: the best of --texts)")
     g.add_argument("--contrast", metavar="NAME_OR_INDEX",
                    help="also 'why --target rather than this class' (or text): the --target map minus this one's map")
+    g = p.add_argument_group("can this map be trusted? (with --explain)")
+    g.add_argument("--faithfulness", action="store_true",
+                   help="deletion and insertion curves of every --explain map (patches dropped from the token "
+                        "sequence, most relevant first, 11 fractions) and their AUCs, in result.json's "
+                        "explain.faithfulness; for a folder, their mean in DIR/summary/faithfulness.json and .md")
+    g.add_argument("--sanity", action="store_true",
+                   help="model-randomisation sanity check: Spearman correlation of every --explain map with its map "
+                        "after 1 … L layers re-initialised from the top, in result.json's explain.sanity")
+    g.add_argument("--perturbation", choices=("tokens", "mean_colour", "blur"), default="tokens",
+                   help="how --faithfulness removes a patch: dropped from the tokens (default), or in pixel space "
+                        "replaced by the photo's mean colour or by the blurred photo")
     g = p.add_argument_group("compare and animate")
     g.add_argument("--compare", metavar="B",
                    help="compare the --weights model (A) with this checkpoint (B) on each image: writes compare.png "

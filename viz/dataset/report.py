@@ -11,7 +11,9 @@
     high_norm_share(_std)   L: share on the high-norm artifact patches (flagged after any block, --norm-ratio)
     high_norm_patches(_std) L: patches flagged high-norm after each block
     labelled_images, top1, top5   only when the folder is labelled: accuracy over the labelled images
-    faithfulness            only when methods scored the images: {method: {score: {mean, std, images}}}
+    faithfulness            only when methods scored the images: {method: {score: {mean, std, images}}} (scores
+                            deletion_auc, insertion_auc, and the curves deletion, insertion, sanity); then also
+                            faithfulness.json and faithfulness.md (``write_faithfulness``)
     model, weights, input_size, grid, patch_size, num_prefix_tokens, depth, heads, tokens, uniform_distance,
     uniform_entropy, options {norm_ratio, distance_renormalise}, device, dtype, processes
 
@@ -94,6 +96,8 @@ def markdown(s: dict) -> str:
         lines += ["", "## Faithfulness", "", "| method | score | mean | std | images |", "|---|---|---:|---:|---:|"]
         for method, scores in s["faithfulness"].items():
             for score, v in scores.items():
+                if isinstance(v["mean"], list):      # the mean curves: in faithfulness.json
+                    continue
                 lines.append(f"| {method} | {score} | {_f(v['mean'], 4)} | {_f(v['std'], 4)} | {v['images']} |")
     return "\n".join(lines) + "\n"
 
@@ -105,6 +109,8 @@ def write(folder: Path, stats: Statistics, info: dict) -> dict:
     lines = [f" {json.dumps(key)}: {json.dumps(value)}" for key, value in s.items()]  # one key per line
     (folder / "statistics.json").write_text("{\n" + ",\n".join(lines) + "\n}\n")
     (folder / "statistics.md").write_text(markdown(s))
+    if "faithfulness" in s:
+        write_faithfulness(folder, s)
     if s["images"]:
         n = f"mean over {s['images']} images, ± std"
         figures = {
@@ -120,6 +126,47 @@ def write(folder: Path, stats: Statistics, info: dict) -> dict:
         for name, fig in figures.items():
             figure_to_image(fig).save(folder / f"{name}.png")
     return s
+
+
+def faithfulness_table(s: dict) -> dict:
+    """statistics.json's "faithfulness" -> faithfulness.json: {method: {"deletion_auc", "insertion_auc" (means over
+    images), "deletion_auc_std", "insertion_auc_std", "deletion", "insertion" (mean curves, 11 values),
+    ["sanity" (mean ρ after 1 … L randomised layers)], "images"}}, methods in the order they were asked for."""
+    table = {}
+    for method, scores in s["faithfulness"].items():
+        row = {}
+        for score in ("deletion_auc", "insertion_auc"):
+            row[score], row[f"{score}_std"] = scores[score]["mean"], scores[score]["std"]
+        for curve in ("deletion", "insertion", "sanity"):
+            if curve in scores:
+                row[curve] = scores[curve]["mean"]
+        row["images"] = scores["deletion_auc"]["images"]
+        table[method] = row
+    order = s.get("faithfulness_order") or list(table)
+    return {m: table[m] for m in order if m in table}
+
+
+def faithfulness_markdown(table: dict, s: dict) -> str:
+    """faithfulness.md: Table 2 of Chefer et al. 2021 laid out for this run: methods as rows, the mean deletion
+    (lower is better) and insertion (higher is better) AUC for the explained class, ± standard deviation."""
+    what = s.get("faithfulness_class", "predicted")
+    cls = "the predicted class" if what == "predicted" else f"the class {what}"
+    lines = [f"# Faithfulness over {s['images']} images", "",
+             f"Model **{s['model']}**; patches {'dropped from the token sequence' if s.get('perturbation', 'tokens') == 'tokens' else 'replaced in pixel space (' + s['perturbation'] + ')'}, "
+             f"most relevant first, 11 fractions; area under the probability of {cls} (`np.trapezoid`, not "
+             "normalised), mean ± standard deviation over images.", "",
+             f"| method | deletion AUC ↓ ({what}) | insertion AUC ↑ ({what}) |", "|---|---:|---:|"]
+    for method, row in table.items():
+        lines.append(f"| {method} | {_f(row['deletion_auc'])} ± {_f(row['deletion_auc_std'])} "
+                     f"| {_f(row['insertion_auc'])} ± {_f(row['insertion_auc_std'])} |")
+    return "\n".join(lines) + "\n"
+
+
+def write_faithfulness(folder: Path, s: dict) -> None:
+    """DIR/summary/faithfulness.json and faithfulness.md (see ``faithfulness_table``)."""
+    table = faithfulness_table(s)
+    (folder / "faithfulness.json").write_text(json.dumps(table, indent=1) + "\n")
+    (folder / "faithfulness.md").write_text(faithfulness_markdown(table, s))
 
 
 def write_distance_npz(folder: Path, stats: Statistics, names: list[str], per_image: list[np.ndarray] | None) -> None:

@@ -21,15 +21,17 @@ from PIL import Image
 from tqdm import tqdm
 
 from ..analysis import analyses, capture, model_input
+from ..analysis.trust import trust_report
 from ..maps.figure7 import patch_distances
 from ..result import Analysis
 from . import distributed, report, state
 from .distributed import Processes
 from .files import ImageEntry
 from .loader import image_loader, shard
-from .statistics import Statistics, image_values, uniform_entropy
+from .statistics import FAITHFULNESS, Statistics, image_values, uniform_entropy
 
-ImageWriter = Callable[[ImageEntry, Analysis, float], None]   # (entry, its analysis, seconds to decode) -> files
+# (entry, its analysis, seconds to decode[, its viz.trust.TrustReport with RunOptions.faithfulness]) -> files
+ImageWriter = Callable[..., None]
 
 
 @dataclass(frozen=True)
@@ -45,6 +47,10 @@ class RunOptions:
     distance_renormalise: bool = False      # which mean distance (--distance-renormalise)
     progress: bool = True                   # a progress bar (on the first process only)
     weights: str = ""                       # --weights, as given (recorded in statistics.json)
+    faithfulness: tuple[str, ...] = ()      # --explain methods scored per image (--faithfulness; viz.analysis.trust)
+    faithfulness_target: object = None      # their class (vit.explain.ClassTarget); None: each image's predicted class
+    perturbation: str = "tokens"            # --perturbation
+    sanity: bool = False                    # --sanity: the randomisation curves too
 
 
 @dataclass
@@ -66,7 +72,16 @@ def fingerprint(entries: Sequence[ImageEntry], loaded, options: RunOptions, writ
         "images": hashlib.sha256(listing.encode()).hexdigest(), "count": len(entries), "weights": options.weights,
         "weights_sha256": tensors.hexdigest(), "input_size": list(loaded.preprocess.crop), "dtype": str(options.dtype),
         "norm_ratio": options.norm_ratio, "distance_renormalise": options.distance_renormalise,
-        "per_image_files": writes_images}))
+        "per_image_files": writes_images, **_faithfulness_options(options)}))
+
+
+def _faithfulness_options(options: RunOptions) -> dict:
+    """What the faithfulness scores depend on (nothing when none are asked for, so older runs resume unchanged)."""
+    if not options.faithfulness:
+        return {}
+    target = options.faithfulness_target
+    return {"faithfulness_order": list(options.faithfulness), "perturbation": options.perturbation, "sanity": options.sanity,
+            "faithfulness_class": "predicted" if target is None else target.describe()["name"]}
 
 
 def run_info(loaded, options: RunOptions, processes: Processes, device: torch.device) -> dict:
@@ -138,7 +153,8 @@ def run(loaded, entries: Sequence[ImageEntry], options: RunOptions, processes: P
     summary = None
     if options.summary and processes.main:
         folder = options.out / "summary"
-        info = {**run_info(loaded, options, processes, device), "failed": len(failed_all)}
+        info = {**run_info(loaded, options, processes, device), "failed": len(failed_all),
+                **_faithfulness_options(options)}
         summary = report.write(folder, statistics, info)
         per_image = None if write_image is None else [_saved_distance(options.out / entries[i].name) for i in done]
         report.write_distance_npz(folder, statistics, [str(entries[i].path) for i in done], per_image)
@@ -155,20 +171,38 @@ def _analyse_batch(loaded, entries, batch, options: RunOptions, write_image: Ima
     captured = capture(loaded.model, x, options.attention_dtype if write_image else None,
                        statistics=options.summary, dtype=options.dtype,
                        distance_renormalise=options.distance_renormalise)
+    # the explanation methods' curves, once per image, for the summary and for the image's own files
+    reports = [trust_report(loaded.model, x[b:b + 1].float(), options.faithfulness_target, list(options.faithfulness),
+                            sanity=options.sanity, variant=options.perturbation, labels=loaded.labels)
+               for b in range(len(batch.indices))] if options.faithfulness else None
     if write_image is not None:
         B = len(batch.indices)
         timings = {"preprocess": (t1 - t0) / B, **{k: v / B for k, v in captured.timings.items()}, "batch_size": B}
         images = [Image.fromarray(pixels.numpy()) for pixels in batch.pixels]
-        for a, index, decode_s in zip(analyses(loaded, captured, images, timings), batch.indices, batch.decode_s):
-            write_image(entries[index], a, decode_s)
+        for b, (a, index, decode_s) in enumerate(zip(analyses(loaded, captured, images, timings), batch.indices,
+                                                     batch.decode_s)):
+            write_image(entries[index], a, decode_s, *([reports[b]] if reports else []))
     for b, index in enumerate(batch.indices):
         mine.done[index] = True
         if not options.summary:                    # one image: its files are all there is
             continue
         values = image_values(captured, b, entries[index].label, options.norm_ratio, options.distance_renormalise)
-        # The Explain methods' per-image scores join here, as values["faithfulness.<method>.<score>"] = score
-        # (see viz.dataset.statistics): they are then summed, combined, resumed and reported like the rest.
+        if reports:   # summed, combined, resumed and reported like the rest (viz.dataset.statistics)
+            values.update(faithfulness_values(reports[b]))
         mine.statistics.add_image(values)
+
+
+def faithfulness_values(report) -> dict[str, np.ndarray]:
+    """A ``viz.trust.TrustReport`` -> per-image values "faithfulness.<method>.<score>": deletion_auc and
+    insertion_auc (), the deletion and insertion curves (11,), the sanity curve (L,) when it was run."""
+    values = {}
+    for name, m in report.methods.items():
+        f, key = m.faithfulness, f"{FAITHFULNESS}{name}."
+        values.update({key + "deletion_auc": np.float64(f.deletion_auc), key + "insertion_auc": np.float64(f.insertion_auc),
+                       key + "deletion": np.array(f.deletion), key + "insertion": np.array(f.insertion)})
+        if m.sanity is not None:
+            values[key + "sanity"] = np.array(m.sanity)
+    return values
 
 
 def _combined(processes: Processes, mine: Statistics, previous: Statistics) -> Statistics:

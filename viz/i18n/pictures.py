@@ -103,4 +103,23 @@ PICTURES: dict[str, tuple[str, str]] = {
     "walk.axis.probability": ("probability", "概率"),
     "walk.legend.logit": ("logit", "logit"),
     "walk.legend.probability": ("probability after softmax", "softmax 之后的概率"),
+
+    # --- can this map be trusted? the comparison of methods (viz.drawing.trust) ----------------------------
+    "trust.title": ("Can these maps be trusted? {target}, probability {probability:.2f}, {variant}",
+                    "这些图可信吗？{target}，概率 {probability:.2f}，{variant}"),
+    "trust.variant.tokens": ("patches dropped from the tokens", "图块从词元序列中移除"),
+    "trust.variant.mean_colour": ("patches painted in the mean colour", "图块涂成平均颜色"),
+    "trust.variant.blur": ("patches blurred", "图块被模糊"),
+    "trust.aucs": ("del {deletion:.2f} ↓  ins {insertion:.2f} ↑", "删除 {deletion:.2f} ↓  插入 {insertion:.2f} ↑"),
+    "trust.flagged": ("⚠ ignores the model", "⚠ 不依赖模型"),
+    "trust.deletion": ("Deletion: most relevant removed first", "删除：最相关的图块先移除"),
+    "trust.insertion": ("Insertion: most relevant kept first", "插入：最相关的图块先保留"),
+    "trust.axis.removed": ("fraction of patches removed", "移除的图块比例"),
+    "trust.axis.kept": ("fraction of patches kept", "保留的图块比例"),
+    "trust.axis.probability": ("probability of the class", "该类别的概率"),
+    "trust.correlation": ("Rank correlation between maps", "各图之间的秩相关"),
+    "trust.sanity": ("Sanity check: layers randomised from the top", "健全性检验：从顶层起随机化"),
+    "trust.axis.randomised": ("randomised layers", "随机化的层数"),
+    "trust.axis.spearman": ("Spearman ρ with the trained map", "与训练后图的斯皮尔曼 ρ"),
+    "trust.legend.threshold": ("flag at ρ ≥ {threshold}", "ρ ≥ {threshold} 时标记"),
 }

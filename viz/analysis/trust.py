@@ -1,0 +1,369 @@
+"""The model-running half of "can this map be trusted?": each method's map, its deletion / insertion curves and its
+sanity curve, computed in steps of about one model pass so that a server can interleave them with other visitors'
+work, with progress, and cached per (photo, model, target, method).
+
+    job = TrustJob(model, x, target, ["gae", "attention", "random"], sanity=True)
+    for done, total, what in job.steps():       # each step: one forward (or one forward + backward)
+        ...                                      # report progress, yield the lock to another request, …
+    report = job.result()                        # viz.trust.TrustReport
+
+``trust_report(model, x, target, methods, progress=None)`` runs a whole job at once. The formulas (orders, AUCs,
+Spearman, the flag) are in ``viz.trust``; the token dropping and the randomisation in ``vit.explain.perturb``.
+
+How the curves are batched: a method's 22 curve points need 20 sequences besides the whole photo and the empty
+one (shared by every method); sequences of the same length (deletion at f and insertion at 1 − f, and every
+method's) run as one batch of at most ``tokens_per_step`` tokens (default: the tokens of one forward), so the
+curves of one map cost about 9 forwards' worth of tokens and a step never costs more than one forward.
+"""
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections import OrderedDict
+from typing import Callable, Iterator, Sequence
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from vit.explain import RULE_SETS, ClassTarget, Target
+from vit.explain.perturb import cascading_randomization, forward_kept
+from vit.explain.rules import rule_view, without_parameter_grads
+from vit.model import PatchEmbed
+
+from ..explain.arrays import ExplainArrays
+from ..explain.methods import METHODS, families_of, method_names
+from ..trust.curves import FRACTIONS, Faithfulness, keep_sets, removed_counts
+from ..trust.report import MethodTrust, TrustReport
+from ..trust.sanity import spearman
+from .explainer import explain_tensor
+
+VARIANTS = {  # how removed patches are removed (the JSON and the page name the variant)
+    "tokens": "dropped from the token sequence (the default: no out-of-distribution pixels)",
+    "mean_colour": "pixel space: replaced by the photo's mean colour (channel means of the model input)",
+    "blur": "pixel space: replaced by the photo blurred with a Gaussian of σ = patch size / 2",
+}
+Progress = Callable[[int, int, str], None]      # (steps done, steps in all, what the last step did)
+
+
+def photo_key(x: torch.Tensor) -> str:
+    """sha256 of the preprocessed input's float32 bytes: the photo part of a cache key (same pixels, same key)."""
+    return hashlib.sha256(x.detach().float().cpu().contiguous().numpy().tobytes()).hexdigest()
+
+
+def cache_key(photo: str, model: str, target_index: int, method: str, variant: str = "tokens",
+              seed: int = 0) -> tuple:
+    """The key one ``MethodTrust`` is cached under: (photo_key(x), a model id such as the checkpoint's sha256,
+    the class index, the method, the removal variant, the randomisation seed)."""
+    return (photo, model, int(target_index), method, variant, int(seed))
+
+
+class TrustCache:
+    """A thread-safe LRU store of ``MethodTrust`` (a few kB each: a (gh, gw) map and 22 + L floats)."""
+
+    def __init__(self, max_entries: int = 512):
+        self.max_entries = max_entries
+        self._items: OrderedDict = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key):
+        with self._lock:
+            if key in self._items:
+                self._items.move_to_end(key)
+                return self._items[key]
+        return None
+
+    def put(self, key, value: MethodTrust) -> None:
+        with self._lock:
+            self._items[key] = value
+            self._items.move_to_end(key)
+            while len(self._items) > self.max_entries:
+                self._items.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+
+def unsupported(model, names: Sequence[str]) -> dict[str, str]:
+    """{method: why} for the methods this model cannot run: an LRP method on a model with a module its rules do
+    not reproduce (named in the reason, e.g. q/k norms). Builds the rule views, runs nothing."""
+    out = {}
+    for name in names:
+        if METHODS[name].family in RULE_SETS:
+            try:
+                rule_view(without_parameter_grads(model), RULE_SETS[METHODS[name].family],
+                          lambda n, m: m if isinstance(m, PatchEmbed) else None)   # the pass starts its graph there
+            except ValueError as error:
+                out[name] = str(error)
+    return out
+
+
+def _fill(x: torch.Tensor, variant: str, patch: int) -> torch.Tensor:
+    """The pixels a removed patch shows in a pixel-space variant: (1, C, H, W)."""
+    if variant == "mean_colour":
+        return x.mean(dim=(2, 3), keepdim=True).expand_as(x)
+    sigma = patch / 2
+    size = 2 * patch + 1                                     # ±2σ
+    r = torch.arange(size, dtype=x.dtype, device=x.device) - patch
+    g = torch.exp(-r ** 2 / (2 * sigma ** 2))
+    g = g / g.sum()
+    C = x.shape[1]
+    padded = F.pad(x, (patch, patch, patch, patch), mode="reflect")
+    h = F.conv2d(padded, g.view(1, 1, 1, size).expand(C, 1, 1, size).contiguous(), groups=C)
+    return F.conv2d(h, g.view(1, 1, size, 1).expand(C, 1, size, 1).contiguous(), groups=C)
+
+
+class TrustJob:
+    """Maps, curves and (optionally) sanity curves of ``methods`` for one image and target, as a sequence of steps.
+
+    model: a ``VisionTransformer`` in eval mode; x: one preprocessed image (1, C, H, W); target: a ``Target``
+    (default: the top-1 class); methods: names of ``viz.explain.METHODS`` (default: every method this model can
+    run; the others are listed in ``job.unsupported``, an explicit unsupported one raises ValueError). ``sanity``: also the
+    cascading randomisation (L more steps per model pass family). ``variant``: a key of ``VARIANTS``. ``cache``
+    (a ``TrustCache``) with ``model_id``: methods found under ``cache_key`` are not run again. The random
+    baseline is computed (or taken from the cache) whether asked for or not: the gains are measured against it.
+    ``maps``: further named (gh, gw) maps to score the same way (the CLS attention of a chosen layer and head, an
+    occlusion map, …): curves only (no sanity check, which needs a method to recompute), never cached.
+    """
+
+    def __init__(self, model, x: torch.Tensor, target: Target | None = None, methods: Sequence[str] | str | None = None,
+                 *, sanity: bool = False, variant: str = "tokens", seed: int = 0, tokens_per_step: int | None = None,
+                 cache: TrustCache | None = None, model_id: str = "", labels: Sequence[str] = (),
+                 maps: dict[str, np.ndarray] | None = None):
+        if x.ndim != 4 or x.shape[0] != 1:
+            raise ValueError(f"Wrong input shape! Expected one image (1, C, H, W) but got {tuple(x.shape)}.")
+        if variant not in VARIANTS:
+            raise ValueError(f"Unknown variant {variant!r}! Expected one of {', '.join(VARIANTS)}.")
+        self.model, self.labels = model, labels
+        self.x = x.to(next(model.parameters()).device)
+        self.extra = {k: np.asarray(v, dtype=np.float32) for k, v in (maps or {}).items()}
+        self.names = [] if self.extra and not methods and methods is not None else \
+            method_names(list(METHODS) if methods is None else methods)
+        self.unsupported = unsupported(model, self.names)
+        if self.unsupported and methods is not None:
+            raise ValueError(" ".join(self.unsupported.values()))
+        self.names = [n for n in self.names if n not in self.unsupported]
+        clash = sorted(set(self.extra) & set(METHODS))
+        if clash:
+            raise ValueError(f"Extra maps may not take a method's name: {', '.join(clash)}!")
+        self.sanity, self.variant, self.seed = sanity, variant, seed
+        self.layout = model.token_layout(x.shape[-2], x.shape[-1])
+        self.N = self.layout.grid[0] * self.layout.grid[1]
+        self.tokens_per_step = tokens_per_step or self.layout.num_tokens
+        self.cache, self.model_id = cache, model_id
+        self.target = ClassTarget() if target is None else target
+        self.probability: float | None = None      # the target's probability on the whole photo
+        if isinstance(self.target, ClassTarget) and self.target.index is None:   # the top-1 class: one forward
+            with torch.inference_mode():
+                output = model(self.x)
+            index = int(self.target.indices(output)[0])
+            self.target = ClassTarget(index, labels[index] if index < len(labels) else f"class {index}")
+            self.probability = float(self.target.probability(output)[0])
+        self.all = list(dict.fromkeys(self.names + ["random"]))
+        self.cached: dict[str, MethodTrust] = {}
+        if cache is not None and isinstance(self.target, ClassTarget):
+            self._photo = photo_key(self.x)
+            for name in self.all:
+                hit = cache.get(self._key(name))
+                if hit is not None and (hit.sanity is not None or not sanity or name not in self.names):
+                    self.cached[name] = hit
+        self.to_map = [n for n in self.all if n not in self.cached] + list(self.extra)
+        self.to_check = [n for n in self.names if sanity and n not in self.cached]
+        self.maps: dict[str, np.ndarray] = {**{n: m.map for n, m in self.cached.items()}, **self.extra}
+        self.points: dict[tuple[str, str], np.ndarray] = {}      # (method, kind) -> (11,) probabilities
+        self.rho: dict[str, list[float]] = {}
+        self._report: TrustReport | None = None
+
+    # --- the plan ----------------------------------------------------------------------------------------------
+
+    def _key(self, name: str) -> tuple:
+        return cache_key(self._photo, self.model_id, self.target.index, name, self.variant, self.seed)
+
+    def _groups(self, names: list[str]) -> list[list[str]]:
+        """The methods a single model pass serves together (one backward for gae, grad_rollout and gradcam)."""
+        groups = []
+        for family in families_of(names):
+            served = {family, "attention"} if family == "gradient" else {family}
+            group = [n for n in names if METHODS[n].family in served]
+            if group and family != "none":
+                groups.append(group)
+        if any(METHODS[n].family == "none" for n in names):
+            groups.append([n for n in names if METHODS[n].family == "none"])
+        return groups
+
+    def _chunks(self) -> list[list[tuple[str, str, int, int]]]:
+        """The curve sequences (method, kind, fraction index, kept patches K) packed into batches of one length."""
+        counts = removed_counts(self.N, FRACTIONS)
+        by_length: dict[int, list] = {}
+        for name in self.to_map:
+            for kind in ("deletion", "insertion"):
+                for i, r in enumerate(counts):
+                    K = self.N - r if kind == "deletion" else r
+                    if 0 < K < self.N or self.variant != "tokens":
+                        by_length.setdefault(K, []).append((name, kind, i, K))
+        shared = [[("", "full", 0, self.N)], [("", "empty", 0, 0)]] if self.variant == "tokens" and self.to_map else []
+        chunks = list(shared)
+        for K in sorted(by_length, reverse=True):
+            cost = self.layout.num_prefix + (K if self.variant == "tokens" else self.N)
+            per_step = max(1, self.tokens_per_step // cost)
+            items = by_length[K]
+            chunks += [items[i:i + per_step] for i in range(0, len(items), per_step)]
+        return chunks
+
+    def total(self) -> int:
+        """Steps in all: the model passes for the maps, the curve batches, L × the passes of the sanity check."""
+        check = len(self.model.blocks) * len(self._groups(self.to_check)) if self.to_check else 0
+        return len(self._groups(self._methods_to_map())) + len(self._chunks()) + check
+
+    def _methods_to_map(self) -> list[str]:
+        return [n for n in self.to_map if n in METHODS]
+
+    # --- the steps ---------------------------------------------------------------------------------------------
+
+    def steps(self) -> Iterator[tuple[int, int, str]]:
+        """Run the job; after each step yield (steps done, steps in all, what it did). Each step is one model pass
+        (a forward, or a forward + backward for the gradient and LRP methods) on at most ``tokens_per_step`` tokens."""
+        total, done = self.total(), 0
+        for group in self._groups(self._methods_to_map()):
+            self.maps.update(self._explain(self.model, group))
+            done += 1
+            yield done, total, "maps: " + ", ".join(group)
+        full = empty = None
+        for chunk in self._chunks():
+            values = self._run_chunk(chunk)
+            for (name, kind, i, K), value in zip(chunk, values):
+                if kind == "full":
+                    full = self.probability = value
+                elif kind == "empty":
+                    empty = value
+                else:
+                    self.points.setdefault((name, kind), np.full(len(FRACTIONS), np.nan))[i] = value
+            done += 1
+            yield done, total, f"curves: {len(chunk)} sequences of {chunk[0][3]} patches"
+        if self.to_map:
+            self._fill_shared(full, self._empty_probability() if empty is None else empty)
+        if self.to_check:
+            groups = self._groups(self.to_check)
+            for k, randomized in cascading_randomization(self.model, self.seed):
+                for group in groups:
+                    for name, m in self._explain(randomized, group).items():
+                        if name in self.to_check:
+                            self.rho.setdefault(name, []).append(spearman(self.maps[name], m))
+                    done += 1
+                    yield done, total, f"sanity: {k} randomised layers, " + ", ".join(group)
+        self._report = self._assemble()
+
+    def _explain(self, model, group: list[str]) -> dict[str, np.ndarray]:
+        if all(METHODS[n].family == "none" for n in group):      # no model pass: the formula alone
+            arrays = ExplainArrays(num_prefix=self.layout.num_prefix, grid=tuple(self.layout.grid))
+            return {n: np.asarray(METHODS[n].formula(arrays), dtype=np.float32) for n in group}
+        e = explain_tensor(model, self.x, self.target, group, self.labels)
+        return {n: e.map(n) for n in group}
+
+    def _empty_probability(self) -> float:
+        """The prefix tokens alone: classifiable with a class token; a pooling model has no patch to pool, so it
+        knows nothing and gets chance, 1 / classes (only for class targets)."""
+        if isinstance(self.target, ClassTarget) and self.model.cfg.num_classes:
+            return 1.0 / self.model.cfg.num_classes
+        raise ValueError("Insertion from zero patches needs a class token or a class target!")
+
+    def _run_chunk(self, chunk) -> list[float]:
+        keep = []
+        for name, kind, i, K in chunk:
+            if kind in ("full", "empty"):
+                keep.append(np.arange(self.N) if kind == "full" else np.zeros(0, dtype=np.int64))
+            else:
+                keep.append(self._keep_sets(name)[kind][i])
+        if chunk[0][1] == "empty" and self.model.cfg.global_pool != "token":
+            return [self._empty_probability()]
+        with torch.inference_mode():
+            if self.variant == "tokens":
+                index = torch.as_tensor(np.stack(keep), dtype=torch.long, device=self.x.device)  # (B, K)
+                output = forward_kept(self.model, self.x, index)
+            else:
+                output = self.model(self._pixels(keep))
+            return [float(p) for p in self.target.probability(output)]
+
+    def _keep_sets(self, name: str) -> dict:
+        if not hasattr(self, "_sets"):
+            self._sets = {}
+        if name not in self._sets:
+            self._sets[name] = keep_sets(self.maps[name], FRACTIONS)
+        return self._sets[name]
+
+    def _pixels(self, keep: list[np.ndarray]) -> torch.Tensor:
+        """Pixel-space variant: (B, C, H, W) images whose patches outside each keep set show the fill."""
+        if not hasattr(self, "_fill_pixels"):
+            self._fill_pixels = _fill(self.x, self.variant, self.model.cfg.patch_size)
+        gh, gw = self.layout.grid
+        P = self.model.cfg.patch_size
+        mask = torch.zeros(len(keep), self.N, dtype=self.x.dtype, device=self.x.device)
+        for b, k in enumerate(keep):
+            mask[b, torch.as_tensor(k, dtype=torch.long)] = 1.0
+        mask = mask.view(-1, 1, gh, gw).repeat_interleave(P, 2).repeat_interleave(P, 3)  # (B, 1, H, W)
+        return self.x * mask + self._fill_pixels * (1 - mask)
+
+    def _fill_shared(self, full: float, empty: float) -> None:
+        counts = removed_counts(self.N, FRACTIONS)
+        for name in self.to_map:
+            for kind in ("deletion", "insertion"):
+                curve = self.points.setdefault((name, kind), np.full(len(FRACTIONS), np.nan))
+                for i, r in enumerate(counts):
+                    K = self.N - r if kind == "deletion" else r
+                    if self.variant == "tokens" and K == self.N:
+                        curve[i] = full
+                    elif self.variant == "tokens" and K == 0:
+                        curve[i] = empty
+
+    def _assemble(self) -> TrustReport:
+        if self.probability is None:                       # everything came from the cache
+            with torch.inference_mode():
+                self.probability = float(self.target.probability(self.model(self.x))[0])
+        methods = dict(self.cached)
+        for name in self.to_map:
+            old = self.cached.get(name)
+            methods[name] = MethodTrust(name, self.maps[name], Faithfulness.from_curves(
+                self.points[(name, "deletion")], self.points[(name, "insertion")]), old.sanity if old else None)
+        for name in self.names:
+            m = methods[name]
+            if name in self.rho:
+                methods[name] = MethodTrust(name, m.map, m.faithfulness, tuple(self.rho[name]))
+        if self.cache is not None and isinstance(self.target, ClassTarget):
+            for name, m in methods.items():
+                if name in METHODS:
+                    self.cache.put(self._key(name), m)
+        return TrustReport(self.target.describe(), self.probability, {n: methods[n] for n in self.names + list(self.extra)},
+                           methods["random"].faithfulness, self.variant)
+
+    def result(self) -> TrustReport:
+        """The ``TrustReport`` (runs the remaining steps first if ``steps()`` was not exhausted)."""
+        if self._report is None:
+            for _ in self.steps():
+                pass
+        return self._report
+
+
+def trust_report(model, x: torch.Tensor, target: Target | None = None, methods: Sequence[str] | str | None = None,
+                 progress: Progress | None = None, **options) -> TrustReport:
+    """Run a whole ``TrustJob`` (``options``: sanity, variant, seed, tokens_per_step, cache, model_id, labels),
+    calling ``progress(done, total, what)`` after each step."""
+    job = TrustJob(model, x, target, methods, **options)
+    for done, total, what in job.steps():
+        if progress is not None:
+            progress(done, total, what)
+    return job.result()
+
+
+def occlusion_map(model, x: torch.Tensor, target: Target, batch: int = 64) -> np.ndarray:
+    """The "oracle" map of the deletion protocol: for each patch, the target's probability on the whole photo
+    minus its probability with that one patch dropped (N forwards of N − 1 patches, ``batch`` at a time)
+    -> (gh, gw). What single-patch removal really does, so a faithful map should rank patches like it."""
+    layout = model.token_layout(x.shape[-2], x.shape[-1])
+    N = layout.grid[0] * layout.grid[1]
+    x = x.to(next(model.parameters()).device)
+    all_but = torch.stack([torch.cat([torch.arange(i), torch.arange(i + 1, N)]) for i in range(N)])  # (N, N-1)
+    with torch.inference_mode():
+        p = float(target.probability(model(x))[0])
+        dropped = torch.cat([target.probability(forward_kept(model, x, all_but[i:i + batch].to(x.device)))
+                             for i in range(0, N, batch)])
+    return (p - dropped.float().cpu().numpy()).reshape(layout.grid)

@@ -25,6 +25,7 @@ import hashlib
 import os
 import sys
 import tempfile
+import threading
 from dataclasses import replace
 from pathlib import Path
 
@@ -41,6 +42,7 @@ from vit.explain import class_target
 from vit.image_file import MAX_BYTES, ImageFileError, open_image
 from viz import explorer, tabs
 from viz.analysis import compare_side, explain_tensor, walk
+from viz.analysis.trust import TrustCache, TrustJob
 from viz.animate import depth_frames, save_gif
 from viz.compare import compare, comparison_image
 from viz.dynamics import DynamicsView
@@ -71,7 +73,7 @@ LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
 ANY_MODEL = True
 I18N = gr.I18n(**translations())
 TAB_IDS = ("rollout", "attention", "heads", "query", "learn", "explain", "compare", "position", "distance", "norms",
-           "model")
+           "model", "trust")
 TOP1 = "__top1__"             # the Explain tab's target "the top-1 class"
 NO_CONTRAST = "__none__"
 ANIMATIONS_DIR = Path(tempfile.gettempdir()) / "vit-explorer-animations"
@@ -96,10 +98,16 @@ class PhotoInput(gr.Image):
 
 # ---- the caches: one model run per (photo, model), one walk per (photo, model), one explanation per target -----
 
+# The model's turn: a whole analysis or explanation, or one step of a trust check (see page_trust), holds it.
+MODEL_TURN = threading.RLock()
+
+
 def analyze_key(key: tuple[str, str]) -> Analysis:
     """(photo file, model source) -> its analysis: the one model call of a photo."""
     photo, source = key
-    return explorer.analyze_photo(photo, MODELS.get(source))
+    served = MODELS.get(source)
+    with MODEL_TURN:
+        return explorer.analyze_photo(photo, served)
 
 
 # (photo file, model source) -> Analysis, shared by every session. An analysis dropped to make room is computed
@@ -132,7 +140,8 @@ def _explain_key(key: tuple) -> tabs.Explained:
         goal = class_target(loaded.labels, target[1])
     else:
         goal = None
-    return tabs.explanations(explain_tensor, loaded.model, x, goal, loaded.labels)
+    with MODEL_TURN:
+        return tabs.explanations(explain_tensor, loaded.model, x, goal, loaded.labels)
 
 
 EXPLANATIONS = LRUCache(_explain_key, 32 * 2**20, weigh=lambda e: e.nbytes)
@@ -668,6 +677,44 @@ def page_snapshot(session, folder, index, lang):
     return dict(snapshot_picture=view.frame(min(int(index), len(view.series) - 1)))
 
 
+# Trust checks: one job per (photo, model, target) at a time in their own queue group; every step (about one forward
+# pass) takes the model turn, so another visitor's analysis waits for at most one step, never for a whole job.
+TRUST = TrustCache()
+
+
+def page_trust(session, target, texts, use_text, sanity, lang, progress=gr.Progress()):
+    """The Trust tab: every method's deletion / insertion curves (and, ticked, the sanity check) for the Explain
+    tab's target on the session's photo, run step by step with progress; cached per (photo, model, target, method)."""
+    if session is None:
+        return {}
+    photo, source = session.key
+    served = MODELS.get(source)
+    loaded = served.loaded
+    a = _analysis(session.key, lang)
+    typed = _texts(texts)
+    spec = _class_spec(target)
+    try:
+        if use_text and typed:
+            goal = text_target(loaded, typed[0], typed)
+        else:
+            goal = None if spec is None or spec[0] == "top1" else class_target(loaded.labels, spec[1])
+        with MODEL_TURN:
+            job = TrustJob(loaded.model, loaded.preprocess.to_tensor(a.image), goal, sanity=bool(sanity), cache=TRUST,
+                           model_id=source, labels=loaded.labels)
+        steps = job.steps()
+        while True:
+            with MODEL_TURN:
+                step = next(steps, None)
+            if step is None:
+                break
+            done, total, what = step
+            progress(done / max(total, 1), desc=f"{t('trust.progress', lang)}: {what}")
+        report = job.result()
+    except ValueError as err:
+        raise gr.Error(t("message.trust_failed", lang, error=err), print_exception=False) from None
+    return dict(trust_table=tabs.trust_table(report, lang), trust_picture=tabs.trust_view(report, a, lang))
+
+
 # ---- layout -----------------------------------------------------------------------------------------------
 
 _BASE_CHOICES: list[str] = []
@@ -887,6 +934,15 @@ def build_app(default_model: str) -> gr.Blocks:
                 architecture = gr.Markdown(elem_id="architecture")
                 gr.Markdown(i18n("about.filters"))
                 filters_img = Picture(label=i18n("picture.filters"), interactive=False, format="png")
+            with gr.Tab(i18n("tab.trust"), id="trust") as trust_tab:
+                gr.Markdown(i18n("about.trust"))
+                with gr.Row(equal_height=True):
+                    trust_sanity = gr.Checkbox(False, label=i18n("control.trust_sanity"),
+                                               info=i18n("help.trust_sanity"), scale=3)
+                    trust_button = gr.Button(i18n("button.trust"), variant="primary", scale=1, min_width=90,
+                                             elem_id="trust-button")
+                trust_table = gr.Markdown(elem_id="trust-table")
+                trust_img = _picture("picture.trust", enlarge=False, elem_id="trust-image")
             # one more tab goes here: `with gr.Tab(i18n("tab.NAME"), id="NAME") as NAME_tab:` (add it to TAB_IDS)
         with gr.Accordion(i18n("label.display"), open=True):   # applies to every map of every tab
             with gr.Row():   # one column each, so that on a phone they stack instead of squeezing
@@ -936,10 +992,11 @@ def build_app(default_model: str) -> gr.Blocks:
                  learn_table=learn_table, explain_line=explain_line, explain_picture=explain_picture,
                  methods_row=methods_img, zero_shot=zero_shot_label, comparison=comparison_img, top5_a=top5_a,
                  top5_b=top5_b, animation=animation, animation_file=animation_file, snapshot=snapshot,
-                 snapshot_picture=snapshot_img,
+                 snapshot_picture=snapshot_img, trust_table=trust_table, trust_picture=trust_img,
                  **{f"tab_{name}": tab for name, tab in zip(TAB_IDS, (rollout_tab, attention_tab, heads_tab, query_tab,
                                                                       learn_tab, explain_tab, compare_tab, position_tab,
-                                                                      distance_tab, norms_tab, model_tab))})
+                                                                      distance_tab, norms_tab, model_tab,
+                                                                      trust_tab))})
 
         controls = [fusion, discard, start_layer, opacity, mask_artifacts, layer, head, mean_heads, dino_mask, rolled,
                     shared_scale, patch_true]
@@ -1021,6 +1078,10 @@ def build_app(default_model: str) -> gr.Blocks:
         gr.on([load_snapshots.click, snapshots.submit], **wire(page_snapshots, "snapshot", "snapshot_picture"),
               inputs=[session, snapshots, lang], **private, **model_work)
         snapshot.input(**wire(page_snapshot, "snapshot_picture"), inputs=[session, snapshots, snapshot, lang], **render)
+        trust_button.click(**wire(page_trust, "trust_table", "trust_picture"),
+                           inputs=[session, target, texts, use_text, trust_sanity, lang], api_name="trust",
+                           api_visibility="undocumented", concurrency_id="trust", concurrency_limit=1,
+                           trigger_mode="once")   # callable by a client (the serving test), not listed in the API
     return demo
 
 

@@ -306,4 +306,33 @@ PAGE: dict[str, tuple[str, str]] = {
     "help.heads_info": ("Click a thumbnail: its layer, head, mean attention distance and entropy appear here, and "
                         "the Attention tab shows it.",
                         "点击一个缩略图：这里显示它的层、头、平均注意力距离和熵，“注意力”页也会显示它。"),
+    "tab.trust": ("Trust", "可信度"),
+    "about.trust": (
+        "Can these maps be trusted? For the class picked in the Explain tab (or the top-1), every method's map is put "
+        "to the test on this photo. **Deletion**: the patches the map calls most relevant are dropped from the token "
+        "sequence first and the class probability should fall fast (lower area is better). **Insertion**: only those "
+        "patches are kept first and the probability should rise fast (higher is better). The random map is the "
+        "baseline (Petsiuk et al. 2018; Chefer et al. 2021). The **sanity check** re-initialises the layers from the "
+        "top and asks whether the map changes (Adebayo et al. 2018): a map that stays the same does not explain the "
+        "model, however plausible it looks. Runs on demand: about 10 forward passes per method on the CPU.",
+        "这些图可信吗？对“解释”页选中的类别（或第 1 名），在这张照片上逐一检验每种方法的图。**删除**：先把图认为最相关的图块从词元"
+        "序列中移除，类别概率应当很快下降（面积越小越好）。**插入**：先只保留这些图块，概率应当很快上升（越大越好）。随机图是基准"
+        "（Petsiuk 等 2018；Chefer 等 2021）。**健全性检验**从顶层起重新初始化各层，看图是否随之改变（Adebayo 等 2018）："
+        "不随模型改变的图并没有解释模型，不管它看起来多合理。按需运行：在 CPU 上每种方法约 10 次前向计算。"),
+    "control.trust_sanity": ("Also the sanity check", "同时做健全性检验"),
+    "help.trust_sanity": ("re-initialise the layers from the top, one more at a time (L more passes per method "
+                          "family), and compare each map with the trained model's",
+                          "从顶层起逐层重新初始化（每类方法多 L 次计算），并与训练后模型的图比较"),
+    "button.trust": ("Check every map", "检验所有图"),
+    "picture.trust": ("Every method: maps sorted by faithfulness, curves, agreement, sanity",
+                      "所有方法：按可信度排序的图、曲线、一致性、健全性"),
+    "trust.table.method": ("method", "方法"),
+    "trust.table.deletion": ("deletion AUC ↓", "删除 AUC ↓"),
+    "trust.table.insertion": ("insertion AUC ↑", "插入 AUC ↑"),
+    "trust.table.gains": ("better than random (del / ins)", "优于随机（删除 / 插入）"),
+    "trust.table.sanity": ("ρ, all layers randomised", "全部层随机化后的 ρ"),
+    "trust.table.target": ("**{target}** (probability {probability:.2f}); sorted by insertion − deletion.",
+                           "**{target}**（概率 {probability:.2f}）；按 插入 − 删除 排序。"),
+    "trust.progress": ("checking the maps", "正在检验各图"),
+    "message.trust_failed": ("Could not check the maps: {error}", "无法检验这些图：{error}"),
 }

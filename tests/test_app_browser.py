@@ -334,3 +334,22 @@ def test_clicking_a_patch_shows_where_it_attends(english):
     photo.click(position={"x": box["width"] * 0.3, "y": box["height"] * 0.35})  # the cat's left eye
     after = _wait_for_new_src(english, "query-out", before)
     assert not np.array_equal(_picture(english, after), _picture(english, before))
+
+
+def test_trust_checks_every_map_on_demand_in_both_languages(english, server):
+    english.get_by_role("tab", name="Trust", exact=True).click()
+    english.locator("#trust-button").click()
+    english.wait_for_function("() => document.querySelector('#trust-table').innerText.includes('deletion AUC')")
+    _wait_for_new_src(english, "trust-image", None)
+    rows = english.locator("#trust-table tbody tr").all()
+    assert {r.locator("td").first.inner_text().strip() for r in rows} >= {"gae", "attnlrp", "gradcam", "random"}
+    _shot(english, "app-trust.png")
+    phone = _open(server, "zh-CN", PHONE)                # the same photo, model and class: served from the cache
+    try:
+        phone.get_by_role("tab", name="可信度", exact=True).click()
+        phone.locator("#trust-button").click()
+        phone.wait_for_function("() => document.querySelector('#trust-table').innerText.includes('删除 AUC')")
+        _wait_for_new_src(phone, "trust-image", None)
+        _shot(phone, "app-trust-phone-zh.png")
+    finally:
+        phone.context.close()

@@ -140,7 +140,7 @@ def trust_table(report: TrustReport, lang: str = "en") -> str:
     for name in report.ranking():
         m = report.methods[name]
         gains = report.gains(name)
-        rho = "" if m.sanity is None else f"{m.sanity[-1]:.2f}" + (f" {t('trust.flagged', lang)}" if m.flagged else "")
+        rho = "—" if m.sanity is None else f"{m.sanity[-1]:.2f}" + (f" {t('trust.flagged', lang)}" if m.flagged else "")
         rows.append(f"| {name} | {m.faithfulness.deletion_auc:.3f} | {m.faithfulness.insertion_auc:.3f} | "
                     f"{gains['deletion_gain']:+.3f} / {gains['insertion_gain']:+.3f} | {rho} |")
     return "\n".join(rows)

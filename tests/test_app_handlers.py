@@ -453,3 +453,31 @@ def test_a_model_picked_in_the_page_can_still_be_explained(cat_result, photos, r
     switched = app.page_switch_model(deit, "x", photos["cat"], None, *_controls(), "en")
     explained = app.page_explain(switched["session"], "gae", "tabby", app.NO_CONTRAST, "", False, 0.6, "en")
     assert "tabby" in explained["explain_line"] and isinstance(explained["explain_picture"], Image.Image)
+
+
+def test_a_snapshot_folder_opens_on_the_last_snapshot_and_the_slider_scrubs_through_it(cat_result, tmp_path):
+    """The Compare tab's snapshot slider (issue 17): one frame per snapshot of a training run, on the session's
+    photo, equal to what viz.dynamics draws; a folder that is no run gives one warning-level error."""
+    from vit.model import ViTConfig, VisionTransformer
+    from vit.train.build import scratch_preprocess
+    from vit.train.snapshots import save_snapshot
+    from viz.analysis.snapshots import load_series
+    from viz.dynamics import DynamicsView
+
+    folder = tmp_path / "run.snapshots"
+    for epoch in (0, 1, 2):
+        torch.manual_seed(epoch)
+        model = VisionTransformer(ViTConfig(img_size=16, patch_size=4, embed_dim=16, depth=2, num_heads=2, mlp_dim=32,
+                                            num_classes=2))
+        save_snapshot(folder, model, ["a", "b"], scratch_preprocess((16, 16)), epoch, 0.5, 0.5 + epoch / 10, "learned")
+    session = cat_result["session"]
+    opened = app.page_snapshots(session, str(folder), "en")
+    assert opened["snapshot"].maximum == 2 and opened["snapshot"].value == 2
+    view = DynamicsView(load_series(folder, app.open_image(session.key[0])))
+    for index in (0, 2):
+        got = app.page_snapshot(session, str(folder), index, "en")["snapshot_picture"]
+        assert np.array_equal(_pixels(got), _pixels(view.frame(index))), index
+    assert not np.array_equal(_pixels(app.page_snapshot(session, str(folder), 0, "en")["snapshot_picture"]),
+                              _pixels(opened["snapshot_picture"]))
+    with pytest.raises(gr.Error, match="Could not open the snapshots"):
+        app.page_snapshots(session, str(tmp_path / "nothing here"), "en")

@@ -3,7 +3,10 @@ colour scale with one colour bar, and the numbers a hover or click tells (mean a
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import threading
+import weakref
+from collections import OrderedDict
+from dataclasses import dataclass, replace
 
 import numpy as np
 from PIL import Image, ImageDraw
@@ -77,11 +80,54 @@ class HeadsGrid:
 def heads_grid_panel(a: Analysis, width: int = 1024, mask_artifacts: bool = False, norm_ratio: float = 3.0,
                      selected: tuple[int, int] | None = None, display: Display = Display(),
                      max_cell: int = 160) -> HeadsGrid:
+    """``heads_grid`` with ``selected`` (layer, head) framed in green. The grid itself does not depend on the
+    selection, so it is drawn once per (analysis, options) and kept while the analysis lives: moving the layer or
+    head slider, or clicking a thumbnail, only copies it and draws the frame (the grid is most of a re-render)."""
+    g = _GRIDS.get(a, (width, mask_artifacts, norm_ratio, display, max_cell),
+                   lambda: heads_grid(a, width, mask_artifacts, norm_ratio, display, max_cell))
+    if selected is None:
+        return g
+    row, col = (selected[1], selected[0]) if g.layers_across else selected
+    x0, y0, x1, y1 = g.layout.box(row, col)
+    image = g.image.copy()
+    ImageDraw.Draw(image).rectangle((x0 - 1, y0 - 1, x1 + 1, y1 + 1), outline=(0, 200, 0), width=2)
+    return replace(g, image=image)
+
+
+class _PerAnalysis:
+    """A few drawn results per live ``Analysis``, dropped with it (an Analysis is not hashable: its arrays)."""
+
+    def __init__(self, per_analysis: int = 2):
+        self.per_analysis = per_analysis
+        self._items: dict[int, tuple[weakref.ref, OrderedDict]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, a: Analysis, key: tuple, build):
+        with self._lock:
+            entry = self._items.get(id(a))
+            if entry is None or entry[0]() is not a:
+                entry = (weakref.ref(a, lambda _, i=id(a): self._items.pop(i, None)), OrderedDict())
+                self._items[id(a)] = entry
+            hit = entry[1].get(key)
+        if hit is None:
+            hit = build()
+            with self._lock:
+                entry[1][key] = hit
+                while len(entry[1]) > self.per_analysis:
+                    entry[1].popitem(last=False)
+        return hit
+
+
+_GRIDS = _PerAnalysis()
+
+
+def heads_grid(a: Analysis, width: int = 1024, mask_artifacts: bool = False, norm_ratio: float = 3.0,
+               display: Display = Display(), max_cell: int = 160) -> HeadsGrid:
     """Every layer's and head's CLS attention as thumbnails over the photo, filling ``width`` pixels (colour
     bar included), all on one colour scale in multiples of uniform attention with one shared colour bar.
 
     The longer of (layers, heads) runs across, so a 12×3 ViT-Ti fills the width as well as a 12×12 ViT-B;
-    thumbnails are at most ``max_cell`` pixels high. ``selected`` (layer, head) is framed. ``display``: the
+    thumbnails are at most ``max_cell`` pixels high. ``display``: the
     language, colours, opacity and patch-true drawing (its ``size`` is not used: ``width`` is)."""
     drop = artifact_drop(a, mask_artifacts, norm_ratio)
     tokens = uniform_tokens(a, drop)
@@ -92,8 +138,6 @@ def heads_grid_panel(a: Analysis, width: int = 1024, mask_artifacts: bool = Fals
     layers_across = a.depth >= a.heads
     if layers_across:
         maps = maps.transpose(1, 0, 2, 3)                                     # (H, L, gh, gw): heads are rows
-        if selected is not None:
-            selected = (selected[1], selected[0])
     rows, cols = maps.shape[:2]
     lang = display.lang
     font_size = 12
@@ -109,7 +153,7 @@ def heads_grid_panel(a: Analysis, width: int = 1024, mask_artifacts: bool = Fals
     cell_h = min(max_cell, max(8, round(cell_w * gh / gw)))
     image, layout = thumbnail_grid(maps, cell=cell_h, cmap=display.cmap, row_labels=row_names,
                                    col_labels=col_names, background=a.image, alpha=display.alpha,
-                                   selected=selected, gap=gap, lang=lang, value_range=(vmin, vmax),
+                                   gap=gap, lang=lang, value_range=(vmin, vmax),
                                    smooth=not display.patch_true, font_size=font_size)
     # name what the columns count: "layer" (or "head") over the column numbers
     axis = t("axis.layer" if layers_across else "axis.head", lang)

@@ -17,6 +17,7 @@ from PIL import Image
 from playwright.sync_api import Page, sync_playwright
 
 from app_server import running_app
+import app  # after app_server: it gives the process its own GRADIO_TEMP_DIR first
 from viz.i18n import t
 
 CAT_CLASSES = {"Egyptian cat", "tabby", "tiger cat", "Persian cat", "Siamese cat", "lynx"}
@@ -26,8 +27,7 @@ ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
 TIMEOUT_MS = 90_000
 DESKTOP = {"width": 1400, "height": 900}
 PHONE = {"width": 390, "height": 844}
-TABS = ("rollout", "attention", "heads", "query", "learn", "explain", "compare", "position", "distance", "norms",
-        "model")
+TABS = app.TAB_IDS   # the page's tabs, in order
 TOP1 = "#top5 [data-testid=label-output-value]"
 
 
@@ -127,7 +127,6 @@ def test_chinese_browser_gets_chinese_tabs_labels_and_pictures(server):
 
 def _server_rollouts() -> list[tuple[np.ndarray, np.ndarray]]:
     """(Chinese, English) rollout pictures of every analysis the server holds, drawn on the server."""
-    import app
     pairs = []
     for key in list(app.ANALYSES._entries):
         a = app.ANALYSES.get(key)

@@ -17,8 +17,8 @@ from . import panels
 from .drawing import render
 from .analysis import analyze, model_arrays
 from .architecture import family_summary, stages, to_markdown
-from .drawing.grids import GridLayout
 from .maps.layout import pixel_to_patch
+from .panels.heads import HeadsLayout
 from .i18n import LANGUAGES, language, t
 from .result import Analysis, ModelArrays
 
@@ -81,24 +81,6 @@ class Controls:
     rolled: bool = False
     shared_scale: bool = False     # one colour scale over all layers (attention and patch query)
     patch_true: bool = False       # one colour per patch, grid lines, no smoothing
-
-
-@dataclass(frozen=True)
-class HeadsLayout:
-    """Where each (layer, head) thumbnail of the last heads grid is, whichever of layers or heads runs across."""
-    layout: GridLayout
-    layers_across: bool
-
-    def cell_at(self, x: float, y: float) -> tuple[int, int] | None:
-        """Pixel (x, y) of the grid picture -> (layer, head), or None (labels, gaps, colour bar)."""
-        cell = self.layout.cell_at(x, y)
-        if cell is None:
-            return None
-        return (cell[1], cell[0]) if self.layers_across else cell
-
-    def box(self, layer: int, head: int) -> tuple[int, int, int, int]:
-        """Pixel box (x0, y0, x1, y1) of the thumbnail of (layer, head)."""
-        return self.layout.box(head, layer) if self.layers_across else self.layout.box(layer, head)
 
 
 @dataclass(frozen=True)
@@ -187,7 +169,7 @@ def heads_view(s: Session, a: Analysis, c: Controls, lang: str = "en") -> tuple[
     selected = None if c.head is None else (c.layer, c.head)
     g = panels.heads_grid_panel(a, HEADS_WIDTH, c.mask_artifacts, selected=selected, display=display(c, lang))
     note = " ".join(n for n in (t("note.heads_scale", lang, tokens=g.tokens), g.note) if n)
-    return replace(s, heads_layout=HeadsLayout(g.layout, g.layers_across)), g.image, note
+    return replace(s, heads_layout=g.placement), g.image, note
 
 
 def head_at(s: Session, x: float, y: float) -> tuple[int, int] | None:

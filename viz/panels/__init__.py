@@ -12,7 +12,7 @@ Every name stays importable as ``viz.panels.NAME``.
 from .crop import crop_panel
 from .display import (Display, MapPanel, _uniform_ticks, attention_layers, attention_map_panel, display_photo,
                       query_map_panels, rollout_map_panel, uniform_tokens)
-from .heads import HeadsGrid, HeadStats, head_stats, heads_grid_panel
+from .heads import HeadsGrid, HeadsLayout, HeadStats, head_stats, heads_grid_panel
 from .model_size import (FUSIONS, MapOptions, artifact_drop, artifact_flags, attention_caption, attention_of,
                          attention_panel, captions, check_options, default_query, distance_panel, filters_panel,
                          heads_caption, heads_panel, image_panels, mean_distance_of, model_panels, photo,

@@ -45,6 +45,24 @@ def head_stats(a: Analysis, mask_artifacts: bool = False, norm_ratio: float = 3.
 
 
 @dataclass(frozen=True)
+class HeadsLayout:
+    """Where each (layer, head) thumbnail of the last heads grid is, whichever of layers or heads runs across."""
+    layout: GridLayout
+    layers_across: bool
+
+    def cell_at(self, x: float, y: float) -> tuple[int, int] | None:
+        """Pixel (x, y) of the grid picture -> (layer, head), or None (labels, gaps, colour bar)."""
+        cell = self.layout.cell_at(x, y)
+        if cell is None:
+            return None
+        return (cell[1], cell[0]) if self.layers_across else cell
+
+    def box(self, layer: int, head: int) -> tuple[int, int, int, int]:
+        """Pixel box (x0, y0, x1, y1) of the thumbnail of (layer, head)."""
+        return self.layout.box(head, layer) if self.layers_across else self.layout.box(layer, head)
+
+
+@dataclass(frozen=True)
 class HeadsGrid:
     """The layers × heads grid as drawn, and how to read it back."""
     image: Image.Image
@@ -57,16 +75,18 @@ class HeadsGrid:
     note: str | None = None
     lang: str = "en"
 
+    @property
+    def placement(self) -> HeadsLayout:
+        """Where each (layer, head) thumbnail is: what a page keeps to turn clicks into heads."""
+        return HeadsLayout(self.layout, self.layers_across)
+
     def head_at(self, x: float, y: float) -> tuple[int, int] | None:
         """Pixel (x, y) of ``image`` -> (layer, head) of the thumbnail under it, or None (labels, bar, outside)."""
-        cell = self.layout.cell_at(x, y)
-        if cell is None:
-            return None
-        return (cell[1], cell[0]) if self.layers_across else cell
+        return self.placement.cell_at(x, y)
 
     def box(self, layer: int, head: int) -> tuple[int, int, int, int]:
         """Pixel box (x0, y0, x1, y1) of the thumbnail of (layer, head), e.g. to place a tooltip."""
-        return self.layout.box(head, layer) if self.layers_across else self.layout.box(layer, head)
+        return self.placement.box(layer, head)
 
     def info(self, layer: int, head: int, lang: str | None = None) -> str:
         """One line on a head for hover or click, e.g. "layer 3, head 1: mean attention distance 52 pixels,
@@ -87,8 +107,7 @@ def heads_grid_panel(a: Analysis, width: int = 1024, mask_artifacts: bool = Fals
                    lambda: heads_grid(a, width, mask_artifacts, norm_ratio, display, max_cell))
     if selected is None:
         return g
-    row, col = (selected[1], selected[0]) if g.layers_across else selected
-    x0, y0, x1, y1 = g.layout.box(row, col)
+    x0, y0, x1, y1 = g.box(*selected)
     image = g.image.copy()
     ImageDraw.Draw(image).rectangle((x0 - 1, y0 - 1, x1 + 1, y1 + 1), outline=(0, 200, 0), width=2)
     return replace(g, image=image)

@@ -700,7 +700,7 @@ def page_trust(session, target, texts, use_text, sanity, lang, progress=gr.Progr
             goal = None if spec is None or spec[0] == "top1" else class_target(loaded.labels, spec[1])
         with MODEL_TURN:
             job = TrustJob(loaded.model, loaded.preprocess.to_tensor(a.image), goal, sanity=bool(sanity), cache=TRUST,
-                           model_id=source, labels=loaded.labels)
+                           model_id=source, labels=loaded.labels, rows_per_step=1)   # a step: one forward at most
         steps = job.steps()
         while True:
             with MODEL_TURN:

@@ -1,6 +1,7 @@
 """Protects the model side of the trust checks (vit.explain.perturb): dropping patch tokens equals running the
-model on the shorter sequence built by hand, batching equals one image at a time, positions travel with their
-tokens in every family, and the cascading randomisation is seeded, nested and never touches the caller's model.
+model on the shorter sequence built by hand, batching equals one image at a time, sequences packed into one row
+equal each sequence alone, positions travel with their tokens in every family, and the cascading randomisation is
+seeded, nested and never touches the caller's model.
 """
 from __future__ import annotations
 
@@ -8,9 +9,9 @@ import pytest
 import torch
 
 import vit
-from vit.explain.perturb import cascading_randomization, forward_kept, randomized_copy
+from tiny_models import TINY, tiny
+from vit.explain.perturb import cascading_randomization, forward_kept, forward_packed, randomized_copy
 
-TINY = dict(embed_dim=32, depth=2, num_heads=2, mlp_dim=64, num_classes=5, img_size=32, patch_size=8)  # 4×4 patches
 FAMILIES = {  # one tiny model of every family and token layout the explorer runs
     "vit": dict(),
     "registers": dict(num_reg_tokens=2),
@@ -24,16 +25,6 @@ FAMILIES = {  # one tiny model of every family and token layout the explorer run
     "beit": dict(rel_pos_bias=True, pos_embed_kind="none", layer_scale=True, k_bias=False, global_pool="avg",
                  fc_norm=True),
 }
-
-
-def tiny(seed: int = 0, **kw) -> vit.VisionTransformer:
-    """A random tiny model with every parameter perturbed (no zero bias, no identity LayerNorm, no zero table)."""
-    torch.manual_seed(seed)
-    model = vit.VisionTransformer(vit.ViTConfig(**{**TINY, **kw}))
-    with torch.no_grad():
-        for p in model.parameters():
-            p.add_(0.1 * torch.randn_like(p))
-    return model.eval()
 
 
 def image(seed: int = 1, h: int = 32, w: int = 32) -> torch.Tensor:
@@ -98,6 +89,33 @@ def test_a_batch_of_perturbed_copies_equals_one_at_a_time(family):
     torch.testing.assert_close(batched, single, rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(several_images, single, rtol=1e-5, atol=1e-5)
     assert batched.shape == (5, 5) and not torch.allclose(batched[0], batched[1])
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_sequences_packed_into_rows_equal_each_sequence_alone(family):
+    """Rows of different lengths (padded), sequences of different lengths in one row, the prefix alone, the whole
+    photo: each output equals forward_kept on that sequence, so the mask keeps every sequence to itself and
+    every family's positions (tables, rotary angles, relative-bias rows) follow their tokens."""
+    model, x = tiny(**FAMILIES[family]), image()
+    g = torch.Generator().manual_seed(5)
+    sequences = [torch.randperm(16, generator=g)[:k] for k in (16, 3, 9, 1, 12, 4, 2)]
+    if model.cfg.global_pool == "token":
+        sequences.append(torch.zeros(0, dtype=torch.long))
+    rows = [sequences[:2], sequences[2:4], sequences[4:]]             # rows of unequal length: the short ones padded
+    with torch.no_grad():
+        packed = forward_packed(model, x, rows)
+        alone = torch.cat([forward_kept(model, x, k[None]) for k in sequences])
+    torch.testing.assert_close(packed, alone, rtol=1e-5, atol=1e-5)
+    assert not torch.allclose(packed[1], packed[2], atol=1e-3)                       # different sequences differ
+
+
+def test_packing_checks_its_input():
+    with pytest.raises(ValueError, match=r"outside \[0, 16\)"):
+        forward_packed(tiny(), image(), [[torch.tensor([3]), torch.tensor([0, 16])]])
+    with pytest.raises(ValueError, match="needs at least one kept patch"):
+        forward_packed(tiny(global_pool="avg", class_token=False), image(), [[torch.arange(3), torch.zeros(0)]])
+    with pytest.raises(ValueError, match=r"one image \(1, C, H, W\)"):
+        forward_packed(tiny(), image().expand(2, -1, -1, -1), [[torch.arange(3)]])
 
 
 def test_prefix_tokens_alone_classify_with_a_class_token_and_pooling_refuses_nothing():

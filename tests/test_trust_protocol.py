@@ -13,7 +13,7 @@ from scipy import stats
 
 import vit
 from test_trust_model import FAMILIES, tiny
-from viz.analysis.trust import TrustCache, TrustJob, cache_key, photo_key, trust_report
+from viz.analysis.trust import TrustCache, TrustJob, cache_key, first_fit, photo_key, trust_report
 from viz.explain import METHODS
 from viz.trust import (FLAG_THRESHOLD, FRACTIONS, Faithfulness, MethodTrust, TrustReport, average_ranks, flagged,
                        keep_sets, patch_order, removed_counts, spearman)
@@ -144,17 +144,22 @@ def test_steps_stay_within_one_forward_report_progress_and_the_cache_skips_known
     model = tiny()
     x = torch.randn(1, 3, 32, 32, generator=torch.Generator().manual_seed(1))
     calls, seen = [], []
-    real = __import__("viz.analysis.trust", fromlist=["forward_kept"]).forward_kept
+    real = __import__("viz.analysis.trust", fromlist=["forward_packed"]).forward_packed
 
-    def counting(m, xx, keep):
-        calls.append(keep.shape[0] * (keep.shape[1] + 1))
-        return real(m, xx, keep)
+    def counting(m, xx, rows):
+        calls.append([sum(1 + len(keep) for keep in row) for row in rows])   # tokens of each row
+        return real(m, xx, rows)
 
-    monkeypatch.setattr("viz.analysis.trust.forward_kept", counting)
+    monkeypatch.setattr("viz.analysis.trust.forward_packed", counting)
     cache = TrustCache()
     r = trust_report(model, x, None, ["gae", "rollout"], progress=lambda d, t, w: seen.append((d, t)), sanity=True,
-                     cache=cache, model_id="tiny")
-    assert max(calls) <= 17                                              # tokens per step ≤ one forward's (1 + 16)
+                     cache=cache, model_id="tiny", rows_per_step=1)
+    assert all(len(rows) == 1 for rows in calls)                          # one row per step, as the page runs it
+    assert max(max(rows) for rows in calls) <= 17 + 1                     # ≤ one forward's tokens (1 + 16) + a prefix
+    # 3 maps × 18 inner sequences (16 patches: counts 0 2 3 5 6 8 10 11 13 14 16) + the prefix alone, no whole
+    # photo (gae's pass gave its probability): 55 sequences of 1 + K tokens packed into 18-token rows
+    assert sum(sum(rows) for rows in calls) == 3 * 2 * sum(1 + K for K in (14, 13, 11, 10, 8, 6, 5, 3, 2)) + 1
+    assert len(calls) == 27 + 1                                            # pairs (K, 16 − K) fill a row; + the prefix
     assert [d for d, _ in seen] == list(range(1, len(seen) + 1)) and {t for _, t in seen} == {len(seen)}
     assert len(r.methods["gae"].sanity) == 2 and len(cache) == 3          # gae, rollout and the random baseline
     key = cache_key(photo_key(x), "tiny", r.target["index"], "gae")
@@ -162,6 +167,12 @@ def test_steps_stay_within_one_forward_report_progress_and_the_cache_skips_known
     calls.clear()
     again = trust_report(model, x, None, ["gae", "rollout"], sanity=True, cache=cache, model_id="tiny")
     assert calls == [] and again.methods["gae"] is r.methods["gae"]        # nothing ran again
+
+
+def test_first_fit_packs_the_longest_first_into_the_first_bin_with_room():
+    assert first_fit([177, 21, 158, 40, 99, 99, 1, 197], 198) == [[7, 6], [0, 1], [2, 3], [4, 5]]
+    assert first_fit([5, 300, 5], 198) == [[1], [0, 2]]                  # too long for a bin: a bin of its own
+    assert first_fit([], 198) == []
 
 
 def test_the_pixel_variants_are_named_and_keep_the_whole_sequence():

@@ -35,7 +35,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from .positions import TokenPositions, apply_rope, num_relative_positions, relative_position_index, rope_tables
+from .positions import (TokenPositions, apply_rope, attention_bias, num_relative_positions, relative_position_index,
+                        rope_tables)
 
 
 POS_EMBED_KINDS = ("learned", "sincos2d", "none")
@@ -238,7 +239,8 @@ class Attention(nn.Module):
                 positions: TokenPositions | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
         """x: (B, T, D) -> (out (B, T, D), attention probabilities (B, H, T, T) if return_attn else None).
 
-        ``positions`` (rotary angles, relative-position rows) is only needed by EVA-02 and BEiT.
+        ``positions`` (rotary angles, relative-position rows, a packing mask) is only needed by EVA-02, BEiT and
+        packed sequences (``vit.explain.perturb.forward_packed``).
         """
         B, T, D = x.shape
         if self.q_bias is None:
@@ -247,14 +249,11 @@ class Attention(nn.Module):
             qkv = F.linear(x, self.qkv.weight, torch.cat([self.q_bias, torch.zeros_like(self.q_bias), self.v_bias]))
         qkv = qkv.reshape(B, T, 3, self.num_heads, self.head_dim)  # (B, T, 3, H, Dh)
         q, k, v = qkv.permute(2, 0, 3, 1, 4).unbind(0)              # each (B, H, T, Dh)
-        bias = None
-        if positions is not None:
-            if positions.rope is not None:  # rotate the patch tokens' queries and keys by their grid position
-                q = apply_rope(q, *positions.rope, positions.num_prefix)
-                k = apply_rope(k, *positions.rope, positions.num_prefix)
-            if self.relative_position_bias_table is not None:
-                # (T, T) rows -> (H, T, T); per-image rows (B, T, T) (vit.explain.perturb) -> (B, H, T, T)
-                bias = self.relative_position_bias_table[positions.rel_index].movedim(-1, -3)
+        if positions is not None and positions.rope is not None:  # rotate the patch tokens' q and k by their position
+            q = apply_rope(q, *positions.rope, positions.num_prefix)
+            k = apply_rope(k, *positions.rope, positions.num_prefix)
+        # BEiT's relative-position bias, and -inf between packed sequences: (H, T, T) or (B, H, T, T), or None
+        bias = attention_bias(positions, self.relative_position_bias_table, q.dtype)
         attn = None
         if self.fused_attn and not return_attn:
             x = F.scaled_dot_product_attention(q, k, v, attn_mask=bias, is_causal=self.causal,
@@ -262,7 +261,7 @@ class Attention(nn.Module):
         else:
             attn = (q * self.scale) @ k.transpose(-2, -1)  # (B, H, T, T) scaled dot products
             if bias is not None:
-                attn = attn + bias                          # BEiT: + the bias of each (query, key) offset
+                attn = attn + bias                          # BEiT: + the bias of each (query, key) offset; packing: −inf
             if self.causal:                                 # a query never sees later tokens
                 attn = attn.masked_fill(torch.ones(T, T, dtype=torch.bool, device=x.device).triu(1), float("-inf"))
             attn = attn.softmax(dim=-1)                    # each query row sums to 1

@@ -22,6 +22,28 @@ class TokenPositions(NamedTuple):
     num_prefix: int                                   # tokens before the patch grid (never rotated)
     rope: tuple[torch.Tensor, torch.Tensor] | None    # (sin, cos), each (N, Dh) for the N patch tokens, or (B, 1, N, Dh)
     rel_index: torch.Tensor | None                    # (T, T) long: table row of every (query, key) pair, or (B, T, T)
+    mask: torch.Tensor | None = None                  # (B, T, T) bool: query i may attend key j (several sequences
+                                                      # packed in one row, vit.explain.perturb); None: every pair
+
+
+def attention_bias(positions: TokenPositions | None, rel_table: torch.Tensor | None,
+                   dtype: torch.dtype) -> torch.Tensor | None:
+    """What is added to the attention logits q·kᵀ/√d: None, or (H, T, T) / (B, H, T, T) of ``dtype``.
+
+    BEiT's relative-position bias (the table's row of every (query, key) pair; ``rel_table``: (R, H)) and, for
+    packed sequences, −inf wherever the mask forbids a pair, so the softmax gives it exactly 0 and no token sees
+    another sequence. Both the fused and the explicit attention take it as is.
+    """
+    if positions is None:
+        return None
+    bias = None
+    if rel_table is not None:
+        bias = rel_table[positions.rel_index].movedim(-1, -3).to(dtype)   # (T, T, H) -> (H, T, T), or per image
+    if positions.mask is not None:
+        allowed = positions.mask.unsqueeze(-3)                              # (B, 1, T, T): every head alike
+        base = torch.zeros((), dtype=dtype, device=allowed.device) if bias is None else bias
+        bias = base.masked_fill(~allowed, float("-inf"))                    # (B, H or 1, T, T)
+    return bias
 
 
 def num_relative_positions(grid: tuple[int, int]) -> int:

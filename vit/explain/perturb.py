@@ -26,23 +26,37 @@ import torch.nn as nn
 from ..positions import TokenPositions
 
 
-def _kept_positions(model, height: int, width: int, keep: torch.Tensor) -> TokenPositions | None:
-    """The rotary angles and relative-position rows of the kept tokens (None for position tables or none)."""
-    full = model.token_positions(height, width, keep.device)
-    if full is None:
+def _positions_of(model, height: int, width: int, ids: torch.Tensor,
+                  mask: torch.Tensor | None = None) -> TokenPositions | None:
+    """The positions of gathered tokens: ids (B, T) long are their indices in the full layout (prefix tokens
+    0…n−1, patch p at n + p). Rotary angles (B, 1, T, Dh) with the identity rotation (sin 0, cos 1) for prefix
+    tokens, so prefix and patch tokens may sit anywhere in a row; relative-position rows (B, T, T) of every
+    (query, key) pair; ``mask`` (B, T, T) for packed rows. None when nothing needs it (a plain ViT, one sequence
+    per row)."""
+    full = model.token_positions(height, width, ids.device)
+    if full is None and mask is None:
         return None
-    n = full.num_prefix
-    rope = None
-    if full.rope is not None:
-        sin, cos = full.rope                                                    # each (N, Dh)
-        rope = (sin[keep].unsqueeze(1), cos[keep].unsqueeze(1))                # each (B, 1, K, Dh): per image, all heads
-    rel_index = None
-    if full.rel_index is not None:
-        B = keep.shape[0]
-        prefix = torch.arange(n, device=keep.device).expand(B, n)               # (B, n)
-        tokens = torch.cat([prefix, keep + n], dim=1)                           # (B, n + K) rows of the full layout
-        rel_index = full.rel_index[tokens[:, :, None], tokens[:, None, :]]      # (B, n + K, n + K)
-    return TokenPositions(n, rope, rel_index)
+    rope = rel_index = None
+    if full is not None and full.rope is not None:
+        sin, cos = full.rope                                                    # each (N, Dh): patches only
+        n = full.num_prefix
+        sin = torch.cat([sin.new_zeros(n, sin.shape[1]), sin])                  # (n + N, Dh): prefix not rotated
+        cos = torch.cat([cos.new_ones(n, cos.shape[1]), cos])
+        rope = (sin[ids].unsqueeze(1), cos[ids].unsqueeze(1))                   # each (B, 1, T, Dh): all heads alike
+    if full is not None and full.rel_index is not None:
+        rel_index = full.rel_index[ids[:, :, None], ids[:, None, :]]            # (B, T, T)
+    return TokenPositions(0, rope, rel_index, mask)
+
+
+def _check_kept(model, layout, keeps: list[torch.Tensor]) -> None:
+    N = layout.grid[0] * layout.grid[1]
+    for keep in keeps:
+        if keep.numel() and (int(keep.min()) < 0 or int(keep.max()) >= N):
+            raise ValueError(f"keep holds patch indices outside [0, {N}) for a {layout.grid[0]}×{layout.grid[1]} "
+                             f"grid: got {int(keep.min())}…{int(keep.max())}!")
+        if keep.numel() == 0 and model.cfg.global_pool != "token":
+            raise ValueError(f"A model with global_pool={model.cfg.global_pool!r} pools the patches, so it needs at "
+                             f"least one kept patch; got none.")
 
 
 def forward_kept(model, x: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
@@ -59,23 +73,64 @@ def forward_kept(model, x: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
     if x.shape[0] not in (1, B):
         raise ValueError(f"x must hold one image or one per row of keep ({B}) but holds {x.shape[0]}!")
     layout = model.token_layout(x.shape[-2], x.shape[-1])
-    N, n = layout.grid[0] * layout.grid[1], layout.num_prefix
-    if K and (int(keep.min()) < 0 or int(keep.max()) >= N):
-        raise ValueError(f"keep holds patch indices outside [0, {N}) for a {layout.grid[0]}×{layout.grid[1]} grid: "
-                         f"got {int(keep.min())}…{int(keep.max())}!")
-    if K == 0 and model.cfg.global_pool != "token":
-        raise ValueError(f"A model with global_pool={model.cfg.global_pool!r} pools the patches, so it needs at "
-                         f"least one kept patch; got none.")
+    n = layout.num_prefix
+    _check_kept(model, layout, [keep])
     keep = keep.to(x.device)
-    tokens = model.embed(x)                                                     # (B or 1, T, D), positions added
-    D = tokens.shape[-1]
-    tokens = tokens.expand(B, -1, -1)                                           # (B, T, D)
-    patches = torch.gather(tokens[:, n:], 1, keep[:, :, None].expand(B, K, D))  # (B, K, D): the kept patches
-    h = torch.cat([tokens[:, :n], patches], dim=1)                              # (B, n + K, D)
-    positions = _kept_positions(model, x.shape[-2], x.shape[-1], keep)
+    ids = torch.cat([torch.arange(n, device=x.device).expand(B, n), keep + n], dim=1)   # (B, n + K) layout indices
+    tokens = model.embed(x).expand(B, -1, -1)                                   # (B, T, D), positions added
+    h = torch.gather(tokens, 1, ids[:, :, None].expand(-1, -1, tokens.shape[-1]))  # (B, n + K, D)
+    positions = _positions_of(model, x.shape[-2], x.shape[-1], ids)
     for blk in model.blocks:
         h, _ = blk(h, False, positions)
     return model.forward_head(h)
+
+
+def forward_packed(model, x: torch.Tensor, rows: list[list[torch.Tensor]]) -> torch.Tensor:
+    """Several differently kept sequences of one image packed into each row of one batch, so that short
+    sequences fill a forward's worth of tokens instead of running as small, inefficient matrix products.
+
+    x: one image (1, C, H, W); rows[b]: the kept patch indices (1-D long, any length K ≥ 0) of each sequence
+    packed into row b -> outputs (S, num_classes), one per sequence, in row-major order. Row b lays its
+    sequences end to end, each as [its prefix tokens, its kept patches]; a mask lets a token attend only to
+    tokens of its own sequence (the others get −inf before the softmax, i.e. exactly 0 weight), and each
+    sequence keeps its own positions (table, rotary angles, relative-bias rows), so every output equals
+    ``forward_kept`` on that sequence alone, up to float rounding. Shorter rows are padded; padding tokens
+    attend only to padding and are never read. The head runs per sequence (pooling sees its own tokens).
+    """
+    if x.ndim != 4 or x.shape[0] != 1:
+        raise ValueError(f"forward_packed takes one image (1, C, H, W) but got shape {tuple(x.shape)}!")
+    layout = model.token_layout(x.shape[-2], x.shape[-1])
+    n = layout.num_prefix
+    packed = [[torch.as_tensor(k, dtype=torch.long).reshape(-1).cpu() for k in row] for row in rows]
+    _check_kept(model, layout, [keep for row in packed for keep in row])
+    T = max(sum(n + keep.numel() for keep in row) for row in packed)            # the longest row's tokens
+    ids = torch.zeros(len(rows), T, dtype=torch.long)                           # padding: a copy of token 0
+    segment = torch.full((len(rows), T), -1, dtype=torch.long)                  # padding: segment −1
+    spans = []                                                                  # (row, start, length) per sequence
+    for b, row in enumerate(packed):
+        start = 0
+        for keep in row:
+            L = n + keep.numel()
+            ids[b, start:start + L] = torch.cat([torch.arange(n), keep + n])    # layout indices of its tokens
+            segment[b, start:start + L] = len(spans)
+            spans.append((b, start, L))
+            start += L
+    ids, segment = ids.to(x.device), segment.to(x.device)
+    tokens = model.embed(x)[0]                                                  # (n + N, D), positions added
+    h = tokens[ids]                                                             # (B, T, D): the packed rows
+    mask = segment[:, :, None] == segment[:, None, :]                           # (B, T, T): own sequence only
+    positions = _positions_of(model, x.shape[-2], x.shape[-1], ids, mask)
+    for blk in model.blocks:
+        h, _ = blk(h, False, positions)
+    outputs: list[torch.Tensor | None] = [None] * len(spans)
+    by_length: dict[int, list[int]] = {}
+    for i, (_, _, L) in enumerate(spans):
+        by_length.setdefault(L, []).append(i)
+    for L, members in by_length.items():                                        # one head call per length
+        final = torch.stack([h[spans[i][0], spans[i][1]:spans[i][1] + L] for i in members])   # (S_L, L, D)
+        for i, out in zip(members, model.forward_head(final)):
+            outputs[i] = out
+    return torch.stack(outputs)
 
 
 # --- cascading model randomisation (Adebayo et al. 2018) -----------------------------------------------------------

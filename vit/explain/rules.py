@@ -38,7 +38,7 @@ import torch.nn.functional as F
 
 from ..model import (Attention, AttentionPool, Block, DropPath, LayerScale, Mlp, QuickGELU, SwiGLU,
                      VisionTransformer)
-from ..positions import apply_rope
+from ..positions import apply_rope, attention_bias
 
 IDENTITY_EPS = 1e-10  # the identity rule's f(x)/(x + eps), as lxt computes it (x = 0 gives 0, not NaN)
 
@@ -179,15 +179,12 @@ class RuleAttention(nn.Module):
         qkv = qkv.reshape(B, T, 3, self.num_heads, self.head_dim)       # (B, T, 3, H, Dh)
         scale = torch.tensor(self.qkv_scale, dtype=qkv.dtype, device=qkv.device).reshape(3, 1, 1)
         q, k, v = scale_gradient(qkv, scale).permute(2, 0, 3, 1, 4).unbind(0)   # each (B, H, T, Dh)
-        bias = None
         if self.rel_table is not None and (positions is None or positions.rel_index is None):
             raise ValueError("This attention has a relative position bias but got no relative positions!")
-        if positions is not None:
-            if positions.rope is not None:                               # a linear map of q and k
-                q = apply_rope(q, *positions.rope, positions.num_prefix)
-                k = apply_rope(k, *positions.rope, positions.num_prefix)
-            if self.rel_table is not None:                               # a constant added to the logits
-                bias = self.rel_table[positions.rel_index].permute(2, 0, 1)   # (H, T, T)
+        if positions is not None and positions.rope is not None:        # a linear map of q and k
+            q = apply_rope(q, *positions.rope, positions.num_prefix)
+            k = apply_rope(k, *positions.rope, positions.num_prefix)
+        bias = attention_bias(positions, self.rel_table, q.dtype)         # a constant added to the logits
         x = F.scaled_dot_product_attention(q, k, v, attn_mask=bias, is_causal=self.causal, scale=self.scale)
         x = x.transpose(1, 2).reshape(B, T, D)                           # (B, T, D)
         return self.proj_drop(self.proj(self.norm(x))), None

@@ -11,9 +11,12 @@ work, with progress, and cached per (photo, model, target, method).
 Spearman, the flag) are in ``viz.trust``; the token dropping and the randomisation in ``vit.explain.perturb``.
 
 How the curves are batched: a method's 22 curve points need 20 sequences besides the whole photo and the empty
-one (shared by every method); sequences of the same length (deletion at f and insertion at 1 − f, and every
-method's) run as one batch of at most ``tokens_per_step`` tokens (default: the tokens of one forward), so the
-curves of one map cost about 9 forwards' worth of tokens and a step never costs more than one forward.
+one (shared by every method, and the whole photo's probability comes free with a map's own model pass). The
+sequences are packed end to end into rows of about one forward's tokens (first fit, longest first: deletion at f
+and insertion at f together hold every patch once, so they fill a row), a mask keeping each sequence to itself
+(``vit.explain.perturb.forward_packed``), and ``rows_per_step`` rows run as one batch: 8 by default, for
+throughput (the CLI, data sets); the page runs 1, so that a step never holds another visitor's analysis back by
+more than one forward. The curves of one map thus cost about 9 forwards' worth of tokens in full-size matrices.
 """
 from __future__ import annotations
 
@@ -27,13 +30,13 @@ import torch
 import torch.nn.functional as F
 
 from vit.explain import RULE_SETS, ClassTarget, Target
-from vit.explain.perturb import cascading_randomization, forward_kept
+from vit.explain.perturb import cascading_randomization, forward_kept, forward_packed
 from vit.explain.rules import rule_view, without_parameter_grads
 from vit.model import PatchEmbed
 
 from ..explain.arrays import ExplainArrays
 from ..explain.methods import METHODS, families_of, method_names
-from ..trust.curves import FRACTIONS, Faithfulness, keep_sets, removed_counts
+from ..trust.curves import FRACTIONS, KINDS, Faithfulness, keep_sets, removed_counts
 from ..trust.report import MethodTrust, TrustReport
 from ..trust.sanity import spearman
 from .explainer import explain_tensor
@@ -44,6 +47,8 @@ VARIANTS = {  # how removed patches are removed (the JSON and the page name the 
     "blur": "pixel space: replaced by the photo blurred with a Gaussian of σ = patch size / 2",
 }
 Progress = Callable[[int, int, str], None]      # (steps done, steps in all, what the last step did)
+ROWS_PER_STEP = 8   # rows of about one forward batched per step by default: larger matrix products, ~15 % faster
+CurvePoint = tuple[str, str, int, int]           # one curve sequence: (method, kind, fraction index, kept patches K)
 
 
 def photo_key(x: torch.Tensor) -> str:
@@ -113,13 +118,31 @@ def _fill(x: torch.Tensor, variant: str, patch: int) -> torch.Tensor:
     return F.conv2d(h, g.view(1, 1, size, 1).expand(C, 1, size, 1).contiguous(), groups=C)
 
 
+def first_fit(sizes: Sequence[int], capacity: int) -> list[list[int]]:
+    """Pack items into bins of ``capacity`` (first fit, largest first; an item larger than a bin gets its own)
+    -> bins as lists of item indices, each in the order items went in. Deterministic: ties keep index order."""
+    bins: list[list[int]] = []
+    room: list[int] = []
+    for i in sorted(range(len(sizes)), key=lambda i: -sizes[i]):
+        for b, left in enumerate(room):
+            if sizes[i] <= left:
+                bins[b].append(i)
+                room[b] -= sizes[i]
+                break
+        else:
+            bins.append([i])
+            room.append(capacity - sizes[i])
+    return bins
+
+
 class TrustJob:
     """Maps, curves and (optionally) sanity curves of ``methods`` for one image and target, as a sequence of steps.
 
     model: a ``VisionTransformer`` in eval mode; x: one preprocessed image (1, C, H, W); target: a ``Target``
     (default: the top-1 class); methods: names of ``viz.explain.METHODS`` (default: every method this model can
     run; the others are listed in ``job.unsupported``, an explicit unsupported one raises ValueError). ``sanity``: also the
-    cascading randomisation (L more steps per model pass family). ``variant``: a key of ``VARIANTS``. ``cache``
+    cascading randomisation (L more steps per model pass family). ``variant``: a key of ``VARIANTS``.
+    ``rows_per_step``: rows of about one forward's tokens per curve step (1 where a step must stay one forward). ``cache``
     (a ``TrustCache``) with ``model_id``: methods found under ``cache_key`` are not run again. The random
     baseline is computed (or taken from the cache) whether asked for or not: the gains are measured against it.
     ``maps``: further named (gh, gw) maps to score the same way (the CLS attention of a chosen layer and head, an
@@ -127,7 +150,7 @@ class TrustJob:
     """
 
     def __init__(self, model, x: torch.Tensor, target: Target | None = None, methods: Sequence[str] | str | None = None,
-                 *, sanity: bool = False, variant: str = "tokens", seed: int = 0, tokens_per_step: int | None = None,
+                 *, sanity: bool = False, variant: str = "tokens", seed: int = 0, rows_per_step: int = ROWS_PER_STEP,
                  cache: TrustCache | None = None, model_id: str = "", labels: Sequence[str] = (),
                  maps: dict[str, np.ndarray] | None = None):
         if x.ndim != 4 or x.shape[0] != 1:
@@ -149,7 +172,11 @@ class TrustJob:
         self.sanity, self.variant, self.seed = sanity, variant, seed
         self.layout = model.token_layout(x.shape[-2], x.shape[-1])
         self.N = self.layout.grid[0] * self.layout.grid[1]
-        self.tokens_per_step = tokens_per_step or self.layout.num_tokens
+        if rows_per_step < 1:
+            raise ValueError(f"rows_per_step must be at least 1 but got {rows_per_step}!")
+        # a row: one forward's tokens and room for one more prefix, so that deletion at f and insertion at f share it
+        self.row_tokens = self.layout.num_tokens + self.layout.num_prefix
+        self.rows_per_step = rows_per_step
         self.cache, self.model_id = cache, model_id
         self.target = ClassTarget() if target is None else target
         self.probability: float | None = None      # the target's probability on the whole photo
@@ -191,29 +218,43 @@ class TrustJob:
             groups.append([n for n in names if METHODS[n].family == "none"])
         return groups
 
-    def _chunks(self) -> list[list[tuple[str, str, int, int]]]:
-        """The curve sequences (method, kind, fraction index, kept patches K) packed into batches of one length."""
+    def _map_passes(self) -> bool:
+        """Whether a model pass on the whole photo computes a map (and so gives its probability for free)."""
+        return any(METHODS[n].family != "none" for n in self._methods_to_map())
+
+    def _sequences(self) -> list[CurvePoint]:
+        """Every curve point that needs a model run: a method's 20 inner points (the pixel variants: all 22), the
+        whole photo unless its probability is known, and the prefix alone when a class token can read it."""
         counts = removed_counts(self.N, FRACTIONS)
-        by_length: dict[int, list] = {}
+        items = []
         for name in self.to_map:
-            for kind in ("deletion", "insertion"):
+            for kind in KINDS:
                 for i, r in enumerate(counts):
                     K = self.N - r if kind == "deletion" else r
                     if 0 < K < self.N or self.variant != "tokens":
-                        by_length.setdefault(K, []).append((name, kind, i, K))
-        shared = [[("", "full", 0, self.N)], [("", "empty", 0, 0)]] if self.variant == "tokens" and self.to_map else []
-        chunks = list(shared)
-        for K in sorted(by_length, reverse=True):
-            cost = self.layout.num_prefix + (K if self.variant == "tokens" else self.N)
-            per_step = max(1, self.tokens_per_step // cost)
-            items = by_length[K]
-            chunks += [items[i:i + per_step] for i in range(0, len(items), per_step)]
-        return chunks
+                        items.append((name, kind, i, K))
+        if self.variant == "tokens" and self.to_map:
+            if self.probability is None and not self._map_passes():
+                items.append(("", "full", 0, self.N))
+            if self.model.cfg.global_pool == "token":
+                items.append(("", "empty", 0, 0))
+        return items
+
+    def _plan(self) -> list[list[list[CurvePoint]]]:
+        """The curve sequences packed into rows (``first_fit``) and the rows into steps: plan[step][row] = the
+        sequences of that row. A pixel-variant sequence is a whole image: one per row."""
+        items = self._sequences()
+        if self.variant == "tokens":
+            n = self.layout.num_prefix
+            rows = [[items[i] for i in b] for b in first_fit([n + K for *_, K in items], self.row_tokens)]
+        else:
+            rows = [[item] for item in items]
+        return [rows[i:i + self.rows_per_step] for i in range(0, len(rows), self.rows_per_step)]
 
     def total(self) -> int:
         """Steps in all: the model passes for the maps, the curve batches, L × the passes of the sanity check."""
         check = len(self.model.blocks) * len(self._groups(self.to_check)) if self.to_check else 0
-        return len(self._groups(self._methods_to_map())) + len(self._chunks()) + check
+        return len(self._groups(self._methods_to_map())) + len(self._plan()) + check
 
     def _methods_to_map(self) -> list[str]:
         return [n for n in self.to_map if n in METHODS]
@@ -222,43 +263,47 @@ class TrustJob:
 
     def steps(self) -> Iterator[tuple[int, int, str]]:
         """Run the job; after each step yield (steps done, steps in all, what it did). Each step is one model pass
-        (a forward, or a forward + backward for the gradient and LRP methods) on at most ``tokens_per_step`` tokens."""
+        (a forward, or a forward + backward for the gradient and LRP methods) or ``rows_per_step`` packed rows."""
         total, done = self.total(), 0
         for group in self._groups(self._methods_to_map()):
-            self.maps.update(self._explain(self.model, group))
+            maps, probability = self._explain(self.model, group)
+            self.maps.update(maps)
+            if self.probability is None:
+                self.probability = probability
             done += 1
             yield done, total, "maps: " + ", ".join(group)
-        full = empty = None
-        for chunk in self._chunks():
-            values = self._run_chunk(chunk)
-            for (name, kind, i, K), value in zip(chunk, values):
+        empty = None
+        for rows in self._plan():
+            sequences = [item for row in rows for item in row]
+            for (name, kind, i, K), value in zip(sequences, self._run_step(rows)):
                 if kind == "full":
-                    full = self.probability = value
+                    self.probability = value
                 elif kind == "empty":
                     empty = value
                 else:
                     self.points.setdefault((name, kind), np.full(len(FRACTIONS), np.nan))[i] = value
             done += 1
-            yield done, total, f"curves: {len(chunk)} sequences of {chunk[0][3]} patches"
-        if self.to_map:
-            self._fill_shared(full, self._empty_probability() if empty is None else empty)
+            yield done, total, f"curves: {len(sequences)} sequences in {len(rows)} rows"
+        if self.to_map and self.variant == "tokens":
+            self._fill_shared(self.probability, self._empty_probability() if empty is None else empty)
         if self.to_check:
             groups = self._groups(self.to_check)
             for k, randomized in cascading_randomization(self.model, self.seed):
                 for group in groups:
-                    for name, m in self._explain(randomized, group).items():
+                    for name, m in self._explain(randomized, group)[0].items():
                         if name in self.to_check:
                             self.rho.setdefault(name, []).append(spearman(self.maps[name], m))
                     done += 1
                     yield done, total, f"sanity: {k} randomised layers, " + ", ".join(group)
         self._report = self._assemble()
 
-    def _explain(self, model, group: list[str]) -> dict[str, np.ndarray]:
+    def _explain(self, model, group: list[str]) -> tuple[dict[str, np.ndarray], float | None]:
+        """The maps of ``group`` and the target's probability on the whole photo (None: no model pass ran)."""
         if all(METHODS[n].family == "none" for n in group):      # no model pass: the formula alone
             arrays = ExplainArrays(num_prefix=self.layout.num_prefix, grid=tuple(self.layout.grid))
-            return {n: np.asarray(METHODS[n].formula(arrays), dtype=np.float32) for n in group}
+            return {n: np.asarray(METHODS[n].formula(arrays), dtype=np.float32) for n in group}, None
         e = explain_tensor(model, self.x, self.target, group, self.labels)
-        return {n: e.map(n) for n in group}
+        return {n: e.map(n) for n in group}, e.probability
 
     def _empty_probability(self) -> float:
         """The prefix tokens alone: classifiable with a class token; a pooling model has no patch to pool, so it
@@ -267,22 +312,23 @@ class TrustJob:
             return 1.0 / self.model.cfg.num_classes
         raise ValueError("Insertion from zero patches needs a class token or a class target!")
 
-    def _run_chunk(self, chunk) -> list[float]:
-        keep = []
-        for name, kind, i, K in chunk:
-            if kind in ("full", "empty"):
-                keep.append(np.arange(self.N) if kind == "full" else np.zeros(0, dtype=np.int64))
-            else:
-                keep.append(self._keep_sets(name)[kind][i])
-        if chunk[0][1] == "empty" and self.model.cfg.global_pool != "token":
-            return [self._empty_probability()]
+    def _run_step(self, rows: list[list[CurvePoint]]) -> list[float]:
+        """The target's probability for every sequence of these rows, in row-major order: one batched model run."""
+        kept = [[self._kept(item) for item in row] for row in rows]
         with torch.inference_mode():
             if self.variant == "tokens":
-                index = torch.as_tensor(np.stack(keep), dtype=torch.long, device=self.x.device)  # (B, K)
-                output = forward_kept(self.model, self.x, index)
+                output = forward_packed(self.model, self.x, kept)
             else:
-                output = self.model(self._pixels(keep))
+                output = self.model(self._pixels([row[0] for row in kept]))
             return [float(p) for p in self.target.probability(output)]
+
+    def _kept(self, item: CurvePoint) -> np.ndarray:
+        name, kind, i, _ = item
+        if kind == "full":
+            return np.arange(self.N)
+        if kind == "empty":
+            return np.zeros(0, dtype=np.int64)
+        return self._keep_sets(name)[kind][i]
 
     def _keep_sets(self, name: str) -> dict:
         if not hasattr(self, "_sets"):
@@ -306,13 +352,13 @@ class TrustJob:
     def _fill_shared(self, full: float, empty: float) -> None:
         counts = removed_counts(self.N, FRACTIONS)
         for name in self.to_map:
-            for kind in ("deletion", "insertion"):
+            for kind in KINDS:
                 curve = self.points.setdefault((name, kind), np.full(len(FRACTIONS), np.nan))
                 for i, r in enumerate(counts):
                     K = self.N - r if kind == "deletion" else r
-                    if self.variant == "tokens" and K == self.N:
+                    if K == self.N:
                         curve[i] = full
-                    elif self.variant == "tokens" and K == 0:
+                    elif K == 0:
                         curve[i] = empty
 
     def _assemble(self) -> TrustReport:
@@ -345,7 +391,7 @@ class TrustJob:
 
 def trust_report(model, x: torch.Tensor, target: Target | None = None, methods: Sequence[str] | str | None = None,
                  progress: Progress | None = None, **options) -> TrustReport:
-    """Run a whole ``TrustJob`` (``options``: sanity, variant, seed, tokens_per_step, cache, model_id, labels),
+    """Run a whole ``TrustJob`` (``options``: sanity, variant, seed, rows_per_step, cache, model_id, labels),
     calling ``progress(done, total, what)`` after each step."""
     job = TrustJob(model, x, target, methods, **options)
     for done, total, what in job.steps():

@@ -1,0 +1,20 @@
+"""Tiny random models for the tests that check formulas and token layouts on every family (2 blocks of width 32,
+a 32×32 input cut into 4×4 patches of 8 px, 5 classes), with every parameter perturbed so that no zero bias,
+identity LayerNorm, zero probe or zero table can hide a mistake."""
+from __future__ import annotations
+
+import torch
+
+import vit
+
+TINY = dict(embed_dim=32, depth=2, num_heads=2, mlp_dim=64, num_classes=5, img_size=32, patch_size=8)  # 4×4 patches
+
+
+def tiny(seed: int = 0, **kw) -> vit.VisionTransformer:
+    """A random ``TINY`` model with ``kw`` overriding its config, every parameter perturbed, in eval mode."""
+    torch.manual_seed(seed)
+    model = vit.VisionTransformer(vit.ViTConfig(**{**TINY, **kw}))
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(0.1 * torch.randn_like(p))
+    return model.eval()

@@ -25,6 +25,7 @@ from pytorch_grad_cam import GradCAM
 from pytorch_grad_cam.utils.model_targets import ClassifierOutputTarget
 
 import vit
+import tiny_models
 from test_families import randomize_, save_timm
 from viz.analysis import explain_map, explain_tensor
 from viz.explain import METHODS
@@ -35,7 +36,6 @@ from vit.explain.rules import rule_view, without_parameter_grads
 from vit.model import PatchEmbed
 from vit.positions import apply_rope, rope_tables
 
-TINY = dict(embed_dim=32, depth=2, num_heads=2, mlp_dim=64, num_classes=5, img_size=32, patch_size=8)
 FAMILIES = {
     "clip": dict(norm_pre=True, mlp_act="quick_gelu", patch_bias=False),
     "siglip": dict(class_token=False, global_pool="map", mlp_act="gelu_tanh"),
@@ -51,12 +51,7 @@ CONSERVATION_TOL = 1e-4   # |Σ relevance - logit| / |logit| (float32; CP-LRP co
 
 def tiny(family: str, seed: int = 0, **kw) -> vit.VisionTransformer:
     """A 2-block model of the family, every parameter perturbed (no zero bias, probe or table hides a mistake)."""
-    torch.manual_seed(seed)
-    model = vit.VisionTransformer(vit.ViTConfig(**{**TINY, **FAMILIES[family], **kw}))
-    with torch.no_grad():
-        for p in model.parameters():
-            p.add_(0.1 * torch.randn_like(p))
-    return model.eval()
+    return tiny_models.tiny(seed, **{**FAMILIES[family], **kw})
 
 
 def image(h: int = 32, w: int = 32, seed: int = 1) -> torch.Tensor:

@@ -11,22 +11,10 @@ import torch
 import torch.nn as nn
 
 import vit
+from tiny_models import tiny
 from vit.explain import (ATTN_LRP, CP_LRP, ClassTarget, Target, class_target, gradient_pass, readout,
                          relevance_pass)
 from vit.explain.rules import ElementwiseIdentity, LayerNormIdentity, scale_gradient, without_parameter_grads
-
-TINY = dict(embed_dim=32, depth=2, num_heads=2, mlp_dim=64, num_classes=5, img_size=32, patch_size=8)
-
-
-def tiny(seed: int = 0, **kw) -> vit.VisionTransformer:
-    """A random 2-block ViT with every parameter perturbed (no zero head, no identity LayerNorm)."""
-    torch.manual_seed(seed)
-    model = vit.VisionTransformer(vit.ViTConfig(**{**TINY, **kw}))
-    with torch.no_grad():
-        for p in model.parameters():
-            p.add_(0.1 * torch.randn_like(p))
-    return model.eval()
-
 
 def image(h: int = 32, w: int = 32, seed: int = 1) -> torch.Tensor:
     return torch.randn(1, 3, h, w, generator=torch.Generator().manual_seed(seed))

@@ -11,8 +11,9 @@ import pytest
 from PIL import Image
 
 from viz.drawing import plots
-from viz.drawing.grids import interpolation_matrix, resize_maps, similarity_mosaic, thumbnail_grid, tile_images
-from viz.drawing.render import add_colorbar, colorize, colormap_lut, mark_patch, mask_outline, normalize, overlay, upsample
+from viz.drawing.grids import similarity_mosaic, thumbnail_grid, tile_images
+from viz.drawing.render import (add_colorbar, colorize, colormap_lut, heatmap, interpolation_matrix, mark_patch,
+                                mask_outline, mix, normalize, overlay, resize_maps, upsample)
 
 
 def test_lut_matches_matplotlib():
@@ -44,6 +45,40 @@ def test_upsample_is_bilinear_between_patch_centres():
     np.testing.assert_allclose(upsample(np.full((3, 5), 7.0), (48, 80)), 7.0, atol=1e-5)
     np.testing.assert_allclose(resize_maps(m[None], (4, 4))[0], up, atol=1e-6)   # the grids' resize agrees
     np.testing.assert_allclose(interpolation_matrix(3, 7).sum(1), 1.0, atol=1e-6)
+    # the matrix resize the heat maps use agrees with Pillow's at display size too (a 14×14 map to 640×480)
+    values = np.random.default_rng(0).random((14, 14)).astype(np.float32)
+    np.testing.assert_allclose(resize_maps(values, (480, 640)), upsample(values, (480, 640)), atol=1e-5)
+
+
+def float_mix(photo: np.ndarray, colours: np.ndarray, alpha: float) -> np.ndarray:
+    """round((1 - alpha)·photo + alpha·colours) in float32: how overlays were mixed before Pillow did it."""
+    return (photo.astype(np.float32) * np.float32(1 - alpha) + colours.astype(np.float32) * np.float32(alpha)
+            + np.float32(0.5)).astype(np.uint8)
+
+
+def test_mixing_gives_the_float_arithmetic_bytes_for_whole_steps_of_1_255():
+    # every pair of byte values (photo, colour), in all three channels
+    photo, colour = (np.repeat(v[..., None], 3, axis=2) for v in np.meshgrid(*(np.arange(256, dtype=np.uint8),) * 2))
+    for alpha in (0.0, 0.2, 0.4, 0.6, 0.8, 1.0, 0.05, 0.35, 0.5, 0.65, 0.75):   # the slider's default is 0.6
+        got = np.asarray(mix(Image.fromarray(photo), Image.fromarray(colour), alpha)).astype(int)
+        difference = np.abs(got - float_mix(photo, colour, alpha))
+        if (alpha * 255) % 1 == 0:
+            assert difference.max() == 0, alpha
+        else:                                                # Pillow mixes in steps of 1/255: one level at most
+            assert difference.max() == 1 and difference.mean() < 0.3, alpha
+    with pytest.raises(ValueError, match="alpha"):
+        mix(Image.fromarray(photo), Image.fromarray(colour), 1.5)
+
+
+def test_the_colours_are_those_of_the_map_upsampled_then_looked_up():
+    # the lookup row is taken on the grid before the enlargement (it commutes with interpolation): at display
+    # size the colours equal the straightforward way's, upsample then round, but for an index off by one here or there
+    values = np.random.default_rng(3).random((14, 14)).astype(np.float32)
+    straight = colorize(upsample(normalize(values, 0.1, 0.9), (640, 480)))
+    fast = np.asarray(heatmap(values, (640, 480), vmin=0.1, vmax=0.9))
+    off = np.abs(fast.astype(int) - straight).max(axis=-1) > 0
+    assert off.mean() < 1e-4
+    assert np.abs(fast.astype(int) - straight).max() <= 12              # one step of the lookup table, at most
 
 
 def test_overlay_blends_at_the_photo_resolution():

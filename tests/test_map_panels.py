@@ -266,6 +266,32 @@ def test_the_heads_grid_fills_the_width_and_reads_back_every_head():
     assert info.startswith("layer 2, head 1: mean attention distance") and "bits" in info
 
 
+def test_what_a_new_photo_draws_once_is_kept_and_equals_a_fresh_drawing():
+    from viz import explorer
+    from viz.panels import heads
+
+    a = synthetic(random_attention(L=4, H=3))
+    for size, resample in ((160, Image.Resampling.BICUBIC), (320, Image.Resampling.BICUBIC),
+                           (160, Image.Resampling.LANCZOS)):
+        enlarged = panels.display_photo(a, size, resample)
+        assert panels.display_photo(a, size, resample) is enlarged                  # drawn once, then kept
+        assert enlarged.tobytes() == a.image.resize((size, size * 64 // 80), resample).tobytes()
+    # the clickable photo: the kept enlargement, the same pixels as the model-size panels' photo(a, 2)
+    framed = explorer.query_photo(explorer.Session(("photo", "model")), a)
+    assert framed.tobytes() == render.mark_patch(panels.photo(a, 2), *panels.default_query(a), a.grid).tobytes()
+    # the heads grid: drawn once per analysis and options, equal to a fresh drawing; a selection only frames it
+    display = panels.Display(lang="zh-CN")
+    grid = panels.heads_grid_panel(a, 600, display=display)
+    assert panels.heads_grid_panel(a, 600, display=display) is grid
+    assert grid.image.tobytes() == heads.heads_grid(a, 600, display=display).image.tobytes()
+    framed = np.asarray(panels.heads_grid_panel(a, 600, selected=(1, 2), display=display).image)
+    x0, y0, x1, y1 = grid.box(1, 2)
+    outside = np.ones(framed.shape[:2], dtype=bool)
+    outside[y0 - 1:y1 + 2, x0 - 1:x1 + 2] = False
+    assert (framed[outside] == np.asarray(grid.image)[outside]).all()
+    assert tuple(framed[y0 - 1, x0 + 5]) == (0, 200, 0)
+
+
 def test_head_entropy_in_bits_and_as_a_share_of_the_maximum():
     attn = uniform_attention(L=1, H=2)
     attn[0, 1, 0] = 0.0

@@ -125,6 +125,25 @@ def test_thumbnail_grid_layout_round_trips_clicks():
     assert layout.cell_at(1, 1) is None                       # the label margin
 
 
+def test_the_parts_drawn_once_equal_fresh_drawings():
+    from viz.drawing import grids, render
+
+    photo = Image.fromarray(np.random.default_rng(2).integers(0, 256, (96, 128, 3), dtype=np.uint8))
+    maps = np.random.default_rng(0).random((3, 4, 2, 3)).astype(np.float32)
+    labels = dict(row_labels=["a", "b", "c"], col_labels=list("wxyz"), title="layer", lang="zh-CN")
+
+    def drawings():
+        return (render.add_colorbar(photo, "viridis", 0.1, 5.0, "CLS\nuniform", lang="zh-CN").tobytes(),
+                thumbnail_grid(maps, cell=20, background=photo, alpha=0.6, **labels)[0].tobytes())
+
+    kept = drawings()                                          # now from the kept ramp, labels and masks
+    assert drawings() == kept
+    for cached in (render._ramp, render._label_strip, render.constant_mask, grids._margins, grids._labels,
+                   grids._cells):
+        cached.cache_clear()
+    assert drawings() == kept                                  # drawn afresh: the same pixels
+
+
 def test_thumbnail_grid_marks_and_background():
     maps = np.zeros((1, 2, 4, 4), dtype=np.float32)
     marks = np.zeros((1, 2, 4, 4), dtype=bool)

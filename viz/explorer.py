@@ -188,7 +188,8 @@ def head_info(a: Analysis, layer: int, head: int, mask_artifacts: bool = False, 
 def query_photo(s: Session, a: Analysis) -> Image.Image:
     """The photo to click on, enlarged ``QUERY_PHOTO_SCALE``× so patches are easy to hit, the queried one framed."""
     row, col = s.query or panels.default_query(a)
-    return render.mark_patch(panels.photo(a, QUERY_PHOTO_SCALE), row, col, a.grid)
+    enlarged = panels.display_photo(a, QUERY_PHOTO_SCALE * max(a.image.size), Image.Resampling.LANCZOS)  # = photo()'s
+    return render.mark_patch(enlarged, row, col, a.grid)
 
 
 def select_patch(s: Session, a: Analysis, x: float, y: float) -> Session:

@@ -209,3 +209,21 @@ def test_blitted_plots_are_thread_safe():
         together = list(pool.map(lambda d: np.asarray(plots.distance_image(d)), data * 3))
     for i, image in enumerate(together):
         np.testing.assert_array_equal(image, alone[i % 8])
+
+
+def test_kept_plot_artists_show_each_image_alone():
+    # the band, the curves and the scatter are made once per backdrop and moved to each image's data; the flagged
+    # curves are made per image: drawing another image in between leaves no trace
+    rng = np.random.default_rng(2)
+    norms = [rng.random((12, 1 + 196)) * 5 + 10 for _ in range(2)]
+    flags = [np.zeros((12, 196), dtype=bool) for _ in range(2)]
+    norms[1][6:, 3] = norms[1][6:, 9] = 90.0               # two flagged patches in one image, none in the other
+    flags[1][6:, 2] = flags[1][6:, 8] = True
+    assert plots.log_range(norms[0]) == plots.log_range(norms[1])       # so both are drawn on one backdrop
+    first = plots.token_norm_image(norms[0], 1, flags[0]).tobytes()
+    other = plots.token_norm_image(norms[1], 1, flags[1]).tobytes()
+    assert other != first and plots.token_norm_image(norms[0], 1, flags[0]).tobytes() == first
+    d = [rng.random((12, 12)) * 100 for _ in range(2)]
+    first = plots.distance_image(d[0], top=150.0).tobytes()
+    assert plots.distance_image(d[1], top=150.0).tobytes() != first
+    assert plots.distance_image(d[0], top=150.0).tobytes() == first

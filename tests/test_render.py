@@ -138,7 +138,7 @@ def test_the_parts_drawn_once_equal_fresh_drawings():
 
     kept = drawings()                                          # now from the kept ramp, labels and masks
     assert drawings() == kept
-    for cached in (render._ramp, render._label_strip, render.constant_mask, grids._margins, grids._labels,
+    for cached in (render._ramp, render._label_strip, render.constant_mask, grids.label_margins, grids._labels,
                    grids._cells):
         cached.cache_clear()
     assert drawings() == kept                                  # drawn afresh: the same pixels

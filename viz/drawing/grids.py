@@ -98,17 +98,17 @@ def thumbnail_grid(maps: np.ndarray, cell: int = 56, cmap: str = DEFAULT_CMAP, s
         rows = resize_maps(rows, (ch, cw))                                            # (R, C, ch, cw)
     else:
         rows = rows[:, :, nearest_index(gh, ch)[:, None], nearest_index(gw, cw)[None, :]]
-    left, top = _margins(tuple(row_labels or ()), tuple(col_labels or ()), title, lang, font_size)
+    left, top = label_margins(tuple(row_labels or ()), tuple(col_labels or ()), title, lang, font_size)
     layout = GridLayout(R, C, (ch, cw), gap, left, top)
     width, height = layout.size
-    index = np.zeros((height + gap, width + gap), dtype=np.uint8)                    # one gap too many: a view
-    index[top:, left:].reshape(R, ch + gap, C, cw + gap)[:, :ch, :, :cw] = rows.transpose(0, 2, 1, 3)  # truncated
-    colours = index_image(index[:height, :width], cmap)
+    index = np.zeros((height + gap, width + gap), dtype=np.uint8)   # one gap too many, so that cells are a view
+    _cell_view(index, layout)[:] = rows.transpose(0, 2, 1, 3)                        # (R, ch, C, cw), truncated
+    colours = index_image(index, cmap)                             # the extra gap is masked out, then clipped
     image = Image.new("RGB", (width + right, height), "white")
     if background is not None:
         _paste_in_every_cell(image, as_rgb_image(background).resize((cw, ch), Image.Resampling.BILINEAR), layout)
     level = 255 if background is None else opacity_level(alpha)
-    image.paste(colours, (0, 0, width, height), _cells(layout, level))    # mixed in place, the gaps left white
+    image.paste(colours, (0, 0), _cells(layout, level))                  # mixed in place, the gaps left white
     rows_strip, columns_strip = _labels(tuple(row_labels or ()), tuple(col_labels or ()), title, lang, font_size,
                                         layout)
     image.paste(rows_strip, (0, top))
@@ -123,8 +123,8 @@ def thumbnail_grid(maps: np.ndarray, cell: int = 56, cmap: str = DEFAULT_CMAP, s
 
 
 @lru_cache(maxsize=16)
-def _margins(row_labels: tuple[str, ...], col_labels: tuple[str, ...], title: str | None, lang: str,
-             font_size: int) -> tuple[int, int]:
+def label_margins(row_labels: tuple[str, ...], col_labels: tuple[str, ...], title: str | None = None, lang: str = "en",
+                  font_size: int = 11) -> tuple[int, int]:
     """(left, top): the pixels the row labels, and the title and column labels, need beside and above the grid."""
     f = font(font_size, lang, "".join(row_labels + col_labels))
     left = int(max(f.getlength(t) for t in row_labels)) + 6 if row_labels else 0
@@ -157,14 +157,22 @@ def _labels(row_labels: tuple[str, ...], col_labels: tuple[str, ...], title: str
     return rows, above
 
 
+def _cell_view(pixels: np.ndarray, layout: GridLayout) -> np.ndarray:
+    """The thumbnails of a grid picture (height + gap, width + gap, ...) as a view (R, ch, C, cw, ...): the last
+    gap row and column make the cell rows and columns regular, so splitting the axes needs no copy."""
+    (ch, cw), gap = layout.cell, layout.gap
+    body = pixels[layout.top:, layout.left:]
+    return body.reshape(layout.rows, ch + gap, layout.cols, cw + gap, *body.shape[2:])[:, :ch, :, :cw]
+
+
 @lru_cache(maxsize=8)
 def _cells(layout: GridLayout, level: int) -> Image.Image:
-    """"L" mask of the grid picture: ``level`` on every thumbnail, 0 in the gaps and margins (read-only)."""
+    """"L" mask of the grid picture and one gap more each way: ``level`` on every thumbnail, 0 in the gaps and
+    margins (read-only)."""
     width, height = layout.size
-    (ch, cw), gap = layout.cell, layout.gap
-    mask = np.zeros((height + gap, width + gap), dtype=np.uint8)
-    mask[layout.top:, layout.left:].reshape(layout.rows, ch + gap, layout.cols, cw + gap)[:, :ch, :, :cw] = level
-    return Image.fromarray(mask[:height, :width])
+    mask = np.zeros((height + layout.gap, width + layout.gap), dtype=np.uint8)
+    _cell_view(mask, layout)[:] = level
+    return Image.fromarray(mask)
 
 
 def _paste_in_every_cell(image: Image.Image, tile: Image.Image, layout: GridLayout) -> None:

@@ -12,7 +12,7 @@ import numpy as np
 from PIL import Image, ImageDraw
 
 from ..drawing import render
-from ..drawing.grids import GridLayout, thumbnail_grid
+from ..drawing.grids import GridLayout, label_margins, thumbnail_grid
 from ..i18n import t
 from ..maps import norms, readout
 from ..result import Analysis
@@ -163,8 +163,8 @@ def heads_grid(a: Analysis, width: int = 1024, mask_artifacts: bool = False, nor
     row_names = [t("name.head", lang, head=h) for h in range(rows)] if layers_across else \
         [t("name.layer", lang, layer=l) for l in range(rows)]
     col_names = [str(i) for i in range(cols)]
-    f = render.font(font_size, lang)
-    left = int(max(f.getlength(n) for n in row_names)) + 6
+    title = t("axis.layer" if layers_across else "axis.head", lang)                    # what the columns count
+    left = label_margins(tuple(row_names), tuple(col_names), title, lang, font_size)[0]
     bar_label, ticks = t("colorbar.uniform", lang, tokens=tokens), _uniform_ticks(vmin, vmax)
     bar = render.colorbar_width(vmin, vmax, bar_label, lang=lang, ticks=ticks, font_size=font_size)
     gap = 2
@@ -175,8 +175,7 @@ def heads_grid(a: Analysis, width: int = 1024, mask_artifacts: bool = False, nor
                                    col_labels=col_names, background=a.image, alpha=display.alpha,
                                    gap=gap, lang=lang, value_range=(vmin, vmax),
                                    smooth=not display.patch_true, font_size=font_size,
-                                   title=t("axis.layer" if layers_across else "axis.head", lang),  # what columns count
-                                   right=bar if display.colorbar else 0)
+                                   title=title, right=bar if display.colorbar else 0)
     if display.colorbar:
         render.draw_colorbar(image, image.width - bar, image.height, display.cmap, vmin, vmax, bar_label, lang=lang,
                              ticks=ticks, font_size=font_size)

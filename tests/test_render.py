@@ -13,7 +13,7 @@ from PIL import Image
 from viz.drawing import plots
 from viz.drawing.grids import similarity_mosaic, thumbnail_grid, tile_images
 from viz.drawing.render import (add_colorbar, colorize, colormap_lut, heatmap, interpolation_matrix, mark_patch,
-                                mask_outline, mix, normalize, overlay, resize_maps, upsample)
+                                mask_outline, mix_photo_under, normalize, overlay, resize_maps, upsample)
 
 
 def test_lut_matches_matplotlib():
@@ -59,15 +59,19 @@ def float_mix(photo: np.ndarray, colours: np.ndarray, alpha: float) -> np.ndarra
 def test_mixing_gives_the_float_arithmetic_bytes_for_whole_steps_of_1_255():
     # every pair of byte values (photo, colour), in all three channels
     photo, colour = (np.repeat(v[..., None], 3, axis=2) for v in np.meshgrid(*(np.arange(256, dtype=np.uint8),) * 2))
+    wider = np.pad(colour, ((0, 0), (0, 8), (0, 0)), constant_values=7)   # room for a colour bar on the right
     for alpha in (0.0, 0.2, 0.4, 0.6, 0.8, 1.0, 0.05, 0.35, 0.5, 0.65, 0.75):   # the slider's default is 0.6
-        got = np.asarray(mix(Image.fromarray(photo), Image.fromarray(colour), alpha)).astype(int)
-        difference = np.abs(got - float_mix(photo, colour, alpha))
+        picture = Image.fromarray(wider)
+        mix_photo_under(picture, Image.fromarray(photo), alpha)
+        got = np.asarray(picture).astype(int)
+        assert (got[:, 256:] == 7).all()                    # outside the photo's box: untouched
+        difference = np.abs(got[:, :256] - float_mix(photo, colour, alpha))
         if (alpha * 255) % 1 == 0:
             assert difference.max() == 0, alpha
         else:                                                # Pillow mixes in steps of 1/255: one level at most
             assert difference.max() == 1 and difference.mean() < 0.3, alpha
     with pytest.raises(ValueError, match="alpha"):
-        mix(Image.fromarray(photo), Image.fromarray(colour), 1.5)
+        mix_photo_under(Image.fromarray(wider), Image.fromarray(photo), 1.5)
 
 
 def test_the_colours_are_those_of_the_map_upsampled_then_looked_up():
@@ -139,7 +143,7 @@ def test_the_parts_drawn_once_equal_fresh_drawings():
     kept = drawings()                                          # now from the kept ramp, labels and masks
     assert drawings() == kept
     for cached in (render._ramp, render._label_strip, render.constant_mask, grids.label_margins, grids._labels,
-                   grids._cells):
+                   grids._row_mask):
         cached.cache_clear()
     assert drawings() == kept                                  # drawn afresh: the same pixels
 

@@ -13,8 +13,7 @@ from functools import lru_cache
 import numpy as np
 from PIL import Image, ImageDraw
 
-from .render import (DEFAULT_CMAP, as_rgb_image, font, index_image, nearest_index, opacity_level,
-                     resize_maps)
+from .render import DEFAULT_CMAP, as_rgb_image, font, index_image, nearest_index, opacity_level, resize_maps
 
 
 def normalize_maps(maps: np.ndarray, scale: str = "each") -> np.ndarray:
@@ -74,14 +73,16 @@ def thumbnail_grid(maps: np.ndarray, cell: int = 56, cmap: str = DEFAULT_CMAP, s
     Each thumbnail is the map upsampled bilinearly (or patch-true, nearest, when not ``smooth``) to ``cell``
     pixels high (width in the grid's aspect), scaled by ``scale`` ("each" map, "row", or "all" alike) or,
     with ``value_range`` = (vmin, vmax), all with that one range (so one colour bar reads every thumbnail),
-    coloured, optionally blended over a ``background`` photo with weight ``alpha`` (``render.mix``'s rounding).
+    coloured, optionally blended over a ``background`` photo with weight ``alpha`` (``render.mix_photo_under``'s
+    rounding).
     ``marks`` (R, C, gh, gw) bool outlines marked patches (e.g. high-norm tokens); ``selected`` (row, col) frames
     one thumbnail. The labels, and a ``title`` centred over the column labels, are drawn in the font of ``lang``
     at ``font_size`` pixels. ``right``: white pixels left free on the right (for a colour bar drawn in place).
 
-    The thumbnails are laid out as one picture of lookup-table rows first, so that colouring (Pillow's palette)
-    and mixing with the photos (Pillow's ``composite``, the gaps masked out) are one C pass each; the labels and
-    masks depend only on the layout and are drawn once.
+    The thumbnails' lookup-table rows are laid out as one picture, a row of thumbnails at a time (small
+    temporaries), and coloured in one pass (Pillow's palette); that picture is the canvas: the photo is mixed
+    under each thumbnail in place, gaps and margins are painted white, and the labels, which depend only on the
+    layout, are drawn once and pasted.
     """
     maps = np.asarray(maps, dtype=np.float32)
     if maps.ndim != 4:
@@ -94,21 +95,22 @@ def thumbnail_grid(maps: np.ndarray, cell: int = 56, cmap: str = DEFAULT_CMAP, s
     else:
         scaled = normalize_maps(maps, scale)
     rows = scaled * np.float32(255.0) + np.float32(0.5)            # lookup rows before truncation, per patch
-    if smooth:
-        rows = resize_maps(rows, (ch, cw))                                            # (R, C, ch, cw)
-    else:
-        rows = rows[:, :, nearest_index(gh, ch)[:, None], nearest_index(gw, cw)[None, :]]
     left, top = label_margins(tuple(row_labels or ()), tuple(col_labels or ()), title, lang, font_size)
     layout = GridLayout(R, C, (ch, cw), gap, left, top)
     width, height = layout.size
-    index = np.zeros((height + gap, width + gap), dtype=np.uint8)   # one gap too many, so that cells are a view
-    _cell_view(index, layout)[:] = rows.transpose(0, 2, 1, 3)                        # (R, ch, C, cw), truncated
-    colours = index_image(index, cmap)                             # the extra gap is masked out, then clipped
-    image = Image.new("RGB", (width + right, height), "white")
+    index = np.zeros((height, width + right), dtype=np.uint8)
+    for r in range(R):
+        _row_cells(index, layout, r)[:] = _enlarged_row(rows[r], (ch, cw), smooth)   # truncated on assignment
+    image = index_image(index, cmap)
     if background is not None:
-        _paste_in_every_cell(image, as_rgb_image(background).resize((cw, ch), Image.Resampling.BILINEAR), layout)
-    level = 255 if background is None else opacity_level(alpha)
-    image.paste(colours, (0, 0), _cells(layout, level))                  # mixed in place, the gaps left white
+        photos = Image.new("RGB", (width, ch), "white")              # a row of thumbnail-sized photos
+        tile = as_rgb_image(background).resize((cw, ch), Image.Resampling.BILINEAR)
+        for c in range(C):
+            photos.paste(tile, (layout.box(0, c)[0], 0))
+        under = _row_mask(layout, 255 - opacity_level(alpha))
+        for r in range(R):                                            # mixed under each row of thumbnails in place
+            image.paste(photos, (0, layout.box(r, 0)[1]), under)
+    _paint_gaps_white(image, layout)
     rows_strip, columns_strip = _labels(tuple(row_labels or ()), tuple(col_labels or ()), title, lang, font_size,
                                         layout)
     image.paste(rows_strip, (0, top))
@@ -120,6 +122,55 @@ def thumbnail_grid(maps: np.ndarray, cell: int = 56, cmap: str = DEFAULT_CMAP, s
         x0, y0, x1, y1 = layout.box(*selected)
         draw.rectangle((x0 - 1, y0 - 1, x1 + 1, y1 + 1), outline=(0, 200, 0), width=2)
     return image, layout
+
+
+def _enlarged_row(rows: np.ndarray, cell: tuple[int, int], smooth: bool) -> np.ndarray:
+    """One row of maps (C, gh, gw) -> (ch, C, cw) (a view), each map enlarged to ``cell`` = (ch, cw): bilinear
+    (``resize_maps``: small products, one map at a time), or nearest."""
+    C, gh, gw = rows.shape
+    ch, cw = cell
+    if smooth:
+        return resize_maps(rows, cell).transpose(1, 0, 2)
+    return rows[:, nearest_index(gh, ch)][:, :, nearest_index(gw, cw)].transpose(1, 0, 2)
+
+
+def _row_cells(pixels: np.ndarray, layout: GridLayout, r: int) -> np.ndarray:
+    """The thumbnails of grid row ``r`` of a picture (height, ≥ width) as one writable view (ch, C, cw)."""
+    (ch, cw), gap = layout.cell, layout.gap
+    _, y, _, _ = layout.box(r, 0)
+    band = pixels[y:y + ch, layout.left:]
+    return np.lib.stride_tricks.as_strided(band, shape=(ch, layout.cols, cw),
+                                           strides=(band.strides[0], (cw + gap) * band.strides[1], band.strides[1]),
+                                           writeable=True)        # in bounds: the last cell ends at the grid's width
+
+
+@lru_cache(maxsize=8)
+def _row_mask(layout: GridLayout, level: int) -> Image.Image:
+    """"L" mask of one row of the grid (width × cell height): ``level`` under each thumbnail, 0 in the gaps and the
+    left margin (read-only). Pasting the photos through ``255 - alpha·255`` is ``render.mix_photo_under``."""
+    width, _ = layout.size
+    mask = Image.new("L", (width, layout.cell[0]), 0)
+    for c in range(layout.cols):
+        x0, _, x1, _ = layout.box(0, c)
+        mask.paste(level, (x0, 0, x1 + 1, layout.cell[0]))
+    return mask
+
+
+def _paint_gaps_white(image: Image.Image, layout: GridLayout) -> None:
+    """Everything of the grid picture but its thumbnails white: the gaps, the margins and the room on the right
+    (the label strips are pasted over the margins)."""
+    width, height = layout.size
+    (ch, cw), gap = layout.cell, layout.gap
+    white = (255, 255, 255)
+    image.paste(white, (0, 0, image.width, layout.top))
+    image.paste(white, (0, layout.top, layout.left, height))
+    image.paste(white, (width, 0, image.width, height))
+    for r in range(1, layout.rows):
+        y = layout.top + r * (ch + gap) - gap
+        image.paste(white, (layout.left, y, width, y + gap))
+    for c in range(1, layout.cols):
+        x = layout.left + c * (cw + gap) - gap
+        image.paste(white, (x, layout.top, x + gap, height))
 
 
 @lru_cache(maxsize=16)
@@ -155,33 +206,6 @@ def _labels(row_labels: tuple[str, ...], col_labels: tuple[str, ...], title: str
         x0, _, x1, _ = layout.box(0, c)
         draw.text(((x0 + x1) / 2, top - 3), text, fill="black", font=f, anchor="md")
     return rows, above
-
-
-def _cell_view(pixels: np.ndarray, layout: GridLayout) -> np.ndarray:
-    """The thumbnails of a grid picture (height + gap, width + gap, ...) as a view (R, ch, C, cw, ...): the last
-    gap row and column make the cell rows and columns regular, so splitting the axes needs no copy."""
-    (ch, cw), gap = layout.cell, layout.gap
-    body = pixels[layout.top:, layout.left:]
-    return body.reshape(layout.rows, ch + gap, layout.cols, cw + gap, *body.shape[2:])[:, :ch, :, :cw]
-
-
-@lru_cache(maxsize=8)
-def _cells(layout: GridLayout, level: int) -> Image.Image:
-    """"L" mask of the grid picture and one gap more each way: ``level`` on every thumbnail, 0 in the gaps and
-    margins (read-only)."""
-    width, height = layout.size
-    mask = np.zeros((height + layout.gap, width + layout.gap), dtype=np.uint8)
-    _cell_view(mask, layout)[:] = level
-    return Image.fromarray(mask)
-
-
-def _paste_in_every_cell(image: Image.Image, tile: Image.Image, layout: GridLayout) -> None:
-    """Paste the thumbnail-sized ``tile`` into every cell of the grid picture: one row of cells, then that row."""
-    for c in range(layout.cols):
-        image.paste(tile, layout.box(0, c)[:2])
-    first = image.crop((0, layout.top, layout.size[0], layout.top + layout.cell[0]))
-    for r in range(1, layout.rows):
-        image.paste(first, (0, layout.box(r, 0)[1]))
 
 
 def _outline_marked(draw: ImageDraw.ImageDraw, layout: GridLayout, marks: np.ndarray, gh: int, gw: int,

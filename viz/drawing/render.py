@@ -21,6 +21,8 @@ from .fonts import pil_font
 
 DEFAULT_CMAP = "inferno"
 GRID_COLOR = (255, 255, 255)   # patch borders of patch-true maps
+CHUNK_BYTES = 256 * 2**10      # float temporaries at display size are made in pieces below the server's mmap threshold
+SMALL_PRODUCT = 2**17          # m·n·k of one matrix product, half of OpenBLAS's threshold for using several threads
 
 
 @lru_cache(maxsize=32)
@@ -94,8 +96,8 @@ def interpolation_matrix(n_in: int, n_out: int) -> np.ndarray:
 def resize_maps(maps: np.ndarray, size: tuple[int, int]) -> np.ndarray:
     """(..., h, w) -> (..., H, W) bilinear, all maps at once; size = (H, W).
 
-    Two small matrix products: a 14×14 map to 640×640 in a quarter of Pillow's time (``upsample``), equal to it
-    within float32 rounding (1e-6 of the range)."""
+    Two small matrix products per map (thumbnail-sized maps: each below ``SMALL_PRODUCT``), equal to Pillow's
+    bilinear resize (``upsample``) within float32 rounding (1e-6 of the range)."""
     mh = interpolation_matrix(maps.shape[-2], size[0])
     mw = interpolation_matrix(maps.shape[-1], size[1])
     return mh @ maps.astype(np.float32, copy=False) @ mw.T
@@ -179,30 +181,53 @@ def constant_mask(size: tuple[int, int], level: int) -> Image.Image:
 
 
 def opacity_level(alpha: float) -> int:
-    """Opacity in [0, 1] -> the grey level (0–255) of the mask Pillow's ``composite`` mixes with."""
+    """Opacity in [0, 1] -> the grey level (0–255) Pillow mixes with (``mix_photo_under``)."""
     if not 0.0 <= alpha <= 1.0:
         raise ValueError(f"alpha must be in [0, 1] but got {alpha}!")
     return round(alpha * 255)
 
 
-def mix(photo: Image.Image, colours: Image.Image, alpha: float) -> Image.Image:
-    """(1 - alpha)·photo + alpha·colours, RGB pictures of one size -> RGB, each byte rounded.
+def mix_photo_under(picture: Image.Image, photo: Image.Image, alpha: float, at: tuple[int, int] = (0, 0)) -> None:
+    """In place: the colours of ``picture`` in the photo's box at ``at`` become (1 - alpha)·photo + alpha·colours,
+    each byte rounded.
 
-    One C pass (Pillow's ``composite`` through a mask of one grey level) instead of six passes over float32
-    arrays. Pillow applies the opacity in steps of 1/255: for a whole step (0, 0.2, 0.4, 0.6, 0.8, 1 …) the bytes
-    are exactly those of the float arithmetic round((1 - alpha)·p + alpha·c); for any other opacity they differ
-    from them by at most one level (about one pair of bytes in ten)."""
-    return Image.composite(colours, photo, constant_mask(photo.size, opacity_level(alpha)))
+    One C pass (Pillow's masked paste, through a mask of one grey level) instead of six passes over float32
+    arrays, and no new picture. Pillow applies the opacity in steps of 1/255: for a whole step (0, 0.2, 0.4, 0.6,
+    0.8, 1 …) the bytes are exactly those of the float arithmetic round((1 - alpha)·p + alpha·c); for any other
+    opacity they differ from them by at most one level (about one pair of bytes in ten)."""
+    picture.paste(photo, at, constant_mask(photo.size, 255 - opacity_level(alpha)))
+
+
+def map_index(values: np.ndarray, size: tuple[int, int], vmin: float | None = None, vmax: float | None = None,
+              smooth: bool = True, width: int | None = None) -> np.ndarray:
+    """(gh, gw) map -> the lookup-table row of every pixel of a picture of ``size`` = (H, W), uint8 (H, ``width``
+    ≥ W; the columns beyond W stay 0, for the caller to paint over).
+
+    The map is scaled to [0, 1] between vmin and vmax, and its lookup rows (value · 255 + 0.5, truncated) are
+    enlarged bilinearly (``resize_maps``'s matrices) or patch-true (nearest). Taking the rows on the grid saves two
+    float passes at display size (interpolation commutes with them: an index changes by one in a handful of
+    pixels). The enlargement goes in bands of rows, each product below ``SMALL_PRODUCT``: OpenBLAS would run a
+    larger one on several threads, which only wait for each other (ten times slower when the machine is busy)."""
+    rows = normalize(values, vmin, vmax) * np.float32(255.0) + np.float32(0.5)
+    H, W = size
+    index = np.zeros((H, width or W), dtype=np.uint8)
+    if not smooth:
+        index[:, :W] = upsample_nearest(rows.astype(np.uint8), size)        # nearest copies: truncate first
+        return index
+    gh, gw = rows.shape
+    across = interpolation_matrix(gw, W) @ rows.T                           # (W, gh): W·gh·gw, small
+    down = interpolation_matrix(gh, H)
+    band = max(1, min(CHUNK_BYTES // (4 * W), SMALL_PRODUCT // (W * gh)))
+    for y in range(0, H, band):
+        index[y:y + band, :W] = down[y:y + band] @ across.T                 # truncated on assignment
+    return index
 
 
 def heatmap(values: np.ndarray, size: tuple[int, int], cmap: str = DEFAULT_CMAP, vmin: float | None = None,
             vmax: float | None = None, smooth: bool = True) -> Image.Image:
-    """(gh, gw) map -> its colours as an RGB picture of ``size`` = (H, W); bilinear (``resize_maps``), or nearest
-    (blocky) if not smooth. The lookup row (value · 255 + 0.5) is taken on the grid before the enlargement: interpolation commutes
-    with it, so one float pass at display size is saved (an index changes by one in a handful of pixels)."""
-    rows = normalize(values, vmin, vmax) * np.float32(255.0) + np.float32(0.5)
-    rows = resize_maps(rows, size) if smooth else upsample_nearest(rows, size)
-    return index_image(rows.astype(np.uint8), cmap)
+    """(gh, gw) map -> its colours as an RGB picture of ``size`` = (H, W); bilinear, or nearest (blocky) if not
+    smooth (``map_index``)."""
+    return index_image(map_index(values, size, vmin, vmax, smooth), cmap)
 
 
 def mask_outline(mask: np.ndarray, size: tuple[int, int], width: int = 2) -> np.ndarray:
@@ -240,31 +265,45 @@ def overlay(image: Image.Image | np.ndarray, values: np.ndarray, cmap: str = DEF
     """
     photo = as_rgb_image(image)
     W, H = photo.size
-    result = mix(photo, heatmap(values, (H, W), cmap, vmin, vmax, smooth), alpha)
-    if not smooth or mask is not None:
-        out = np.array(result)
-        if not smooth:
-            out = draw_patch_grid(out, np.shape(values))
-        if mask is not None:
-            out[mask_outline(mask, (H, W), width=max(1, round(min(H, W) / 150)))] = mask_color
-        result = Image.fromarray(out)
+    bar = None
     if colorbar:
         values = np.asarray(values, dtype=np.float32)
         lo = float(values.min()) if vmin is None else vmin
         hi = float(values.max()) if vmax is None else vmax
-        result = add_colorbar(result, cmap, lo, hi, label, lang=lang, ticks=ticks, font_size=font_size)
-    return result
+        bar = _Colorbar(lo, hi, label, 14, lang, ticks, font_size or max(12, min(14, H // 18)))
+    # the map's colours on a canvas as wide as the picture will be, the photo mixed under them in place
+    picture = index_image(map_index(values, (H, W), vmin, vmax, smooth, W + (bar.width if bar else 0)), cmap)
+    mix_photo_under(picture, photo, alpha)
+    if not smooth or mask is not None:
+        out = np.asarray(picture.crop((0, 0, W, H)))
+        if not smooth:
+            out = draw_patch_grid(out, np.shape(values))
+        if mask is not None:
+            out = out.copy()
+            out[mask_outline(mask, (H, W), width=max(1, round(min(H, W) / 150)))] = mask_color
+        picture.paste(Image.fromarray(out), (0, 0))
+    if bar is not None:
+        picture.paste((255, 255, 255), (W, 0, picture.width, H))
+        bar.draw(picture, W, H, cmap)
+    return picture
 
 
 def mark_patch(image: Image.Image, row: int, col: int, grid: tuple[int, int],
                color: tuple[int, int, int] = (0, 255, 0), width: int = 2) -> Image.Image:
     """Copy of the image with a rectangle around patch (row, col) of the grid shown on it."""
     out = image.copy()
-    W, H = out.size
+    frame_patch(out, row, col, grid, out.size, color, width)
+    return out
+
+
+def frame_patch(image: Image.Image, row: int, col: int, grid: tuple[int, int], size: tuple[int, int],
+                color: tuple[int, int, int] = (0, 255, 0), width: int = 2) -> None:
+    """In place: a rectangle around patch (row, col) of the grid shown on the (W, H) = ``size`` photo at the
+    picture's top left (e.g. a map with its colour bar beside it)."""
+    W, H = size
     gh, gw = grid
     box = (col * W / gw, row * H / gh, (col + 1) * W / gw - 1, (row + 1) * H / gh - 1)
-    ImageDraw.Draw(out).rectangle(box, outline=color, width=width)
-    return out
+    ImageDraw.Draw(image).rectangle(box, outline=color, width=width)
 
 
 def tick_text(value: float) -> str:

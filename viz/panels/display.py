@@ -229,9 +229,8 @@ def query_map_panels(a: Analysis, row: int, col: int, layer: int = -1, head: int
     for values, (vmin, vmax), kind in ((out_map * tokens, ranges[0], "colorbar.attends_to"),
                                        (in_map * tokens, ranges[1], "colorbar.attended_by")):
         image = _draw_map(base, values, vmin, vmax, t(kind, display.lang, where=where), tokens, display)
-        framed = render.mark_patch(image.crop((0, 0, *base.size)), row % a.grid[0], col % a.grid[1], a.grid,
-                                   width=max(2, round(base.width / 150)))
-        image.paste(framed, (0, 0))
+        render.frame_patch(image, row % a.grid[0], col % a.grid[1], a.grid, base.size,
+                           width=max(2, round(base.width / 150)))
         panels.append(MapPanel(image, values, vmin, vmax, tokens,
                                _artifact_note(a, values, mask_artifacts, norm_ratio, display.lang)))
     return panels[0], panels[1]

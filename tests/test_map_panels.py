@@ -292,6 +292,35 @@ def test_what_a_new_photo_draws_once_is_kept_and_equals_a_fresh_drawing():
     assert tuple(framed[y0 - 1, x0 + 5]) == (0, 200, 0)
 
 
+def test_a_new_photos_pictures_are_the_same_drawn_two_at_a_time_or_one_after_another(monkeypatch):
+    import threading
+
+    from viz import explorer
+
+    a = synthetic(random_attention(L=4, H=3))
+    c = explorer.Controls(layer=3, discard_ratio=0.9)
+    drawn_on = []
+    rollout_view = explorer.rollout_view
+    monkeypatch.setattr(explorer, "rollout_view",
+                        lambda *args: drawn_on.append(threading.current_thread().name) or rollout_view(*args))
+
+    def drawn(session):
+        return {k: v.tobytes() if isinstance(v, Image.Image) else v for k, v in
+                explorer.pictures(session, a, c, "zh-CN").items() if k != "session"}
+
+    together = drawn(explorer.Session(("photo", "model")))
+    assert drawn_on[-1].startswith("pictures")                    # on the helper thread
+    assert explorer._HELPER_FREE.acquire(blocking=False)          # the helper is taken (by another visitor) ...
+    try:
+        alone = drawn(explorer.Session(("photo", "model")))
+    finally:
+        explorer._HELPER_FREE.release()
+    assert drawn_on[-1] == threading.current_thread().name       # ... so everything is drawn here, nothing waits
+    assert together == alone
+    assert set(together) >= {"rollout", "attention", "heads", "query_photo", "query_out", "query_in", "distance",
+                             "norms", "norm_curves", "rollout_note", "heads_note"}
+
+
 def test_head_entropy_in_bits_and_as_a_share_of_the_maximum():
     attn = uniform_attention(L=1, H=2)
     attn[0, 1, 0] = 0.0

@@ -12,8 +12,8 @@ from PIL import Image
 
 from viz.drawing import plots
 from viz.drawing.grids import similarity_mosaic, thumbnail_grid, tile_images
-from viz.drawing.render import (add_colorbar, colorize, colormap_lut, heatmap, interpolation_matrix, mark_patch,
-                                mask_outline, mix_photo_under, normalize, overlay, resize_maps, upsample)
+from viz.drawing.render import (add_colorbar, colorize, colormap_lut, index_image, interpolation_matrix, map_index,
+                                mark_patch, mask_outline, mix_photo_under, normalize, overlay, resize_maps, upsample)
 
 
 def test_lut_matches_matplotlib():
@@ -79,7 +79,7 @@ def test_the_colours_are_those_of_the_map_upsampled_then_looked_up():
     # size the colours equal the straightforward way's, upsample then round, but for an index off by one here or there
     values = np.random.default_rng(3).random((14, 14)).astype(np.float32)
     straight = colorize(upsample(normalize(values, 0.1, 0.9), (640, 480)))
-    fast = np.asarray(heatmap(values, (640, 480), vmin=0.1, vmax=0.9))
+    fast = np.asarray(index_image(map_index(values, (640, 480), 0.1, 0.9)))
     off = np.abs(fast.astype(int) - straight).max(axis=-1) > 0
     assert off.mean() < 1e-4
     assert np.abs(fast.astype(int) - straight).max() <= 12              # one step of the lookup table, at most

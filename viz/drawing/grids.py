@@ -73,11 +73,11 @@ def thumbnail_grid(maps: np.ndarray, cell: int = 56, cmap: str = DEFAULT_CMAP, s
     Each thumbnail is the map upsampled bilinearly (or patch-true, nearest, when not ``smooth``) to ``cell``
     pixels high (width in the grid's aspect), scaled by ``scale`` ("each" map, "row", or "all" alike) or,
     with ``value_range`` = (vmin, vmax), all with that one range (so one colour bar reads every thumbnail),
-    coloured, optionally blended over a ``background`` photo with weight ``alpha`` (``render.mix_photo_under``'s
-    rounding).
-    ``marks`` (R, C, gh, gw) bool outlines marked patches (e.g. high-norm tokens); ``selected`` (row, col) frames
-    one thumbnail. The labels, and a ``title`` centred over the column labels, are drawn in the font of ``lang``
-    at ``font_size`` pixels. ``right``: white pixels left free on the right (for a colour bar drawn in place).
+    coloured, optionally blended over a ``background`` photo with weight ``alpha`` (rounded as
+    ``render.mix_photo_under``). ``marks`` (R, C, gh, gw) bool outlines marked patches (e.g. high-norm tokens);
+    ``selected`` (row, col) frames one thumbnail. The labels, and a ``title`` centred over the column labels, are
+    drawn in the font of ``lang`` at ``font_size`` pixels. ``right``: white pixels left free on the right (for a
+    colour bar drawn in place).
 
     The thumbnails' lookup-table rows are laid out as one picture, a row of thumbnails at a time (small
     temporaries), and coloured in one pass (Pillow's palette); that picture is the canvas: the photo is mixed

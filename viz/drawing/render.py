@@ -4,9 +4,10 @@ upsampling, alpha blending, mask contours, patch markers, patch grid lines and a
 Matplotlib is used once per colormap to build a 256-entry lookup table; after that an overlay is a few
 array operations (about a millisecond at 224×224), which is what keeps slider moves instant. At display size
 (640 px) every pass over the pixels counts, and so does every large temporary array (the server maps each one
-of 512 KB or more afresh: ``app.return_freed_memory_to_the_os``), so the pixels stay in Pillow: the map is
-enlarged by two small matrix products, coloured through Pillow's palette and mixed onto the photo by Pillow's
-``composite``, and the colour bar's ramp and rotated label are drawn once per size and text.
+of 512 KB or more afresh: ``app.return_freed_memory_to_the_os``), so the pixels stay in Pillow: the map's
+lookup-table rows are enlarged by small matrix products, coloured through Pillow's palette, and the photo is
+mixed under the colours by a masked paste; the colour bar's ramp and rotated label are drawn once per size
+and text.
 """
 from __future__ import annotations
 
@@ -151,17 +152,12 @@ def draw_patch_grid(pixels: np.ndarray, grid: tuple[int, int], color: tuple[int,
     return out
 
 
-def colour_index(values01: np.ndarray) -> np.ndarray:
-    """Values in [0, 1] (...) -> the lookup table's row for each, uint8 (...): round(value · 255)."""
-    return (np.asarray(values01, dtype=np.float32) * 255.0 + 0.5).astype(np.uint8)
-
-
 def colorize(values01: np.ndarray, cmap: str = DEFAULT_CMAP) -> np.ndarray:
     """Values in [0, 1] (..., H, W) -> RGB (..., H, W, 3) uint8 through the colormap's lookup table.
 
     A single (H, W) map goes through Pillow's palette lookup (``index_image``: C, three times faster than numpy's
     fancy indexing at display size, same pixels). The result is always a fresh, writable array."""
-    index = colour_index(values01)
+    index = (np.asarray(values01, dtype=np.float32) * 255.0 + 0.5).astype(np.uint8)     # round(value · 255)
     if index.ndim != 2:
         return colormap_lut(cmap)[index]
     return np.array(index_image(index, cmap))
@@ -221,13 +217,6 @@ def map_index(values: np.ndarray, size: tuple[int, int], vmin: float | None = No
     for y in range(0, H, band):
         index[y:y + band, :W] = down[y:y + band] @ across.T                 # truncated on assignment
     return index
-
-
-def heatmap(values: np.ndarray, size: tuple[int, int], cmap: str = DEFAULT_CMAP, vmin: float | None = None,
-            vmax: float | None = None, smooth: bool = True) -> Image.Image:
-    """(gh, gw) map -> its colours as an RGB picture of ``size`` = (H, W); bilinear, or nearest (blocky) if not
-    smooth (``map_index``)."""
-    return index_image(map_index(values, size, vmin, vmax, smooth), cmap)
 
 
 def mask_outline(mask: np.ndarray, size: tuple[int, int], width: int = 2) -> np.ndarray:

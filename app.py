@@ -217,17 +217,9 @@ API_OUTPUTS = ("session", "top5", "summary", "rollout", "attention", "heads", "q
 def _views(session: Session, served: explorer.ServedModel, a: Analysis, c: Controls, lang: str) -> dict:
     """Every picture and text of the analysis, by output name."""
     lang = language(lang)
-    session, heads, heads_note = explorer.heads_view(session, a, c, lang)
-    rollout, rollout_note = explorer.rollout_view(a, c, lang)
-    attention, attention_note = explorer.attention_view(a, c, lang)
-    query_out, query_in, query_note = explorer.query_views(session, a, c, lang)
-    norms, norm_curves = explorer.norms_views(a, lang)
-    return dict(session=session, top5=explorer.top_classes(a), summary=explorer.summary(a, lang), rollout=rollout,
-                rollout_note=rollout_note or "", attention=attention, attention_note=attention_note or "",
-                heads=heads, heads_note=heads_note or "", query_photo=explorer.query_photo(session, a),
-                query_out=query_out, query_in=query_in, query_note=query_note or "",
-                position=served.position(lang), distance=explorer.distance_view(a, lang), norms=norms,
-                norm_curves=norm_curves, architecture=explorer.architecture(served, a), filters=served.filters)
+    return dict(explorer.pictures(session, a, c, lang), top5=explorer.top_classes(a),
+                summary=explorer.summary(a, lang), position=served.position(lang),
+                architecture=explorer.architecture(served, a), filters=served.filters)
 
 
 @torch.inference_mode()

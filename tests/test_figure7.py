@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 import vit
 from viz.analysis import model_arrays
-from viz.maps.figure7 import embedding_filter_components, mean_attention_distance, patch_distances, position_similarity
+from viz.maps.figure7 import (embedding_filter_components, mean_attention_distance, patch_distances, position_similarity,
+                              uniform_distance)
 
 # Uniform attention on a 3×3 grid, distances in patches from each query to all 9 patches:
 #   corner (×4): 1, 1, 2, 2, √2, √5, √5, √8 -> 6 + 3√2 + 2√5
@@ -23,6 +24,10 @@ def test_patch_distances_in_pixels():
     assert d[0, 5] == pytest.approx(16 * math.sqrt(1 + 4))    # (0, 0) to (1, 2)
     assert d[1, 4] == 16 and d[2, 2] == 0
     np.testing.assert_array_equal(d, d.T)
+    # uniform attention over the 6 patches: the mean of the 36 ordered pairs' distances: 6 zeros, 14 one step
+    # apart (8 across, 6 down), 4 two steps across, 8 diagonal (√2), 4 a knight's move (√5)
+    hand = 16 * (14 * 1 + 4 * 2 + 8 * math.sqrt(2) + 4 * math.sqrt(5)) / 36
+    assert uniform_distance((2, 3), 16) == pytest.approx(hand)
 
 
 def test_identity_attention_has_zero_distance():

@@ -266,6 +266,61 @@ def test_the_heads_grid_fills_the_width_and_reads_back_every_head():
     assert info.startswith("layer 2, head 1: mean attention distance") and "bits" in info
 
 
+def test_what_a_new_photo_draws_once_is_kept_and_equals_a_fresh_drawing():
+    from viz import explorer
+    from viz.panels import heads
+
+    a = synthetic(random_attention(L=4, H=3))
+    for size, resample in ((160, Image.Resampling.BICUBIC), (320, Image.Resampling.BICUBIC),
+                           (160, Image.Resampling.LANCZOS)):
+        enlarged = panels.display_photo(a, size, resample)
+        assert panels.display_photo(a, size, resample) is enlarged                  # drawn once, then kept
+        assert enlarged.tobytes() == a.image.resize((size, size * 64 // 80), resample).tobytes()
+    # the clickable photo: the kept enlargement, the same pixels as the model-size panels' photo(a, 2)
+    framed = explorer.query_photo(explorer.Session(("photo", "model")), a)
+    assert framed.tobytes() == render.mark_patch(panels.photo(a, 2), *panels.default_query(a), a.grid).tobytes()
+    # the heads grid: drawn once per analysis and options, equal to a fresh drawing; a selection only frames it
+    display = panels.Display(lang="zh-CN")
+    grid = panels.heads_grid_panel(a, 600, display=display)
+    assert panels.heads_grid_panel(a, 600, display=display) is grid
+    assert grid.image.tobytes() == heads.heads_grid(a, 600, display=display).image.tobytes()
+    framed = np.asarray(panels.heads_grid_panel(a, 600, selected=(1, 2), display=display).image)
+    x0, y0, x1, y1 = grid.box(1, 2)
+    outside = np.ones(framed.shape[:2], dtype=bool)
+    outside[y0 - 1:y1 + 2, x0 - 1:x1 + 2] = False
+    assert (framed[outside] == np.asarray(grid.image)[outside]).all()
+    assert tuple(framed[y0 - 1, x0 + 5]) == (0, 200, 0)
+
+
+def test_a_new_photos_pictures_are_the_same_drawn_two_at_a_time_or_one_after_another(monkeypatch):
+    import threading
+
+    from viz import explorer
+
+    a = synthetic(random_attention(L=4, H=3))
+    c = explorer.Controls(layer=3, discard_ratio=0.9)
+    drawn_on = []
+    rollout_view = explorer.rollout_view
+    monkeypatch.setattr(explorer, "rollout_view",
+                        lambda *args: drawn_on.append(threading.current_thread().name) or rollout_view(*args))
+
+    def drawn(session):
+        return {k: v.tobytes() if isinstance(v, Image.Image) else v for k, v in
+                explorer.pictures(session, a, c, "zh-CN").items() if k != "session"}
+
+    together = drawn(explorer.Session(("photo", "model")))
+    assert drawn_on[-1].startswith("pictures")                    # on the helper thread
+    assert explorer._HELPER_FREE.acquire(blocking=False)          # the helper is taken (by another visitor) ...
+    try:
+        alone = drawn(explorer.Session(("photo", "model")))
+    finally:
+        explorer._HELPER_FREE.release()
+    assert drawn_on[-1] == threading.current_thread().name       # ... so everything is drawn here, nothing waits
+    assert together == alone
+    assert set(together) >= {"rollout", "attention", "heads", "query_photo", "query_out", "query_in", "distance",
+                             "norms", "norm_curves", "rollout_note", "heads_note"}
+
+
 def test_head_entropy_in_bits_and_as_a_share_of_the_maximum():
     attn = uniform_attention(L=1, H=2)
     attn[0, 1, 0] = 0.0

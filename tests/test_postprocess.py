@@ -50,6 +50,7 @@ def test_fused_heads_equal_the_numpy_definition():
 def test_mean_distance_equals_the_numpy_definition_and_a_hand_computed_case():
     maps = random_attention()
     weights = postprocess.distance_weights(PREFIX, GRID, PATCH, "cpu")
+    assert postprocess.distance_weights(PREFIX, GRID, PATCH, "cpu") is weights    # made once per layout, then shared
     got = postprocess.mean_distance(maps, weights, PREFIX).numpy()
     expected = mean_attention_distance(maps.numpy(), PREFIX, GRID, PATCH)   # (B, H) as numpy's (L, H)
     np.testing.assert_allclose(got, expected, rtol=1e-5)

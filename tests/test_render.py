@@ -11,8 +11,9 @@ import pytest
 from PIL import Image
 
 from viz.drawing import plots
-from viz.drawing.grids import interpolation_matrix, resize_maps, similarity_mosaic, thumbnail_grid, tile_images
-from viz.drawing.render import add_colorbar, colorize, colormap_lut, mark_patch, mask_outline, normalize, overlay, upsample
+from viz.drawing.grids import similarity_mosaic, thumbnail_grid, tile_images
+from viz.drawing.render import (add_colorbar, colorize, colormap_lut, index_image, interpolation_matrix, map_index,
+                                mark_patch, mask_outline, mix_photo_under, normalize, overlay, resize_maps, upsample)
 
 
 def test_lut_matches_matplotlib():
@@ -44,6 +45,44 @@ def test_upsample_is_bilinear_between_patch_centres():
     np.testing.assert_allclose(upsample(np.full((3, 5), 7.0), (48, 80)), 7.0, atol=1e-5)
     np.testing.assert_allclose(resize_maps(m[None], (4, 4))[0], up, atol=1e-6)   # the grids' resize agrees
     np.testing.assert_allclose(interpolation_matrix(3, 7).sum(1), 1.0, atol=1e-6)
+    # the matrix resize the heat maps use agrees with Pillow's at display size too (a 14×14 map to 640×480)
+    values = np.random.default_rng(0).random((14, 14)).astype(np.float32)
+    np.testing.assert_allclose(resize_maps(values, (480, 640)), upsample(values, (480, 640)), atol=1e-5)
+
+
+def float_mix(photo: np.ndarray, colours: np.ndarray, alpha: float) -> np.ndarray:
+    """round((1 - alpha)·photo + alpha·colours) in float32: how overlays were mixed before Pillow did it."""
+    return (photo.astype(np.float32) * np.float32(1 - alpha) + colours.astype(np.float32) * np.float32(alpha)
+            + np.float32(0.5)).astype(np.uint8)
+
+
+def test_mixing_gives_the_float_arithmetic_bytes_for_whole_steps_of_1_255():
+    # every pair of byte values (photo, colour), in all three channels
+    photo, colour = (np.repeat(v[..., None], 3, axis=2) for v in np.meshgrid(*(np.arange(256, dtype=np.uint8),) * 2))
+    wider = np.pad(colour, ((0, 0), (0, 8), (0, 0)), constant_values=7)   # room for a colour bar on the right
+    for alpha in (0.0, 0.2, 0.4, 0.6, 0.8, 1.0, 0.05, 0.35, 0.5, 0.65, 0.75):   # the slider's default is 0.6
+        picture = Image.fromarray(wider)
+        mix_photo_under(picture, Image.fromarray(photo), alpha)
+        got = np.asarray(picture).astype(int)
+        assert (got[:, 256:] == 7).all()                    # outside the photo's box: untouched
+        difference = np.abs(got[:, :256] - float_mix(photo, colour, alpha))
+        if (alpha * 255) % 1 == 0:
+            assert difference.max() == 0, alpha
+        else:                                                # Pillow mixes in steps of 1/255: one level at most
+            assert difference.max() == 1 and difference.mean() < 0.3, alpha
+    with pytest.raises(ValueError, match="alpha"):
+        mix_photo_under(Image.fromarray(wider), Image.fromarray(photo), 1.5)
+
+
+def test_the_colours_are_those_of_the_map_upsampled_then_looked_up():
+    # the lookup row is taken on the grid before the enlargement (it commutes with interpolation): at display
+    # size the colours equal the straightforward way's, upsample then round, but for an index off by one here or there
+    values = np.random.default_rng(3).random((14, 14)).astype(np.float32)
+    straight = colorize(upsample(normalize(values, 0.1, 0.9), (640, 480)))
+    fast = np.asarray(index_image(map_index(values, (640, 480), 0.1, 0.9)))
+    off = np.abs(fast.astype(int) - straight).max(axis=-1) > 0
+    assert off.mean() < 1e-4
+    assert np.abs(fast.astype(int) - straight).max() <= 12              # one step of the lookup table, at most
 
 
 def test_overlay_blends_at_the_photo_resolution():
@@ -88,6 +127,25 @@ def test_thumbnail_grid_layout_round_trips_clicks():
             x = x0 + int((brightest[1] + 0.5) * 10)
             assert pixels[y, x, 0] >= 235                         # near the top of the gray ramp
     assert layout.cell_at(1, 1) is None                       # the label margin
+
+
+def test_the_parts_drawn_once_equal_fresh_drawings():
+    from viz.drawing import grids, render
+
+    photo = Image.fromarray(np.random.default_rng(2).integers(0, 256, (96, 128, 3), dtype=np.uint8))
+    maps = np.random.default_rng(0).random((3, 4, 2, 3)).astype(np.float32)
+    labels = dict(row_labels=["a", "b", "c"], col_labels=list("wxyz"), title="layer", lang="zh-CN")
+
+    def drawings():
+        return (render.add_colorbar(photo, "viridis", 0.1, 5.0, "CLS\nuniform", lang="zh-CN").tobytes(),
+                thumbnail_grid(maps, cell=20, background=photo, alpha=0.6, **labels)[0].tobytes())
+
+    kept = drawings()                                          # now from the kept ramp, labels and masks
+    assert drawings() == kept
+    for cached in (render._ramp, render._label_strip, render.constant_mask, grids.label_margins, grids._labels,
+                   grids._row_mask):
+        cached.cache_clear()
+    assert drawings() == kept                                  # drawn afresh: the same pixels
 
 
 def test_thumbnail_grid_marks_and_background():
@@ -155,3 +213,21 @@ def test_blitted_plots_are_thread_safe():
         together = list(pool.map(lambda d: np.asarray(plots.distance_image(d)), data * 3))
     for i, image in enumerate(together):
         np.testing.assert_array_equal(image, alone[i % 8])
+
+
+def test_kept_plot_artists_show_each_image_alone():
+    # the band, the curves and the scatter are made once per backdrop and moved to each image's data; the flagged
+    # curves are made per image: drawing another image in between leaves no trace
+    rng = np.random.default_rng(2)
+    norms = [rng.random((12, 1 + 196)) * 5 + 10 for _ in range(2)]
+    flags = [np.zeros((12, 196), dtype=bool) for _ in range(2)]
+    norms[1][6:, 3] = norms[1][6:, 9] = 90.0               # two flagged patches in one image, none in the other
+    flags[1][6:, 2] = flags[1][6:, 8] = True
+    assert plots.log_range(norms[0]) == plots.log_range(norms[1])       # so both are drawn on one backdrop
+    first = plots.token_norm_image(norms[0], 1, flags[0]).tobytes()
+    other = plots.token_norm_image(norms[1], 1, flags[1]).tobytes()
+    assert other != first and plots.token_norm_image(norms[0], 1, flags[0]).tobytes() == first
+    d = [rng.random((12, 12)) * 100 for _ in range(2)]
+    first = plots.distance_image(d[0], top=150.0).tobytes()
+    assert plots.distance_image(d[1], top=150.0).tobytes() != first
+    assert plots.distance_image(d[0], top=150.0).tobytes() == first

@@ -1,8 +1,9 @@
 """Many small maps in one image, with numpy: the layers × heads "model view", per-block token norms,
 patch-embedding filter tiles, and the position-similarity mosaic.
 
-A 12×12 grid of heads is one vectorised resize (two small matrix products), one lookup-table pass and
-one array copy, so it renders in milliseconds instead of the seconds 144 matplotlib axes take.
+A 12×12 grid of heads is one vectorised resize (two small matrix products), one copy into the picture's
+layout, one palette pass and one composite with the photos (Pillow), so it renders in milliseconds instead of
+the seconds 144 matplotlib axes take.
 """
 from __future__ import annotations
 
@@ -12,32 +13,7 @@ from functools import lru_cache
 import numpy as np
 from PIL import Image, ImageDraw
 
-from .render import DEFAULT_CMAP, as_rgb_array, colorize, font, nearest_index
-
-
-@lru_cache(maxsize=64)
-def interpolation_matrix(n_in: int, n_out: int) -> np.ndarray:
-    """(n_out, n_in) weights of 1-D linear interpolation between sample centres (half-pixel aligned, edges clamped).
-
-    ``M_h @ X @ M_w.T`` resizes a (h, w) array bilinearly like Pillow/OpenCV do when enlarging.
-    """
-    centre = (np.arange(n_out) + 0.5) * n_in / n_out - 0.5
-    centre = np.clip(centre, 0, n_in - 1)
-    lo = np.floor(centre).astype(int)
-    hi = np.minimum(lo + 1, n_in - 1)
-    frac = (centre - lo).astype(np.float32)
-    m = np.zeros((n_out, n_in), dtype=np.float32)
-    m[np.arange(n_out), lo] += 1.0 - frac
-    m[np.arange(n_out), hi] += frac
-    m.setflags(write=False)
-    return m
-
-
-def resize_maps(maps: np.ndarray, size: tuple[int, int]) -> np.ndarray:
-    """(..., h, w) -> (..., H, W) bilinear, all maps at once; size = (H, W)."""
-    mh = interpolation_matrix(maps.shape[-2], size[0])
-    mw = interpolation_matrix(maps.shape[-1], size[1])
-    return mh @ maps.astype(np.float32, copy=False) @ mw.T
+from .render import DEFAULT_CMAP, as_rgb_image, font, index_image, nearest_index, opacity_level, resize_maps
 
 
 def normalize_maps(maps: np.ndarray, scale: str = "each") -> np.ndarray:
@@ -59,6 +35,12 @@ class GridLayout:
     gap: int
     left: int              # margin for row labels
     top: int               # margin for column labels
+
+    @property
+    def size(self) -> tuple[int, int]:
+        """(width, height) of the grid picture: margins, thumbnails and the gaps between them."""
+        ch, cw = self.cell
+        return self.left + self.cols * (cw + self.gap) - self.gap, self.top + self.rows * (ch + self.gap) - self.gap
 
     def box(self, row: int, col: int) -> tuple[int, int, int, int]:
         """Pixel box (x0, y0, x1, y1) of a cell, inclusive."""
@@ -84,15 +66,23 @@ def thumbnail_grid(maps: np.ndarray, cell: int = 56, cmap: str = DEFAULT_CMAP, s
                    background: Image.Image | np.ndarray | None = None, alpha: float = 0.75,
                    marks: np.ndarray | None = None, selected: tuple[int, int] | None = None,
                    gap: int = 2, lang: str = "en", value_range: tuple[float, float] | None = None,
-                   smooth: bool = True, font_size: int = 11) -> tuple[Image.Image, GridLayout]:
+                   smooth: bool = True, font_size: int = 11, title: str | None = None,
+                   right: int = 0) -> tuple[Image.Image, GridLayout]:
     """Maps (R, C, gh, gw) -> (one image with R×C thumbnails, its GridLayout).
 
     Each thumbnail is the map upsampled bilinearly (or patch-true, nearest, when not ``smooth``) to ``cell``
     pixels high (width in the grid's aspect), scaled by ``scale`` ("each" map, "row", or "all" alike) or,
     with ``value_range`` = (vmin, vmax), all with that one range (so one colour bar reads every thumbnail),
-    coloured, optionally blended over a ``background`` photo with weight ``alpha``. ``marks`` (R, C, gh, gw)
-    bool outlines marked patches (e.g. high-norm tokens); ``selected`` (row, col) frames one thumbnail. The
-    labels are drawn in the font of ``lang`` at ``font_size`` pixels.
+    coloured, optionally blended over a ``background`` photo with weight ``alpha`` (rounded as
+    ``render.mix_photo_under``). ``marks`` (R, C, gh, gw) bool outlines marked patches (e.g. high-norm tokens);
+    ``selected`` (row, col) frames one thumbnail. The labels, and a ``title`` centred over the column labels, are
+    drawn in the font of ``lang`` at ``font_size`` pixels. ``right``: white pixels left free on the right (for a
+    colour bar drawn in place).
+
+    The thumbnails' lookup-table rows are laid out as one picture, a row of thumbnails at a time (small
+    temporaries), and coloured in one pass (Pillow's palette); that picture is the canvas: the photo is mixed
+    under each thumbnail in place, gaps and margins are painted white, and the labels, which depend only on the
+    layout, are drawn once and pasted.
     """
     maps = np.asarray(maps, dtype=np.float32)
     if maps.ndim != 4:
@@ -104,51 +94,129 @@ def thumbnail_grid(maps: np.ndarray, cell: int = 56, cmap: str = DEFAULT_CMAP, s
         scaled = np.clip((maps - lo) / (hi - lo), 0.0, 1.0) if hi > lo else np.zeros_like(maps)
     else:
         scaled = normalize_maps(maps, scale)
-    if smooth:
-        tiles = colorize(resize_maps(scaled, (ch, cw)), cmap)                         # (R, C, ch, cw, 3)
-    else:
-        rows, cols = nearest_index(gh, ch), nearest_index(gw, cw)
-        tiles = colorize(scaled[:, :, rows[:, None], cols[None, :]], cmap)
-    if background is not None:
-        photo = as_rgb_array(Image.fromarray(as_rgb_array(background)).resize((cw, ch), Image.Resampling.BILINEAR))
-        tiles = (photo.astype(np.float32) * (1 - alpha) + tiles.astype(np.float32) * alpha + 0.5).astype(np.uint8)
-    if marks is not None:
-        tiles = _outline_marked(tiles, np.asarray(marks, dtype=bool))
-    f = font(font_size, lang, "".join((row_labels or []) + (col_labels or [])))
-    left = int(max((f.getlength(t) for t in row_labels or []), default=0)) + 6 if row_labels else 0
-    top = f.size + 6 if col_labels else 0
-    block = np.full((R, ch + gap, C, cw + gap, 3), 255, dtype=np.uint8)
-    block[:, :ch, :, :cw] = tiles.transpose(0, 2, 1, 3, 4)
-    body = block.reshape(R * (ch + gap), C * (cw + gap), 3)[:-gap or None, :-gap or None]
-    canvas = np.full((top + body.shape[0], left + body.shape[1], 3), 255, dtype=np.uint8)
-    canvas[top:, left:] = body
-    image = Image.fromarray(canvas)
+    rows = scaled * np.float32(255.0) + np.float32(0.5)            # lookup rows before truncation, per patch
+    left, top = label_margins(tuple(row_labels or ()), tuple(col_labels or ()), title, lang, font_size)
     layout = GridLayout(R, C, (ch, cw), gap, left, top)
+    width, height = layout.size
+    index = np.zeros((height, width + right), dtype=np.uint8)
+    for r in range(R):
+        _row_cells(index, layout, r)[:] = _enlarged_row(rows[r], (ch, cw), smooth)   # truncated on assignment
+    image = index_image(index, cmap)
+    if background is not None:
+        photos = Image.new("RGB", (width, ch), "white")              # a row of thumbnail-sized photos
+        tile = as_rgb_image(background).resize((cw, ch), Image.Resampling.BILINEAR)
+        for c in range(C):
+            photos.paste(tile, (layout.box(0, c)[0], 0))
+        under = _row_mask(layout, 255 - opacity_level(alpha))
+        for r in range(R):                                            # mixed under each row of thumbnails in place
+            image.paste(photos, (0, layout.box(r, 0)[1]), under)
+    _paint_gaps_white(image, layout)
+    rows_strip, columns_strip = _labels(tuple(row_labels or ()), tuple(col_labels or ()), title, lang, font_size,
+                                        layout)
+    image.paste(rows_strip, (0, top))
+    image.paste(columns_strip, (0, 0))
     draw = ImageDraw.Draw(image)
-    for r, text in enumerate(row_labels or []):
-        x0, y0, _, y1 = layout.box(r, 0)
-        draw.text((left - 4, (y0 + y1) / 2), text, fill="black", font=f, anchor="rm")
-    for c, text in enumerate(col_labels or []):
-        x0, _, x1, _ = layout.box(0, c)
-        draw.text(((x0 + x1) / 2, top - 3), text, fill="black", font=f, anchor="md")
+    if marks is not None:
+        _outline_marked(draw, layout, np.asarray(marks, dtype=bool), gh, gw)
     if selected is not None:
         x0, y0, x1, y1 = layout.box(*selected)
         draw.rectangle((x0 - 1, y0 - 1, x1 + 1, y1 + 1), outline=(0, 200, 0), width=2)
     return image, layout
 
 
-def _outline_marked(tiles: np.ndarray, marks: np.ndarray, color=(0, 255, 255)) -> np.ndarray:
-    """Draw a 1-pixel box around every marked patch of every thumbnail (tiles (R, C, ch, cw, 3))."""
-    tiles = tiles.copy()
-    ch, cw = tiles.shape[2:4]
-    gh, gw = marks.shape[2:]
+def _enlarged_row(rows: np.ndarray, cell: tuple[int, int], smooth: bool) -> np.ndarray:
+    """One row of maps (C, gh, gw) -> (ch, C, cw) (a view), each map enlarged to ``cell`` = (ch, cw): bilinear
+    (``resize_maps``: small products, one map at a time), or nearest."""
+    C, gh, gw = rows.shape
+    ch, cw = cell
+    if smooth:
+        return resize_maps(rows, cell).transpose(1, 0, 2)
+    return rows[:, nearest_index(gh, ch)][:, :, nearest_index(gw, cw)].transpose(1, 0, 2)
+
+
+def _row_cells(pixels: np.ndarray, layout: GridLayout, r: int) -> np.ndarray:
+    """The thumbnails of grid row ``r`` of a picture (height, ≥ width) as one writable view (ch, C, cw)."""
+    (ch, cw), gap = layout.cell, layout.gap
+    _, y, _, _ = layout.box(r, 0)
+    band = pixels[y:y + ch, layout.left:]
+    return np.lib.stride_tricks.as_strided(band, shape=(ch, layout.cols, cw),
+                                           strides=(band.strides[0], (cw + gap) * band.strides[1], band.strides[1]),
+                                           writeable=True)        # in bounds: the last cell ends at the grid's width
+
+
+@lru_cache(maxsize=8)
+def _row_mask(layout: GridLayout, level: int) -> Image.Image:
+    """"L" mask of one row of the grid (width × cell height): ``level`` under each thumbnail, 0 in the gaps and the
+    left margin (read-only). Pasting the photos through ``255 - alpha·255`` is ``render.mix_photo_under``."""
+    width, _ = layout.size
+    mask = Image.new("L", (width, layout.cell[0]), 0)
+    for c in range(layout.cols):
+        x0, _, x1, _ = layout.box(0, c)
+        mask.paste(level, (x0, 0, x1 + 1, layout.cell[0]))
+    return mask
+
+
+def _paint_gaps_white(image: Image.Image, layout: GridLayout) -> None:
+    """Everything of the grid picture but its thumbnails white: the gaps, the margins and the room on the right
+    (the label strips are pasted over the margins)."""
+    width, height = layout.size
+    (ch, cw), gap = layout.cell, layout.gap
+    white = (255, 255, 255)
+    image.paste(white, (0, 0, image.width, layout.top))
+    image.paste(white, (0, layout.top, layout.left, height))
+    image.paste(white, (width, 0, image.width, height))
+    for r in range(1, layout.rows):
+        y = layout.top + r * (ch + gap) - gap
+        image.paste(white, (layout.left, y, width, y + gap))
+    for c in range(1, layout.cols):
+        x = layout.left + c * (cw + gap) - gap
+        image.paste(white, (x, layout.top, x + gap, height))
+
+
+@lru_cache(maxsize=16)
+def label_margins(row_labels: tuple[str, ...], col_labels: tuple[str, ...], title: str | None = None, lang: str = "en",
+                  font_size: int = 11) -> tuple[int, int]:
+    """(left, top): the pixels the row labels, and the title and column labels, need beside and above the grid."""
+    f = font(font_size, lang, "".join(row_labels + col_labels))
+    left = int(max(f.getlength(t) for t in row_labels)) + 6 if row_labels else 0
+    top = f.size + 6 if col_labels else 0
+    return left, top + (font_size + 6 if title else 0)
+
+
+@lru_cache(maxsize=16)
+def _labels(row_labels: tuple[str, ...], col_labels: tuple[str, ...], title: str | None, lang: str, font_size: int,
+            layout: GridLayout) -> tuple[Image.Image, Image.Image]:
+    """The white margins with the texts drawn: (the rows' strip (left × grid height), the strip above the grid
+    (whole width × top) with the title and the column labels). The same for every photo and option, so drawn
+    once (two dozen texts were a third of a heads grid's time); only read afterwards."""
+    f = font(font_size, lang, "".join(row_labels + col_labels))
+    width, height = layout.size
+    left, top = layout.left, layout.top
+    rows = Image.new("RGB", (left, height - top), "white")
+    draw = ImageDraw.Draw(rows)
+    for r, text in enumerate(row_labels):
+        _, y0, _, y1 = layout.box(r, 0)
+        draw.text((left - 4, (y0 + y1) / 2 - top), text, fill="black", font=f, anchor="rm")
+    above = Image.new("RGB", (width, top), "white")
+    draw = ImageDraw.Draw(above)
+    if title:
+        draw.text((left + (width - left) // 2, font_size // 2 + 3), title, fill="black",
+                  font=font(font_size, lang, title), anchor="mm")
+    for c, text in enumerate(col_labels):
+        x0, _, x1, _ = layout.box(0, c)
+        draw.text(((x0 + x1) / 2, top - 3), text, fill="black", font=f, anchor="md")
+    return rows, above
+
+
+def _outline_marked(draw: ImageDraw.ImageDraw, layout: GridLayout, marks: np.ndarray, gh: int, gw: int,
+                    color=(0, 255, 255)) -> None:
+    """Draw a 1-pixel box around every marked patch (marks (R, C, gh, gw)) of every thumbnail."""
+    ch, cw = layout.cell
     for r, c, i, j in zip(*np.nonzero(marks)):
+        x, y = layout.box(r, c)[:2]
         y0, y1 = int(i * ch / gh), max(int((i + 1) * ch / gh) - 1, int(i * ch / gh))
         x0, x1 = int(j * cw / gw), max(int((j + 1) * cw / gw) - 1, int(j * cw / gw))
-        t = tiles[r, c]
-        t[y0, x0:x1 + 1] = t[y1, x0:x1 + 1] = color
-        t[y0:y1 + 1, x0] = t[y0:y1 + 1, x1] = color
-    return tiles
+        draw.rectangle((x + x0, y + y0, x + x1, y + y1), outline=color)
 
 
 def tile_images(tiles: np.ndarray, cols: int, scale: int = 4, gap: int = 2) -> Image.Image:

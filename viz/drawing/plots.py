@@ -51,31 +51,39 @@ def plot_axes(fig: Figure, title: str | None):
 class Backdrop:
     """A plot's static pixels (axes, ticks, labels, legend) drawn once; ``render`` draws data on top.
 
-    Autoscaling is off, so data artists use exactly the axis ranges the backdrop was drawn with. A lock
-    serialises renders because the Figure underneath is shared, mutable state.
+    Autoscaling is off, so data artists use exactly the axis ranges the backdrop was drawn with. ``make(ax)``
+    creates data artists whose number and kind do not change from image to image (a scatter of L·H points, the
+    curves of a fixed set of tokens) once, after the backdrop is saved, so that a render only moves them to its
+    data: creating matplotlib artists is most of a render's time. A lock serialises renders because the Figure
+    underneath is shared, mutable state.
     """
 
-    def __init__(self, fig: Figure):
+    def __init__(self, fig: Figure, make=None):
         self.fig, self.ax = fig, fig.axes[0]
         self.ax.set_autoscale_on(False)
         fig.canvas.draw()
         self.background = fig.canvas.copy_from_bbox(fig.bbox)
+        self.kept = make(self.ax) if make is not None else []
         self.lock = threading.Lock()
 
-    def render(self, add_artists) -> Image.Image:
-        """``add_artists(ax)`` creates the data artists -> the plot as a PIL RGB image."""
+    def render(self, add_artists=None, update=None) -> Image.Image:
+        """``update(*kept)`` sets the kept artists to this image's data, ``add_artists(ax)`` creates the others
+        (drawn after them, removed afterwards) -> the plot as a PIL RGB image."""
         with self.lock:
             canvas = self.fig.canvas
             canvas.restore_region(self.background)
-            artists = add_artists(self.ax)
+            if update is not None:
+                update(*self.kept)
+            artists = add_artists(self.ax) if add_artists is not None else []
             try:
-                for artist in artists:
+                for artist in [*self.kept, *artists]:
                     self.ax.draw_artist(artist)
-                pixels = np.asarray(canvas.buffer_rgba())[:, :, :3].copy()
+                image = Image.frombuffer("RGBA", canvas.get_width_height(), canvas.buffer_rgba(), "raw", "RGBA", 0,
+                                         1).convert("RGB")                    # a copy: the canvas is reused
             finally:
                 for artist in artists:
                     artist.remove()
-        return Image.fromarray(pixels)
+        return image
 
 
 def nice_top(value: float) -> float:
@@ -125,10 +133,15 @@ def _distance_axes(ax, layers: int, heads: int, top: float, uniform_distance: fl
 
 def _distance_artists(ax, d: np.ndarray) -> list:
     L, H = d.shape
-    layers = np.repeat(np.arange(L), H)                  # 0-based layers, as in every other panel
     colors = np.tile(np.arange(H), L)                    # one colour per head, as in the legend
     name, norm = head_colors(H)
-    return [ax.scatter(layers, d.ravel(), c=colors, cmap=name, s=14, norm=norm, edgecolors="none")]
+    return [ax.scatter(*_distance_points(d).T, c=colors, cmap=name, s=14, norm=norm, edgecolors="none")]
+
+
+def _distance_points(d: np.ndarray) -> np.ndarray:
+    """(L, H) distances -> (L·H, 2) points (layer, distance), layer by layer: 0-based layers, as in every panel."""
+    L, H = d.shape
+    return np.column_stack([np.repeat(np.arange(L), H), d.ravel()])
 
 
 def distance_plot(mean_distance: np.ndarray, title: str | None = None, uniform_distance: float | None = None,
@@ -152,7 +165,7 @@ def _distance_backdrop(layers: int, heads: int, top: float, uniform_distance: fl
                        title: str | None, lang: str = "en") -> Backdrop:
     fig = new_figure()
     _distance_axes(plot_axes(fig, title), layers, heads, top, uniform_distance, title, lang)
-    return Backdrop(fig)
+    return Backdrop(fig, lambda ax: _distance_artists(ax, np.zeros((layers, heads), dtype=np.float32)))
 
 
 def distance_image(mean_distance: np.ndarray, title: str | None = None,
@@ -163,7 +176,8 @@ def distance_image(mean_distance: np.ndarray, title: str | None = None,
     uniform = None if uniform_distance is None else round(float(uniform_distance), 3)
     if top is None:
         top = nice_top(max(float(d.max()), uniform or 0.0))
-    return _distance_backdrop(*d.shape, top, uniform, title, lang).render(lambda ax: _distance_artists(ax, d))
+    return _distance_backdrop(*d.shape, top, uniform, title, lang).render(
+        update=lambda points: points.set_offsets(_distance_points(d)))
 
 
 # --- position-embedding similarity (paper Figure 7, centre) ---------------------------------------------
@@ -223,20 +237,66 @@ def _norm_axes(ax, layers: int, num_prefix: int, ylim: tuple[float, float], titl
 
 
 def _norm_artists(ax, norms: np.ndarray, num_prefix: int, flags: np.ndarray | None) -> list:
-    L = norms.shape[0]
-    x = np.arange(L)                                     # 0-based layers
-    patches = norms[:, num_prefix:]
-    lo, med, hi = np.percentile(patches, [5, 50, 95], axis=1)
+    x, lo, med, hi, top = _norm_curves(norms, num_prefix)
     artists = [ax.fill_between(x, lo, hi, color="tab:blue", alpha=0.2, linewidth=0)]
     artists += ax.plot(x, med, color="tab:blue")
-    artists += ax.plot(x, patches.max(axis=1), color="tab:blue", linestyle=":")
+    artists += ax.plot(x, top, color="tab:blue", linestyle=":")
     for i in range(num_prefix):
         artists += ax.plot(x, norms[:, i], color="black" if i == 0 else "gray", linewidth=1)
-    if flags is not None:
-        flagged = np.flatnonzero(np.asarray(flags, dtype=bool).reshape(L, -1).any(axis=0))
-        for j in flagged:
-            artists += ax.plot(x, patches[:, j], color="tab:red", linewidth=0.8, alpha=0.8)
-    return artists
+    return artists + _flagged_artists(ax, norms, num_prefix, flags)
+
+
+def _norm_curves(norms: np.ndarray, num_prefix: int) -> tuple[np.ndarray, ...]:
+    """Token norms (L, T) -> (layers 0 … L-1, 5th percentile, median, 95th percentile, max) of the patch tokens."""
+    patches = norms[:, num_prefix:]
+    lo, med, hi = np.percentile(patches, [5, 50, 95], axis=1)
+    return np.arange(norms.shape[0]), lo, med, hi, patches.max(axis=1)
+
+
+def _flagged_artists(ax, norms: np.ndarray, num_prefix: int, flags: np.ndarray | None) -> list:
+    """A thin red curve per flagged high-norm patch (flags (L, N) or (L, gh, gw) bool; their number varies)."""
+    if flags is None:
+        return []
+    L = norms.shape[0]
+    flagged = np.flatnonzero(np.asarray(flags, dtype=bool).reshape(L, -1).any(axis=0))
+    return [line for j in flagged
+            for line in ax.plot(np.arange(L), norms[:, num_prefix + j], color="tab:red", linewidth=0.8, alpha=0.8)]
+
+
+def _kept_norm_artists(ax, layers: int, num_prefix: int) -> list:
+    """The token-norm plot's artists of every image, without data yet: the 5–95 % band, the median and max
+    curves, one curve per prefix token."""
+    zeros = np.zeros(layers)
+    band = ax.fill_between(zeros, zeros, zeros, color="tab:blue", alpha=0.2, linewidth=0)
+    lines = ax.plot(zeros, zeros, color="tab:blue") + ax.plot(zeros, zeros, color="tab:blue", linestyle=":")
+    for i in range(num_prefix):
+        lines += ax.plot(zeros, zeros, color="black" if i == 0 else "gray", linewidth=1)
+    return [band, *lines]
+
+
+def _band_polygon(x: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """The outline ``fill_between(x, lo, hi)`` fills, (2n + 2, 2): from (x0, hi0) along lo, to the last (x, hi),
+    back along hi."""
+    n = len(x)
+    pts = np.empty((2 * n + 2, 2))
+    pts[0] = x[0], hi[0]
+    pts[1:n + 1, 0], pts[1:n + 1, 1] = x, lo
+    pts[n + 1] = x[-1], hi[-1]
+    pts[n + 2:, 0], pts[n + 2:, 1] = x[::-1], hi[::-1]
+    return pts
+
+
+def _set_norm_artists(norms: np.ndarray, num_prefix: int):
+    """-> ``update(band, median, max, *prefix)`` for ``Backdrop.render``: the kept artists moved to ``norms``."""
+    x, lo, med, hi, top = _norm_curves(norms, num_prefix)
+
+    def update(band, median, maximum, *prefix):
+        band.set_verts([_band_polygon(x, lo, hi)])
+        median.set_data(x, med)
+        maximum.set_data(x, top)
+        for i, line in enumerate(prefix):
+            line.set_data(x, norms[:, i])
+    return update
 
 
 def token_norm_plot(norms: np.ndarray, num_prefix: int, flags: np.ndarray | None = None,
@@ -257,7 +317,7 @@ def _norm_backdrop(layers: int, num_prefix: int, ylim: tuple[float, float], titl
                    lang: str = "en") -> Backdrop:
     fig = new_figure()
     _norm_axes(plot_axes(fig, title), layers, num_prefix, ylim, title, lang)
-    return Backdrop(fig)
+    return Backdrop(fig, lambda ax: _kept_norm_artists(ax, layers, num_prefix))
 
 
 def token_norm_image(norms: np.ndarray, num_prefix: int, flags: np.ndarray | None = None,
@@ -265,4 +325,5 @@ def token_norm_image(norms: np.ndarray, num_prefix: int, flags: np.ndarray | Non
     """``token_norm_plot`` as a PIL image, blitted onto a cached backdrop."""
     norms = np.asarray(norms, dtype=np.float32)
     backdrop = _norm_backdrop(norms.shape[0], num_prefix, log_range(norms), title, lang)
-    return backdrop.render(lambda ax: _norm_artists(ax, norms, num_prefix, flags))
+    return backdrop.render(lambda ax: _flagged_artists(ax, norms, num_prefix, flags),
+                           _set_norm_artists(norms, num_prefix))

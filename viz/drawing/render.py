@@ -2,7 +2,12 @@
 upsampling, alpha blending, mask contours, patch markers, patch grid lines and a colour bar.
 
 Matplotlib is used once per colormap to build a 256-entry lookup table; after that an overlay is a few
-array operations (about a millisecond at 224×224), which is what keeps slider moves instant.
+array operations (about a millisecond at 224×224), which is what keeps slider moves instant. At display size
+(640 px) every pass over the pixels counts, and so does every large temporary array (the server maps each one
+of 512 KB or more afresh: ``app.return_freed_memory_to_the_os``), so the pixels stay in Pillow: the map's
+lookup-table rows are enlarged by small matrix products, coloured through Pillow's palette, and the photo is
+mixed under the colours by a masked paste; the colour bar's ramp and rotated label are drawn once per size
+and text.
 """
 from __future__ import annotations
 
@@ -17,6 +22,8 @@ from .fonts import pil_font
 
 DEFAULT_CMAP = "inferno"
 GRID_COLOR = (255, 255, 255)   # patch borders of patch-true maps
+CHUNK_BYTES = 256 * 2**10      # float temporaries at display size are made in pieces below the server's mmap threshold
+SMALL_PRODUCT = 2**17          # m·n·k of one matrix product, half of OpenBLAS's threshold for using several threads
 
 
 @lru_cache(maxsize=32)
@@ -52,6 +59,13 @@ def as_rgb_array(image: Image.Image | np.ndarray) -> np.ndarray:
     return a[:, :, :3]
 
 
+def as_rgb_image(image: Image.Image | np.ndarray) -> Image.Image:
+    """PIL image or array (H, W[, 3|4]) -> PIL RGB image (the image itself when it already is one)."""
+    if isinstance(image, Image.Image):
+        return image if image.mode == "RGB" else image.convert("RGB")
+    return Image.fromarray(as_rgb_array(image))
+
+
 def normalize(values: np.ndarray, vmin: float | None = None, vmax: float | None = None) -> np.ndarray:
     """Scale to [0, 1] float32: vmin -> 0, vmax -> 1 (defaults: the array's min and max), clipped."""
     values = np.asarray(values, dtype=np.float32)
@@ -60,6 +74,34 @@ def normalize(values: np.ndarray, vmin: float | None = None, vmax: float | None 
     if not hi > lo:
         return np.zeros_like(values)
     return np.clip((values - lo) / (hi - lo), 0.0, 1.0)
+
+
+@lru_cache(maxsize=64)
+def interpolation_matrix(n_in: int, n_out: int) -> np.ndarray:
+    """(n_out, n_in) weights of 1-D linear interpolation between sample centres (half-pixel aligned, edges clamped).
+
+    ``M_h @ X @ M_w.T`` resizes a (h, w) array bilinearly like Pillow/OpenCV do when enlarging.
+    """
+    centre = (np.arange(n_out) + 0.5) * n_in / n_out - 0.5
+    centre = np.clip(centre, 0, n_in - 1)
+    lo = np.floor(centre).astype(int)
+    hi = np.minimum(lo + 1, n_in - 1)
+    frac = (centre - lo).astype(np.float32)
+    m = np.zeros((n_out, n_in), dtype=np.float32)
+    m[np.arange(n_out), lo] += 1.0 - frac
+    m[np.arange(n_out), hi] += frac
+    m.setflags(write=False)
+    return m
+
+
+def resize_maps(maps: np.ndarray, size: tuple[int, int]) -> np.ndarray:
+    """(..., h, w) -> (..., H, W) bilinear, all maps at once; size = (H, W).
+
+    Two small matrix products per map (thumbnail-sized maps: each below ``SMALL_PRODUCT``), equal to Pillow's
+    bilinear resize (``upsample``) within float32 rounding (1e-6 of the range)."""
+    mh = interpolation_matrix(maps.shape[-2], size[0])
+    mw = interpolation_matrix(maps.shape[-1], size[1])
+    return mh @ maps.astype(np.float32, copy=False) @ mw.T
 
 
 def upsample(values: np.ndarray, size: tuple[int, int]) -> np.ndarray:
@@ -113,36 +155,68 @@ def draw_patch_grid(pixels: np.ndarray, grid: tuple[int, int], color: tuple[int,
 def colorize(values01: np.ndarray, cmap: str = DEFAULT_CMAP) -> np.ndarray:
     """Values in [0, 1] (..., H, W) -> RGB (..., H, W, 3) uint8 through the colormap's lookup table.
 
-    A single (H, W) map goes through Pillow's palette lookup (C, three times faster than numpy's fancy
-    indexing at display size, same pixels). The result is always a fresh, writable array."""
-    index = (np.asarray(values01, dtype=np.float32) * 255.0 + 0.5).astype(np.uint8)
-    lut = colormap_lut(cmap)
+    A single (H, W) map goes through Pillow's palette lookup (``index_image``: C, three times faster than numpy's
+    fancy indexing at display size, same pixels). The result is always a fresh, writable array."""
+    index = (np.asarray(values01, dtype=np.float32) * 255.0 + 0.5).astype(np.uint8)     # round(value · 255)
     if index.ndim != 2:
-        return lut[index]
-    indexed = Image.fromarray(index, "L")
-    indexed.putpalette(lut.tobytes())
-    return np.array(indexed.convert("RGB"))
+        return colormap_lut(cmap)[index]
+    return np.array(index_image(index, cmap))
 
 
-def blend(photo: np.ndarray, colors: np.ndarray, alpha: float) -> np.ndarray:
-    """(1 - alpha)·photo + alpha·colors, both (H, W, 3) uint8 -> uint8 (rounded; in place, no temporaries)."""
+def index_image(index: np.ndarray, cmap: str = DEFAULT_CMAP) -> Image.Image:
+    """Lookup-table rows (H, W) uint8 -> the RGB picture of their colours, through Pillow's palette (one C pass)."""
+    indexed = Image.fromarray(np.ascontiguousarray(index, dtype=np.uint8), "L")
+    indexed.putpalette(colormap_lut(cmap).tobytes())
+    return indexed.convert("RGB")
+
+
+@lru_cache(maxsize=16)
+def constant_mask(size: tuple[int, int], level: int) -> Image.Image:
+    """A (width, height) = ``size`` "L" picture of one grey ``level`` (built once per size; only read afterwards)."""
+    return Image.new("L", size, level)
+
+
+def opacity_level(alpha: float) -> int:
+    """Opacity in [0, 1] -> the grey level (0–255) Pillow mixes with (``mix_photo_under``)."""
     if not 0.0 <= alpha <= 1.0:
         raise ValueError(f"alpha must be in [0, 1] but got {alpha}!")
-    out = photo.astype(np.float32)
-    out *= np.float32(1.0 - alpha)
-    mixed = colors.astype(np.float32)
-    mixed *= np.float32(alpha)
-    out += mixed
-    out += np.float32(0.5)
-    return out.astype(np.uint8)
+    return round(alpha * 255)
 
 
-def heatmap(values: np.ndarray, size: tuple[int, int], cmap: str = DEFAULT_CMAP, vmin: float | None = None,
-            vmax: float | None = None, smooth: bool = True) -> np.ndarray:
-    """(gh, gw) map -> coloured (H, W, 3) uint8 at ``size`` = (H, W); bilinear, or nearest (blocky) if not smooth."""
-    v = normalize(values, vmin, vmax)
-    v = upsample(v, size) if smooth else upsample_nearest(v, size)
-    return colorize(v, cmap)
+def mix_photo_under(picture: Image.Image, photo: Image.Image, alpha: float, at: tuple[int, int] = (0, 0)) -> None:
+    """In place: the colours of ``picture`` in the photo's box at ``at`` become (1 - alpha)·photo + alpha·colours,
+    each byte rounded.
+
+    One C pass (Pillow's masked paste, through a mask of one grey level) instead of six passes over float32
+    arrays, and no new picture. Pillow applies the opacity in steps of 1/255: for a whole step (0, 0.2, 0.4, 0.6,
+    0.8, 1 …) the bytes are exactly those of the float arithmetic round((1 - alpha)·p + alpha·c); for any other
+    opacity they differ from them by at most one level (about one pair of bytes in ten)."""
+    picture.paste(photo, at, constant_mask(photo.size, 255 - opacity_level(alpha)))
+
+
+def map_index(values: np.ndarray, size: tuple[int, int], vmin: float | None = None, vmax: float | None = None,
+              smooth: bool = True, width: int | None = None) -> np.ndarray:
+    """(gh, gw) map -> the lookup-table row of every pixel of a picture of ``size`` = (H, W), uint8 (H, ``width``
+    ≥ W; the columns beyond W stay 0, for the caller to paint over).
+
+    The map is scaled to [0, 1] between vmin and vmax, and its lookup rows (value · 255 + 0.5, truncated) are
+    enlarged bilinearly (``resize_maps``'s matrices) or patch-true (nearest). Taking the rows on the grid saves two
+    float passes at display size (interpolation commutes with them: an index changes by one in a handful of
+    pixels). The enlargement goes in bands of rows, each product below ``SMALL_PRODUCT``: OpenBLAS would run a
+    larger one on several threads, which only wait for each other (ten times slower when the machine is busy)."""
+    rows = normalize(values, vmin, vmax) * np.float32(255.0) + np.float32(0.5)
+    H, W = size
+    index = np.zeros((H, width or W), dtype=np.uint8)
+    if not smooth:
+        index[:, :W] = upsample_nearest(rows.astype(np.uint8), size)        # nearest copies: truncate first
+        return index
+    gh, gw = rows.shape
+    across = interpolation_matrix(gw, W) @ rows.T                           # (W, gh): W·gh·gw, small
+    down = interpolation_matrix(gh, H)
+    band = max(1, min(CHUNK_BYTES // (4 * W), SMALL_PRODUCT // (W * gh)))
+    for y in range(0, H, band):
+        index[y:y + band, :W] = down[y:y + band] @ across.T                 # truncated on assignment
+    return index
 
 
 def mask_outline(mask: np.ndarray, size: tuple[int, int], width: int = 2) -> np.ndarray:
@@ -178,31 +252,47 @@ def overlay(image: Image.Image | np.ndarray, values: np.ndarray, cmap: str = DEF
     ``attention.threshold_mask``); ``colorbar`` appends a colour bar on the right, labelled ``label`` in the
     font of ``lang``, with ``ticks`` (default: max, middle, min) and ``font_size`` (default: by height).
     """
-    photo = as_rgb_array(image)
-    H, W = photo.shape[:2]
-    out = blend(photo, heatmap(values, (H, W), cmap, vmin, vmax, smooth), alpha)
-    if not smooth:
-        out = draw_patch_grid(out, np.shape(values))
-    if mask is not None:
-        out[mask_outline(mask, (H, W), width=max(1, round(min(H, W) / 150)))] = mask_color
-    result = Image.fromarray(out)
+    photo = as_rgb_image(image)
+    W, H = photo.size
+    bar = None
     if colorbar:
         values = np.asarray(values, dtype=np.float32)
         lo = float(values.min()) if vmin is None else vmin
         hi = float(values.max()) if vmax is None else vmax
-        result = add_colorbar(result, cmap, lo, hi, label, lang=lang, ticks=ticks, font_size=font_size)
-    return result
+        bar = _Colorbar(lo, hi, label, 14, lang, ticks, font_size or max(12, min(14, H // 18)))
+    # the map's colours on a canvas as wide as the picture will be, the photo mixed under them in place
+    picture = index_image(map_index(values, (H, W), vmin, vmax, smooth, W + (bar.width if bar else 0)), cmap)
+    mix_photo_under(picture, photo, alpha)
+    if not smooth or mask is not None:
+        out = np.asarray(picture.crop((0, 0, W, H)))
+        if not smooth:
+            out = draw_patch_grid(out, np.shape(values))
+        if mask is not None:
+            out = out.copy()
+            out[mask_outline(mask, (H, W), width=max(1, round(min(H, W) / 150)))] = mask_color
+        picture.paste(Image.fromarray(out), (0, 0))
+    if bar is not None:
+        picture.paste((255, 255, 255), (W, 0, picture.width, H))
+        bar.draw(picture, W, H, cmap)
+    return picture
 
 
 def mark_patch(image: Image.Image, row: int, col: int, grid: tuple[int, int],
                color: tuple[int, int, int] = (0, 255, 0), width: int = 2) -> Image.Image:
     """Copy of the image with a rectangle around patch (row, col) of the grid shown on it."""
     out = image.copy()
-    W, H = out.size
+    frame_patch(out, row, col, grid, out.size, color, width)
+    return out
+
+
+def frame_patch(image: Image.Image, row: int, col: int, grid: tuple[int, int], size: tuple[int, int],
+                color: tuple[int, int, int] = (0, 255, 0), width: int = 2) -> None:
+    """In place: a rectangle around patch (row, col) of the grid shown on the (W, H) = ``size`` photo at the
+    picture's top left (e.g. a map with its colour bar beside it)."""
+    W, H = size
     gh, gw = grid
     box = (col * W / gw, row * H / gh, (col + 1) * W / gw - 1, (row + 1) * H / gh - 1)
-    ImageDraw.Draw(out).rectangle(box, outline=color, width=width)
-    return out
+    ImageDraw.Draw(image).rectangle(box, outline=color, width=width)
 
 
 def tick_text(value: float) -> str:
@@ -226,36 +316,81 @@ def add_colorbar(image: Image.Image, cmap: str, vmin: float, vmax: float, label:
     font of ``lang``. ``font_size`` default: 12–14 px by height."""
     W, H = image.size
     size = font_size or max(12, min(14, H // 18))     # below 12 px the font's spaces shrink to 2 px
-    f = font(size, lang)
-    if ticks is None:
-        ticks = [vmax, (vmin + vmax) / 2, vmin] if vmax > vmin else [vmax]
-    texts = [tick_text(t) for t in ticks]
-    text_w = max(int(f.getlength(t)) for t in texts)
+    bar = _Colorbar(vmin, vmax, label, bar_width, lang, ticks, size)
+    canvas = Image.new("RGB", (W + bar.width, H), "white")
+    canvas.paste(image, (0, 0))
+    bar.draw(canvas, W, H, cmap)
+    return canvas
+
+
+def colorbar_width(vmin: float, vmax: float, label: str | None = None, bar_width: int = 14, lang: str = "en",
+                   ticks: list[float] | None = None, font_size: int = 12) -> int:
+    """Pixels ``add_colorbar`` adds on the right of a picture (same arguments, the font size given)."""
+    return _Colorbar(vmin, vmax, label, bar_width, lang, ticks, font_size).width
+
+
+def draw_colorbar(canvas: Image.Image, x: int, height: int, cmap: str, vmin: float, vmax: float,
+                  label: str | None = None, bar_width: int = 14, lang: str = "en", ticks: list[float] | None = None,
+                  font_size: int = 12) -> None:
+    """Draw ``add_colorbar``'s bar into ``canvas`` beside a picture ``height`` pixels high at its left, from column
+    ``x`` on (white there, ``colorbar_width`` pixels wide): no new canvas, no copy of the picture."""
+    _Colorbar(vmin, vmax, label, bar_width, lang, ticks, font_size).draw(canvas, x, height, cmap)
+
+
+class _Colorbar:
+    """The ticks and widths of a colour bar: its ramp, tick texts and rotated label side by side."""
+    pad = 6
+
+    def __init__(self, vmin: float, vmax: float, label: str | None, bar_width: int, lang: str,
+                 ticks: list[float] | None, size: int):
+        self.vmin, self.vmax, self.label, self.bar_width, self.lang, self.size = vmin, vmax, label, bar_width, lang, size
+        self.font = font(size, lang)
+        if ticks is None:
+            ticks = [vmax, (vmin + vmax) / 2, vmin] if vmax > vmin else [vmax]
+        self.ticks, self.texts = ticks, [tick_text(t) for t in ticks]
+        self.text_w = max(int(self.font.getlength(t)) for t in self.texts)
+        label_w = int(self.font.size * 1.3) * len(label.split("\n")) if label else 0   # as ``_label_strip`` draws it
+        self.width = self.pad + bar_width + 4 + self.text_w + label_w + self.pad
+
+    def draw(self, canvas: Image.Image, x: int, height: int, cmap: str) -> None:
+        f, H = self.font, height
+        margin = f.size // 2 + 1
+        canvas.paste(_ramp(cmap, H - 2 * margin, self.bar_width), (x + self.pad, margin))
+        draw = ImageDraw.Draw(canvas)
+        x_text = x + self.pad + self.bar_width + 4
+        ticks, placed = self.ticks, []
+        for i in sorted(range(len(ticks)), key=lambda i: i not in (0, len(ticks) - 1)):   # the two ends first
+            y = tick_position(ticks[i], self.vmin, self.vmax, margin, H - margin)
+            if all(abs(y - other) >= f.size for other in placed):                        # never overlapping
+                draw.text((x_text, y), self.texts[i], fill="black", font=f, anchor="lm")
+                placed.append(y)
+        strip = _label_strip(self.label, self.size, self.lang, H)
+        if strip is not None:
+            canvas.paste(strip, (x_text + self.text_w + 2, 0))
+
+
+@lru_cache(maxsize=32)
+def _ramp(cmap: str, height: int, width: int) -> Image.Image:
+    """The colour bar's ramp, vmax colour at the top (drawn once per colormap and size; only read afterwards)."""
+    ramp = np.linspace(1.0, 0.0, height, dtype=np.float32)[:, None].repeat(width, axis=1)
+    return Image.fromarray(colorize(ramp, cmap))
+
+
+@lru_cache(maxsize=64)
+def _label_strip(label: str | None, size: int, lang: str, height: int) -> Image.Image | None:
+    """The colour bar's label, one line per line of ``label``, turned to run upwards along a bar ``height`` pixels
+    high (drawn once per text, size and height: the same on every photo; only read afterwards)."""
     lines = label.split("\n") if label else []
+    if not lines:
+        return None
     label_font = font(size, lang, "".join(lines))
     label_w = int(label_font.size * 1.3) * len(lines)
-    pad = 6
-    canvas = Image.new("RGB", (W + pad + bar_width + 4 + text_w + label_w + pad, H), "white")
-    canvas.paste(image, (0, 0))
-    margin = f.size // 2 + 1
-    ramp = np.linspace(1.0, 0.0, H - 2 * margin, dtype=np.float32)[:, None].repeat(bar_width, axis=1)
-    canvas.paste(Image.fromarray(colorize(ramp, cmap)), (W + pad, margin))
-    draw = ImageDraw.Draw(canvas)
-    x_text = W + pad + bar_width + 4
-    placed: list[int] = []
-    for i in sorted(range(len(ticks)), key=lambda i: i not in (0, len(ticks) - 1)):   # the two ends first
-        y = tick_position(ticks[i], vmin, vmax, margin, H - margin)
-        if all(abs(y - other) >= f.size for other in placed):                        # never overlapping
-            draw.text((x_text, y), texts[i], fill="black", font=f, anchor="lm")
-            placed.append(y)
-    if lines:
-        strip = Image.new("RGB", (H, label_w), "white")
-        line_h = label_w // len(lines)
-        strip_draw = ImageDraw.Draw(strip)
-        for k, line in enumerate(lines):
-            strip_draw.text((H // 2, line_h * k + line_h // 2), line, fill="black", font=label_font, anchor="mm")
-        canvas.paste(strip.rotate(90, expand=True), (x_text + text_w + 2, 0))
-    return canvas
+    strip = Image.new("RGB", (height, label_w), "white")
+    line_h = label_w // len(lines)
+    strip_draw = ImageDraw.Draw(strip)
+    for k, line in enumerate(lines):
+        strip_draw.text((height // 2, line_h * k + line_h // 2), line, fill="black", font=label_font, anchor="mm")
+    return strip.rotate(90, expand=True)
 
 
 def wrap_lines(text: str, f: ImageFont.FreeTypeFont, width: int) -> list[str]:

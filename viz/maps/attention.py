@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from .layout import check_attention, layer_index, patch_token, to_grid
-from .rollout import kept_tokens, rollout_product
+from .rollout import columns_through, kept_tokens, residual_steps, rows_through
 
 
 def without_tokens(rows: np.ndarray, keep: np.ndarray) -> np.ndarray:
@@ -107,17 +107,18 @@ def rollout_query_maps(fused: np.ndarray, num_prefix: int, grid: tuple[int, int]
     the product, as ``viz.maps.rollout.rollout_map`` does; they read 0.
     """
     q = patch_token(row, col, num_prefix, grid)
-    if drop_patches is None:
-        matrix = rollout_product(fused, discard_ratio, start_layer, protect=(q,))
-        return to_grid(matrix[q], num_prefix, grid), to_grid(matrix[:, q], num_prefix, grid)
     keep = kept_tokens(num_prefix, grid, drop_patches)
     _check_kept(q, keep, f"Patch ({row}, {col})")
     fused = np.asarray(fused)[layer_index(start_layer, len(fused)):]
+    if keep.size < fused.shape[-1]:
+        fused = fused[:, keep][:, :, keep]
     where = int(np.flatnonzero(keep == q)[0])
-    matrix = rollout_product(fused[:, keep][:, :, keep], discard_ratio, 0, protect=(where,))
+    steps = residual_steps(fused, discard_ratio, 0, protect=(where,))
+    one_hot = np.zeros(keep.size, dtype=np.float32)
+    one_hot[where] = 1.0
     T = num_prefix + grid[0] * grid[1]
     out_row, in_col = np.zeros(T, dtype=np.float32), np.zeros(T, dtype=np.float32)
-    out_row[keep], in_col[keep] = matrix[where], matrix[:, where]
+    out_row[keep], in_col[keep] = rows_through(steps, one_hot), columns_through(steps, one_hot)   # R[q], R[:, q]
     return to_grid(out_row, num_prefix, grid), to_grid(in_col, num_prefix, grid)
 
 

@@ -5,6 +5,8 @@ position embeddings of every pair of patches. Right: mean attention distance of 
 """
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
 from .layout import check_attention
@@ -64,6 +66,13 @@ def patch_distances(grid: tuple[int, int], patch_size: int) -> np.ndarray:
     dr = rows[:, None] - rows[None, :]
     dc = cols[:, None] - cols[None, :]
     return (patch_size * np.sqrt(dr ** 2 + dc ** 2)).astype(np.float32)
+
+
+@lru_cache(maxsize=16)
+def uniform_distance(grid: tuple[int, int], patch_size: int) -> float:
+    """The mean attention distance in pixels of a head attending uniformly to all patches: the mean of
+    ``patch_distances`` (the reference line of Figure 7, right; made once per grid)."""
+    return float(patch_distances(grid, patch_size).mean())
 
 
 def mean_attention_distance(attn: np.ndarray, num_prefix: int, grid: tuple[int, int], patch_size: int,

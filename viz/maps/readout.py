@@ -23,7 +23,7 @@ import numpy as np
 
 from .attention import _layer_heads, all_heads_maps, token_attention_map, without_tokens
 from .layout import check_attention, layer_index, to_grid
-from .rollout import FUSIONS, fused_rollout_map, kept_tokens, rollout_product
+from .rollout import FUSIONS, fused_rollout_map, kept_tokens, rollout_rows
 
 READOUTS = {"cls": "CLS", "map": "MAP probe", "mean": "mean of patches"}  # readout -> the query's name in captions
 
@@ -145,10 +145,10 @@ def readout_rollout_map(fused: np.ndarray, num_prefix: int, grid: tuple[int, int
     fused = fused[layer_index(start_layer, fused.shape[0]):]
     if keep.size < T:                                    # drop the tokens' rows and columns in every block
         fused = fused[:, keep][:, :, keep]
-    matrix = rollout_product(fused, discard_ratio, 0, protect=())            # (T', T') over the kept tokens
     p = fuse_probe(probe, fusion)[keep] if readout == "map" else None  # prefix tokens are always kept
+    weights = readout_weights(keep.size, num_prefix, readout, None if p is None else p / max(p.sum(), 1e-12))
     out = np.zeros(T, dtype=np.float32)
-    out[keep] = readout_row(matrix, num_prefix, readout, None if p is None else p / max(p.sum(), 1e-12))
+    out[keep] = rollout_rows(fused, weights, discard_ratio, 0, protect=())   # weights · R over the kept tokens
     return to_grid(out, num_prefix, grid)
 
 
@@ -156,12 +156,22 @@ def readout_row(matrix: np.ndarray, num_prefix: int, readout: str, probe_row: np
     """The readout query's row of any token-mixing matrix (T, T) -> (T,): R[0] for "cls", the mean of the patch
     rows for "mean", ``probe_row · R`` for "map" (``probe_row`` (T,), the probe's head-fused attention).
 
-    Rollout uses it on its matrix; a class-specific method that builds a relevance matrix reads it the same way.
-    """
+    A class-specific method that builds a relevance matrix reads it the same way; rollout reads it without
+    forming R, from ``readout_weights``."""
+    return readout_weights(np.shape(matrix)[-1], num_prefix, readout, probe_row) @ np.asarray(matrix, np.float32)
+
+
+def readout_weights(num_tokens: int, num_prefix: int, readout: str, probe_row: np.ndarray | None = None) -> np.ndarray:
+    """The readout query as weights over the rows of a (T, T) matrix -> (T,) float32, ``readout_row(M) =
+    weights · M``: one-hot on the CLS token, 1/N on each of the N patch rows, or the probe's row."""
     if readout == "cls":
-        return np.asarray(matrix[0], dtype=np.float32)
+        weights = np.zeros(num_tokens, dtype=np.float32)
+        weights[0] = 1.0
+        return weights
     if readout == "mean":
-        return mean_patch_row(matrix, num_prefix)
+        weights = np.zeros(num_tokens, dtype=np.float32)
+        weights[num_prefix:] = 1.0 / (num_tokens - num_prefix)
+        return weights
     if readout == "map" and probe_row is not None:
-        return np.asarray(probe_row, dtype=np.float32) @ np.asarray(matrix, dtype=np.float32)
+        return np.asarray(probe_row, dtype=np.float32)
     raise ValueError(f"Unknown readout {readout!r}, or 'map' without the probe's row! Expected one of {sorted(READOUTS)}.")

@@ -42,28 +42,44 @@ def fuse_heads(attn: np.ndarray, fusion: str = "mean") -> np.ndarray:
 def discard_lowest(matrix: np.ndarray, ratio: float, protect: Sequence[int] = (0,)) -> np.ndarray:
     """(T, T) -> copy with the lowest ``ratio`` of the unprotected entries set to 0.
 
-    Entries in the rows and columns of the ``protect`` tokens are kept whatever their value.
+    Entries in the rows and columns of the ``protect`` tokens are kept whatever their value. The candidates are
+    the block of the other tokens' rows and columns, read in row-major order, so ties fall as they always did.
     """
     if not 0.0 <= ratio < 1.0:
         raise ValueError(f"discard_ratio must be in [0, 1) but got {ratio}!")
     out = np.array(matrix, dtype=np.float32)
     if ratio == 0.0:
         return out
-    candidate = np.ones(out.shape, dtype=bool)
-    candidate[list(protect), :] = False
-    candidate[:, list(protect)] = False
-    positions = np.flatnonzero(candidate)               # flat indices of the entries that may be discarded
-    k = int(ratio * positions.size)
+    free = np.ones(out.shape[-1], dtype=bool)
+    free[list(protect)] = False
+    tokens = np.flatnonzero(free)                       # the tokens whose rows and columns may be discarded
+    if tokens.size and tokens[-1] - tokens[0] + 1 == tokens.size:   # one run (protect the CLS: 1 … T-1): slices
+        where = (slice(tokens[0], tokens[-1] + 1),) * 2
+    else:
+        where = np.ix_(tokens, tokens)
+    block = out[where].copy()                           # (n, n) the candidates
+    values = block.reshape(-1)
+    k = int(ratio * values.size)
     if k:
-        lowest = np.argpartition(out.flat[positions], k - 1)[:k]
-        out.flat[positions[lowest]] = 0.0
+        values[np.argpartition(values, k - 1)[:k]] = 0.0
+        out[where] = block
     return out
 
 
 def with_residual(matrix: np.ndarray) -> np.ndarray:
     """(T, T) attention -> Â = 0.5·A + 0.5·I with every row renormalised to sum to 1."""
-    a = 0.5 * matrix + 0.5 * np.eye(matrix.shape[-1], dtype=matrix.dtype)
+    a = 0.5 * np.asarray(matrix)
+    np.einsum("...ii->...i", a)[...] += 0.5              # the diagonal, in place
     return a / a.sum(axis=-1, keepdims=True)
+
+
+def residual_steps(fused: np.ndarray, discard_ratio: float = 0.0, start_layer: int = 0,
+                   protect: Sequence[int] = (0,)) -> list[np.ndarray]:
+    """Head-fused attention (L, T, T) -> Â of every block from ``start_layer`` on (0-based), first block first,
+    each (T, T) float32: the lowest entries discarded, the residual added, the rows renormalised."""
+    fused = np.asarray(fused)
+    return [with_residual(discard_lowest(matrix, discard_ratio, protect))
+            for matrix in fused[layer_index(start_layer, fused.shape[0]):]]
 
 
 def rollout_product(fused: np.ndarray, discard_ratio: float = 0.0, start_layer: int = 0,
@@ -72,12 +88,36 @@ def rollout_product(fused: np.ndarray, discard_ratio: float = 0.0, start_layer: 
 
     Row t of R is the rolled-out attention of token t over all input tokens; each row sums to 1.
     """
-    fused = np.asarray(fused)
-    result = np.eye(fused.shape[-1], dtype=np.float32)
-    for matrix in fused[layer_index(start_layer, fused.shape[0]):]:   # from the start block upward
-        matrix = matrix.astype(np.float32, copy=False)
-        result = with_residual(discard_lowest(matrix, discard_ratio, protect)) @ result
+    result = np.eye(np.shape(fused)[-1], dtype=np.float32)
+    for step in residual_steps(fused, discard_ratio, start_layer, protect):   # from the start block upward
+        result = step @ result
     return result
+
+
+def rows_through(steps: Sequence[np.ndarray], rows: np.ndarray) -> np.ndarray:
+    """``rows @ R`` for R = Â_{L-1} · … · Â_0 (``steps`` first block first), rows (k, T) or (T,) -> same shape.
+
+    Vectors times each block's Â from the last block down: k·T² per block instead of the T³ of forming R, for
+    a map that reads rows of R (the CLS row, the mean of the patch rows, the probe's row)."""
+    out = np.asarray(rows, dtype=np.float32)
+    for step in reversed(steps):
+        out = out @ step
+    return out
+
+
+def columns_through(steps: Sequence[np.ndarray], columns: np.ndarray) -> np.ndarray:
+    """``R @ columns`` for R = Â_{L-1} · … · Â_0 (``steps`` first block first), columns (T, k) or (T,)."""
+    out = np.asarray(columns, dtype=np.float32)
+    for step in steps:
+        out = step @ out
+    return out
+
+
+def rollout_rows(fused: np.ndarray, rows: np.ndarray, discard_ratio: float = 0.0, start_layer: int = 0,
+                 protect: Sequence[int] = (0,)) -> np.ndarray:
+    """Rows of the rollout: weights ``rows`` (k, T) or (T,) over the tokens -> ``rows @ R``, without forming R
+    (``rollout_product``'s R, the same discard and residual; equal to it within float32 rounding)."""
+    return rows_through(residual_steps(fused, discard_ratio, start_layer, protect), rows)
 
 
 def rollout_matrix(attn: np.ndarray, fusion: str = "mean", discard_ratio: float = 0.0, start_layer: int = 0,
@@ -133,7 +173,8 @@ def fused_rollout_map(fused: np.ndarray, num_prefix: int, grid: tuple[int, int],
     fused = fused[layer_index(start_layer, fused.shape[0]):]
     if keep.size < T:                                    # drop the tokens' rows and columns in every block
         fused = fused[:, keep][:, :, keep]
-    matrix = rollout_product(fused, discard_ratio, 0, protect=(int(where[0]),))
+    query = np.zeros(keep.size, dtype=np.float32)
+    query[where[0]] = 1.0
     row = np.zeros(T, dtype=np.float32)
-    row[keep] = matrix[where[0]]
+    row[keep] = rollout_rows(fused, query, discard_ratio, 0, protect=(int(where[0]),))
     return to_grid(row, num_prefix, grid)

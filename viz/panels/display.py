@@ -47,19 +47,21 @@ class MapPanel:
     note: str | None = None          # one line for under the picture, in the display's language, or None
 
 
-_DISPLAY_PHOTOS: OrderedDict = OrderedDict()   # (id of the photo, size) -> (photo, enlarged photo), newest last
-_DISPLAY_PHOTOS_KEPT = 8                         # 8 photos at 768 px: 14 MB
+_DISPLAY_PHOTOS: OrderedDict = OrderedDict()   # (id of the photo, size, filter) -> (photo, enlarged), newest last
+_DISPLAY_PHOTOS_KEPT = 12                        # the page's 3 sizes (640, 320, 448 px) of 4 photos: 12 MB
 _DISPLAY_LOCK = threading.Lock()
 
 
-def display_photo(a: Analysis, size: int | None = None) -> Image.Image:
-    """The pixels the model saw, resized so that the longer side is ``size`` pixels (bicubic; None: as is).
+def display_photo(a: Analysis, size: int | None = None,
+                  resample: Image.Resampling = Image.Resampling.BICUBIC) -> Image.Image:
+    """The pixels the model saw, resized so that the longer side is ``size`` pixels (bicubic, or ``resample``;
+    None: as is).
 
-    The last few enlargements are kept (a slider move re-renders the same photo at the same size), keyed by
-    the photo object itself, so a new analysis never gets another photo's pixels."""
+    The last few enlargements are kept (a slider move or a click re-renders the same photo at the same size),
+    keyed by the photo object itself, so a new analysis never gets another photo's pixels."""
     if size is None or max(a.image.size) == size:
         return a.image
-    key = (id(a.image), size)
+    key = (id(a.image), size, resample)
     with _DISPLAY_LOCK:
         kept = _DISPLAY_PHOTOS.get(key)
         if kept is not None and kept[0] is a.image:
@@ -67,7 +69,7 @@ def display_photo(a: Analysis, size: int | None = None) -> Image.Image:
             return kept[1]
     w, h = a.image.size
     scale = size / max(w, h)
-    enlarged = a.image.resize((max(1, round(w * scale)), max(1, round(h * scale))), Image.Resampling.BICUBIC)
+    enlarged = a.image.resize((max(1, round(w * scale)), max(1, round(h * scale))), resample)
     with _DISPLAY_LOCK:
         _DISPLAY_PHOTOS[key] = (a.image, enlarged)
         while len(_DISPLAY_PHOTOS) > _DISPLAY_PHOTOS_KEPT:
@@ -227,9 +229,8 @@ def query_map_panels(a: Analysis, row: int, col: int, layer: int = -1, head: int
     for values, (vmin, vmax), kind in ((out_map * tokens, ranges[0], "colorbar.attends_to"),
                                        (in_map * tokens, ranges[1], "colorbar.attended_by")):
         image = _draw_map(base, values, vmin, vmax, t(kind, display.lang, where=where), tokens, display)
-        framed = render.mark_patch(image.crop((0, 0, *base.size)), row % a.grid[0], col % a.grid[1], a.grid,
-                                   width=max(2, round(base.width / 150)))
-        image.paste(framed, (0, 0))
+        render.frame_patch(image, row % a.grid[0], col % a.grid[1], a.grid, base.size,
+                           width=max(2, round(base.width / 150)))
         panels.append(MapPanel(image, values, vmin, vmax, tokens,
                                _artifact_note(a, values, mask_artifacts, norm_ratio, display.lang)))
     return panels[0], panels[1]

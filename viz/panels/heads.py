@@ -12,7 +12,7 @@ import numpy as np
 from PIL import Image, ImageDraw
 
 from ..drawing import render
-from ..drawing.grids import GridLayout, thumbnail_grid
+from ..drawing.grids import GridLayout, label_margins, thumbnail_grid
 from ..i18n import t
 from ..maps import norms, readout
 from ..result import Analysis
@@ -163,9 +163,10 @@ def heads_grid(a: Analysis, width: int = 1024, mask_artifacts: bool = False, nor
     row_names = [t("name.head", lang, head=h) for h in range(rows)] if layers_across else \
         [t("name.layer", lang, layer=l) for l in range(rows)]
     col_names = [str(i) for i in range(cols)]
-    f = render.font(font_size, lang)
-    left = int(max(f.getlength(n) for n in row_names)) + 6
-    bar = _colorbar_width(vmin, vmax, t("colorbar.uniform", lang, tokens=tokens), lang, font_size)
+    title = t("axis.layer" if layers_across else "axis.head", lang)                    # what the columns count
+    left = label_margins(tuple(row_names), tuple(col_names), title, lang, font_size)[0]
+    bar_label, ticks = t("colorbar.uniform", lang, tokens=tokens), _uniform_ticks(vmin, vmax)
+    bar = render.colorbar_width(vmin, vmax, bar_label, lang=lang, ticks=ticks, font_size=font_size)
     gap = 2
     gh, gw = a.grid
     cell_w = max(8, (width - left - bar - gap * (cols - 1)) // cols)
@@ -173,19 +174,11 @@ def heads_grid(a: Analysis, width: int = 1024, mask_artifacts: bool = False, nor
     image, layout = thumbnail_grid(maps, cell=cell_h, cmap=display.cmap, row_labels=row_names,
                                    col_labels=col_names, background=a.image, alpha=display.alpha,
                                    gap=gap, lang=lang, value_range=(vmin, vmax),
-                                   smooth=not display.patch_true, font_size=font_size)
-    # name what the columns count: "layer" (or "head") over the column numbers
-    axis = t("axis.layer" if layers_across else "axis.head", lang)
-    header = Image.new("RGB", (image.width, font_size + 6), "white")
-    ImageDraw.Draw(header).text((left + (image.width - left) // 2, font_size // 2 + 3), axis, fill="black",
-                                font=f, anchor="mm")
-    stacked = Image.new("RGB", (image.width, image.height + header.height), "white")
-    stacked.paste(header, (0, 0))
-    stacked.paste(image, (0, header.height))
-    layout = GridLayout(layout.rows, layout.cols, layout.cell, layout.gap, layout.left, layout.top + header.height)
+                                   smooth=not display.patch_true, font_size=font_size,
+                                   title=title, right=bar if display.colorbar else 0)
     if display.colorbar:
-        stacked = render.add_colorbar(stacked, display.cmap, vmin, vmax, t("colorbar.uniform", lang, tokens=tokens),
-                                      lang=lang, ticks=_uniform_ticks(vmin, vmax), font_size=font_size)
+        render.draw_colorbar(image, image.width - bar, image.height, display.cmap, vmin, vmax, bar_label, lang=lang,
+                             ticks=ticks, font_size=font_size)
     note = t("note.artifacts_masked", lang, count=int(drop.sum())) if drop is not None and drop.any() else None
     if note is None and not mask_artifacts:
         flagged = artifact_drop(a, True, norm_ratio)
@@ -193,12 +186,5 @@ def heads_grid(a: Analysis, width: int = 1024, mask_artifacts: bool = False, nor
         if any(norms.artifacts_dominate(m, flagged) for m in last):
             share = norms.artifact_share(last.mean(axis=0), flagged)
             note = t("note.artifacts_dominate", lang, share=share.share, count=share.count)
-    return HeadsGrid(stacked, layout, layers_across, head_stats(a, mask_artifacts, norm_ratio), vmin, vmax, tokens,
+    return HeadsGrid(image, layout, layers_across, head_stats(a, mask_artifacts, norm_ratio), vmin, vmax, tokens,
                      note, lang)
-
-
-def _colorbar_width(vmin: float, vmax: float, label: str, lang: str, font_size: int, bar_width: int = 14) -> int:
-    """Pixels ``render.add_colorbar`` adds on the right for these ticks and label."""
-    f = render.font(font_size, lang)
-    text_w = max(int(f.getlength(render.tick_text(v))) for v in _uniform_ticks(vmin, vmax))
-    return 6 + bar_width + 4 + text_w + int(f.size * 1.3) * len(label.split("\n")) + 6

@@ -277,8 +277,7 @@ def mean_distance_of(a: Analysis, renormalise: bool = False) -> np.ndarray:
 def distance_panel(mean_distance: np.ndarray, grid: tuple[int, int], patch_size: int,
                    title: str | None = None, lang: str = "en") -> Image.Image:
     """Mean attention distance (L, H) of one image, or averaged over images, against depth."""
-    uniform = float(figure7.patch_distances(grid, patch_size).mean())
-    return plots.distance_image(mean_distance, title, uniform, lang=lang)
+    return plots.distance_image(mean_distance, title, figure7.uniform_distance(tuple(grid), patch_size), lang=lang)
 
 
 def position_similarity_of(m: ModelArrays) -> np.ndarray | None:

@@ -18,7 +18,7 @@ from viz import panels
 from viz.analysis import analyze, model_arrays
 from viz.architecture import block_params, family_summary, stages, total_params
 from viz.maps.attention import token_attention_map
-from viz.maps.readout import (readout_all_heads_maps, readout_attention_map, readout_rollout_map, readout_row,
+from viz.maps.readout import (readout_all_heads_maps, readout_attention_map, readout_rollout_map, readout_weights,
                               fuse_probe)
 from viz.maps.rollout import fused_rollout_map, fuse_heads, rollout_matrix
 
@@ -143,7 +143,8 @@ def test_cls_readout_keeps_the_cls_numbers():
                           token_attention_map(attn, 1, (3, 4), 1, None))
     assert np.array_equal(readout_rollout_map(fuse_heads(attn), 1, (3, 4), "cls", None, "mean", 0.5, 1, drop),
                           fused_rollout_map(fuse_heads(attn), 1, (3, 4), 0, 0.5, 1, drop))
-    assert np.array_equal(readout_row(np.eye(13), 1, "cls"), np.eye(13)[0])
+    assert np.array_equal(readout_weights(13, 1, "cls") @ np.eye(13), np.eye(13)[0])
+    assert np.allclose(readout_weights(13, 1, "mean") @ np.eye(13), np.r_[0, np.full(12, 1 / 12)])
 
 
 def test_dropped_patches_leave_the_probe_row_renormalised():

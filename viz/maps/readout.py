@@ -152,18 +152,10 @@ def readout_rollout_map(fused: np.ndarray, num_prefix: int, grid: tuple[int, int
     return to_grid(out, num_prefix, grid)
 
 
-def readout_row(matrix: np.ndarray, num_prefix: int, readout: str, probe_row: np.ndarray | None = None) -> np.ndarray:
-    """The readout query's row of any token-mixing matrix (T, T) -> (T,): R[0] for "cls", the mean of the patch
-    rows for "mean", ``probe_row · R`` for "map" (``probe_row`` (T,), the probe's head-fused attention).
-
-    A class-specific method that builds a relevance matrix reads it the same way; rollout reads it without
-    forming R, from ``readout_weights``."""
-    return readout_weights(np.shape(matrix)[-1], num_prefix, readout, probe_row) @ np.asarray(matrix, np.float32)
-
-
 def readout_weights(num_tokens: int, num_prefix: int, readout: str, probe_row: np.ndarray | None = None) -> np.ndarray:
-    """The readout query as weights over the rows of a (T, T) matrix -> (T,) float32, ``readout_row(M) =
-    weights · M``: one-hot on the CLS token, 1/N on each of the N patch rows, or the probe's row."""
+    """The readout query as weights over the rows of a (T, T) matrix -> (T,) float32, so that its row of any
+    token-mixing matrix M is ``weights · M`` (rollout reads it without forming M): one-hot on the CLS token, 1/N on
+    each of the N patch rows for "mean", or the probe's head-fused row for "map"."""
     if readout == "cls":
         weights = np.zeros(num_tokens, dtype=np.float32)
         weights[0] = 1.0

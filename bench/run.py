@@ -341,6 +341,8 @@ def trust_rows(loaded, photo: Path, rounds: int) -> list[Row]:
                          rounds)
     tiny_s, tiny_plain = median(tiny_t["compare"]), median(tiny_t["plain"])
     methods = len(TrustJob(loaded.model, x, target, None).names)
+    flops = curve_flops(tiny.config, TrustJob(tiny.model, x, target, None).curve_lengths())
+    peak = matmul_rate()
     return [
         Row(f"**deletion + insertion curves of one map ÷ our plain forward** (22 points; packed rows, {ROWS_PER_STEP} "
             "per step, as the CLI runs them)", f"{ratio['curves']:.2f}", "≤ 10", ratio["curves"] <= 10),
@@ -350,7 +352,26 @@ def trust_rows(loaded, photo: Path, rounds: int) -> list[Row]:
         Row("&nbsp;&nbsp;the same, one row per step (the page; one round)", f"{ratio['page compare']:.1f}"),
         Row(f"whole comparison of {methods} methods, ViT-Ti/16 at 224 on this CPU (÷ its plain forward of "
             f"{ms(tiny_plain)}: {tiny_s / tiny_plain:.1f})", f"{tiny_s:.2f} s", "< 2 s", tiny_s < 2),
+        Row(f"&nbsp;&nbsp;its curves alone can not take less on this CPU: {flops / 1e9:.0f} GFLOP of matrix products "
+            f"at this CPU's peak rate ({peak / 1e9:.0f} GFLOP/s, one 2048² product)", f"≥ {flops / peak:.2f} s"),
     ]
+
+
+def curve_flops(cfg, lengths: list[int]) -> float:
+    """Floating-point operations of the matrix products alone when sequences of these token counts each run
+    through the blocks (a plain-MLP ViT; LayerNorm, GELU, softmax and the maps' own passes not counted): per
+    token and block QKV 3D², projection D², MLP 2·D·mlp_dim multiply-adds; per sequence and block Q·Kᵀ and A·V,
+    2·L²·D (each sequence by itself, as if packing cost nothing). A lower bound on the work of the curves."""
+    D, hidden, blocks = cfg.embed_dim, cfg.mlp_dim, cfg.depth
+    macs = sum(blocks * (L * (4 * D * D + 2 * D * hidden) + 2 * L * L * D) for L in lengths)
+    return 2.0 * macs
+
+
+def matmul_rate(size: int = 2048, rounds: int = 3) -> float:
+    """This CPU's float32 matrix-product rate in FLOP/s: the best of ``rounds`` size × size products, about what
+    its BLAS reaches at best (smaller products, like a ViT-Ti's, run slower)."""
+    a = torch.randn(size, size)
+    return 2.0 * size ** 3 / min(interleaved({"product": lambda: a @ a}, rounds)["product"])
 
 
 # ---- 5. scaling with the input size -------------------------------------------------------------------------

@@ -169,6 +169,25 @@ def test_steps_stay_within_one_forward_report_progress_and_the_cache_skips_known
     assert calls == [] and again.methods["gae"] is r.methods["gae"]        # nothing ran again
 
 
+def test_curve_lengths_are_the_token_counts_the_curves_run(monkeypatch):
+    """bench.run's lower bound on the curves' time counts ``curve_lengths``: it must be what really runs."""
+    model = tiny()
+    x = torch.randn(1, 3, 32, 32, generator=torch.Generator().manual_seed(1))
+    ran = []
+    real = __import__("viz.analysis.trust", fromlist=["forward_packed"]).forward_packed
+
+    def counting(m, xx, rows):
+        ran.extend(1 + len(keep) for row in rows for keep in row)             # prefix + kept patches, per sequence
+        return real(m, xx, rows)
+
+    monkeypatch.setattr("viz.analysis.trust.forward_packed", counting)
+    job = TrustJob(model, x, None, ["gae", "random"])
+    lengths = job.curve_lengths()
+    job.result()
+    assert sorted(lengths) == sorted(ran) and len(lengths) == 2 * 18 + 1     # 2 maps × 18 sequences + the prefix
+    assert TrustJob(model, x, None, ["gae"], variant="blur").curve_lengths() == [17] * 2 * 22   # whole images
+
+
 def test_first_fit_packs_the_longest_first_into_the_first_bin_with_room():
     assert first_fit([177, 21, 158, 40, 99, 99, 1, 197], 198) == [[7, 6], [0, 1], [2, 3], [4, 5]]
     assert first_fit([5, 300, 5], 198) == [[1], [0, 2]]                  # too long for a bin: a bin of its own

@@ -10,7 +10,7 @@ work, with progress, and cached per (photo, model, target, method).
 ``trust_report(model, x, target, methods, progress=None)`` runs a whole job at once. The formulas (orders, AUCs,
 Spearman, the flag) are in ``viz.trust``; the token dropping and the randomisation in ``vit.explain.perturb``.
 
-How the curves are batched: a method's 22 curve points need 20 sequences besides the whole photo and the empty
+How the curves are batched: a method's 22 curve points need 18 sequences besides the whole photo and the empty
 one (shared by every method, and the whole photo's probability comes free with a map's own model pass). The
 sequences are packed end to end into rows of about one forward's tokens (first fit, longest first: deletion at f
 and insertion at f together hold every patch once, so they fill a row), a mask keeping each sequence to itself
@@ -223,7 +223,7 @@ class TrustJob:
         return any(METHODS[n].family != "none" for n in self._methods_to_map())
 
     def _sequences(self) -> list[CurvePoint]:
-        """Every curve point that needs a model run: a method's 20 inner points (the pixel variants: all 22), the
+        """Every curve point that needs a model run: a method's 18 inner points (the pixel variants: all 22), the
         whole photo unless its probability is known, and the prefix alone when a class token can read it."""
         counts = removed_counts(self.N, FRACTIONS)
         items = []
@@ -250,6 +250,14 @@ class TrustJob:
         else:
             rows = [[item] for item in items]
         return [rows[i:i + self.rows_per_step] for i in range(0, len(rows), self.rows_per_step)]
+
+    def curve_lengths(self) -> list[int]:
+        """Tokens of every curve sequence that needs a model run (prefix included): what the curves cost whatever
+        the packing (bench.run turns it into a lower bound on their time)."""
+        sequences = [item for step in self._plan() for row in step for item in row]
+        if self.variant != "tokens":                       # pixel variants: a whole image each
+            return [self.layout.num_tokens] * len(sequences)
+        return [self.layout.num_prefix + K for *_, K in sequences]
 
     def total(self) -> int:
         """Steps in all: the model passes for the maps, the curve batches, L × the passes of the sanity check."""

@@ -358,12 +358,24 @@ def trust_rows(loaded, photo: Path, rounds: int) -> list[Row]:
 
 
 def curve_flops(cfg, lengths: list[int]) -> float:
-    """Floating-point operations of the matrix products alone when sequences of these token counts each run
-    through the blocks (a plain-MLP ViT; LayerNorm, GELU, softmax and the maps' own passes not counted): per
-    token and block QKV 3D², projection D², MLP 2·D·mlp_dim multiply-adds; per sequence and block Q·Kᵀ and A·V,
-    2·L²·D (each sequence by itself, as if packing cost nothing). A lower bound on the work of the curves."""
+    """Floating-point operations of the matrix products that any exact implementation must still run when
+    sequences of these token counts (prefix included) each go through a plain-MLP ViT: a lower bound on the work
+    of the curves, whatever the batching or packing. Per token and block, QKV 3D², projection D² and MLP
+    2·D·mlp_dim multiply-adds; per sequence and block, Q·Kᵀ and A·V, 2·L²·D (each sequence by itself). Not counted:
+    the first block's QKV (a function of the embeddings alone, which every sequence shares, so computable once per
+    photo); in the last block of a class-token model, everything but K and V of the tokens the head never reads
+    (only the class token's output is read); LayerNorm, GELU, softmax, the maps' own passes."""
     D, hidden, blocks = cfg.embed_dim, cfg.mlp_dim, cfg.depth
-    macs = sum(blocks * (L * (4 * D * D + 2 * D * hidden) + 2 * L * L * D) for L in lengths)
+    qkv, rest = 3 * D * D, D * D + 2 * D * hidden           # per token and block: QKV; projection and MLP
+    macs = 0
+    for L in lengths:
+        attention = 2 * L * L * D
+        macs += L * rest + attention                                       # the first block, QKV shared
+        macs += (blocks - 2) * (L * (qkv + rest) + attention)              # the blocks between
+        if cfg.global_pool == "token":                                     # the last: one query, K and V of all
+            macs += (L - 1) * 2 * D * D + (qkv + rest) + 2 * L * D
+        else:
+            macs += L * (qkv + rest) + attention
     return 2.0 * macs
 
 

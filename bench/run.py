@@ -352,7 +352,7 @@ def trust_rows(loaded, photo: Path, rounds: int) -> list[Row]:
         Row("&nbsp;&nbsp;the same, one row per step (the page; one round)", f"{ratio['page compare']:.1f}"),
         Row(f"whole comparison of {methods} methods, ViT-Ti/16 at 224 on this CPU (÷ its plain forward of "
             f"{ms(tiny_plain)}: {tiny_s / tiny_plain:.1f})", f"{tiny_s:.2f} s", "< 2 s", tiny_s < 2),
-        Row(f"&nbsp;&nbsp;its curves alone can not take less on this CPU: {flops / 1e9:.0f} GFLOP of matrix products "
+        Row(f"&nbsp;&nbsp;its curves alone cannot take less on this CPU: {flops / 1e9:.0f} GFLOP of matrix products "
             f"at this CPU's peak rate ({peak / 1e9:.0f} GFLOP/s, one 2048² product)", f"≥ {flops / peak:.2f} s"),
     ]
 

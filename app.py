@@ -735,7 +735,7 @@ CSS = """
   white-space: nowrap; }
 .prose, .md, label, button { word-break: keep-all; overflow-wrap: break-word; hyphens: none; }
 #tabs button[role=tab] { flex: 0 0 auto; max-width: none; }
-#trust-image img { padding-top: 2.4em; }  /* its figure's title stays clear of the label and the buttons */
+#trust-image img, #methods-row img { padding-top: 2.4em; }  /* titles along their top edge stay clear of the label */
 @media (max-width: 640px) {
   #tabs button[role=tab] { padding: 0 0.45em; }
   #title, #title * { font-size: 1.15rem !important; }

@@ -48,6 +48,7 @@ from viz.compare import compare, comparison_image
 from viz.dynamics import DynamicsView
 from viz.explain import METHODS
 from viz.explorer import Controls, Session
+from viz.drawing.fonts import CJK_FAMILIES, missing_font_message, picture_language
 from viz.i18n import LANGUAGES, language, language_from_header, t, translations
 from viz.result import Analysis
 
@@ -487,16 +488,24 @@ def page_switch_model(model, current, photo, session, *args):
 
 
 def initial_language(request: gr.Request):
-    """The visitor's language from the browser's Accept-Language header (the page's texts follow the browser)."""
+    """The visitor's language from the browser's Accept-Language header (the page's texts follow the browser),
+    and the line that tells a Chinese visitor when pictures come with English labels."""
     lang = language_from_header(request.headers.get("accept-language") if request is not None else None)
-    return lang, lang
+    return lang, lang, font_note(lang)
+
+
+def font_note(lang: str) -> str:
+    """"" unless the page is in Chinese on a machine without a CJK font: then which font to install."""
+    if picture_language(lang) == language(lang):
+        return ""
+    return t("message.no_cjk_font", lang, font=CJK_FAMILIES[0], command="sudo apt-get install fonts-noto-cjk")
 
 
 def page_language(new_lang, session, photo, *controls):
     """The language switch: every picture drawn again in the new language, from the same analysis."""
     lang = language(new_lang)
     # Gradio's frontend re-translates most labels when its locale changes, but not the tab names: set them here
-    values = {"lang": lang, **{f"tab_{name}": gr.Tab(label=t(f"tab.{name}", lang)) for name in TAB_IDS}}
+    values = {"lang": lang, "font_note": font_note(lang), **{f"tab_{name}": gr.Tab(label=t(f"tab.{name}", lang)) for name in TAB_IDS}}
     if session is None:
         return values
     try:
@@ -802,6 +811,7 @@ def build_app(default_model: str) -> gr.Blocks:
             language_switch = gr.Radio([("English", "en"), ("中文", "zh-CN")], value="en", show_label=False,
                                        container=False, elem_id="language", scale=0, min_width=180)
         gr.Markdown(i18n("page.intro"))
+        font_warning = _note("font-note")
         with gr.Row():
             with gr.Column(scale=2, min_width=300):
                 photo = PhotoInput(label=i18n("label.photo"), type="filepath", image_mode=None, elem_id="photo-input",
@@ -974,7 +984,7 @@ def build_app(default_model: str) -> gr.Blocks:
             api_numbers = gr.JSON()
 
         # ---- events ---------------------------------------------------------------------------------------
-        c = dict(session=session, current_model=current_model, lang=lang, photo=photo, top5=top5, summary=summary,
+        c = dict(session=session, current_model=current_model, lang=lang, font_note=font_warning, photo=photo, top5=top5, summary=summary,
                  model=model, crop=crop, crop_note=crop_note, rollout=rollout_img, rollout_note=rollout_note,
                  attention=attention_img, attention_note=attention_note, heads=heads_img, heads_note=heads_note,
                  heads_info=heads_info, query_photo=query_photo, query_out=query_out, query_in=query_in,
@@ -1016,7 +1026,7 @@ def build_app(default_model: str) -> gr.Blocks:
             handler, outputs = on_page(fn, c, list(names))
             return dict(fn=handler, outputs=outputs)
 
-        demo.load(initial_language, None, [lang, language_switch], **private)
+        demo.load(initial_language, None, [lang, language_switch, font_warning], **private)
         lazy = wire(_lazy_tabs, *LAZY_OUTPUTS)
         lazy_inputs = [open_tab, *learn_inputs, *explain_inputs[1:-1]]
         analysed = gr.on([photo.change, rerun.click], **wire(page_analyze, *views, "photo"),
@@ -1026,7 +1036,7 @@ def build_app(default_model: str) -> gr.Blocks:
                                      "start_layer", "learn_layer"),
                                inputs=[model, current_model, photo, session, *controls, lang], **private, **model_work)
         switched.then(**lazy, inputs=lazy_inputs, **private, **model_work)
-        relabelled = language_switch.input(**wire(page_language, "lang", *[f"tab_{n}" for n in TAB_IDS], *[v for v in views if v not in
+        relabelled = language_switch.input(**wire(page_language, "lang", "font_note", *[f"tab_{n}" for n in TAB_IDS], *[v for v in views if v not in
                                                                         ("target", "contrast", "clip_box")]),
                                            inputs=[language_switch, session, photo, *controls], js=SET_LOCALE_JS,
                                            **private, **model_work)
@@ -1152,6 +1162,8 @@ def launch(demo: gr.Blocks, host: str, port: int, share: bool = False, **kwargs)
     server others can reach loads only the models in its list."""
     global ANY_MODEL
     return_freed_memory_to_the_os()
+    if (message := missing_font_message()) is not None:
+        print(message, file=sys.stderr)
     ANY_MODEL = only_this_machine(host, share)
     demo.queue(default_concurrency_limit=1)
     return demo.launch(server_name=host, server_port=port, share=share, state_session_capacity=MAX_SESSIONS,

@@ -321,7 +321,7 @@ def test_the_learn_tab_shows_the_models_real_tensor_shapes(case, monkeypatch, re
         loaded = dataclasses.replace(loaded, model=model,
                                      preprocess=dataclasses.replace(loaded.preprocess, crop=CASES[case]["crop"]),
                                      config=model.cfg)
-    monkeypatch.setattr(app, "MODELS", _Models("m", explorer.ServedModel(loaded, None, {}, None)))
+    monkeypatch.setattr(app, "MODELS", _Models("m", explorer.ServedModel(loaded, None)))
     monkeypatch.setattr(app, "WALKS", LRUCache(app._walk_key, 1))
     session = explorer.Session((photos["cat"], "m"))
     seen, _ = hooked_shapes(loaded.model, loaded.preprocess(cat))

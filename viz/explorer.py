@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from PIL import Image
@@ -21,7 +21,7 @@ from .analysis import analyze, model_arrays
 from .architecture import family_summary, stages, to_markdown
 from .maps.layout import pixel_to_patch
 from .panels.heads import HeadsLayout
-from .i18n import LANGUAGES, language, t
+from .i18n import language, t
 from .result import Analysis, ModelArrays
 
 ATTENTION_DTYPE = np.float16  # cached maps: ViT-B/16 at 224 needs 11 MB per image instead of 22 MB
@@ -33,11 +33,13 @@ CROP_SIZE = 320               # longer side of the upload with the crop outlined
 
 @dataclass(frozen=True)
 class ServedModel:
-    """A loaded checkpoint with what the app derives from it once: its arrays and its image-free panels."""
+    """A loaded checkpoint with what the app derives from it: its arrays, and its image-free panels (Figure 7's
+    filters and position similarity), each drawn the first time a visitor needs it, in that visitor's language:
+    a model loads without drawing a Chinese picture nobody asked for (nor looking for a CJK font)."""
     loaded: object                  # vit.LoadedModel
     arrays: ModelArrays
-    positions: dict                 # language -> Figure 7 centre: position-embedding similarity, its texts drawn
-    filters: Image.Image            # Figure 7 left: principal components of the patch-embedding filters
+    _drawn: dict = field(default_factory=dict, repr=False, compare=False)   # (panel, language) -> Image
+    _drawing: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     @property
     def depth(self) -> int:
@@ -48,7 +50,20 @@ class ServedModel:
         return self.arrays.heads
 
     def position(self, lang: str = "en") -> Image.Image:
-        return self.positions[language(lang)]
+        """Figure 7 centre: position-embedding similarity, its texts in ``lang`` (drawn once per language)."""
+        lang = language(lang)
+        return self._once(("position", lang), lambda: panels.position_panel(self.arrays, lang=lang))
+
+    @property
+    def filters(self) -> Image.Image:
+        """Figure 7 left: principal components of the patch-embedding filters (no text; drawn once)."""
+        return self._once(("filters", None), lambda: panels.filters_panel(self.arrays))
+
+    def _once(self, key: tuple, draw) -> Image.Image:
+        with self._drawing:   # two visitors asking at once get one drawing
+            if key not in self._drawn:
+                self._drawn[key] = draw()
+            return self._drawn[key]
 
     @property
     def has_text_tower(self) -> bool:
@@ -58,15 +73,12 @@ class ServedModel:
 
 def serve(loaded, device=None) -> ServedModel:
     """vit.LoadedModel -> ServedModel: moves the model to ``device`` (when given), copies the embedding arrays,
-    renders the two model-only panels, and runs the model once on a blank image, so that the first person's
-    photo does not pay PyTorch's warm-up."""
+    and runs the model once on a blank image, so that the first person's photo does not pay PyTorch's warm-up."""
     if device is not None:
         loaded.model.to(device)
     height, width = loaded.preprocess.crop
     analyze(loaded, Image.new("RGB", (width, height)), ATTENTION_DTYPE)
-    arrays = model_arrays(loaded.model, loaded.name)
-    positions = {lang: panels.position_panel(arrays, lang=lang) for lang in LANGUAGES}
-    return ServedModel(loaded, arrays, positions, panels.filters_panel(arrays))
+    return ServedModel(loaded, model_arrays(loaded.model, loaded.name))
 
 
 @dataclass(frozen=True)

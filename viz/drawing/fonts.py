@@ -1,13 +1,18 @@
-"""Fonts for the pictures' texts: English keeps the fonts it always had, Chinese gets a packaged CJK font.
+"""Fonts for the pictures' texts: English keeps the fonts it always had, Chinese gets an installed CJK font.
 
 Pillow's bundled font and matplotlib's DejaVu Sans have no Chinese glyphs: drawn with them, Chinese text
-becomes a row of identical missing-glyph boxes ("tofu"). The CJK font is Noto Sans CJK SC from Debian's
-``fonts-noto-cjk`` (listed in ``packages.txt`` for a Hugging Face Space; ``tests/run.sh`` installs it), found
-through matplotlib's font manager, so matplotlib Figures and Pillow drawings use the very same file and face
-(the SC face of a .ttc collection holds the Simplified Chinese glyph forms).
+becomes a row of identical missing-glyph boxes ("tofu"). Chinese texts are drawn with the first CJK font that
+matplotlib's font manager can find among the usual families of Linux, macOS and Windows (``CJK_FAMILIES``), so
+matplotlib Figures and Pillow drawings use the very same file and face (the SC face of a .ttc collection holds
+the Simplified Chinese glyph forms). A Hugging Face Space installs Noto Sans CJK SC from ``packages.txt``.
+
+With none of them installed, nothing fails: ``picture_language`` says pictures are drawn in English
+(``viz.i18n.t`` then gives pictures their English texts, never tofu), and the page tells Chinese visitors once
+which font to install. English pictures never look for a CJK font.
 """
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -19,12 +24,17 @@ from PIL import ImageFont
 
 from ..i18n import language
 
-CJK_FAMILIES = ("Noto Sans CJK SC", "Source Han Sans SC", "Noto Sans SC")  # in order of preference
+CJK_FAMILIES = (   # in order of preference: Linux, then macOS, then Windows
+    "Noto Sans CJK SC", "Source Han Sans SC", "Noto Sans SC", "WenQuanYi Zen Hei", "WenQuanYi Micro Hei",
+    "Droid Sans Fallback",
+    "PingFang SC", "Hiragino Sans GB", "Heiti SC", "STHeiti", "Songti SC", "Arial Unicode MS",
+    "Microsoft YaHei", "DengXian", "SimHei", "SimSun")
+CJK_FILE_HINTS = ("cjk", "sourcehan", "wqy", "droidsansfallback", "pingfang", "hiragino", "stheiti", "songti",
+                  "arial unicode", "msyh", "deng", "simhei", "simsun")  # file names worth adding to matplotlib's list
 LATIN_FAMILY = "DejaVu Sans"   # matplotlib's default: English figures keep exactly their old look
-
-
-class FontNotFoundError(RuntimeError):
-    """No CJK font is installed where matplotlib's font manager looks."""
+INSTALL_HINT = ("Noto Sans CJK SC (Debian/Ubuntu: sudo apt-get install fonts-noto-cjk; macOS and Windows "
+                "ship PingFang SC and Microsoft YaHei)")
+_WEIGHTS = (400, "normal", "regular", "book", "medium", 500)
 
 
 @dataclass(frozen=True)
@@ -38,36 +48,60 @@ class FontFace:
 def _regular_face(entries) -> FontFace | None:
     found = {}
     for e in entries:
-        if e.name in CJK_FAMILIES and e.style == "normal" and e.weight in (400, "normal", "regular"):
+        if e.name in CJK_FAMILIES and e.style == "normal" and e.weight in _WEIGHTS:
             found.setdefault(e.name, FontFace(str(e.fname), int(getattr(e, "index", 0)), e.name))
     return next((found[name] for name in CJK_FAMILIES if name in found), None)
 
 
+_SEARCH = threading.Lock()
+
+
 @lru_cache(maxsize=1)
-def cjk_font() -> FontFace:
-    """The regular face of the first installed font of ``CJK_FAMILIES``, as matplotlib's font manager lists it.
+def cjk_font() -> FontFace | None:
+    """The regular face of the first installed font of ``CJK_FAMILIES`` as matplotlib's font manager lists it,
+    or None when this machine has none.
 
     matplotlib caches its list of system fonts; a font installed after that cache was written is added
-    here from the system font folders. FontNotFoundError says how to install one."""
-    face = _regular_face(font_manager.fontManager.ttflist)
-    if face is None:
-        for path in font_manager.findSystemFonts():
-            if "cjk" in Path(path).name.lower() or "sourcehan" in Path(path).name.lower():
-                font_manager.fontManager.addfont(path)
+    here from the system font folders (only files whose names hint at a CJK font)."""
+    with _SEARCH:
         face = _regular_face(font_manager.fontManager.ttflist)
-    if face is None:
-        raise FontNotFoundError(
-            f"No Chinese font found! Expected one of {CJK_FAMILIES} among matplotlib's fonts. Install Debian's "
-            f"fonts-noto-cjk (sudo apt-get install fonts-noto-cjk; a Hugging Face Space installs it from "
-            f"packages.txt).")
-    return face
+        if face is None:
+            for path in font_manager.findSystemFonts():
+                if any(hint in Path(path).name.lower() for hint in CJK_FILE_HINTS):
+                    try:
+                        font_manager.fontManager.addfont(path)
+                    except (OSError, RuntimeError, ValueError):   # a broken file: skip it, keep looking
+                        continue
+            face = _regular_face(font_manager.fontManager.ttflist)
+        return face
+
+
+def can_draw_chinese() -> bool:
+    """Whether pictures can be drawn with Chinese texts on this machine (a CJK font was found)."""
+    return cjk_font() is not None
+
+
+def picture_language(lang: str | None) -> str:
+    """The language a picture for ``lang`` is drawn in: ``lang`` itself, or English when it is Chinese and no
+    CJK font is installed (English labels rather than rows of missing-glyph boxes)."""
+    lang = language(lang)
+    return lang if lang == "en" or can_draw_chinese() else "en"
+
+
+def missing_font_message() -> str | None:
+    """One line for the console when Chinese pictures will have English labels; None when a CJK font is found."""
+    if can_draw_chinese():
+        return None
+    return (f"No Chinese font found (looked for {', '.join(CJK_FAMILIES[:3])}, ...): pictures for Chinese "
+            f"visitors get English labels. Install {INSTALL_HINT} to draw them in Chinese.")
 
 
 def pil_font(size: int = 12, lang: str = "en", text: str = "") -> ImageFont.FreeTypeFont:
     """The font Pillow draws a language's ``text`` with at ``size`` pixels: the CJK face for Chinese (it has
-    Latin letters and digits too); for English Pillow's bundled font (what the pictures always used), or
-    matplotlib's DejaVu Sans when ``text`` holds a character the bundled font lacks (it has no ×, →, –)."""
-    if language(lang) != "en":
+    Latin letters and digits too); for English, and for Chinese without a CJK font, Pillow's bundled font
+    (what the pictures always used), or matplotlib's DejaVu Sans when ``text`` holds a character the bundled
+    font lacks (it has no ×, →, –)."""
+    if picture_language(lang) != "en":
         return _cjk_pil_font(size)
     if all(_bundled_font_has(ch) for ch in text):
         return _bundled_pil_font(size)
@@ -110,9 +144,10 @@ def _bundled_font_has(ch: str) -> bool:
 
 
 def figure_families(lang: str = "en") -> list[str] | None:
-    """matplotlib font families for a language: None (the default) for English; DejaVu Sans with the CJK family
-    as fallback for Chinese, so Latin letters and digits look as in the English figures."""
-    if language(lang) == "en":
+    """matplotlib font families for a language: None (the default) for English and for Chinese without a CJK
+    font; DejaVu Sans with the CJK family as fallback for Chinese, so Latin letters and digits look as in the
+    English figures."""
+    if picture_language(lang) == "en":
         return None
     return [LATIN_FAMILY, cjk_font().family]
 

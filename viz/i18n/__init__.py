@@ -5,7 +5,8 @@ images; ``page``: titles, tab names, control labels and help, messages of the pa
 its English and Chinese text; texts may hold ``str.format`` fields (``{layer}``), filled by ``t``.
 
 - ``t(key, lang="en", **values)``: the text in one language, formatted; what viz/ draws and what the server
-  puts into messages (``gr.Error``, notes), which the browser cannot translate.
+  puts into messages (``gr.Error``, notes), which the browser cannot translate. A picture's text is English
+  when Chinese is asked for on a machine without a CJK font (``viz.drawing.fonts.picture_language``).
 - ``translations()``: ``{"en": {key: text}, "zh-CN": {key: text}}``, the form Gradio's ``gr.I18n`` takes:
   ``i18n = gr.I18n(**translations())``, ``gr.Slider(label=i18n("control.layer"))``,
   ``demo.launch(i18n=i18n)``. Gradio picks the browser's language ("zh-CN", else English) and translates
@@ -72,8 +73,18 @@ def t(key: str, lang: str | None = DEFAULT_LANGUAGE, **values) -> str:
         entry = CATALOGUE[key]
     except KeyError:
         raise KeyError(f"No text {key!r} in the catalogue (viz/i18n/pictures.py, viz/i18n/page.py).") from None
-    text = entry[LANGUAGES.index(language(lang))]
+    lang = language(lang)
+    if key in PICTURES and lang != DEFAULT_LANGUAGE:
+        lang = _picture_language(lang)
+    text = entry[LANGUAGES.index(lang)]
     return text.format(**values) if values or "{" in text else text
+
+
+def _picture_language(lang: str) -> str:
+    """The language pictures are drawn in (English without a CJK font). Imported here, not at the top: the fonts
+    module needs matplotlib's font list and imports ``language`` from this package."""
+    from ..drawing.fonts import picture_language
+    return picture_language(lang)
 
 
 def fields(text: str) -> set[str]:

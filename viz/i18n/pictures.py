@@ -57,31 +57,6 @@ PICTURES: dict[str, tuple[str, str]] = {
     "legend.flagged": ("flagged high-norm patches", "被标记的高范数图块"),
 
     # --- notes under or on maps ----------------------------------------------------------------------------
-    "note.artifacts_dominate": (
-        "{share:.0%} of this map lies on {count} high-norm artifact tokens, not on the object: see Token norms, "
-        "or mask them.",
-        "此图 {share:.0%} 的注意力落在 {count} 个高范数伪影词元上，而不在物体上：见“词元范数”页，或将它们屏蔽。"),
-    "note.artifacts_masked": (
-        "{count} high-norm artifact tokens are masked: their attention is left out and the rest renormalised.",
-        "已屏蔽 {count} 个高范数伪影词元：去掉它们的注意力后，其余部分重新归一化。"),
-    "note.query_masked": (
-        "Patch ({row}, {col}) is a high-norm artifact token and is masked out: untick the mask to query it.",
-        "图块 ({row}, {col}) 是高范数伪影词元，已被屏蔽：取消屏蔽后才能查询它。"),
-    "note.enlarged": (
-        "This photo is only {width}×{height} pixels: it was enlarged {factor:.1f}× before the {crop} crop, so the "
-        "model saw blurred pixels.",
-        "这张照片只有 {width}×{height} 像素：裁剪成 {crop} 之前被放大了 {factor:.1f} 倍，模型看到的是模糊的像素。"),
-    "note.crop": (
-        "The model sees only the outlined {crop} crop; everything outside it is cut away.",
-        "模型只看到框内 {crop} 的裁剪区域，框外的部分都被裁掉了。"),
-    "note.heads_scale": (
-        "One colour scale for every thumbnail, in multiples of uniform attention (1 = 1/{tokens}).",
-        "所有缩略图共用一个色标，单位是均匀注意力的倍数（1 = 1/{tokens}）。"),
-    "note.head_info": (
-        "layer {layer}, head {head}: mean attention distance {distance:.0f} pixels, entropy {entropy:.2f} bits "
-        "({share:.0%} of the maximum {maximum:.2f})",
-        "第 {layer} 层，头 {head}：平均注意力距离 {distance:.0f} 像素，熵 {entropy:.2f} 比特"
-        "（最大值 {maximum:.2f} 的 {share:.0%}）"),
     "caption.crop": ("what the model saw", "模型看到的区域"),
     "note.no_position_embeddings": (
         "This model has no absolute position embeddings (trained without them, or BEiT, whose positions enter "

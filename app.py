@@ -42,7 +42,7 @@ from vit.explain import class_target
 from vit.image_file import MAX_BYTES, ImageFileError, open_image
 from viz import explorer, tabs
 from viz.analysis import compare_side, explain_tensor, walk
-from viz.analysis.trust import TrustCache, TrustJob
+from viz.trust.job import TrustCache, TrustJob
 from viz.animate import depth_frames, save_gif
 from viz.compare import compare, comparison_image
 from viz.dynamics import DynamicsView

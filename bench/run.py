@@ -315,11 +315,11 @@ def explain_rows(loaded, photo: Path, rounds: int) -> list[Row]:
 
 
 def trust_rows(loaded, photo: Path, rounds: int) -> list[Row]:
-    """Faithfulness curves and the comparison of every method (viz.analysis.trust), each ÷ one plain forward of
+    """Faithfulness curves and the comparison of every method (viz.trust.job), each ÷ one plain forward of
     the same model, batched as the CLI runs them (8 packed rows per step) and as the page does (1 row per step, so
     a step never holds another visitor back by more than one forward); and the whole comparison on a ViT-Ti
     (random init: the cost does not depend on the weights)."""
-    from viz.analysis.trust import ROWS_PER_STEP, TrustJob
+    from viz.trust.job import ROWS_PER_STEP, TrustJob
     from vit.explain import ClassTarget
 
     x = loaded.preprocess(open_image(photo))

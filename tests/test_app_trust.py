@@ -1,4 +1,4 @@
-"""Protects the page's Trust tab (app.py ``page_trust``): it shows what ``viz.analysis.trust`` computes for the
+"""Protects the page's Trust tab (app.py ``page_trust``): it shows what ``viz.trust.job`` computes for the
 Explain tab's target, reports progress step by step, reuses its cache, and — served — a trust check never holds
 another visitor's analysis back by more than one analysis (issue 14, "Cost and serving")."""
 from __future__ import annotations
@@ -15,7 +15,7 @@ import app
 import app_server
 import vit
 from vit.explain import class_target
-from viz.analysis.trust import TrustCache, trust_report
+from viz.trust.job import TrustCache, trust_report
 
 AUGREG = "vit_tiny_patch16_224.augreg_in21k_ft_in1k.safetensors"
 

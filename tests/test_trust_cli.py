@@ -12,7 +12,7 @@ from PIL import Image
 
 import vit
 from test_trust_model import tiny
-from viz.analysis.trust import trust_report
+from viz.trust.job import trust_report
 from viz.cli import main
 
 METHODS = ["gae", "attention", "random"]

@@ -6,7 +6,7 @@
   changes;
 - Compare: two checkpoints on the same photo (``viz.compare``), the depth animation (``viz.animate``) and a
   training run's snapshots (``viz.dynamics``);
-- Trust: a ``viz.trust.TrustReport`` (run in steps by ``viz.analysis.trust.TrustJob``) as a table and a figure.
+- Trust: a ``viz.trust.TrustReport`` (run in steps by ``viz.trust.job.TrustJob``) as a table and a figure.
 """
 from __future__ import annotations
 

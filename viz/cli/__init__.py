@@ -8,7 +8,7 @@ batches (``--batch-size``) decoded by worker processes (``--workers``), on any d
 process or many (``torchrun --nproc-per-node N -m viz FOLDER ...``), and resume after an interruption (``--resume``).
 
 What else a run can add, one module each: ``--explain`` (class-specific maps, ``explain``; with
-``--faithfulness`` / ``--sanity`` their perturbation curves and randomisation check, ``viz.analysis.trust``), ``--texts`` (CLIP
+``--faithfulness`` / ``--sanity`` their perturbation curves and randomisation check, ``viz.trust.job``), ``--texts`` (CLIP
 zero-shot probabilities in result.json, ``write``), ``--animate`` (attention through depth, ``write``) and
 ``--compare B`` (two checkpoints on the same photos instead of the panels, ``compare``). The options are in
 ``options``.

@@ -23,7 +23,7 @@ class ExplainRequest:
     methods: list[str]
     target: object = None        # vit.explain.ClassTarget or TextTarget, or None for each image's top-1 class
     contrast: object = None      # vit.explain.ClassTarget or TextTarget, or None
-    faithfulness: bool = False   # --faithfulness: deletion / insertion curves of every method (viz.analysis.trust)
+    faithfulness: bool = False   # --faithfulness: deletion / insertion curves of every method (viz.trust.job)
     sanity: bool = False         # --sanity: the cascading model-randomisation check of every method
     perturbation: str = "tokens"  # --perturbation: how a removed patch is removed
 
@@ -50,11 +50,11 @@ def explain_request(args: argparse.Namespace, loaded) -> ExplainRequest | None:
 
 
 def trust_of(loaded, x, request: ExplainRequest):
-    """``viz.analysis.trust.trust_report`` for one model input (1, C, H, W) as --faithfulness / --sanity ask."""
-    from ..analysis.trust import trust_report
+    """``viz.trust.job.trust_report`` for one model input (1, C, H, W) as --faithfulness / --sanity ask."""
+    from ..trust.job import trust_report
 
     return trust_report(loaded.model, x, request.target, request.methods, sanity=request.sanity,
-                        variant=request.perturbation, labels=loaded.labels)
+                        protocol=request.perturbation, labels=loaded.labels)
 
 
 def trust_entries(report, lang: str = "en", photo=None) -> tuple[dict, dict]:
@@ -62,7 +62,7 @@ def trust_entries(report, lang: str = "en", photo=None) -> tuple[dict, dict]:
     from ..drawing.plots import figure_to_image
     from ..drawing.trust import trust_figure
 
-    info = {**report.as_json(), "perturbation": report.variant,
+    info = {**report.as_json(), "perturbation": report.protocol,
             "gains": {n: report.gains(n) for n in report.methods}}
     if "sanity" in info:
         info["sanity_flagged"] = {n: bool(m.flagged) for n, m in report.methods.items() if m.sanity is not None}

@@ -21,7 +21,7 @@ from PIL import Image
 from tqdm import tqdm
 
 from ..analysis import analyses, capture, model_input
-from ..analysis.trust import trust_report
+from ..trust.job import trust_report
 from ..maps.figure7 import patch_distances
 from ..result import Analysis
 from . import distributed, report, state
@@ -47,7 +47,7 @@ class RunOptions:
     distance_renormalise: bool = False      # which mean distance (--distance-renormalise)
     progress: bool = True                   # a progress bar (on the first process only)
     weights: str = ""                       # --weights, as given (recorded in statistics.json)
-    faithfulness: tuple[str, ...] = ()      # --explain methods scored per image (--faithfulness; viz.analysis.trust)
+    faithfulness: tuple[str, ...] = ()      # --explain methods scored per image (--faithfulness; viz.trust.job)
     faithfulness_target: object = None      # their class (vit.explain.ClassTarget); None: each image's predicted class
     perturbation: str = "tokens"            # --perturbation
     sanity: bool = False                    # --sanity: the randomisation curves too
@@ -173,7 +173,7 @@ def _analyse_batch(loaded, entries, batch, options: RunOptions, write_image: Ima
                        distance_renormalise=options.distance_renormalise)
     # the explanation methods' curves, once per image, for the summary and for the image's own files
     reports = [trust_report(loaded.model, x[b:b + 1].float(), options.faithfulness_target, list(options.faithfulness),
-                            sanity=options.sanity, variant=options.perturbation, labels=loaded.labels)
+                            sanity=options.sanity, protocol=options.perturbation, labels=loaded.labels)
                for b in range(len(batch.indices))] if options.faithfulness else None
     if write_image is not None:
         B = len(batch.indices)

@@ -444,6 +444,17 @@ def protocols_report(model, x: torch.Tensor, target: Target | None = None,
     return _run(ProtocolsJob(model, x, target, methods, **options), progress)
 
 
+def trust_check(model, x: torch.Tensor, target: Target | None = None, methods: Sequence[str] | str | None = None,
+                *, protocols: Sequence[str] | str = ("tokens",), progress: Progress | None = None,
+                **options) -> TrustReport | ProtocolsReport:
+    """One protocol -> ``trust_report``'s ``TrustReport``; several -> ``protocols_report``'s ``ProtocolsReport``
+    (what the CLI and data-set runs write)."""
+    protocols = protocol_list(protocols)
+    if len(protocols) == 1:
+        return trust_report(model, x, target, methods, progress, protocol=protocols[0], **options)
+    return protocols_report(model, x, target, methods, progress, protocols=protocols, **options)
+
+
 def _run(job, progress: Progress | None):
     for done, total, what in job.steps():
         if progress is not None:

@@ -45,6 +45,7 @@ except ImportError:  # the bench's photos come from scikit-image, today's pipeli
 
 import vit
 from bench.measure import interleaved, median, peak_rss_delta_mb, proc_status_kb
+from bench.trust import thorough_rows
 from vit.image_file import open_image
 
 MB = 2 ** 20
@@ -351,7 +352,7 @@ def trust_rows(loaded, photo: Path, rounds: int) -> list[Row]:
             "all curves, as the CLI runs it)", f"{ratio['compare']:.1f}", "≤ 80", ratio["compare"] <= 80),
         Row("&nbsp;&nbsp;the same, one row per step (the page; one round)", f"{ratio['page compare']:.1f}"),
         Row(f"whole comparison of {methods} methods, ViT-Ti/16 at 224 on this CPU (÷ its plain forward of "
-            f"{ms(tiny_plain)}: {tiny_s / tiny_plain:.1f})", f"{tiny_s:.2f} s", "< 2 s", tiny_s < 2),
+            f"{ms(tiny_plain)}: {tiny_s / tiny_plain:.1f}; measured, not a target)", f"{tiny_s:.2f} s"),
         Row(f"&nbsp;&nbsp;its curves alone cannot take less on this CPU: {flops / 1e9:.0f} GFLOP of matrix products "
             f"at this CPU's peak rate ({peak / 1e9:.0f} GFLOP/s, one 2048² product)", f"≥ {flops / peak:.2f} s"),
     ]
@@ -514,6 +515,8 @@ def main(argv=None) -> None:
         rows += cache_rows(result["analysis"])
         rows += explain_rows(app.MODELS.get(weights).loaded, photos[0], args.rounds)
         rows += trust_rows(app.MODELS.get(weights).loaded, photos[0], max(3, args.rounds // 2))
+        loaded = app.MODELS.get(weights).loaded
+        rows += thorough_rows(loaded, loaded.preprocess(open_image(photos[0])), 2)
         if not args.no_app:
             from viz.explorer import cached_bytes
             fill = cropped_photos(photos[0], app.ANALYSES_MEMORY // cached_bytes(result["analysis"]) + 4, tmp)

@@ -31,9 +31,7 @@ from ..drawing.dataset_plots import heads_by_depth_plot, shares_plot
 from ..drawing.plots import figure_to_image
 from ..trust.chefer import SIGNS, chefer_markdown, chefer_summary
 from ..trust.dataset import folder_agreement, folder_table, folder_verdicts
-from .statistics import FAITHFULNESS, Statistics
-
-CHEFER = "chefer."       # the per-image hits of --protocol chefer2021 (``viz.dataset.run.chefer_values``)
+from .statistics import CHEFER, FAITHFULNESS, Statistics
 
 PER_IMAGE = ("mean_distance", "entropy", "prefix_share", "high_norm_share", "high_norm_patches")
 

@@ -30,7 +30,7 @@ from . import distributed, report, state
 from .distributed import Processes
 from .files import ImageEntry
 from .loader import image_loader, shard
-from .statistics import FAITHFULNESS, Statistics, image_values, uniform_entropy
+from .statistics import CHEFER, FAITHFULNESS, Statistics, image_values, uniform_entropy
 
 # (entry, its analysis, seconds to decode[, its viz.trust.TrustReport with RunOptions.faithfulness]) -> files
 ImageWriter = Callable[..., None]
@@ -229,9 +229,6 @@ def faithfulness_values(report) -> dict[str, np.ndarray]:
         if m.sanity is not None:
             values[key + "sanity"] = np.array(m.sanity)
     return values
-
-
-CHEFER = "chefer."     # prefix of the per-image hits of --protocol chefer2021: "chefer.<sign>.<method>" (10,)
 
 
 def chefer_values(loaded, x: torch.Tensor, label: int, options: RunOptions) -> dict[str, np.ndarray]:

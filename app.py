@@ -35,14 +35,15 @@ from gradio import processing_utils
 from PIL import Image
 
 import vit
-from vit.cache import LRUCache
 from vit.clip import text_target
 from vit.device import pick_device
 from vit.explain import class_target
 from vit.image_file import MAX_BYTES, ImageFileError, open_image
 from viz import explorer, tabs
 from viz.analysis import compare_side, explain_tensor, walk
-from viz.analysis.trust import TrustCache, TrustJob
+from viz.analysis.serve import ServedModel, analyze_photo, serve
+from viz.cache import Cache, nbytes
+from viz.analysis.trust import TrustJob
 from viz.animate import depth_frames, save_gif
 from viz.compare import compare, comparison_image
 from viz.dynamics import DynamicsView
@@ -55,19 +56,27 @@ from viz.result import Analysis
 EXAMPLES_DIR = Path(__file__).resolve().parent / "examples"
 MAX_SESSIONS = 100           # browser sessions remembered (~100 KB each: Gradio copies the page config per session)
 ANALYSES_MEMORY = 200 * 2**20  # bytes of analyses kept for re-rendering, shared by all sessions (ViT-B/16: 14 MB each)
-MODELS_IN_MEMORY = 2         # checkpoints kept loaded at once
+MODELS_MEMORY = 800 * 2**20   # bytes of checkpoints kept loaded at once (ViT-B/16: 346 MB; the newest always stays)
 RENDER_CONCURRENCY = 4       # re-renders running at once (milliseconds of numpy each)
 DEVICE = torch.device("cpu")  # where the models run (--device, set before the first model loads)
 
 
-def _load_model(source: str) -> explorer.ServedModel:
-    """Load and serve a checkpoint. Outside inference mode even when a page handler (which runs in it) asks:
-    parameters made in inference mode could never take part in a backward pass, and the Explain tab needs one."""
+# The model's turn: every model run of the page holds it, one at a time: a whole analysis, explanation, guided walk,
+# zero-shot scoring, comparison side or snapshot, or one step of a trust check (see page_trust).
+MODEL_TURN = threading.RLock()
+
+
+def _load_model(source: str) -> ServedModel:
+    """Load and serve a checkpoint (its warm-up forward takes the model turn). Outside inference mode even when a
+    page handler (which runs in it) asks: parameters made in inference mode could never take part in a backward
+    pass, and the Explain tab needs one."""
     with torch.inference_mode(False):
-        return explorer.serve(vit.load(source), DEVICE)
+        loaded = vit.load(source)
+        with MODEL_TURN:
+            return serve(loaded, DEVICE)
 
 
-MODELS = LRUCache(_load_model, MODELS_IN_MEMORY)
+MODELS = Cache(_load_model, MODELS_MEMORY, weigh=lambda served: served.nbytes)
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
 # Whether the Model box (and /analyze's ``model``) may name any path or known model, or only those listed. A
 # server reachable by others must not let them read files by path or download any model: launch() decides.
@@ -99,8 +108,6 @@ class PhotoInput(gr.Image):
 
 # ---- the caches: one model run per (photo, model), one walk per (photo, model), one explanation per target -----
 
-# The model's turn: a whole analysis or explanation, or one step of a trust check (see page_trust), holds it.
-MODEL_TURN = threading.RLock()
 
 
 def analyze_key(key: tuple[str, str]) -> Analysis:
@@ -108,22 +115,23 @@ def analyze_key(key: tuple[str, str]) -> Analysis:
     photo, source = key
     served = MODELS.get(source)
     with MODEL_TURN:
-        return explorer.analyze_photo(photo, served)
+        return analyze_photo(photo, served)
 
 
 # (photo file, model source) -> Analysis, shared by every session. An analysis dropped to make room is computed
 # again when its session re-renders (one forward pass), so memory stays bounded however many people are on the page.
-ANALYSES = LRUCache(analyze_key, ANALYSES_MEMORY, weigh=explorer.cached_bytes)
+ANALYSES = Cache(analyze_key, ANALYSES_MEMORY, weigh=explorer.cached_bytes)
 
 
 def _walk_key(key: tuple[str, str]):
     """(photo file, model source) -> the guided walk: the model's modules run one by one on the photo."""
     loaded = MODELS.get(key[1]).loaded
-    with torch.inference_mode():
-        return walk(loaded.model, loaded.preprocess, open_image(key[0]), loaded.labels)
+    image = open_image(key[0])
+    with MODEL_TURN, torch.inference_mode():
+        return walk(loaded.model, loaded.preprocess, image, loaded.labels)
 
 
-WALKS = LRUCache(_walk_key, 4)   # a ViT-B walk holds ~2 MB of arrays
+WALKS = Cache(_walk_key, 16 * 2**20)   # a ViT-B walk holds ~2 MB of arrays
 
 
 def _explain_key(key: tuple) -> tabs.Explained:
@@ -145,12 +153,12 @@ def _explain_key(key: tuple) -> tabs.Explained:
         return tabs.explanations(explain_tensor, loaded.model, x, goal, loaded.labels)
 
 
-EXPLANATIONS = LRUCache(_explain_key, 32 * 2**20, weigh=lambda e: e.nbytes)
+EXPLANATIONS = Cache(_explain_key, 32 * 2**20, weigh=lambda e: e.nbytes)
 
 
 # ---- handlers for API clients: plain gr.Error messages ------------------------------------------------------------
 
-def _served(source: str, lang: str = "en") -> explorer.ServedModel:
+def _served(source: str, lang: str = "en") -> ServedModel:
     source = str(source).strip()
     if not ANY_MODEL and source not in model_choices():
         raise gr.Error(t("message.models_listed_only", lang), print_exception=False)
@@ -215,7 +223,7 @@ API_OUTPUTS = ("session", "top5", "summary", "rollout", "attention", "heads", "q
                "position", "distance", "norms", "norm_curves", "architecture", "filters")
 
 
-def _views(session: Session, served: explorer.ServedModel, a: Analysis, c: Controls, lang: str) -> dict:
+def _views(session: Session, served: ServedModel, a: Analysis, c: Controls, lang: str) -> dict:
     """Every picture and text of the analysis, by output name."""
     lang = language(lang)
     return dict(explorer.pictures(session, a, c, lang), top5=explorer.top_classes(a),
@@ -267,7 +275,7 @@ def _class_spec(target) -> tuple | None:
     return ("top1",) if str(target).strip() == TOP1 else ("class", str(target).strip())
 
 
-def _explained(photo: str, source: str, served: explorer.ServedModel, spec) -> tabs.Explained:
+def _explained(photo: str, source: str, served: ServedModel, spec) -> tabs.Explained:
     """The cached explanation for (photo, model, target spec); a class the model lacks is a plain gr.Error."""
     if spec is None:
         spec = ("top1",)
@@ -379,7 +387,7 @@ def page_analyze(request: gr.Request, photo, model, *args):
     return _page_views(Session(key), served, a, _controls(a, *controls), lang, photo)
 
 
-def _page_views(session: Session, served: explorer.ServedModel, a: Analysis, c: Controls, lang: str,
+def _page_views(session: Session, served: ServedModel, a: Analysis, c: Controls, lang: str,
                 photo: str) -> dict:
     """Everything the page shows for an analysis: the API's views, the crop outlined on the upload, the class
     lists of the Explain tab, and the CLIP box when the checkpoint has a text tower."""
@@ -598,7 +606,8 @@ def page_zero_shot(session, texts, lang):
     if not typed:
         return {}
     a = _analysis(session.key, lang)
-    probabilities = zero_shot(served.loaded, a.image, typed)[0].tolist()
+    with MODEL_TURN:
+        probabilities = zero_shot(served.loaded, a.image, typed)[0].tolist()
     return {"zero_shot": dict(zip(typed, probabilities))}
 
 
@@ -618,7 +627,8 @@ def page_compare(session, model_b, photo, lang, *controls):
     try:
         image = open_image(session.key[0])
         side_a = compare_side(served_a.loaded, image, a)
-        side_b = compare_side(served_b.loaded, image)
+        with MODEL_TURN:
+            side_b = compare_side(served_b.loaded, image)
         comparison = compare(image, side_a, side_b, -1, None, c.fusion, c.discard_ratio, 5)
     except (ValueError, OSError) as err:
         raise gr.Error(t("message.compare_failed", lang, error=err), print_exception=False) from None
@@ -647,10 +657,10 @@ def _series(key: tuple[str, str]) -> DynamicsView:
     """(snapshot folder, photo) -> the run's frames on the photo. Imported here: reading snapshots needs the
     trainer's modules, which import torchvision (the server stays without it until someone opens a run)."""
     from viz.analysis.snapshots import load_series
-    return DynamicsView(load_series(key[0], open_image(key[1])))
+    return DynamicsView(load_series(key[0], open_image(key[1]), turn=MODEL_TURN))
 
 
-SERIES = LRUCache(_series, 2)
+SERIES = Cache(_series, 64 * 2**20, weigh=lambda view: nbytes(view.series))
 
 
 def page_snapshots(session, folder, lang):
@@ -680,7 +690,7 @@ def page_snapshot(session, folder, index, lang):
 
 # Trust checks: one job per (photo, model, target) at a time in their own queue group; every step (about one forward
 # pass) takes the model turn, so another visitor's analysis waits for at most one step, never for a whole job.
-TRUST = TrustCache()
+TRUST = Cache(None, 8 * 2**20)   # MethodTrust per viz.analysis.trust.cache_key, a few kB each
 
 
 def page_trust(session, target, texts, use_text, sanity, lang, progress=gr.Progress()):
@@ -1100,7 +1110,7 @@ def _lazy_tabs(open_tab, session, step, learn_layer, lang, method, target, contr
     return {}
 
 
-def _served_at_startup(source: str) -> explorer.ServedModel:
+def _served_at_startup(source: str) -> ServedModel:
     try:
         return MODELS.get(str(source).strip())
     except (ValueError, OSError) as err:

@@ -415,7 +415,7 @@ def analysis_timings(loaded, image: Image.Image, rounds: int, device: torch.devi
     """Median seconds of the plain forward, the capture forward (``forward_with_attention`` with token norms) and
     the analysis without rendering (``viz.analysis.analyze``: crop, forward, post-processing, to the host)."""
     from viz.analysis import analyze
-    from viz.explorer import ATTENTION_DTYPE
+    from viz.analysis.serve import ATTENTION_DTYPE
 
     model = loaded.model
     x = loaded.preprocess(image).to(device)
@@ -436,7 +436,7 @@ def analysis_timings(loaded, image: Image.Image, rounds: int, device: torch.devi
 def scaling(rounds: int) -> tuple[list[list[str]], list[Row]]:
     """The scaling table on the CPU, and the analysis ÷ capture-forward targets at 224 and 518."""
     from viz.analysis import analyze
-    from viz.explorer import ATTENTION_DTYPE
+    from viz.analysis.serve import ATTENTION_DTYPE
 
     cpu = torch.device("cpu")
     image = Image.fromarray(data.chelsea())
@@ -463,7 +463,7 @@ def gpu_rows(rounds: int, device: torch.device) -> list[Row]:
     """On a CUDA GPU: capture forward, analysis without rendering and their ratio at 224 and 518 (issue 16's
     target: ≤ 2), and the same analysis with the forward in bfloat16. Printed only when CUDA is present."""
     from viz.analysis import analyze
-    from viz.explorer import ATTENTION_DTYPE
+    from viz.analysis.serve import ATTENTION_DTYPE
 
     image = Image.fromarray(data.chelsea())
     rows = []

@@ -19,9 +19,10 @@ import app
 import app_server  # noqa: F401  (gives this process its own GRADIO_TEMP_DIR before the app is built)
 import vit
 from test_walkthrough import CASES, hooked_shapes, quick_random_model
-from vit.cache import LRUCache
+from viz.cache import Cache
 from viz import explorer, panels
 from viz.analysis import explain_tensor
+from viz.analysis.serve import ServedModel
 from viz.i18n import t
 
 CAT_CLASSES = {"Egyptian cat", "tabby", "tiger cat", "Persian cat", "Siamese cat", "lynx"}
@@ -267,7 +268,7 @@ def test_sessions_with_the_same_photo_and_model_share_one_analysis(cat_result, p
 @pytest.fixture
 def small_cache(monkeypatch):
     """The app's cache of analyses with room for one AugReg ViT-Ti analysis (5.5 MB), as on a busy server."""
-    cache = LRUCache(app.analyze_key, capacity=8 * 2**20, weigh=explorer.cached_bytes)
+    cache = Cache(app.analyze_key, capacity=8 * 2**20, weigh=explorer.cached_bytes)
     monkeypatch.setattr(app, "ANALYSES", cache)
     return cache
 
@@ -321,8 +322,8 @@ def test_the_learn_tab_shows_the_models_real_tensor_shapes(case, monkeypatch, re
         loaded = dataclasses.replace(loaded, model=model,
                                      preprocess=dataclasses.replace(loaded.preprocess, crop=CASES[case]["crop"]),
                                      config=model.cfg)
-    monkeypatch.setattr(app, "MODELS", _Models("m", explorer.ServedModel(loaded, None)))
-    monkeypatch.setattr(app, "WALKS", LRUCache(app._walk_key, 1))
+    monkeypatch.setattr(app, "MODELS", _Models("m", ServedModel(loaded, None)))
+    monkeypatch.setattr(app, "WALKS", Cache(app._walk_key, 1))
     session = explorer.Session((photos["cat"], "m"))
     seen, _ = hooked_shapes(loaded.model, loaded.preprocess(cat))
     H, W = loaded.preprocess.crop

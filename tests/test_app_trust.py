@@ -15,7 +15,8 @@ import app
 import app_server
 import vit
 from vit.explain import class_target
-from viz.analysis.trust import TrustCache, trust_report
+from viz.analysis.trust import trust_report
+from viz.cache import Cache
 
 AUGREG = "vit_tiny_patch16_224.augreg_in21k_ft_in1k.safetensors"
 
@@ -40,7 +41,7 @@ def _rows(table: str) -> dict[str, list[str]]:
 
 def test_the_trust_tab_shows_the_librarys_numbers_for_the_chosen_class_with_progress(augreg, cat_path, monkeypatch):
     app.build_app(augreg)
-    monkeypatch.setattr(app, "TRUST", TrustCache())        # nothing cached by earlier tests of the same photo
+    monkeypatch.setattr(app, "TRUST", Cache(None, 8 * 2**20))        # nothing cached by earlier tests of the same photo
     session = app.analyze(cat_path, augreg)[0]
     seen: list[float] = []
     values = app.page_trust(session, "tabby", "", False, False, "en", progress=lambda f, desc=None: seen.append(f))

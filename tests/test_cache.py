@@ -1,4 +1,4 @@
-"""Protects the server's caches (vit/cache.py): one load per checkpoint even when sessions ask at once, a
+"""Protects the server's caches (viz/cache.py): one load per checkpoint even when sessions ask at once, a
 bounded number of models kept, analyses bounded by their bytes, failures not cached."""
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import threading
 import pytest
 
 import vit
-from vit.cache import LRUCache
+from viz.cache import Cache
 
 AUGREG = "vit_tiny_patch16_224.augreg_in21k_ft_in1k.safetensors"
 DEIT = "deit_tiny_patch16_224.pipevit_ln_fixedpoint.safetensors"
@@ -29,7 +29,7 @@ class CountingLoader:
 def test_concurrent_requests_share_one_load(real_weights_dir):
     source = str(real_weights_dir / AUGREG)
     loader = CountingLoader()
-    cache = LRUCache(loader, capacity=2)
+    cache = Cache(loader, capacity=2, weigh=lambda model: 1)
     got, barrier = [], threading.Barrier(4)
 
     def ask():
@@ -49,7 +49,7 @@ def test_concurrent_requests_share_one_load(real_weights_dir):
 def test_least_recently_used_model_is_dropped(real_weights_dir):
     augreg, deit = str(real_weights_dir / AUGREG), str(real_weights_dir / DEIT)
     loader = CountingLoader()
-    cache = LRUCache(loader, capacity=1)
+    cache = Cache(loader, capacity=1, weigh=lambda model: 1)
     first = cache.get(augreg)
     assert cache.get(augreg) is first and loader.calls[augreg] == 1
     cache.get(deit)
@@ -61,7 +61,7 @@ def test_failed_load_is_reported_and_not_cached(tmp_path):
     bad = tmp_path / "notes.pth"
     bad.write_text("not a checkpoint")
     loader = CountingLoader()
-    cache = LRUCache(loader, capacity=2)
+    cache = Cache(loader, capacity=2, weigh=lambda model: 1)
     for attempt in (1, 2):
         with pytest.raises(ValueError, match="not a checkpoint"):
             cache.get(str(bad))
@@ -71,7 +71,7 @@ def test_failed_load_is_reported_and_not_cached(tmp_path):
 
 def test_weighed_entries_are_kept_while_they_fit():
     """Capacity in bytes: the least recently used values go until the rest fits; the newest always stays."""
-    cache = LRUCache(lambda n: bytes(n), capacity=100, weigh=len)
+    cache = Cache(lambda n: bytes(n), capacity=100, weigh=len)
     cache.get(40), cache.get(30), cache.get(20)
     assert cache.keys() == [40, 30, 20] and cache.weight == 90
     cache.get(40)                      # used again: now the most recent
@@ -85,4 +85,32 @@ def test_weighed_entries_are_kept_while_they_fit():
 
 def test_capacity_must_be_positive():
     with pytest.raises(ValueError, match="capacity must be positive but got 0!"):
-        LRUCache(vit.load, capacity=0)
+        Cache(vit.load, capacity=0)
+
+
+def test_a_cache_without_computation_looks_stores_and_computes_what_it_is_told():
+    """The trust checks' store (get/put, as viz.analysis.trust.TrustJob uses it) and the drawings keyed by an
+    object the key cannot hold (get(key, compute), as viz.panels' display photos and heads grids use it)."""
+    cache = Cache(None, capacity=100, weigh=len)
+    assert cache.get("a") is None and "a" not in cache
+    cache.put("a", b"x" * 60)
+    assert cache.get("a") == b"x" * 60
+    calls = []
+    assert cache.get("b", lambda: calls.append(1) or b"y" * 50) == b"y" * 50
+    assert cache.get("b", lambda: calls.append(1) or b"z") == b"y" * 50 and calls == [1]   # computed once
+    assert cache.keys() == ["b"] and cache.weight == 50                   # 60 + 50 > 100: "a" went
+
+
+def test_values_are_weighed_by_the_bytes_they_hold():
+    import numpy as np
+    from PIL import Image
+
+    from viz.cache import nbytes
+    from viz.result import Analysis
+
+    image = Image.new("RGB", (20, 10))
+    assert nbytes(np.zeros((4, 5), np.float16)) == 40 and nbytes(image) == 600
+    a = Analysis(image=image, probabilities=np.zeros(3, np.float32), labels=("a", "b", "c"),
+                 attention=np.zeros((2, 1, 5, 5), np.float16), token_norms=np.zeros((2, 5), np.float32), num_prefix=1,
+                 grid=(2, 2), patch_size=5)
+    assert nbytes(a) >= 600 + 12 + 100 + 40 and nbytes({"k": (image, image)}) >= 1200

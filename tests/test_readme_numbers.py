@@ -17,7 +17,8 @@ from vit.image_file import MAX_BYTES, MAX_PIXELS, open_image
 from viz import panels
 from viz.analysis import analyze, walk
 from viz.architecture import stages, total_params
-from viz.explorer import ATTENTION_DTYPE, cached_bytes
+from viz.analysis.serve import ATTENTION_DTYPE
+from viz.explorer import cached_bytes
 from viz.maps import norms
 from viz.result import Analysis
 

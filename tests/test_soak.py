@@ -13,7 +13,7 @@ from PIL import Image, ImageOps
 from skimage import data
 
 import app
-from vit.cache import LRUCache
+from viz.cache import Cache
 from viz import explorer
 from api_client import AUGREG, CAT_CLASSES, analyze, top5
 from app_server import free_port
@@ -66,7 +66,7 @@ def _session_state(demo, session_hash: str) -> explorer.Session | None:
 def test_analyses_beyond_the_budget_and_sessions_beyond_capacity_are_dropped_and_freed(real_weights_dir, photos,
                                                                                     monkeypatch):
     """The production caches, made small: room for 3 ViT-Ti analyses (5.5 MB each) and 4 sessions."""
-    cache = LRUCache(app.analyze_key, 18 * 2**20, weigh=explorer.cached_bytes)
+    cache = Cache(app.analyze_key, 18 * 2**20, weigh=explorer.cached_bytes)
     monkeypatch.setattr(app, "ANALYSES", cache)
     monkeypatch.setattr(app, "MAX_SESSIONS", 4)
     demo = app.build_app(str(real_weights_dir / AUGREG))

@@ -205,3 +205,31 @@ def test_contrast_is_a_minus_b_and_zero_for_the_same_maps():
     np.testing.assert_array_equal(contrast(a, b, "gae"), [[-1., 2.]])
     np.testing.assert_array_equal(contrast(a, a, "gae"), [[0., 0.]])
     assert a.nbytes == 8
+
+
+def test_every_family_is_one_record_that_the_runner_and_the_trust_checks_read():
+    from vit.explain import RULE_SETS
+    from viz.analysis.explainer import PASSES
+    from viz.explain.methods import FAMILIES, served_by
+
+    for family in FAMILIES.values():
+        assert family.model_pass in PASSES and set(family.serves) <= set(FAMILIES), family.name
+        assert family.rules is None or family.rules in RULE_SETS, family.name
+    assert {m.family for m in METHODS.values()} <= set(FAMILIES)
+    assert served_by("gradient") == {"gradient", "attention"} and served_by("attnlrp") == {"attnlrp"}
+    assert families_of(["gae", "attention"]) == ["gradient"] and not FAMILIES["none"].runs_model
+
+
+def test_a_picked_target_is_resolved_by_one_rule():
+    from types import SimpleNamespace
+
+    from vit.explain import ClassTarget
+    from viz.analysis import resolve_target
+
+    classifier = SimpleNamespace(labels=["cat", "dog"], text=None)
+    assert resolve_target(classifier, "dog") == ClassTarget(1, "dog") == resolve_target(classifier, 1, text=False)
+    assert resolve_target(classifier, None) is None                       # the top-1 class
+    with pytest.raises(ValueError, match="unicorn"):
+        resolve_target(classifier, "unicorn")
+    with pytest.raises(ValueError):
+        resolve_target(classifier, "a photo of a cat", ["a photo of a cat"], text=True)   # no text tower

@@ -23,6 +23,7 @@ from .animate import save_gif, save_mp4
 from .drawing import plots, render
 from .drawing.grids import similarity_mosaic
 from .maps.figure7 import patch_distances
+from .maps.rollout import FUSIONS
 from .result import SnapshotSeries
 
 FRAME_MS = 400                 # a 41-snapshot run plays in about 16 s
@@ -181,7 +182,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("image", type=Path, metavar="IMAGE", help="the photo to follow through training")
     p.add_argument("--out", type=Path, default=Path("out"), metavar="DIR",
                    help="output folder: dynamics.gif and dynamics.npz (default: out)")
-    p.add_argument("--fusion", choices=("mean", "max", "min"), default="mean", help="rollout head fusion")
+    p.add_argument("--fusion", choices=FUSIONS, default=FUSIONS[0], help="rollout head fusion")
     p.add_argument("--cmap", default=render.DEFAULT_CMAP, help="colormap of the rollout (default: inferno)")
     p.add_argument("--frame-ms", type=int, default=FRAME_MS, help=f"milliseconds per frame (default: {FRAME_MS})")
     p.add_argument("--every", type=int, default=1, metavar="K",

@@ -17,7 +17,10 @@ from PIL import Image
 from playwright.sync_api import Page, sync_playwright
 
 from app_server import running_app
-import app  # after app_server: it gives the process its own GRADIO_TEMP_DIR first
+from viz import explorer
+from vit_explorer import state  # after app_server: it gives the process its own GRADIO_TEMP_DIR first
+from vit_explorer.controls import ControlValues
+from vit_explorer.tabs import TAB_IDS
 from viz.i18n import t
 
 CAT_CLASSES = {"Egyptian cat", "tabby", "tiger cat", "Persian cat", "Siamese cat", "lynx"}
@@ -27,7 +30,7 @@ ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
 TIMEOUT_MS = 90_000
 DESKTOP = {"width": 1400, "height": 900}
 PHONE = {"width": 390, "height": 844}
-TABS = app.TAB_IDS   # the page's tabs, in order
+TABS = TAB_IDS   # the page's tabs, in order
 TOP1 = "#top5 [data-testid=label-output-value]"
 
 
@@ -128,10 +131,10 @@ def test_chinese_browser_gets_chinese_tabs_labels_and_pictures(server):
 def _server_rollouts() -> list[tuple[np.ndarray, np.ndarray]]:
     """(Chinese, English) rollout pictures of every analysis the server holds, drawn on the server."""
     pairs = []
-    for key in list(app.ANALYSES._entries):
-        a = app.ANALYSES.get(key)
-        controls = app._controls(a, "mean", 0.9, 0, 0.6, False, 11, 0, True, False, False)
-        pairs.append(tuple(np.asarray(app.explorer.rollout_view(a, controls, lang)[0].convert("RGB")).astype(int)
+    for key in state.ANALYSES.keys():
+        a = state.ANALYSES.get(key)
+        controls = ControlValues(layer=11).for_analysis(a)
+        pairs.append(tuple(np.asarray(explorer.rollout_view(a, controls, lang)[0].convert("RGB")).astype(int)
                            for lang in ("zh-CN", "en")))
     return pairs
 

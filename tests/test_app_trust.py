@@ -1,4 +1,4 @@
-"""Protects the page's Trust tab (app.py ``page_trust``): it shows what ``viz.analysis.trust`` computes for the
+"""Protects the page's Trust tab (``vit_explorer.tabs.trust``): it shows what ``viz.analysis.trust`` computes for the
 Explain tab's target, reports progress step by step, reuses its cache, and — served — a trust check never holds
 another visitor's analysis back by more than one analysis (issue 14, "Cost and serving")."""
 from __future__ import annotations
@@ -11,12 +11,15 @@ import pytest
 from gradio_client import Client, handle_file
 from PIL import Image
 
-import app
 import app_server
 import vit
 from vit.explain import class_target
 from viz.analysis.trust import trust_report
 from viz.cache import Cache
+from vit_explorer import api, state
+from vit_explorer.layout import build_app
+from vit_explorer.tabs import trust
+from vit_explorer.tabs.explain import TOP1
 
 AUGREG = "vit_tiny_patch16_224.augreg_in21k_ft_in1k.safetensors"
 
@@ -40,15 +43,15 @@ def _rows(table: str) -> dict[str, list[str]]:
 
 
 def test_the_trust_tab_shows_the_librarys_numbers_for_the_chosen_class_with_progress(augreg, cat_path, monkeypatch):
-    app.build_app(augreg)
-    monkeypatch.setattr(app, "TRUST", Cache(None, 8 * 2**20))        # nothing cached by earlier tests of the same photo
-    session = app.analyze(cat_path, augreg)[0]
+    build_app(augreg)
+    monkeypatch.setattr(state, "TRUST", Cache(None, 8 * 2**20))      # nothing cached by earlier tests of the same photo
+    session = api.analyze(cat_path, augreg)[0]
     seen: list[float] = []
-    values = app.page_trust(session, "tabby", "", False, False, "en", progress=lambda f, desc=None: seen.append(f))
+    values = trust.check(session, "tabby", "", False, False, "en", progress=lambda f, desc=None: seen.append(f))
     rows = _rows(values["trust_table"])
 
     loaded = vit.load(augreg)
-    x = loaded.preprocess.to_tensor(app.ANALYSES.get(session.key).image)
+    x = loaded.preprocess.to_tensor(state.ANALYSES.get(session.key).image)
     report = trust_report(loaded.model, x, class_target(loaded.labels, "tabby"), labels=loaded.labels)
     assert list(rows) == report.ranking() and "random" in rows and "gae" in rows
     for name, m in report.methods.items():
@@ -58,17 +61,17 @@ def test_the_trust_tab_shows_the_librarys_numbers_for_the_chosen_class_with_prog
     assert len(seen) > 10 and seen == sorted(seen) and seen[-1] == pytest.approx(1.0)
     assert isinstance(values["trust_picture"], Image.Image) and values["trust_picture"].width >= 800
 
-    cached = len(app.TRUST)
+    cached = len(state.TRUST)
     again: list[float] = []
-    assert app.page_trust(session, "tabby", "", False, False, "en",
+    assert trust.check(session, "tabby", "", False, False, "en",
                           progress=lambda f, desc=None: again.append(f))["trust_table"] == values["trust_table"]
-    assert len(app.TRUST) == cached and len(again) < len(seen)       # every method's curves came from the cache
+    assert len(state.TRUST) == cached and len(again) < len(seen)       # every method's curves came from the cache
 
 
 def test_the_trust_tab_speaks_chinese(augreg, cat_path):
-    app.build_app(augreg)
-    session = app.analyze(cat_path, augreg)[0]
-    table = app.page_trust(session, app.TOP1, "", False, False, "zh-CN", progress=lambda f, desc=None: None)
+    build_app(augreg)
+    session = api.analyze(cat_path, augreg)[0]
+    table = trust.check(session, TOP1, "", False, False, "zh-CN", progress=lambda f, desc=None: None)
     assert "删除 AUC" in table["trust_table"] and "插入 AUC" in table["trust_table"]
 
 

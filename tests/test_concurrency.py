@@ -14,9 +14,9 @@ from gradio_client import Client
 from PIL import Image, ImageOps
 from skimage import data
 
-import app
 from api_client import AUGREG, analyze, model_input, top5
 from app_server import running_app
+from vit_explorer.components import Picture
 
 CLIENTS = 16
 
@@ -86,6 +86,6 @@ def test_a_picture_produced_again_is_not_rewritten_in_place():
 
     plain = saves(gr.Image(format="png"), Image.fromarray(data.astronaut()))
     assert len({p for p, _, _ in plain}) == 1 and len({m for _, _, m in plain}) == 3  # same file, written 3 times
-    ours = saves(app.Picture(format="png"), Image.fromarray(data.coffee()))
+    ours = saves(Picture(format="png"), Image.fromarray(data.coffee()))
     assert len(set(ours)) == 1  # same file, same inode, never written again
     assert np.array_equal(np.asarray(Image.open(ours[0][0])), data.coffee())

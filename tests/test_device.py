@@ -47,6 +47,7 @@ def test_training_and_the_app_take_the_same_device_flag(tmp_path, capsys):
     data = make_shapes_folder(tmp_path / "shapes", per_class=2)
     assert train_main(["--data", str(data), "--out", str(tmp_path / "x.pt"), "--device", "cuda"]) == 2
     assert "--device cuda asked for a CUDA GPU, but torch sees none" in capsys.readouterr().err
-    import app
-    assert app.parse_args([]).device == "auto" and app.parse_args(["--device", "cpu"]).device == "cpu"
-    assert app.DEVICE == torch.device("cpu")
+    from vit_explorer.server import parse_args
+    from vit_explorer.state import SETTINGS
+    assert parse_args([]).device == "auto" and parse_args(["--device", "cpu"]).device == "cpu"
+    assert SETTINGS.device == torch.device("cpu")

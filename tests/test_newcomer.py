@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import app
+from vit_explorer.server import startup_failure
 import vit
 from vit.checkpoints.load import checkpoints_on_this_machine, shared_weights_dir
 
@@ -24,7 +24,7 @@ def test_an_offline_start_names_weights_and_the_checkpoints_here(tmp_path, monke
     else:
         raise AssertionError("vit.load('default') loaded without any checkpoint on the machine")
     assert "--weights PATH" in str(error)
-    message = app.startup_failure("default", error)
+    message = startup_failure("default", error)
     here = checkpoints_on_this_machine()
     assert shared_weights_dir().resolve() == real_weights_dir.resolve() and len(here) >= 2
     for path in here:
@@ -33,7 +33,7 @@ def test_an_offline_start_names_weights_and_the_checkpoints_here(tmp_path, monke
             path.resolve()                                              # a line to copy, that works from here
     assert "Cannot start: the model 'default' did not load." in message and "无法启动" in message
     monkeypatch.setattr("vit.checkpoints.load.shared_weights_dir", lambda: tmp_path / "nothing")
-    alone = app.startup_failure("default", error)                       # nothing on the machine at all
+    alone = startup_failure("default", error)                       # nothing on the machine at all
     assert "vit_b_16-c867db91.pth" in alone and "python app.py --weights PATH" in alone
 
 

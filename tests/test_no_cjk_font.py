@@ -69,15 +69,15 @@ def test_every_usual_system_family_counts_as_a_cjk_font(family):
 
 
 def test_the_page_says_once_in_chinese_which_font_to_install(no_cjk_font):
-    import app
-    note = app.font_note("zh-CN")
+    from vit_explorer.texts import font_note
+    note = font_note("zh-CN")
     assert note.startswith("图中文字暂以英文显示") and "Noto Sans CJK SC" in note and "fonts-noto-cjk" in note
-    assert app.font_note("en") == ""
+    assert font_note("en") == ""
 
 
 def test_the_page_says_nothing_when_the_font_is_there():
-    import app
-    assert app.font_note("zh-CN") == "" and app.font_note("en") == ""
+    from vit_explorer.texts import font_note
+    assert font_note("zh-CN") == "" and font_note("en") == ""
 
 
 def _serve_without_cjk_fonts(weights: Path, port: int, home: Path) -> subprocess.Popen:
@@ -105,8 +105,8 @@ def _wait_for(url: str, child: subprocess.Popen) -> Client:
 
 def _in_process_pictures(weights: Path, photo: Path, served: list[str]) -> list[np.ndarray]:
     """/analyze's pictures drawn in this process (its CJK font visible), encoded as the served files were."""
-    import app
-    result = app.analyze(str(photo), str(weights))
+    from vit_explorer.api import analyze
+    result = analyze(str(photo), str(weights))
     return [np.asarray(Image.open(io.BytesIO(processing_utils.encode_pil_to_bytes(result[1 + i], Image.open(f).format))))
             for i, f in zip(PICTURE_OUTPUTS.values(), served)]
 

@@ -170,12 +170,12 @@ def test_parameter_counts():
 
 
 def _app_constant(name: str) -> int:
-    """A number assigned in app.py (read, not imported: importing the app starts Gradio)."""
-    tree = ast.parse((REPO / "app.py").read_text())
+    """A number assigned in the page's state (read, not imported: importing the page starts Gradio)."""
+    tree = ast.parse((REPO / "vit_explorer" / "state.py").read_text())
     for node in tree.body:
         if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", None) == name:
-            return eval(compile(ast.Expression(node.value), "app.py", "eval"), {"__builtins__": {}})
-    raise AssertionError(f"app.py has no {name}")
+            return eval(compile(ast.Expression(node.value), "state.py", "eval"), {"__builtins__": {}})
+    raise AssertionError(f"vit_explorer/state.py has no {name}")
 
 
 def _analysis_bytes(depth: int, heads: int, grid: tuple[int, int]) -> int:
@@ -193,7 +193,8 @@ def test_memory_and_limits():
     MB = 2 ** 20
     assert quoted(r"head-fused copies, ([\d.]+) MB per photo for ViT-B/16", EN) == [(f"{b16 / MB:.1f}",)]
     budget = _app_constant("ANALYSES_MEMORY")
-    quote = quoted(r"\(`ANALYSES_MEMORY` = (\d+) MB in `app.py`: (\d+) ViT-B/16\s+or (\d+) ViT-Ti analyses\)", EN)[0]
+    quote = quoted(r"\(`ANALYSES_MEMORY` = (\d+) MB in `vit_explorer/state.py`:\s+(\d+)\s+ViT-B/16\s+or (\d+) "
+                   r"ViT-Ti analyses\)", EN)[0]
     assert quote == (str(budget // MB), str(budget // b16), str(budget // ti16))
     assert quoted(r"Gradio keeps at most `MAX_SESSIONS` = (\d+)", EN) == [(str(_app_constant("MAX_SESSIONS")),)]
     assert quoted(r"the limits are (\d+) MB and (\d+) megapixels", EN) == [(str(MAX_BYTES // MB),

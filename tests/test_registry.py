@@ -43,7 +43,8 @@ def test_default_is_torchvisions_vit_b_16_v1():
 
 def test_serving_never_imports_torchvision():
     """The app, the library and the CLI run without torchvision in memory (~170 MB of RSS saved)."""
-    code = ("import sys, app, vit, viz.cli; app.model_choices(); vit.imagenet_labels(); "
+    code = ("import sys, app, vit, viz.cli, vit_explorer.layout; vit_explorer.state.model_choices(); "
+            "vit.imagenet_labels(); "
             "vit.checkpoints.registry.by_name('default'); print('torchvision' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr

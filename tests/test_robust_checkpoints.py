@@ -12,7 +12,6 @@ import os
 from dataclasses import asdict
 from pathlib import Path
 
-import gradio as gr
 import pytest
 import torch
 import torchvision
@@ -21,7 +20,9 @@ from gradio_client.exceptions import AppError
 from playwright.sync_api import sync_playwright
 from safetensors.torch import save_file
 
-import app
+from vit_explorer import state, views
+from vit_explorer.controls import ControlValues
+from vit_explorer.server import only_this_machine
 import vit
 from api_client import CAT_CLASSES, analyze, top5
 from vit.checkpoints.files import OWN_FORMAT, OWN_VERSION
@@ -106,11 +107,12 @@ def test_vit_load_refuses_with_a_clear_message(bad, kind):
 
 @pytest.mark.parametrize("kind", BAD)
 def test_model_picker_handler_refuses_with_a_clear_message(augreg_url, bad, augreg_weights, kind):
-    with pytest.raises(gr.Error) as refused:
-        app.change_model(bad[kind], 0)
-    assert f"Could not load the model {bad[kind]!r}" in refused.value.message
-    assert BAD[kind] in refused.value.message
-    assert bad[kind] not in app.MODELS and augreg_weights in app.MODELS  # nothing half-loaded is kept; the current model is
+    with pytest.warns(UserWarning) as refused:
+        picker = views.switch_model(bad[kind], augreg_weights, None, None, ControlValues(), "en")["model"]
+    assert len(refused) == 1 and picker.value == augreg_weights        # the picker goes back to the current model
+    assert f"Could not load the model {bad[kind]!r}" in str(refused[0].message)
+    assert BAD[kind] in str(refused[0].message)
+    assert bad[kind] not in state.MODELS and augreg_weights in state.MODELS  # nothing half-loaded is kept; the current model is
 
 
 @pytest.mark.parametrize("kind", BAD)
@@ -141,7 +143,7 @@ def test_a_server_others_can_reach_loads_only_its_listed_models(augreg_url, phot
     client = Client(augreg_url, verbose=False)
     with pytest.raises(AppError, match="SECRET-TO"):  # on this machine alone: any path loads, or says why not
         analyze(client, photos["cat"], model=str(secret))
-    monkeypatch.setattr(app, "ANY_MODEL", False)  # as launch() sets it for --host 0.0.0.0 or --share
+    monkeypatch.setattr(state.SETTINGS, "any_model", False)  # as launch() sets it for --host 0.0.0.0 or --share
     for source in (str(secret), "vit_h_14", "default"):
         with pytest.raises(AppError) as refused:
             analyze(client, photos["cat"], model=source)
@@ -154,7 +156,7 @@ def test_a_server_others_can_reach_loads_only_its_listed_models(augreg_url, phot
                                                 ("0.0.0.0", False, False), ("192.168.1.5", False, False),
                                                 ("127.0.0.1", True, False)])
 def test_only_a_server_reachable_from_this_machine_alone_loads_any_model(host, share, alone):
-    assert app.only_this_machine(host, share) is alone
+    assert only_this_machine(host, share) is alone
 
 
 def test_browser_model_picker_goes_back_to_the_current_model(augreg_url, bad, photos):

@@ -19,7 +19,7 @@ from gradio_client.exceptions import AppError
 from PIL import Image
 from skimage import data
 
-import app
+from vit_explorer import state
 from api_client import CAT_CLASSES, analyze, difference_outside_query_frame, model_input, top5
 from bench.measure import peak_rss_delta_mb
 from vit.image_file import MAX_ASPECT
@@ -33,7 +33,7 @@ def client(augreg_url) -> Client:
 
 @pytest.fixture(scope="module")
 def preprocess(augreg_url, augreg_weights):
-    return app.MODELS.get(augreg_weights).loaded.preprocess  # the served model's own preprocessing
+    return state.MODELS.get(augreg_weights).loaded.preprocess  # the served model's own preprocessing
 
 
 @pytest.fixture(scope="module")

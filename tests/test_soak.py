@@ -1,7 +1,7 @@
 """Protects a long-running server's memory: 300 analyses in a row through the API, each from a new session and
 of 60 different photos, leave the serving process's RSS flat after warm-up; the cache of analyses (shared by
 all sessions) stays within its bytes, the dropped analyses really freed; the light per-session state is bounded
-by Gradio's LRU of sessions (``state_session_capacity=app.MAX_SESSIONS``)."""
+by Gradio's LRU of sessions (``state_session_capacity=vit_explorer.state.MAX_SESSIONS``)."""
 from __future__ import annotations
 
 import gc
@@ -12,7 +12,9 @@ from gradio_client import Client
 from PIL import Image, ImageOps
 from skimage import data
 
-import app
+from vit_explorer import state
+from vit_explorer.layout import build_app
+from vit_explorer.server import launch
 from viz.cache import Cache
 from viz import explorer
 from api_client import AUGREG, CAT_CLASSES, analyze, top5
@@ -20,7 +22,7 @@ from app_server import free_port
 from bench.app_process import AppProcess
 from bench.measure import proc_status_kb
 
-WARM_UP = app.MAX_SESSIONS  # 100: Gradio's sessions and the cache of analyses (36 ViT-Ti) full, malloc steady
+WARM_UP = state.MAX_SESSIONS  # 100: Gradio's sessions and the cache of analyses (36 ViT-Ti) full, malloc steady
 ANALYSES = WARM_UP + 200
 MAX_GROWTH_MB = 50
 CROPS = 12           # different photos per skimage picture: 5 × 12 = 60, more than the cache holds
@@ -66,12 +68,12 @@ def _session_state(demo, session_hash: str) -> explorer.Session | None:
 def test_analyses_beyond_the_budget_and_sessions_beyond_capacity_are_dropped_and_freed(real_weights_dir, photos,
                                                                                     monkeypatch):
     """The production caches, made small: room for 3 ViT-Ti analyses (5.5 MB each) and 4 sessions."""
-    cache = Cache(app.analyze_key, 18 * 2**20, weigh=explorer.cached_bytes)
-    monkeypatch.setattr(app, "ANALYSES", cache)
-    monkeypatch.setattr(app, "MAX_SESSIONS", 4)
-    demo = app.build_app(str(real_weights_dir / AUGREG))
+    cache = Cache(state.analyze_key, 18 * 2**20, weigh=explorer.cached_bytes)
+    monkeypatch.setattr(state, "ANALYSES", cache)
+    monkeypatch.setattr(state, "MAX_SESSIONS", 4)
+    demo = build_app(str(real_weights_dir / AUGREG))
     port = free_port()
-    app.launch(demo, "127.0.0.1", port, prevent_thread_lock=True, quiet=True)
+    launch(demo, "127.0.0.1", port, prevent_thread_lock=True, quiet=True)
     try:
         analyses, hashes = [], []
         for photo in photos[:6]:

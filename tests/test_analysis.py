@@ -10,7 +10,7 @@ import vit
 from PIL import Image
 from viz import panels
 from viz.analysis import analyze, model_arrays
-from viz.maps.figure7 import mean_attention_distance
+from viz.maps.distance import mean_attention_distance
 from viz.maps.rollout import fuse_heads
 
 

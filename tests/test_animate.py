@@ -13,6 +13,7 @@ import pytest
 from PIL import Image, ImageSequence
 
 import vit
+import oracles
 from viz import animate, panels
 from viz.analysis import analyze
 from viz.cli import main
@@ -46,7 +47,7 @@ def test_rollout_frames_roll_out_up_to_their_block(analysis):
     for layer in (0, 6):
         np.testing.assert_array_equal(below_caption(frames[layer]),
                                       np.asarray(animate.rollout_panel_through(analysis, layer, discard_ratio=0.5)))
-    np.testing.assert_array_equal(below_caption(frames[-1]), np.asarray(panels.rollout_panel(analysis, discard_ratio=0.5)))
+    np.testing.assert_array_equal(below_caption(frames[-1]), np.asarray(oracles.rollout_panel(analysis, discard_ratio=0.5)))
     # rollout through block l is the rollout of the first l + 1 blocks of attention
     np.testing.assert_allclose(animate.rollout_through(analysis, 3),
                                rollout_map(analysis.attention[:4], 1, (14, 14)), rtol=1e-5, atol=1e-8)

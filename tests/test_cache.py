@@ -106,7 +106,7 @@ def test_values_are_weighed_by_the_bytes_they_hold():
     from PIL import Image
 
     from viz.cache import nbytes
-    from viz.result import Analysis
+    from viz.records import Analysis
 
     image = Image.new("RGB", (20, 10))
     assert nbytes(np.zeros((4, 5), np.float16)) == 40 and nbytes(image) == 600

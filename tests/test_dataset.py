@@ -21,10 +21,10 @@ from viz.dataset.files import list_images
 from viz.dataset.loader import shard
 from viz.dataset.report import markdown, summary
 from viz.dataset.statistics import ExactSum, Statistics
-from viz.maps.figure7 import mean_attention_distance
+from viz.maps.distance import mean_attention_distance
 from viz.maps.norms import artifact_mask, flag_high_norm
 from viz.maps.rollout import rollout_map
-from viz.maps.statistics import attention_entropy, attention_shares
+from oracles import attention_entropy, attention_shares
 
 from tiny_run import COLOURS, noise_images, tiny_checkpoint
 

@@ -12,11 +12,12 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from viz.analysis import compare_side, explain
+from viz.analysis import explain
 from viz.cli import main
 from viz.cli.compare import explanation_pairs
 from viz.cli.explain import ExplainRequest
 from viz.compare import compare
+from viz.compare.side import compare_side
 
 AUGREG = "vit_tiny_patch16_224.augreg_in21k_ft_in1k.safetensors"
 DEIT = "deit_tiny_patch16_224.pipevit_ln_fixedpoint.safetensors"

@@ -11,8 +11,9 @@ import pytest
 
 from viz.explain import METHODS, ExplainArrays, Explanation, contrast, families_of, method_names
 from viz.explain.baselines import attention_map, random_map, rollout_map
-from viz.explain.gae import gae_map, gae_matrix
-from viz.explain.grad_rollout import grad_rollout_map, grad_rollout_matrix
+from oracles import gae_matrix, grad_rollout_matrix
+from viz.explain.gae import gae_map
+from viz.explain.grad_rollout import grad_rollout_map
 from viz.explain.gradcam import gradcam_map
 from viz.explain.lrp import attnlrp_map
 from viz.maps.attention import token_attention_map

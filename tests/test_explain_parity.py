@@ -31,7 +31,7 @@ from safetensors.torch import save_file
 
 import vit
 from viz.analysis import explain_map, explain_tensor
-from viz.explain.grad_rollout import grad_rollout_matrix
+from oracles import grad_rollout_matrix
 from viz.explain.arrays import read_out
 from vit.explain import ATTN_LRP, CP_LRP, ClassTarget, gradient_pass, relevance_pass
 

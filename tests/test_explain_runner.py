@@ -16,7 +16,7 @@ import vit
 from two_objects import halves, two_object_photo
 from viz.analysis import analyze, explain, explain_tensor
 from viz.explain import METHODS, contrast
-from viz.explain.gae import gae_matrix
+from oracles import gae_matrix
 from viz.explain.gradcam import gradcam_values
 from vit.explain import ClassTarget, gradient_pass
 

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 import vit
 from viz.analysis import model_arrays
-from viz.maps.figure7 import (embedding_filter_components, mean_attention_distance, patch_distances, position_similarity,
-                              uniform_distance)
+from viz.maps.distance import mean_attention_distance, patch_distances, uniform_distance
+from viz.maps.embeddings import embedding_filter_components, position_similarity
 
 # Uniform attention on a 3×3 grid, distances in patches from each query to all 9 patches:
 #   corner (×4): 1, 1, 2, 2, √2, √5, √5, √8 -> 6 + 3√2 + 2√5

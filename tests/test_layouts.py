@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import vit
 from PIL import Image
+from oracles import render_all
 from viz import panels
 from viz.analysis import analyze, model_arrays
 
@@ -47,7 +48,7 @@ def test_every_map_and_panel_has_the_layout_shape(name, photo):
     assert a.image.size == (W, H)
     np.testing.assert_allclose(a.probabilities.sum(), 1.0, rtol=1e-5)
 
-    images, arrays = panels.render_all(a, m, panels.MapOptions(colorbar=False))
+    images, arrays = render_all(a, m, panels.MapOptions(colorbar=False))
     for key in ("rollout", "cls_attention", "query_row", "query_column"):
         assert arrays[key].shape == (gh, gw), key
     assert arrays["mean_distance"].shape == (2, 2)
@@ -59,7 +60,8 @@ def test_every_map_and_panel_has_the_layout_shape(name, photo):
     heads, layout = panels.heads_panel(a)
     assert (layout.rows, layout.cols) == (2, 2) and layout.cell[1] == round(layout.cell[0] * gw / gh)
     assert heads.size == images["heads"].size
-    assert panels.rollout_panel(a, scale=2, colorbar=False).size == (2 * W, 2 * H)
-    assert panels.rollout_panel(a).size[0] > W                    # the colour bar is appended on the right
+    values = panels.rollout_of(a)
+    assert panels.rollout_overlay(a, values, None, scale=2, colorbar=False).size == (2 * W, 2 * H)
+    assert panels.rollout_overlay(a, values, None).size[0] > W    # the colour bar is appended on the right
     for image in images.values():
         assert image.mode == "RGB" and min(image.size) > 0

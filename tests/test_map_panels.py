@@ -13,8 +13,8 @@ from viz import panels
 from viz.drawing import render
 from viz.i18n import t
 from viz.maps import attention, norms
-from viz.maps.figure7 import mean_attention_distance
-from viz.result import Analysis
+from viz.maps.distance import mean_attention_distance
+from viz.records import Analysis
 
 GRID = (4, 5)
 P = 16

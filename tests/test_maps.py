@@ -8,7 +8,8 @@ import pytest
 from viz.maps.attention import all_heads_maps, patch_query_maps, rollout_query_maps, threshold_mask, token_attention_map
 from viz.maps.layout import patch_token, pixel_to_patch, to_grid
 from viz.maps.norms import artifact_mask, flag_high_norm, token_norm_maps
-from viz.maps.rollout import fuse_heads, rollout_matrix
+from oracles import rollout_matrix
+from viz.maps.rollout import fuse_heads
 
 GRID, PREFIX = (3, 4), 2  # non-square grid, CLS + DIST
 T = PREFIX + 12

@@ -21,7 +21,7 @@ from vit.train.options import TrainOptions, parse_args, resolve
 from viz import panels
 from viz.analysis import model_arrays
 from viz.architecture import stages, total_params
-from viz.maps.figure7 import neighbour_similarity, position_similarity
+from viz.maps.embeddings import neighbour_similarity, position_similarity
 
 TINY = dict(img_size=(16, 16), patch_size=4, embed_dim=16, depth=2, num_heads=2, mlp_dim=32, num_classes=3)
 

@@ -14,10 +14,10 @@ import vit
 from PIL import Image
 from viz.analysis import capture, model_input, postprocess
 from viz.analysis.capture import run_blocks
-from viz.maps.figure7 import mean_attention_distance, patch_distances
+from viz.maps.distance import mean_attention_distance, patch_distances
 from viz.maps.norms import artifact_mask, flag_high_norm
 from viz.maps.rollout import FUSIONS, fuse_heads, rollout_map
-from viz.maps.statistics import attention_entropy, attention_shares, key_mass
+from oracles import attention_entropy, attention_shares, key_mass
 
 GRID, PREFIX, PATCH = (3, 4), 2, 16          # a non-square grid and two prefix tokens (CLS + DIST)
 T = PREFIX + GRID[0] * GRID[1]

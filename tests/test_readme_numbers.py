@@ -20,7 +20,7 @@ from viz.architecture import stages, total_params
 from viz.analysis.serve import ATTENTION_DTYPE
 from viz.explorer import cached_bytes
 from viz.maps import norms
-from viz.result import Analysis
+from viz.records import Analysis
 
 REPO = Path(__file__).resolve().parent.parent
 EN = (REPO / "README.md").read_text(encoding="utf-8")

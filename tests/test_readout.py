@@ -20,7 +20,8 @@ from viz.architecture import block_params, family_summary, stages, total_params
 from viz.maps.attention import token_attention_map
 from viz.maps.readout import (readout_all_heads_maps, readout_attention_map, readout_rollout_map, readout_weights,
                               fuse_probe)
-from viz.maps.rollout import fused_rollout_map, fuse_heads, rollout_matrix
+from oracles import render_all, rollout_matrix
+from viz.maps.rollout import fused_rollout_map, fuse_heads
 
 BASE = dict(img_size=(64, 48), patch_size=16, embed_dim=32, depth=3, num_heads=4, mlp_dim=64, num_classes=5)
 FAMILIES = {  # family -> the ViTConfig features that make it (see vit/model.py)
@@ -68,7 +69,7 @@ def test_every_map_and_panel_runs_on_each_family(family, photo):
     assert a.readout == READOUT[family] and (a.probe_attention is not None) == (family == "siglip")
     K = loaded.model.cfg.num_classes                                 # 0 for the CLIP and SigLIP towers
     assert a.probabilities.size == K and len(a.top_k(3)) == min(3, K)
-    images, arrays = panels.render_all(a, model_arrays(loaded.model, family), panels.MapOptions(colorbar=True))
+    images, arrays = render_all(a, model_arrays(loaded.model, family), panels.MapOptions(colorbar=True))
     for key in ("rollout", "cls_attention", "query_row", "query_column"):
         assert arrays[key].shape == (gh, gw) and np.isfinite(arrays[key]).all(), key
     assert arrays["mean_distance"].shape == (3, 4) and a.token_norms.shape == (3, T)

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from oracles import token_norm_plot
 from viz.drawing import plots
 from viz.drawing.grids import similarity_mosaic, thumbnail_grid, tile_images
 from viz.drawing.render import (add_colorbar, colorize, colormap_lut, index_image, interpolation_matrix, map_index,
@@ -176,7 +177,7 @@ def test_plots_have_labelled_axes_and_become_images():
     rng = np.random.default_rng(0)
     figs = [plots.distance_plot(rng.random((4, 3)) * 100, "title", uniform_distance=50.0),
             plots.position_similarity_plot(np.eye(6), (2, 3)),
-            plots.token_norm_plot(rng.random((4, 1 + 6)) + 1, 1, flags=np.eye(4, 6, dtype=bool))]
+            token_norm_plot(rng.random((4, 1 + 6)) + 1, 1, flags=np.eye(4, 6, dtype=bool))]
     for fig in figs:
         ax = fig.axes[0]
         assert ax.get_xlabel() and ax.get_ylabel()
@@ -199,7 +200,7 @@ def test_blitted_plots_equal_full_draws():
     flags = np.zeros((12, 196), dtype=bool)
     flags[7:, 0] = True
     pairs = [(plots.distance_image(d, uniform_distance=117.0), plots.distance_plot(d, uniform_distance=117.0)),
-             (plots.token_norm_image(norms, 1, flags), plots.token_norm_plot(norms, 1, flags))]
+             (plots.token_norm_image(norms, 1, flags), token_norm_plot(norms, 1, flags))]
     for fast, figure in pairs:
         full = np.asarray(plots.figure_to_image(figure)).astype(int)
         assert np.abs(np.asarray(fast).astype(int) - full).mean() < 0.5

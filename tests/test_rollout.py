@@ -6,8 +6,9 @@ import pytest
 import torch
 
 from viz.maps.layout import patch_token
+from oracles import rollout_matrix
 from viz.maps.rollout import (columns_through, discard_lowest, fuse_heads, fused_rollout_map, residual_steps,
-                               rollout_map, rollout_matrix, rollout_product, rollout_rows, rows_through, with_residual)
+                               rollout_map, rollout_product, rollout_rows, rows_through, with_residual)
 
 
 def random_attention(L=4, H=3, T=10, seed=0) -> np.ndarray:

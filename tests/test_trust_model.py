@@ -10,7 +10,8 @@ import torch
 
 import vit
 from tiny_models import TINY, tiny
-from vit.explain.perturb import cascading_randomization, forward_kept, forward_packed, randomized_copy
+from oracles import randomized_copy
+from vit.explain.perturb import cascading_randomization, forward_kept, forward_packed
 
 FAMILIES = {  # one tiny model of every family and token layout the explorer runs
     "vit": dict(),

@@ -10,7 +10,7 @@ import pytest
 import torch
 import vit
 
-from viz import walkthrough
+from viz.drawing import walk_steps as walkthrough
 from viz.analysis import walk
 from viz.i18n import LANGUAGES
 
@@ -130,9 +130,9 @@ def test_texts_and_pictures_in_both_languages(augreg, cat, lang):
     assert f"Egyptian cat{'（' if lang == 'zh-CN' else ' ('}{w.probabilities.max():.0%}" in texts[-1].text
     pictures = [walkthrough.grid_picture(w, 6, 3, 448, lang), walkthrough.patch_picture(w, 6, 3, 448, lang),
                 walkthrough.vector_picture(w.embeddings[w.patch_index(6, 3)], "D = 192", 512, lang),
-                walkthrough.tokens_picture(w, "embedded", 448, lang), walkthrough.position_picture(w, lang),
+                walkthrough.tokens_picture(w, "embedded", 448, lang),
                 walkthrough.position_patch_picture(w, 6, 3, 448, lang),
                 walkthrough.attention_picture(w, 5, None, 448, lang), walkthrough.logits_picture(w, 5, lang)]
     for picture in pictures:
         assert picture.mode == "RGB" and min(picture.size) > 20
-    assert pictures[0].width == 448 and pictures[6].height == 448
+    assert pictures[0].width == 448 and pictures[5].height == 448

@@ -8,7 +8,7 @@ from dataclasses import dataclass, fields, replace
 
 from viz.explorer import Controls, clamp_controls
 from viz.maps.rollout import FUSIONS
-from viz.result import Analysis
+from viz.records import Analysis
 
 ROLLOUT = frozenset({"fusion", "discard_ratio", "start_layer"})           # the Rollout tab's controls
 DISPLAY = frozenset({"opacity", "mask_artifacts", "patch_true"})          # how every map is drawn

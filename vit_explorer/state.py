@@ -30,7 +30,7 @@ from viz.analysis.serve import ServedModel, analyze_photo, serve
 from viz.cache import Cache, nbytes
 from viz.explorer import Session
 from viz.i18n import t
-from viz.result import Analysis
+from viz.records import Analysis
 from viz.tabs import Explained, explanations
 
 MAX_SESSIONS = 100              # browser sessions remembered (~100 KB each: Gradio copies the page config per session)

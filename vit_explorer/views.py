@@ -23,7 +23,7 @@ from viz import explorer
 from viz.analysis.serve import ServedModel
 from viz.explorer import Controls, Session
 from viz.i18n import language, language_from_header, t
-from viz.result import Analysis
+from viz.records import Analysis
 
 from . import state
 from .controls import ControlValues

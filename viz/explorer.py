@@ -22,7 +22,7 @@ from .architecture import family_summary, stages, to_markdown
 from .maps.layout import pixel_to_patch
 from .panels.heads import HeadsLayout
 from .i18n import language, t
-from .result import Analysis
+from .records import Analysis
 
 if TYPE_CHECKING:
     from .analysis.serve import ServedModel

@@ -10,10 +10,10 @@ import gradio as gr
 import torch
 
 from vit.image_file import open_image
-from viz.analysis import compare_side
 from viz.animate import depth_frames, save_gif
 from viz.compare import compare as comparison_of
 from viz.compare import comparison_image
+from viz.compare.side import compare_side
 from viz.i18n import t
 
 from .. import state

@@ -13,7 +13,7 @@ from vit.image_file import open_image
 
 from .. import panels
 from ..i18n import language
-from ..result import Analysis, ModelArrays
+from ..records import Analysis, ModelArrays
 from .capture import analyze, model_arrays
 
 ATTENTION_DTYPE = np.float16  # cached maps: ViT-B/16 at 224 needs 11 MB per image instead of 22 MB

@@ -12,8 +12,8 @@ import vit
 from vit.train.snapshots import SNAPSHOT_SUFFIX, list_snapshots
 
 from .. import panels
-from ..maps.figure7 import neighbour_similarity, position_similarity
-from ..result import SnapshotSeries
+from ..maps.embeddings import neighbour_similarity, position_similarity
+from ..records import SnapshotSeries
 from .capture import analyze, model_arrays
 
 

@@ -84,7 +84,7 @@ def run_comparison(args: argparse.Namespace, loaded_a, o: panels.MapOptions, ent
     import vit
     from vit.image_file import open_image
 
-    from ..analysis import compare_side
+    from ..compare.side import compare_side
 
     try:
         loaded_b = vit.load(args.compare)

@@ -15,9 +15,9 @@ from ..i18n import t
 from ..maps import attention, norms, readout
 from ..maps.layout import layer_index, patch_token
 from ..maps.rollout import kept_tokens
-from ..result import Analysis
-from .model_size import (artifact_drop, attention_caption, attention_of, query_maps, rollout_caption, rollout_of,
-                         where_name)
+from ..records import Analysis
+from .select import (artifact_drop, attention_caption, attention_of, query_maps, rollout_caption, rollout_of,
+                     where_name)
 
 @dataclass(frozen=True)
 class Display:

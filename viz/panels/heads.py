@@ -14,9 +14,9 @@ from ..drawing import render
 from ..drawing.grids import GridLayout, label_margins, thumbnail_grid
 from ..i18n import t
 from ..maps import norms, readout
-from ..result import Analysis
+from ..records import Analysis
 from .display import Display, _uniform_ticks, uniform_tokens
-from .model_size import artifact_drop, mean_distance_of
+from .select import artifact_drop, mean_distance_of
 
 @dataclass(frozen=True)
 class HeadStats:

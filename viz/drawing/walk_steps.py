@@ -4,20 +4,23 @@ sentence of explanation in English or Chinese. Gradio-free: the page shows ``ste
 
 Pictures: ``grid_picture`` (the crop cut into P×P patches), ``patch_picture`` (one patch: its pixels and its
 C·P·P numbers), ``vector_picture`` (a patch embedding or the CLS output as numbers), ``tokens_picture`` (the
-T×D token matrix), ``position_picture`` / ``position_patch_picture`` (position-embedding similarity),
+T×D token matrix), ``position_patch_picture`` (one patch's position-embedding similarity to every other),
 ``attention_picture`` (where CLS attends in a layer) and ``logits_picture`` (logits and softmax).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 from PIL import Image, ImageDraw
 
-from .analysis.walkthrough import Walkthrough
-from .drawing import plots, render
-from .drawing.fonts import use_language_font
-from .i18n import t
+from ..i18n import t
+from . import plots, render
+from .fonts import use_language_font
+
+if TYPE_CHECKING:
+    from ..analysis.walkthrough import Walkthrough
 
 NUMBER_CMAP = "coolwarm"   # numbers of the model: blue negative, white 0, red positive
 
@@ -164,11 +167,6 @@ def tokens_picture(w: Walkthrough, which: str = "embedded", size: int = 448, lan
         draw.rectangle((margin - 6, 0, margin - 2, y1), fill=(0, 160, 0))
         draw.text((margin - 8, 0), "+".join(dict.fromkeys(w.prefix_names)), fill="black", font=f, anchor="ra")
     return render.caption(canvas, t("walk.caption.tokens", lang, tokens=T, dim=D), lang)
-
-
-def position_picture(w: Walkthrough, lang: str = "en") -> Image.Image:
-    """Figure 7 (centre) for this input's grid: every patch's position-embedding similarity to all others."""
-    return plots.figure_to_image(plots.position_similarity_plot(w.position_similarity, w.grid, lang=lang))
 
 
 def position_patch_picture(w: Walkthrough, row: int, col: int, size: int = 448, lang: str = "en") -> Image.Image:

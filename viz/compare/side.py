@@ -1,5 +1,6 @@
-"""A loaded checkpoint's side of a comparison: its analysis of the photo, its name and sha256, and the part of the
-photo it saw (``viz.compare`` takes it from there, without the model)."""
+"""A loaded checkpoint's side of a comparison: its analysis of the photo (the model runs once, through
+``viz.analysis``), its name and sha256, and the part of the photo it saw (``comparison`` takes it from there,
+without the model)."""
 from __future__ import annotations
 
 import numpy as np
@@ -8,9 +9,9 @@ from PIL import Image
 from vit.checkpoints.identity import fingerprint
 from vit.preprocess import upright_rgb
 
-from ..compare import Side
-from ..result import Analysis
-from .capture import analyze
+from ..analysis.capture import analyze
+from ..records import Analysis
+from .comparison import Side
 
 
 def compare_side(loaded, photo: Image.Image, analysis: Analysis | None = None,

@@ -1,15 +1,14 @@
-"""The panels at the model's own size, for the CLI and the files it writes: every map of one image (and
-Figure 7 left and centre of the checkpoint) as a PIL image, from a cached ``Analysis`` (and ``ModelArrays``).
-No model and no torch here: moving a slider re-renders from arrays.
+"""The panels at the model's own size, for the CLI and the files it writes (``image_panels``, ``model_panels``,
+the options ``MapOptions``): every map of one image (and Figure 7 left and centre of the checkpoint) as a PIL
+image, from a cached ``Analysis`` (and ``ModelArrays``); the page reuses the checkpoint's panels and the distance
+plot. No model and no torch here. The values drawn come from ``select``.
 
 Layer, head and patch indices are 0-based (negative counts from the end); ``head=None`` is the mean of
 heads. ``scale`` enlarges the photo (Lanczos) before overlaying, for display. ``lang`` ("en" or "zh-CN") is
 the language of every text drawn (``viz.i18n``); ``mask_artifacts`` drops the high-norm artifact tokens
 (``viz.maps.norms``) from every map of the query's attention.
 
-The image-level maps (rollout, attention, heads, threshold mask) read the analysis' own query,
-``a.readout`` (see ``viz.maps.readout``): the CLS token, SigLIP's MAP probe or the mean of the patches; every
-caption names it ("CLS", "MAP probe", "mean of patches"), and ``captions`` gives them as text.
+Every caption names the analysis' query (``captions`` gives them as text).
 """
 from __future__ import annotations
 
@@ -21,11 +20,12 @@ from PIL import Image
 from ..drawing import plots, render
 from ..drawing.grids import GridLayout, thumbnail_grid, tile_images
 from ..i18n import language, t
-from ..maps import attention, figure7, norms, readout
+from ..maps import attention, distance, embeddings, norms, readout
+from .select import (artifact_drop, artifact_flags, attention_caption, attention_of, default_query, heads_caption,
+                     mean_distance_of, position_similarity_of, query_maps, rollout_caption, rollout_of, where_name)
 from ..maps.layout import layer_index, patch_token
 from ..maps.rollout import FUSIONS
-from ..result import Analysis, ModelArrays
-
+from ..records import Analysis, ModelArrays
 
 
 @dataclass(frozen=True)
@@ -82,56 +82,12 @@ def photo(a: Analysis, scale: int = 1) -> Image.Image:
     return a.image.resize((a.image.width * scale, a.image.height * scale), Image.Resampling.LANCZOS)
 
 
-def where_name(a: Analysis, layer: int, head: int | None, lang: str = "en") -> str:
-    """"layer 11, mean of heads" / "layer 3, head 1" in ``lang`` (the caption of a one-layer map)."""
-    layer = layer_index(layer, a.depth)
-    if head is None:
-        return t("name.layer_mean", lang, layer=layer)
-    return t("name.layer_head", lang, layer=layer, head=head % a.heads)
-
-
-def artifact_flags(a: Analysis, norm_ratio: float = 3.0) -> np.ndarray:
-    """High-norm patches per block -> bool (L, gh, gw) (see ``viz.maps.norms``)."""
-    return norms.flag_high_norm(a.token_norms, a.num_prefix, a.grid, norm_ratio)
-
-
-def artifact_drop(a: Analysis, mask_artifacts: bool, norm_ratio: float = 3.0) -> np.ndarray | None:
-    """The patches to drop before rollout: flagged high-norm in any block (gh, gw), or None when not masking."""
-    return norms.artifact_mask(artifact_flags(a, norm_ratio)) if mask_artifacts else None
-
-
-def rollout_of(a: Analysis, fusion: str = "mean", discard_ratio: float = 0.0, start_layer: int = 0,
-               mask_artifacts: bool = False, norm_ratio: float = 3.0) -> np.ndarray:
-    """Rollout of the analysis' query (CLS, MAP probe or mean of patches) over the patches (gh, gw), optionally
-    without the high-norm tokens (they read 0)."""
-    drop = artifact_drop(a, mask_artifacts, norm_ratio)
-    return readout.readout_rollout_map(a.fused_heads(fusion), a.num_prefix, a.grid, a.readout, a.probe_attention,
-                                       fusion, discard_ratio, start_layer, drop)
-
-
 def rollout_overlay(a: Analysis, values: np.ndarray, drop: np.ndarray | None, cmap: str = render.DEFAULT_CMAP,
                     alpha: float = 0.6, colorbar: bool = True, scale: int = 1, lang: str = "en") -> Image.Image:
     """Rollout map onto the photo; dropped patches are left out of the colour scale (they show its bottom)."""
     vmin = float(values[~drop].min()) if drop is not None and not drop.all() else None
     return render.overlay(photo(a, scale), values, cmap, alpha, vmin=vmin, colorbar=colorbar,
                           label=rollout_caption(a, lang), lang=lang)
-
-
-def rollout_panel(a: Analysis, fusion: str = "mean", discard_ratio: float = 0.0, start_layer: int = 0,
-                  mask_artifacts: bool = False, norm_ratio: float = 3.0, cmap: str = render.DEFAULT_CMAP,
-                  alpha: float = 0.6, colorbar: bool = True, scale: int = 1, lang: str = "en") -> Image.Image:
-    """Attention rollout of the analysis' query blended onto the photo."""
-    drop = artifact_drop(a, mask_artifacts, norm_ratio)
-    values = rollout_of(a, fusion, discard_ratio, start_layer, mask_artifacts, norm_ratio)
-    return rollout_overlay(a, values, drop, cmap, alpha, colorbar, scale, lang)
-
-
-def attention_of(a: Analysis, layer: int = -1, head: int | None = None,
-                 drop: np.ndarray | None = None) -> np.ndarray:
-    """The analysis' query's attention over the patches in one layer (gh, gw); the MAP probe's after the last.
-    ``drop`` (gh, gw) bool: tokens removed as keys (and as queries of the mean), rows renormalised."""
-    return readout.readout_attention_map(a.attention, a.num_prefix, a.grid, a.readout, a.probe_attention, layer,
-                                         head, drop_patches=drop)
 
 
 def attention_panel(a: Analysis, layer: int = -1, head: int | None = None, share: float | None = None,
@@ -160,29 +116,6 @@ def heads_panel(a: Analysis, cell: int = 56, cmap: str = render.DEFAULT_CMAP, wi
                           background=a.image if with_photo else None, selected=selected, lang=lang)
 
 
-def query_label(readout_kind: str, lang: str = "en") -> str:
-    """The query's name in ``lang``: "CLS", "MAP probe" or "mean of patches"."""
-    return t(f"query.{readout_kind}", lang)
-
-
-def rollout_caption(a: Analysis, lang: str = "en") -> str:
-    """E.g. "CLS rollout", "MAP probe rollout", "mean of patches rollout"."""
-    return t("caption.rollout", lang, query=query_label(a.readout, lang))
-
-
-def attention_caption(a: Analysis, layer: int = -1, head: int | None = None, lang: str = "en") -> str:
-    """E.g. "CLS, layer 11, mean of heads"; the MAP probe reads after the last layer, whatever ``layer``."""
-    if a.readout == "map":
-        return t("caption.probe", lang, layer=a.depth - 1,
-                 heads=t("name.mean_heads", lang) if head is None else t("name.head", lang, head=head % a.heads))
-    return t("caption.attention", lang, query=query_label(a.readout, lang), where=where_name(a, layer, head, lang))
-
-
-def heads_caption(a: Analysis, lang: str = "en") -> str:
-    """What the heads grid shows: the CLS row, or the mean of the patch rows (the probe is not in the layers)."""
-    return t("caption.heads", lang, query=query_label(readout.heads_query(a.readout), lang))
-
-
 def captions(a: Analysis, o: "MapOptions") -> dict[str, str]:
     """Every image-level panel's caption, naming its query: {"rollout", "attention", "threshold", "heads"}."""
     source = attention_caption(a, o.layer, o.head, o.lang) if o.mask_source == "attention" else \
@@ -190,22 +123,6 @@ def captions(a: Analysis, o: "MapOptions") -> dict[str, str]:
     return {"rollout": rollout_caption(a, o.lang), "attention": attention_caption(a, o.layer, o.head, o.lang),
             "threshold": t("caption.threshold", o.lang, share=o.share, source=source),
             "heads": heads_caption(a, o.lang)}
-
-
-def default_query(a: Analysis) -> tuple[int, int]:
-    """The patch in the centre of the grid."""
-    return a.grid[0] // 2, a.grid[1] // 2
-
-
-def query_maps(a: Analysis, row: int, col: int, layer: int = -1, head: int | None = None, rolled: bool = False,
-               fusion: str = "mean", discard_ratio: float = 0.0, start_layer: int = 0,
-               drop: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """(where patch (row, col) attends, who attends to it), each (gh, gw): one layer, or rolled out; ``drop``
-    (gh, gw) bool: patches left out (``artifact_drop``)."""
-    if rolled:
-        return attention.rollout_query_maps(a.fused_heads(fusion), a.num_prefix, a.grid, row, col, discard_ratio,
-                                            start_layer, drop_patches=drop)
-    return attention.patch_query_maps(a.attention, a.num_prefix, a.grid, row, col, layer, head, drop_patches=drop)
 
 
 def query_panels(a: Analysis, row: int, col: int, layer: int = -1, head: int | None = None, rolled: bool = False,
@@ -267,22 +184,10 @@ def token_norm_curves_panel(a: Analysis, norm_ratio: float = 3.0, lang: str = "e
     return plots.token_norm_image(a.token_norms, a.num_prefix, artifact_flags(a, norm_ratio), lang=lang)
 
 
-def mean_distance_of(a: Analysis, renormalise: bool = False) -> np.ndarray:
-    """Mean attention distance in pixels (L, H) (cached by ``analyze``)."""
-    if renormalise in a.mean_distance:
-        return a.mean_distance[renormalise]
-    return figure7.mean_attention_distance(a.attention, a.num_prefix, a.grid, a.patch_size, renormalise)
-
-
 def distance_panel(mean_distance: np.ndarray, grid: tuple[int, int], patch_size: int,
                    title: str | None = None, lang: str = "en") -> Image.Image:
     """Mean attention distance (L, H) of one image, or averaged over images, against depth."""
-    return plots.distance_image(mean_distance, title, figure7.uniform_distance(tuple(grid), patch_size), lang=lang)
-
-
-def position_similarity_of(m: ModelArrays) -> np.ndarray | None:
-    """Cosine similarity of the position embeddings on the checkpoint's native grid (N, N); None without them."""
-    return figure7.position_similarity(m.pos_embed, m.native_grid) if m.pos_embed is not None else None
+    return plots.distance_image(mean_distance, title, distance.uniform_distance(tuple(grid), patch_size), lang=lang)
 
 
 def position_panel(m: ModelArrays, lang: str = "en") -> Image.Image:
@@ -299,7 +204,7 @@ def _position_image(similarity: np.ndarray | None, grid: tuple[int, int], lang: 
 
 def filters_panel(m: ModelArrays, count: int = 28) -> Image.Image:
     """Figure 7, left: principal components of the patch-embedding filters, 7 per row."""
-    tiles, _ = figure7.embedding_filter_components(m.patch_weight, count)
+    tiles, _ = embeddings.embedding_filter_components(m.patch_weight, count)
     return tile_images(tiles, cols=7, scale=max(1, 64 // m.patch_size))
 
 
@@ -339,10 +244,3 @@ def image_panels(a: Analysis, o: MapOptions = MapOptions()) -> tuple[dict[str, I
               "query_row": query_out, "query_column": query_in, "query_patch": np.array([row, col]),
               "mean_distance": distance, "high_norm_flags": artifact_flags(a, o.norm_ratio)}
     return images, arrays
-
-
-def render_all(a: Analysis, m: ModelArrays, o: MapOptions = MapOptions()) -> tuple[dict[str, Image.Image], dict[str, np.ndarray]]:
-    """Every panel for one image, the model's own included -> ({name: image}, {name: array})."""
-    images, arrays = image_panels(a, o)
-    model_images, model_maps = model_panels(m, o.lang)
-    return {**images, **model_images}, {**arrays, **model_maps}

@@ -28,7 +28,7 @@ from oracles import attention_entropy, attention_shares
 
 from tiny_run import COLOURS, noise_images, tiny_checkpoint
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 AUGREG = "vit_tiny_patch16_224.augreg_in21k_ft_in1k.safetensors"
 
 

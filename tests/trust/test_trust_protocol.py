@@ -12,7 +12,7 @@ import torch
 from scipy import stats
 
 import vit
-from test_trust_model import FAMILIES, tiny
+from tiny_models import FAMILIES, tiny
 from viz.analysis.trust import TrustCache, TrustJob, cache_key, first_fit, photo_key, trust_report
 from viz.explain import METHODS
 from viz.trust import (FLAG_THRESHOLD, FRACTIONS, Faithfulness, MethodTrust, TrustReport, average_ranks, flagged,

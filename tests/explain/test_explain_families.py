@@ -26,7 +26,7 @@ from pytorch_grad_cam.utils.model_targets import ClassifierOutputTarget
 
 import vit
 import tiny_models
-from test_families import randomize_, save_timm
+from reference_models import randomize_, save_timm
 from viz.analysis import explain_map, explain_tensor
 from viz.explain import METHODS
 from viz.maps.readout import readout_attention_map, readout_rollout_map

@@ -12,7 +12,7 @@ from torchvision.models import (ViT_B_16_Weights, ViT_B_32_Weights, ViT_H_14_Wei
 from vit.checkpoints import registry
 from vit.preprocess import IMAGENET_MEAN, IMAGENET_STD, Preprocess
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 ENUMS = {"vit_b_16": ViT_B_16_Weights, "vit_b_32": ViT_B_32_Weights, "vit_l_16": ViT_L_16_Weights,
          "vit_l_32": ViT_L_32_Weights, "vit_h_14": ViT_H_14_Weights}
 

@@ -24,7 +24,7 @@ from app_server import free_port
 from viz.drawing import fonts
 from viz.i18n import PAGE, PICTURES, t
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 PICTURE_OUTPUTS = {"rollout": 2, "attention": 3, "heads": 4, "position": 8, "distance": 9, "norms": 10,
                    "norm_curves": 11}   # /analyze's pictures with texts in them (api_client's order)
 SERVE_TIMEOUT_S = 240
@@ -116,7 +116,7 @@ def test_python_app_py_serves_both_languages_without_a_cjk_font(real_weights_dir
     """The proof of the front door: the app starts, /analyze answers with the English pictures it always drew,
     and a Chinese browser gets Chinese tabs, the font note, and pictures with English labels."""
     from playwright.sync_api import sync_playwright
-    from test_app_browser import CHROMIUM, CHROMIUM_ARGS, TOP1, TIMEOUT_MS, ARTIFACTS
+    from browser_setup import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, TIMEOUT_MS, TOP1
     photo = tmp_path / "cat.png"
     cat.save(photo)
     port = free_port()

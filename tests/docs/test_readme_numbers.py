@@ -22,7 +22,7 @@ from viz.explorer import cached_bytes
 from viz.maps import norms
 from viz.records import Analysis
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 EN = (REPO / "README.md").read_text(encoding="utf-8")
 ZH = (REPO / "README.zh-CN.md").read_text(encoding="utf-8")
 PHOTOS = ("camera", "chelsea", "coffee")

@@ -11,7 +11,7 @@ import pytest
 from PIL import Image
 
 import vit
-from test_trust_model import tiny
+from tiny_models import tiny
 from viz.analysis.trust import trust_report
 from viz.cli import main
 

@@ -28,7 +28,7 @@ from vit_explorer.state import Pick
 from vit_explorer.tabs import attention, compare, explain, heads, learn, query
 from vit_explorer.tabs.explain import NO_CONTRAST, TOP1
 from vit_explorer.texts import I18N
-from test_walkthrough import CASES, hooked_shapes, quick_random_model
+from walk_cases import CASES, hooked_shapes, quick_random_model
 from viz.cache import Cache
 from viz import explorer, panels, tabs
 from viz.analysis import explain_tensor
@@ -440,8 +440,8 @@ def test_command_line_defaults_and_flags():
 
 @pytest.fixture(scope="module")
 def clip_path(tmp_path_factory):
-    """A tiny random CLIP in OpenAI's layout (image and text towers), as tests/test_clip.py builds it."""
-    from test_families import open_clip_tiny
+    """A tiny random CLIP in OpenAI's layout (image and text towers), as tests/model/test_clip.py builds it."""
+    from reference_models import open_clip_tiny
     state = {**open_clip_tiny().state_dict(), "input_resolution": torch.tensor(64),
              "context_length": torch.tensor(77), "vocab_size": torch.tensor(49408)}
     path = tmp_path_factory.mktemp("clip") / "ViT-tiny.pt"

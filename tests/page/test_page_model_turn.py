@@ -30,8 +30,8 @@ def photo(tmp_path_factory, cat) -> str:
 
 @pytest.fixture(scope="module")
 def clip_path(tmp_path_factory):
-    """A tiny random CLIP in OpenAI's layout (image and text towers), as tests/test_clip.py builds it."""
-    from test_families import open_clip_tiny
+    """A tiny random CLIP in OpenAI's layout (image and text towers), as tests/model/test_clip.py builds it."""
+    from reference_models import open_clip_tiny
     state_dict = {**open_clip_tiny().state_dict(), "input_resolution": torch.tensor(64),
                   "context_length": torch.tensor(77), "vocab_size": torch.tensor(49408)}
     path = tmp_path_factory.mktemp("clip") / "ViT-tiny.pt"

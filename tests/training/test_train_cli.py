@@ -15,7 +15,7 @@ from vit.train.__main__ import main
 from vit.train.options import merge_resumed, parse_args, resolve
 from vit.train.trainer import RunFiles
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_flags_are_parsed_and_only_given_ones_count_as_explicit():

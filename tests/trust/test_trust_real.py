@@ -19,7 +19,7 @@ from viz.explain.methods import Method
 from viz.trust import FLAG_THRESHOLD
 from vit.explain import ClassTarget
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 PHOTOS = {"chelsea": data.chelsea, "coffee": data.coffee}          # photos that ship with scikit-image
 CLASS_SPECIFIC = [n for n, m in METHODS.items() if m.class_specific]
 

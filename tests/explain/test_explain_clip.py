@@ -19,8 +19,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 import vit
-from test_explain_parity import LRP_TOL, assert_close_relative, lxt_efficient, lxt_patched, per_patch
-from test_families import images, open_clip_tiny
+from lrp_references import LRP_TOL, assert_close_relative, lxt_efficient, lxt_patched, per_patch
+from reference_models import images, open_clip_tiny
 from viz.analysis import explain, explain_map
 from vit.clip import text_target
 from vit.explain import CP_LRP, TextTarget, relevance_pass

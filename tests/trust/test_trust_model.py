@@ -9,24 +9,9 @@ import pytest
 import torch
 
 import vit
-from tiny_models import TINY, tiny
+from tiny_models import FAMILIES, TINY, tiny
 from oracles import randomized_copy
 from vit.explain.perturb import cascading_randomization, forward_kept, forward_packed
-
-FAMILIES = {  # one tiny model of every family and token layout the explorer runs
-    "vit": dict(),
-    "registers": dict(num_reg_tokens=2),
-    "distilled": dict(distilled=True),
-    "avg_no_cls": dict(global_pool="avg", class_token=False),
-    "sincos2d": dict(pos_embed_kind="sincos2d"),
-    "no_prefix_pos": dict(pos_embed_prefix=False, num_reg_tokens=1),
-    "clip": dict(norm_pre=True, mlp_act="quick_gelu", patch_bias=False),
-    "siglip": dict(global_pool="map", class_token=False, mlp_act="gelu_tanh"),
-    "eva02": dict(rope=True, k_bias=False, mlp_act="swiglu", mlp_norm=True, attn_norm=True),
-    "beit": dict(rel_pos_bias=True, pos_embed_kind="none", layer_scale=True, k_bias=False, global_pool="avg",
-                 fc_norm=True),
-}
-
 
 def image(seed: int = 1, h: int = 32, w: int = 32) -> torch.Tensor:
     return torch.randn(1, 3, h, w, generator=torch.Generator().manual_seed(seed))

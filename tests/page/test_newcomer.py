@@ -10,7 +10,7 @@ from vit_explorer.server import startup_failure
 import vit
 from vit.checkpoints.load import checkpoints_on_this_machine, shared_weights_dir
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_an_offline_start_names_weights_and_the_checkpoints_here(tmp_path, monkeypatch, real_weights_dir):

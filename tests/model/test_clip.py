@@ -18,7 +18,7 @@ import transformers
 from PIL import Image
 
 import vit
-from test_families import assert_close, images, open_clip_tiny, randomize_
+from reference_models import assert_close, images, open_clip_tiny, randomize_
 from vit.clip import Tokenizer, bundled_tokenizer, encode_texts, text_score, text_scorer, zero_shot
 from vit.preprocess import OPENAI_CLIP_MEAN, OPENAI_CLIP_STD
 from viz.cli import main

@@ -17,6 +17,7 @@ from PIL import Image
 from playwright.sync_api import Page, sync_playwright
 
 from app_server import running_app
+from browser_setup import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, TIMEOUT_MS, TOP1
 from viz import explorer
 from vit_explorer import state  # after app_server: it gives the process its own GRADIO_TEMP_DIR first
 from vit_explorer.controls import ControlValues
@@ -24,14 +25,9 @@ from vit_explorer.tabs import TAB_IDS
 from viz.i18n import t
 
 CAT_CLASSES = {"Egyptian cat", "tabby", "tiger cat", "Persian cat", "Siamese cat", "lynx"}
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
-ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
-TIMEOUT_MS = 90_000
 DESKTOP = {"width": 1400, "height": 900}
 PHONE = {"width": 390, "height": 844}
 TABS = TAB_IDS   # the page's tabs, in order
-TOP1 = "#top5 [data-testid=label-output-value]"
 
 
 @pytest.fixture(scope="module")
@@ -118,7 +114,7 @@ def test_chinese_browser_gets_chinese_tabs_labels_and_pictures(server):
             assert page.get_by_text(t(key, "zh-CN"), exact=True).count() >= 1, key
         assert "词元" in page.locator("#summary").inner_text()
         # the rollout picture was drawn in Chinese on the server: it equals the Chinese rendering (whose CJK
-        # glyphs tests/test_i18n.py checks against the missing-glyph box) and differs from the English one
+        # glyphs tests/pictures/test_i18n.py checks against the missing-glyph box) and differs from the English one
         got = _picture(page, _src(page, "rollout-image"))
         zh, en = min(_server_rollouts(), key=lambda pair: _difference(got, pair[0]))
         width = min(zh.shape[1], en.shape[1])

@@ -12,6 +12,7 @@ from viz.explain import METHODS
 from viz.explain.methods import DEFAULT_METHOD
 from viz.explorer import Session
 from viz.i18n import t
+from viz.maps.rollout import FUSIONS
 
 from . import state
 from .controls import ControlValues
@@ -30,7 +31,7 @@ EXPLAIN_OUTPUTS = ("api_picture", "api_numbers")
 
 
 @torch.inference_mode()
-def analyze(photo, model, fusion="mean", discard_ratio=0.9, start_layer=0, opacity=0.6, mask_artifacts=False,
+def analyze(photo, model, fusion=FUSIONS[0], discard_ratio=0.9, start_layer=0, opacity=0.6, mask_artifacts=False,
             layer=-1, head=0, mean_of_heads=True, dino_mask=False, through_all_layers=False,
             session: Session | None = None, shared_scale=False, patch_true=False, lang="en"):
     """Classify the photo and render every panel. The only required input is the photo file.

@@ -75,3 +75,17 @@ def test_a_new_photo_draws_every_picture_once(session, drawn, real_weights_dir):
                 views.state.ANALYSES.get(session.key), ControlValues(layer=11).for_analysis(
                     views.state.ANALYSES.get(session.key)), "en")
     assert sorted(drawn) == sorted(EVERY)
+
+
+def test_the_opacity_and_a_top5_click_explain_only_while_the_explain_tab_is_open(session, monkeypatch):
+    """Both live outside the Explain tab: with it closed they run no model pass (it is drawn when opened)."""
+    from vit_explorer import state
+    from vit_explorer.tabs import explain
+
+    asked = []
+    monkeypatch.setattr(state, "explained", lambda *a: asked.append(a) or pytest.fail("explained a closed tab"))
+    assert explain.explain_if_open("rollout", session, "gae", explain.TOP1, explain.NO_CONTRAST, "", False, 0.3,
+                                   "en") == {} and not asked
+    monkeypatch.undo()
+    shown = explain.explain_if_open(explain.ID, session, "gae", explain.TOP1, explain.NO_CONTRAST, "", False, 0.3, "en")
+    assert shown["explain_picture"].width > 200 and "GAE" in shown["explain_line"]

@@ -43,7 +43,7 @@ TABS: tuple[Tab, ...] = (
     Tab("heads", heads.build, heads.OUTPUTS, heads.OUTPUTS, heads.show, heads.draw, heads.uses, wire=heads.wire),
     Tab("query", query.build, query.DRAWN, query.OUTPUTS, query.show, query.draw, query.uses, wire=query.wire),
     Tab("learn", learn.build, learn.OUTPUTS, lazy=learn.show, wire=learn.wire),
-    Tab("explain", explain.build, explain.OUTPUTS, explain.SHOWS, explain.show, lazy=explain.explain,
+    Tab(explain.ID, explain.build, explain.OUTPUTS, explain.SHOWS, explain.show, lazy=explain.explain,
         wire=explain.wire),
     Tab("compare", compare.build, compare.OUTPUTS, wire=compare.wire),
     Tab("position", position.build, position.OUTPUTS, position.OUTPUTS, position.show),

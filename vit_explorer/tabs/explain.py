@@ -15,6 +15,7 @@ from .. import state
 from ..components import note, picture
 from ..state import Pick
 
+ID = "explain"                # the tab's id in the table of tabs
 OUTPUTS = ("explain_line", "explain_picture", "methods_row")
 SHOWS = ("target", "contrast", "clip_box")   # a new photo or model: its classes to pick from, and the CLIP box
 TOP1 = "__top1__"             # the target "the top-1 class"
@@ -97,6 +98,14 @@ def explain(session, method, target, contrast, texts, use_text, opacity, lang):
     return values
 
 
+def explain_if_open(open_tab, session, method, target, contrast, texts, use_text, opacity, lang):
+    """``explain`` while the tab is open; otherwise nothing now (the lazy renderer draws it when it is opened):
+    the opacity slider and a click on the top-5 are outside the tab, and need no model pass for a closed tab."""
+    if open_tab != ID:
+        return {}
+    return explain(session, method, target, contrast, texts, use_text, opacity, lang)
+
+
 @torch.inference_mode()
 def zero_shot(session, texts, lang):
     """CLIP zero-shot: softmax over the typed texts of exp(logit_scale) · cos(image, text)."""
@@ -122,9 +131,10 @@ def pick_class(evt: gr.SelectData):
 
 
 def wire(page) -> None:
-    explained = page.wire(explain, OUTPUTS)
-    gr.on([page["method"].input, page["target"].input, page["contrast"].input, page["use_text"].input,
-           page["opacity"].release], **explained, **page.model_work, trigger_mode="always_last")
-    page["top5"].select(pick_class, None, page["target"], **page.instant).then(**explained, **page.model_work)
+    gr.on([page["method"].input, page["target"].input, page["contrast"].input, page["use_text"].input],
+          **page.wire(explain, OUTPUTS), **page.model_work, trigger_mode="always_last")
+    if_open = page.wire(explain_if_open, OUTPUTS)
+    page["opacity"].release(**if_open, **page.model_work, trigger_mode="always_last")
+    page["top5"].select(pick_class, None, page["target"], **page.instant).then(**if_open, **page.model_work)
     gr.on([page["score_texts"].click, page["texts"].submit], **page.wire(zero_shot, ["zero_shot"]),
           **page.model_work)

@@ -23,7 +23,6 @@ from tqdm import tqdm
 from ..analysis import analyses, capture, model_input
 from ..analysis.trust import trust_report
 from ..maps.distance import patch_distances
-from ..records import Analysis
 from . import distributed, report, state
 from .distributed import Processes
 from .files import ImageEntry

@@ -159,7 +159,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--resume", action="store_true",
                    help="continue an interrupted run into the same --out, skipping the images it finished")
     g = p.add_argument_group("rollout")
-    g.add_argument("--fusion", choices=FUSIONS, default="mean", help="head fusion (default: mean)")
+    g.add_argument("--fusion", choices=FUSIONS, default=FUSIONS[0], help=f"head fusion (default: {FUSIONS[0]})")
     g.add_argument("--discard-ratio", type=float, default=0.0, metavar="R",
                    help="set the lowest fraction R (0 <= R < 1) of each fused matrix to 0, never entries in the "
                         "row or column of the read-out token (default: 0, as in the paper)")

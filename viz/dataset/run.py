@@ -21,11 +21,10 @@ from PIL import Image
 from tqdm import tqdm
 
 from ..analysis import analyses, capture, explain_tensor, model_input
+from ..maps.distance import patch_distances
 from ..trust.chefer import SIGNS, black_pixel, chefer_hits
 from ..trust.dataset import image_scores, score_columns
 from ..trust.job import trust_check
-from ..maps.figure7 import patch_distances
-from ..result import Analysis
 from . import distributed, report, state
 from .distributed import Processes
 from .files import ImageEntry

@@ -15,7 +15,7 @@ Formulas over arrays (no model):
 - ``chefer``: Chefer et al. 2021's positive / negative perturbation test (top-1 accuracy vs pixels removed).
 
 The model runs in ``job`` (``TrustJob``, ``ProtocolsJob``, ``trust_report``, ``protocols_report``,
-``occlusion_map``, ``TrustCache``), imported from ``viz.trust.job``.
+``occlusion_map``), imported from ``viz.trust.job``; results are cached in a ``viz.cache.Cache``.
 """
 from .curves import (FRACTIONS, KINDS, POINTS, Faithfulness, auc, auc_error, every_other, fractions, keep_sets,
                      patch_order, removed_counts)

@@ -28,8 +28,6 @@ under each pixel protocol (plus, for ``road``, 18 sparse solves).
 from __future__ import annotations
 
 import hashlib
-import threading
-from collections import OrderedDict
 from typing import Callable, Iterator, Sequence
 
 import numpy as np
@@ -40,9 +38,10 @@ from vit.explain.perturb import cascading_randomization, forward_kept, forward_p
 from vit.explain.rules import rule_view, without_parameter_grads
 from vit.model import PatchEmbed
 
-from ..analysis.explainer import explain_tensor
+from ..analysis.explainer import concrete_target, explain_tensor
+from ..cache import Cache
 from ..explain.arrays import ExplainArrays
-from ..explain.methods import METHODS, families_of, method_names
+from ..explain.methods import FAMILIES, METHODS, families_of, method_names, served_by
 from .curves import KINDS, POINTS, Faithfulness, fractions, keep_sets, removed_counts
 from .protocols import PIXEL, PROTOCOLS, fill, perturbed, protocol_list
 from .report import MethodTrust, TrustReport
@@ -66,40 +65,15 @@ def cache_key(photo: str, model: str, target_index: int, method: str, protocol: 
     return (photo, model, int(target_index), method, protocol, int(seed), int(points))
 
 
-class TrustCache:
-    """A thread-safe LRU store of ``MethodTrust`` (a few kB each: a (gh, gw) map and 22 + L floats)."""
-
-    def __init__(self, max_entries: int = 512):
-        self.max_entries = max_entries
-        self._items: OrderedDict = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, key):
-        with self._lock:
-            if key in self._items:
-                self._items.move_to_end(key)
-                return self._items[key]
-        return None
-
-    def put(self, key, value: MethodTrust) -> None:
-        with self._lock:
-            self._items[key] = value
-            self._items.move_to_end(key)
-            while len(self._items) > self.max_entries:
-                self._items.popitem(last=False)
-
-    def __len__(self) -> int:
-        return len(self._items)
-
-
 def unsupported(model, names: Sequence[str]) -> dict[str, str]:
     """{method: why} for the methods this model cannot run: an LRP method on a model with a module its rules do
     not reproduce (named in the reason, e.g. q/k norms). Builds the rule views, runs nothing."""
     out = {}
     for name in names:
-        if METHODS[name].family in RULE_SETS:
+        rules = FAMILIES[METHODS[name].family].rules
+        if rules is not None:
             try:
-                rule_view(without_parameter_grads(model), RULE_SETS[METHODS[name].family],
+                rule_view(without_parameter_grads(model), RULE_SETS[rules],
                           lambda n, m: m if isinstance(m, PatchEmbed) else None)   # the pass starts its graph there
             except ValueError as error:
                 out[name] = str(error)
@@ -133,7 +107,7 @@ class TrustJob:
     also the cascading randomisation (L more steps per model pass family). ``protocol``: a key of
     ``viz.trust.protocols.PROTOCOLS``; ``points``: values per curve (``viz.trust.curves.fractions``; the CLI's
     --steps); ``seed``: of the randomisation and of ROAD's noise. ``rows_per_step``: rows of about one forward's
-    tokens (or images) per curve step (1 where a step must stay one forward). ``cache`` (a ``TrustCache``) with
+    tokens (or images) per curve step (1 where a step must stay one forward). ``cache`` (a ``viz.cache.Cache``) with
     ``model_id``: methods found under ``cache_key`` are not run again. The random baseline is computed (or taken
     from the cache) whether asked for or not: the gains are measured against it. ``maps``: further named (gh, gw)
     maps to score the same way (the CLS attention of a chosen layer and head, an occlusion map, …): curves only
@@ -144,7 +118,7 @@ class TrustJob:
 
     def __init__(self, model, x: torch.Tensor, target: Target | None = None, methods: Sequence[str] | str | None = None,
                  *, sanity: bool = False, protocol: str = "tokens", points: int = POINTS, seed: int = 0,
-                 rows_per_step: int = ROWS_PER_STEP, cache: TrustCache | None = None, model_id: str = "",
+                 rows_per_step: int = ROWS_PER_STEP, cache: Cache | None = None, model_id: str = "",
                  labels: Sequence[str] = (), maps: dict[str, np.ndarray] | None = None,
                  source: "TrustJob | None" = None):
         if x.ndim != 4 or x.shape[0] != 1:
@@ -178,8 +152,7 @@ class TrustJob:
         if isinstance(self.target, ClassTarget) and self.target.index is None:   # the top-1 class: one forward
             with torch.inference_mode():
                 output = model(self.x)
-            index = int(self.target.indices(output)[0])
-            self.target = ClassTarget(index, labels[index] if index < len(labels) else f"class {index}")
+            self.target = concrete_target(self.target, output, labels)
             self.probability = float(self.target.probability(output)[0])
         self.all = list(dict.fromkeys(self.names + ["random"]))
         self.cached: dict[str, MethodTrust] = {}
@@ -208,13 +181,16 @@ class TrustJob:
         """The methods a single model pass serves together (one backward for gae, grad_rollout and gradcam)."""
         groups = []
         for family in families_of(names):
-            served = {family, "attention"} if family == "gradient" else {family}
-            group = [n for n in names if METHODS[n].family in served]
-            if group and family != "none":
+            group = [n for n in names if METHODS[n].family in served_by(family)]
+            if group and FAMILIES[family].runs_model:
                 groups.append(group)
-        if any(METHODS[n].family == "none" for n in names):
-            groups.append([n for n in names if METHODS[n].family == "none"])
+        if any(not self._runs_model(n) for n in names):
+            groups.append([n for n in names if not self._runs_model(n)])
         return groups
+
+    @staticmethod
+    def _runs_model(name: str) -> bool:
+        return FAMILIES[METHODS[name].family].runs_model
 
     def _methods_to_map(self) -> list[str]:
         """The methods whose map this job computes itself (none when a source job computed them)."""
@@ -224,7 +200,7 @@ class TrustJob:
         """Whether the whole photo's probability is known without a forward of its own: from the top-1 forward,
         a map's own model pass, or the source job."""
         return (self.probability is not None or self.source is not None
-                or any(METHODS[n].family != "none" for n in self._methods_to_map()))
+                or any(self._runs_model(n) for n in self._methods_to_map()))
 
     def _sequences(self) -> list[CurvePoint]:
         """Every curve point that needs a model run: a method's 2 × (points − 2) inner points, the whole photo unless
@@ -312,7 +288,7 @@ class TrustJob:
 
     def _explain(self, model, group: list[str]) -> tuple[dict[str, np.ndarray], float | None]:
         """The maps of ``group`` and the target's probability on the whole photo (None: no model pass ran)."""
-        if all(METHODS[n].family == "none" for n in group):      # no model pass: the formula alone
+        if not any(self._runs_model(n) for n in group):         # no model pass: the formula alone
             arrays = ExplainArrays(num_prefix=self.layout.num_prefix, grid=tuple(self.layout.grid))
             return {n: np.asarray(METHODS[n].formula(arrays), dtype=np.float32) for n in group}, None
         e = explain_tensor(model, self.x, self.target, group, self.labels)

@@ -123,7 +123,9 @@ def test_the_cli_writes_chefer2021_json_and_md_with_the_librarys_numbers(labelle
     out = json.loads((tmp_path / "summary" / "chefer2021.json").read_text())
     assert set(out) >= {"positive", "negative", "class", "published"} and out["class"] == cls
     assert list(out["positive"]) == ["gae", "random"] and out["images"] == 3
-    assert "source" in out["published"]
+    assert "source" in out["published"] and out["published"]["numbers"] is None    # the table was not found
+    assert all(q["source"].startswith("https://github.com/hila-chefer/") and q["auc"] > 0     # each quote named
+               for q in out["published"]["quoted"])
     loaded = vit.load(weights)
     black = black_pixel(loaded.preprocess.mean, loaded.preprocess.std)
     hits = []
@@ -140,6 +142,7 @@ def test_the_cli_writes_chefer2021_json_and_md_with_the_librarys_numbers(labelle
             assert out[sign][m] == pytest.approx(chefer_auc(accuracy), abs=1e-9)
     md = (tmp_path / "summary" / "chefer2021.md").read_text()
     assert "This folder is not ImageNet" in md and f"| gae | {out['positive']['gae']:.2f} |" in md
+    assert "| rollout | negative | predicted | 53.10 | https://github.com/hila-chefer/" in md
 
 
 def test_chefer2021_needs_a_labelled_folder(labelled, tmp_path, capsys):

@@ -28,13 +28,24 @@ import torch.nn.functional as F
 STEPS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)      # their ``perturbation_steps`` for ``--scale per``
 X = np.array((0.0,) + STEPS)                                # the unperturbed point first
 SIGNS = ("positive", "negative")
+ISSUES = "https://github.com/hila-chefer/Transformer-Explainability/issues/"
 PUBLISHED = {
     "source": "Chefer, Gur & Wolf 2021, Transformer Interpretability Beyond Attention Visualization, CVPR, Table 2 "
               "(arXiv:2012.09838): ViT-B/16 on the ImageNet validation set, positive and negative perturbation "
               "AUC for the predicted and the target class",
     "numbers": None,
-    "note": "the table's values could not be read from a public source reachable when this was written; "
-            "compare with the paper's Table 2 directly",
+    "note": "the table itself could not be read from a public source reachable when this was written; four of its "
+            "numbers are quoted in the authors' issue tracker (\"quoted\", each with its thread): compare with the "
+            "paper's Table 2 for the rest",
+    "quoted": [   # (their method, perturbation, class, AUC as quoted, where)
+        {"method": "transformer_attribution (the paper's own method; not one of this project's)",
+         "perturbation": "negative", "class": "predicted", "auc": 54.16, "source": ISSUES + "52"},
+        {"method": "transformer_attribution (the paper's own method; not one of this project's)",
+         "perturbation": "positive", "class": "predicted", "auc": 17.03, "source": ISSUES + "52"},
+        {"method": "rollout", "perturbation": "negative", "class": "predicted", "auc": 53.1, "source": ISSUES + "31"},
+        {"method": "gradcam (their variant: Grad-CAM on the last attention map)", "perturbation": "negative",
+         "class": "predicted", "auc": 41.52, "source": ISSUES + "31"},
+    ],
 }
 
 
@@ -124,4 +135,8 @@ def chefer_markdown(summary: dict, model: str) -> str:
                       "model is their ViT-B/16 (otherwise they are a reference, not a target)."]
     if published["numbers"] is None:
         lines += ["", f"Note: {published['note']}."]
+    if published.get("quoted"):
+        lines += ["", "| published method (quoted) | perturbation | class | AUC | quoted in |", "|---|---|---|---:|---|"]
+        lines += [f"| {q['method']} | {q['perturbation']} | {q['class']} | {q['auc']:.2f} | {q['source']} |"
+                  for q in published["quoted"]]
     return "\n".join(lines) + "\n"

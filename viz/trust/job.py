@@ -386,15 +386,21 @@ class ProtocolsJob:
         self.jobs = [first] + [TrustJob(model, x, first.target, methods, protocol=p, source=first, **options)
                                for p in self.protocols[1:]]
         self.unsupported = first.unsupported
+        self.running = self.protocols[0]           # the protocol whose steps run now (for a progress bar)
         self._report: ProtocolsReport | None = None
 
     def total(self) -> int:
         return sum(job.total() for job in self.jobs)
 
+    def totals(self) -> dict[str, int]:
+        """Steps per protocol (the first also computes the maps and the sanity check)."""
+        return {job.protocol: job.total() for job in self.jobs}
+
     def steps(self) -> Iterator[tuple[int, int, str]]:
         """Every protocol's steps in turn, counted as one job: (steps done, steps in all, what it did)."""
         total, offset = self.total(), 0
         for job in self.jobs:
+            self.running = job.protocol
             for done, _, what in job.steps():
                 yield offset + done, total, what
             offset += job.total()
@@ -405,6 +411,18 @@ class ProtocolsJob:
             for _ in self.steps():
                 pass
         return self._report
+
+
+def check_steps(model, size: tuple[int, int], protocols: Sequence[str] | str = tuple(PROTOCOLS),
+                methods: Sequence[str] | str | None = None, *, sanity: bool = False, points: int = POINTS,
+                rows_per_step: int = 1) -> dict[str, int]:
+    """What a check costs before anything is cached: {protocol: steps} for every method this model can run on an
+    input of ``size`` (H, W), as ``ProtocolsJob.totals`` counts them (a step: about one forward pass, or one image
+    under a pixel protocol; ROAD's also solves for its removed pixels). Runs nothing: the target is a fixed class."""
+    x = torch.zeros(1, model.cfg.in_chans, *size, device=next(model.parameters()).device)
+    return ProtocolsJob(model, x, ClassTarget(0), methods, protocols=protocols, sanity=sanity, points=points,
+                        rows_per_step=rows_per_step).totals()
+
 
 def trust_report(model, x: torch.Tensor, target: Target | None = None, methods: Sequence[str] | str | None = None,
                  progress: Progress | None = None, **options) -> TrustReport:

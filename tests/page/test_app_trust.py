@@ -82,6 +82,7 @@ def test_the_trust_tab_shows_the_librarys_numbers_for_the_chosen_class_with_prog
     assert len(state.TRUST) == cached and len(again) < len(seen)       # every method's curves came from the cache
 
 
+@pytest.mark.slow    # thorough twice (the page's and the library's): minutes on a shared CPU
 def test_a_thorough_check_gives_every_verdict_its_gains_auc_tables_and_agreement(augreg, cat_path):
     """Thorough runs the four protocols (the fast ones come from the cache), in steps of one forward or one image,
     and the page says, per method, what the library's verdict says, with the gain under each protocol."""

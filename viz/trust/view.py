@@ -33,11 +33,13 @@ def verdict_kind(v: Verdict) -> str:
 
 def verdict_words(v: Verdict, lang: str = "en") -> str:
     """The verdict as the page writes it: "✓ faithful (one protocol)", "✓ faithful on this photo under all 4 ways of
-    removing patches", "? depends on how patches are removed: see the table", …"""
+    removing patches", "? depends on how patches are removed (tokens ✗ · mean colour ✓ · …): see the table", …
+    (the marks say which protocols it passes, readable on a phone where the table scrolls)."""
     kind, n = verdict_kind(v), len(v.abpc_gain)
     if n == 1:
         return t(f"trust.verdict.{kind}.one", lang)
-    return t(f"trust.verdict.{kind}.all", lang, n=n)
+    marks = " · ".join(f"{protocol_name(p, lang)} {cell_mark(g, v.margin[p])}" for p, g in v.abpc_gain.items())
+    return t(f"trust.verdict.{kind}.all", lang, n=n, marks=marks)
 
 
 def cell_mark(gain: float, margin: float) -> str:
@@ -135,17 +137,17 @@ def agreement_line(report: ProtocolsReport, lang: str = "en") -> str:
 
 
 def auc_tables(report: ProtocolsReport, lang: str = "en") -> str:
-    """Every protocol's deletion and insertion AUCs ± their errors, one table each (the thorough check's
-    details): what each verdict's gains are computed from."""
+    """Every protocol's deletion and insertion AUCs and their difference (ABPC, the sort key), each ± its error,
+    one table per protocol (the thorough check's details): what each verdict's gains are computed from."""
     lines = []
     for p, r in report.reports.items():
-        head = [t(f"trust.table.{k}", lang) for k in ("method", "deletion", "insertion")]
+        head = [t(f"trust.table.{k}", lang) for k in ("method", "deletion", "insertion", "abpc")]
         lines += [t("trust.bullet", lang, method=protocol_name(p, lang), verdict=t(f"trust.variant.{p}", lang)), "",
                   "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         for name in r.ranking():
             f = r.methods[name].faithfulness
             lines.append(f"| {name} | {_auc(f.deletion_auc, f.auc_error['deletion'])} | "
-                         f"{_auc(f.insertion_auc, f.auc_error['insertion'])} |")
+                         f"{_auc(f.insertion_auc, f.auc_error['insertion'])} | {_auc(f.abpc, f.auc_error['abpc'])} |")
         lines.append("")
     return "\n".join(lines + [t("trust.legend.errors", lang, points=len(report.first.fractions))])
 

@@ -67,6 +67,7 @@ def torchvision_reference(model: tv.VisionTransformer, x: torch.Tensor) -> tuple
                     for layer, y in zip(model.encoder.layers, inputs)]
 
 
+@pytest.mark.slow
 def test_torchvision_vit_b_16_logits_and_attention(torchvision_b16, tmp_path):
     path = tmp_path / "vit_b_16_random.pth"
     torch.save(torchvision_b16.state_dict(), path)
@@ -135,7 +136,8 @@ TIMM_MODELS = {  # name -> (create_model kwargs, input size)
 }
 
 
-@pytest.mark.parametrize("name", sorted(TIMM_MODELS))
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n == "vit_small_patch16_224" else n
+                                  for n in sorted(TIMM_MODELS)])   # the full-size ViT-S: seconds, not milliseconds
 def test_timm_logits_and_attention(name, tmp_path):
     kwargs, size = TIMM_MODELS[name]
     torch.manual_seed(0)
@@ -154,6 +156,7 @@ def test_timm_logits_and_attention(name, tmp_path):
     assert_attention_matches(attn, ref_attn)
 
 
+@pytest.mark.slow
 def test_timm_checkpoint_wrapped_like_facebooks_deit(tmp_path):
     """DeiT's released .pth files hold {"model": state_dict}; the distilled head is averaged with the class head."""
     torch.manual_seed(0)

@@ -15,23 +15,11 @@ from safetensors.torch import save_file
 from torchvision.models import vision_transformer as tv
 
 import vit
+from reference_models import images, randomize_
 from vit.checkpoints.formats import checkpoint_filter_fn, detect_format
 
 LOGIT_TOL = 1e-4
 ATTN_TOL = 1e-5
-
-
-def randomize_(model: torch.nn.Module, std: float = 0.02, seed: int = 0) -> torch.nn.Module:
-    """Perturb every parameter, so zero-initialised heads and identity LayerNorms cannot hide a wrong mapping."""
-    g = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for p in model.parameters():
-            p.add_(std * torch.randn(p.shape, generator=g))
-    return model.eval()
-
-
-def images(n: int, size: tuple[int, int], seed: int = 1) -> torch.Tensor:
-    return torch.randn(n, 3, *size, generator=torch.Generator().manual_seed(seed))
 
 
 def max_diff(a: torch.Tensor, b: torch.Tensor) -> float:

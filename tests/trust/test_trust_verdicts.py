@@ -14,6 +14,7 @@ from scipy import stats
 from viz.trust import (MARGIN_FLOOR, Faithfulness, MethodTrust, ProtocolsReport, TrustReport, auc_error, every_other,
                        fractions, kendall_tau, margin, verdict_of)
 from viz.trust.dataset import bootstrap_ci, folder_table, folder_verdicts, score_columns
+from viz.trust.view import verdict_kind, verdict_words
 
 GRID = np.arange(4.0).reshape(2, 2)
 
@@ -74,9 +75,11 @@ def test_a_protocols_report_gives_verdicts_words_agreement_and_the_contracted_js
                                                    "d": "depends_on_protocol"}
     assert v["a"].abpc_gain == pytest.approx({"tokens": 0.6, "blur": 0.4})
     assert v["a"].margin == {"tokens": 0.01, "blur": 0.01}
-    assert v["a"].describe() == "faithful under all 2 protocols"
-    assert v["c"].describe() == "depends on the protocol"
-    assert v["d"].describe() == "no protocol tells it from random"
+    assert verdict_words(v["a"]) == "✓ faithful on this photo under all 2 ways of removing patches"
+    assert verdict_words(v["c"]) == "? depends on how patches are removed (tokens ✓ · blur ✗): see the table"
+    assert verdict_kind(v["d"]) == "inside"
+    assert verdict_words(v["d"]) == "≈ cannot be told from random under any of the 2 ways of removing patches"
+    assert verdict_words(v["c"], "zh-CN") == "? 取决于图块如何移除（词元 ✓ · 模糊 ✗）：见下表"
     protocols, tau = r.agreement()
     assert protocols == ["tokens", "blur"]
     expected = stats.kendalltau([0.6, -0.4, 0.3, 0.005], [0.4, -0.15, -0.3, 0.0]).statistic
@@ -90,7 +93,9 @@ def test_a_protocols_report_gives_verdicts_words_agreement_and_the_contracted_js
                                   "margin": {"tokens": 0.01, "blur": 0.01}}
     assert j["protocol_agreement"]["kendall_tau"][0][1] == pytest.approx(expected)
     one = ProtocolsReport({"tokens": r.reports["tokens"]}).verdicts()
-    assert one["c"].describe() == "faithful (one protocol)" and one["b"].describe() == "not faithful (one protocol)"
+    assert verdict_words(one["c"]) == "✓ faithful (one protocol)"
+    assert verdict_words(one["b"]) == "✗ worse than random (one protocol)"
+    assert verdict_words(one["d"]) == "≈ cannot be told from random (one protocol)"
 
 
 def test_kendall_tau_b_equals_scipys_with_ties():

@@ -73,17 +73,16 @@ def noisy_linear_imputation(image: torch.Tensor, keep: torch.Tensor | np.ndarray
     keep = np.asarray(keep.cpu() if isinstance(keep, torch.Tensor) else keep) > 0.5
     if keep.shape != tuple(image.shape[-2:]):
         raise ValueError(f"keep must be the image's (H, W) {tuple(image.shape[-2:])} but got {keep.shape}!")
-    flat = image.detach().reshape(image.shape[0], -1).clone()
-    if keep.all():
-        return flat.reshape_as(image)
-    values = image.detach().cpu().double().numpy()
-    if not keep.any():                                          # every constant solves it: the mean colour
-        removed = np.arange(keep.size)
-        solution = np.broadcast_to(values.reshape(values.shape[0], -1).mean(axis=1), (keep.size, values.shape[0]))
-    else:
-        A, b, removed = imputation_system(keep, values)
-        solution = splu(A, **SOLVER).solve(b)                    # (n, C): one factorisation, every channel
-    solution = torch.as_tensor(np.ascontiguousarray(solution), dtype=image.dtype)
-    drawn = torch.randn(solution.shape[::-1], generator=generator, dtype=image.dtype)      # (C, n)
-    flat[:, torch.as_tensor(removed)] = (solution.t() + noise * drawn).to(flat.device)
-    return flat.reshape_as(image)
+    pixels = image.detach().cpu().float().numpy()                    # (C, H, W); numpy: small copies stay cheap
+    out = pixels.reshape(pixels.shape[0], -1).copy()
+    if not keep.all():
+        values = pixels.astype(np.float64)
+        if not keep.any():                                      # every constant solves it: the mean colour
+            removed = np.arange(keep.size)
+            solution = np.broadcast_to(values.reshape(values.shape[0], -1).mean(axis=1), (keep.size, values.shape[0]))
+        else:
+            A, b, removed = imputation_system(keep, values)
+            solution = splu(A, **SOLVER).solve(b)                # (n, C): one factorisation, every channel
+        drawn = torch.randn((solution.shape[1], solution.shape[0]), generator=generator, dtype=torch.float32)  # (C, n)
+        out[:, removed] = solution.T.astype(np.float32) + np.float32(noise) * drawn.numpy()
+    return torch.from_numpy(out).reshape(image.shape).to(image.device, image.dtype)

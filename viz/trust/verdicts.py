@@ -12,7 +12,8 @@ difference between an 11-point and a 197-point AUC. So, per method m and protoco
   added (|AUC(all points) − AUC(every other point)| of each difference curve), never below 0.01;
 - **faithful** when ``abpc_gain[p] > margin[p]`` under every protocol run; **not_faithful** when
   ``abpc_gain[p] < −margin[p]`` under every protocol; **depends_on_protocol** otherwise (the protocols disagree,
-  or some cannot tell the method from random). One protocol alone still gives a verdict, worded "(one protocol)".
+  or some cannot tell the method from random). One protocol alone still gives a verdict, which the page words with
+  "(one protocol)" (``viz.trust.view``).
 
 The protocols' agreement is Kendall's τ-b between every pair of protocols' rankings of the methods by ABPC
 (ties counted as scipy's ``kendalltau`` does): 1 when they rank the methods alike, −1 when reversed.
@@ -54,17 +55,6 @@ class Verdict:
     verdict: str                      # one of VERDICTS
     abpc_gain: dict[str, float]       # protocol -> ABPC(method) − ABPC(random)
     margin: dict[str, float]          # protocol -> the margin the gain had to exceed
-
-    def describe(self) -> str:
-        """The verdict in words, e.g. "faithful under all 4 protocols", "faithful (one protocol)"."""
-        n = len(self.abpc_gain)
-        if self.verdict == "depends_on_protocol":
-            if n == 1:
-                return "within the margin of random (one protocol)"
-            inside = [p for p in self.abpc_gain if abs(self.abpc_gain[p]) <= self.margin[p]]
-            return ("no protocol tells it from random" if len(inside) == n else "depends on the protocol")
-        words = self.verdict.replace("_", " ")
-        return f"{words} (one protocol)" if n == 1 else f"{words} under all {n} protocols"
 
     def as_json(self) -> dict:
         return {"verdict": self.verdict, "abpc_gain": dict(self.abpc_gain), "margin": dict(self.margin)}

@@ -73,7 +73,9 @@ def noisy_linear_imputation(image: torch.Tensor, keep: torch.Tensor | np.ndarray
     keep = np.asarray(keep.cpu() if isinstance(keep, torch.Tensor) else keep) > 0.5
     if keep.shape != tuple(image.shape[-2:]):
         raise ValueError(f"keep must be the image's (H, W) {tuple(image.shape[-2:])} but got {keep.shape}!")
-    pixels = image.detach().cpu().float().numpy()                    # (C, H, W); numpy: small copies stay cheap
+    work = image.detach().cpu()
+    work = work if work.dtype in (torch.float32, torch.float64) else work.float()
+    pixels = work.numpy()                                       # (C, H, W); numpy: small copies stay cheap
     out = pixels.reshape(pixels.shape[0], -1).copy()
     if not keep.all():
         values = pixels.astype(np.float64)
@@ -83,6 +85,6 @@ def noisy_linear_imputation(image: torch.Tensor, keep: torch.Tensor | np.ndarray
         else:
             A, b, removed = imputation_system(keep, values)
             solution = splu(A, **SOLVER).solve(b)                # (n, C): one factorisation, every channel
-        drawn = torch.randn((solution.shape[1], solution.shape[0]), generator=generator, dtype=torch.float32)  # (C, n)
-        out[:, removed] = solution.T.astype(np.float32) + np.float32(noise) * drawn.numpy()
+        drawn = torch.randn((solution.shape[1], solution.shape[0]), generator=generator, dtype=work.dtype)  # (C, n)
+        out[:, removed] = solution.T.astype(pixels.dtype) + pixels.dtype.type(noise) * drawn.numpy()
     return torch.from_numpy(out).reshape(image.shape).to(image.device, image.dtype)

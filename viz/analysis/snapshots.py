@@ -16,12 +16,14 @@ from ..result import SnapshotSeries
 from .capture import analyze, model_arrays
 
 
-def load_series(folder: str | Path, photo: Image.Image, fusion: str = "mean", every: int = 1) -> SnapshotSeries:
+def load_series(folder: str | Path, photo: Image.Image, fusion: str = "mean", every: int = 1,
+                preprocess: str = "own") -> SnapshotSeries:
     """Every snapshot in ``folder`` (``vit.train.snapshots``) on ``photo`` -> SnapshotSeries; with ``every`` k > 1
     only every k-th snapshot (in epoch order) and the last one (a shorter animation of a long run).
 
-    Each snapshot is loaded with ``vit.load``, run once on the photo, and dropped. ValueError when the snapshots
-    are not one run (another architecture, grid or preprocessing part-way).
+    Each snapshot is loaded with ``vit.load`` (``preprocess``: "own", "crop" or "squash"), run once on the photo,
+    and dropped. ValueError when the snapshots are not one run (another architecture, grid or preprocessing
+    part-way).
     """
     if every < 1:
         raise ValueError(f"every must be at least 1 but got {every}!")
@@ -31,7 +33,7 @@ def load_series(folder: str | Path, photo: Image.Image, fusion: str = "mean", ev
     reference = None                      # (depth, heads, native grid, patch, pos_embed_kind, preprocessing)
     rollouts, sims, distances, neighbours, top1 = [], [], [], [], []
     for info in infos:
-        loaded = vit.load(str(info.path))
+        loaded = vit.load(str(info.path), preprocess=preprocess)
         cfg = loaded.config
         shape = (cfg.depth, cfg.num_heads, cfg.grid, cfg.patch_size, cfg.pos_embed_kind, loaded.preprocess)
         if reference is None:

@@ -161,6 +161,10 @@ PAGE: dict[str, tuple[str, str]] = {
         "The photo is resized so that its shorter side is {resize} pixels and the centre is cut out: this "
         "{shape} array of pixels is all the model sees.",
         "照片先缩放到短边 {resize} 像素，再裁出中心部分：模型看到的只有这个 {shape} 的像素数组。"),
+    "walk.squash.text": (
+        "The photo is stretched to {size} pixels whatever its shape (its aspect ratio is not kept): this {shape} "
+        "array of pixels (its centre, if smaller) is all the model sees.",
+        "照片不论形状都被拉伸到 {size} 像素（不保持长宽比）：模型看到的只有这个 {shape} 的像素数组（若更小，则是它的中心部分）。"),
     "walk.patches.title": ("2. Cut into patches", "2. 切成图块"),
     "walk.patches.text": (
         "The image is cut into a {grid} grid of {patch}×{patch} pixel patches, N = {count} of them, read row by "
@@ -354,6 +358,14 @@ PAGE: dict[str, tuple[str, str]] = {
     "note.crop": (
         "The model sees only the outlined {crop} crop; everything outside it is cut away.",
         "模型只看到框内 {crop} 的裁剪区域，框外的部分都被裁掉了。"),
+    "note.stretched": (
+        "The model sees the whole photo, stretched to its {crop} input: its aspect ratio is not kept, nothing is "
+        "cut away.",
+        "模型看到的是整张照片，被拉伸成 {crop} 的输入：不保持长宽比，没有裁掉任何部分。"),
+    "note.stretched_crop": (
+        "The photo is stretched to {resize} (its aspect ratio is not kept), then the outlined {crop} centre is cut "
+        "out; everything outside it is cut away.",
+        "照片先被拉伸成 {resize}（不保持长宽比），再裁出框内 {crop} 的中心区域，框外的部分都被裁掉了。"),
     "note.heads_scale": (
         "One colour scale for every thumbnail, in multiples of uniform attention (1 = 1/{tokens}).",
         "所有缩略图共用一个色标，单位是均匀注意力的倍数（1 = 1/{tokens}）。"),

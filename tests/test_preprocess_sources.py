@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 
-import numpy as np
 import pytest
 import timm
 import torch

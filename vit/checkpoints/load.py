@@ -321,8 +321,8 @@ def default_preprocess(fmt: str, cfg: ViTConfig) -> Preprocess:
     EVA-02 use OpenAI's, SigLIP and BEiT map pixels to [-1, 1], crop_pct 0.9).
     """
     if fmt in ("huggingface", "huggingface-clip"):
-        model_type = {"vit": "vit", "beit": "beit", "clip": "clip", "siglip": "siglip"}.get(cfg.family, "vit")
-        return huggingface_preprocess(None, model_type, cfg.img_size)
+        return huggingface_preprocess(None, cfg.family if cfg.family in ("beit", "clip", "siglip") else "vit",
+                                      cfg.img_size)
     if fmt == "openai-clip":
         return open_clip_preprocess(cfg.img_size)
     if fmt == "torchvision":

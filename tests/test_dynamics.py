@@ -31,7 +31,7 @@ from viz.maps.figure7 import neighbour_similarity, position_similarity
 # Learns where the square is within seconds: 8×8 images of 2×2-pixel patches (a 4×4 grid), 2×2 regions (4 classes),
 # 400 images, 2 blocks of width 32, a high constant-then-cosine rate without warmup. Measured on a 2-core CPU:
 # pos_neighbour_similarity -0.050 at initialisation, 0.29 after 5 epochs (16 s on the loaded shared machine).
-# The README's demonstration run (600 images of 32×32, 4 blocks of width 96, 40 epochs) takes 3 to 16 minutes on
+# docs/training.md's demonstration run (600 images of 32×32, 4 blocks of width 96, 40 epochs) takes 3 to 16 minutes on
 # the same 2-core CPU: far too long for a test.
 FAST = ["--img-size", "8", "--patch-size", "2", "--depth", "2", "--embed-dim", "32", "--heads", "2", "--batch-size",
         "16", "--lr", "1e-2", "--warmup-epochs", "0", "--epochs", "5", "--augment", "none", "--drop-path", "0",

@@ -51,6 +51,5 @@ def test_the_benchmark_calls_itself_by_its_command():
     result = subprocess.run([sys.executable, "-m", "bench.run", "--help"], cwd=REPO, capture_output=True, text=True,
                             check=True)
     assert result.stdout.startswith("usage: python -m bench.run")
-    readme = (REPO / "README.md").read_text()
-    bench = readme[readme.index("## Benchmarks"):]
+    bench = (REPO / "docs" / "benchmarks.md").read_text(encoding="utf-8")
     assert bench.index("pip install -r requirements-test.txt") < bench.index("python -m bench.run")

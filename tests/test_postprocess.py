@@ -152,7 +152,7 @@ def test_model_input_is_bitwise_the_preprocessing():
 
 def test_bfloat16_forward_changes_the_maps_little(cat):
     """--dtype bfloat16 (autocast) against float32 on the same photo: the maps move by about a percent of their
-    largest value (the README's table gives the numbers for the real ViT-Ti). On the CPU, autocast keeps softmax
+    largest value (docs/datasets.md's table gives the numbers for the real ViT-Ti). On the CPU, autocast keeps softmax
     in bfloat16 too, so rows sum to 1 only to bfloat16's precision (8 bits of mantissa)."""
     from viz.analysis import analyze
     loaded = SimpleNamespace(model=tiny_model(), preprocess=vit.Preprocess.for_crop((48, 64)),

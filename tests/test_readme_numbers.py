@@ -1,7 +1,8 @@
-"""Every number the READMEs quote (timing tables aside) is the one the code gives today: this test reads
-README.md and README.zh-CN.md, finds each quoted number and recomputes it (probabilities, shapes, shares and
-ratios with the real AugReg ViT-Ti and DeiT-Ti on the example photos, parameter counts, cache sizes, limits).
-A quote that disappears fails too, so a reworded README must bring its number back into this test."""
+"""Every number the docs quote (timing tables aside) is the one the code gives today: this test reads the pages of
+docs/ where each number lives (and both tutorials), finds each quoted number and recomputes it (probabilities,
+shapes, shares and ratios with the real AugReg ViT-Ti and DeiT-Ti on the example photos, parameter counts, cache
+sizes, limits). A quote that disappears fails too, so a reworded page must bring its number back into this test.
+docs/trust.md's table of AUCs is recomputed by tests/test_trust_real.py."""
 from __future__ import annotations
 
 import ast
@@ -22,17 +23,29 @@ from viz.maps import norms
 from viz.result import Analysis
 
 REPO = Path(__file__).resolve().parent.parent
-EN = (REPO / "README.md").read_text(encoding="utf-8")
-ZH = (REPO / "README.zh-CN.md").read_text(encoding="utf-8")
+
+
+def page(path: str) -> tuple[str, str]:
+    """(text, path) of a page of the docs."""
+    return (REPO / path).read_text(encoding="utf-8"), path
+
+
+MAPS = page("docs/maps.md")                 # what the maps show: the checkpoint, the corners, the walk
+EXPLAIN = page("docs/explain.md")           # the two-object photo
+APP = page("docs/app.md")                   # the tabs, the cache, the limits
+DEVELOPMENT = page("docs/development.md")   # the parameter counts of the model tests
+TUTORIAL = page("docs/tutorial.md")
+TUTORIAL_ZH = page("docs/zh-CN/tutorial.md")
 PHOTOS = ("camera", "chelsea", "coffee")
 AUGREG = "vit_tiny_patch16_224.augreg_in21k_ft_in1k.safetensors"
 DEIT = "deit_tiny_patch16_224.pipevit_ln_fixedpoint.safetensors"
 
 
-def quoted(pattern: str, text: str, where: str = "README.md") -> list[tuple[str, ...]]:
-    """Every match of ``pattern`` (its groups); at least one, or the quote has gone from the README."""
+def quoted(pattern: str, where: tuple[str, str]) -> list[tuple[str, ...]]:
+    """Every match of ``pattern`` (its groups) in a page; at least one, or the quote has gone from the page."""
+    text, path = where
     found = [m.groups() for m in re.finditer(pattern, text)]
-    assert found, f"{where} no longer quotes {pattern!r}: put the number back or change this test with it"
+    assert found, f"{path} no longer quotes {pattern!r}: put the number back or change this test with it"
     return found
 
 
@@ -52,31 +65,32 @@ def examples(real_weights_dir, augreg) -> dict[str, dict[str, Analysis]]:
 def test_the_cats_probability(examples):
     label, p = examples["augreg"]["chelsea"].top_k(1)[0]
     assert label == "Egyptian cat"
-    for text, where in ((EN, "README.md"), (ZH, "README.zh-CN.md")):
-        for (value,) in quoted(r"(?<!gives \")Egyptian cat[\"”]? (0\.\d\d)(?! and \"espresso\")", text, where):
-            assert value == f"{p:.2f}", f"{where} says the cat is {value}, the app shows {p:.2f}"
+    for (value,) in quoted(r"Egyptian cat[\"”]? (0\.\d\d)", MAPS):
+        assert value == f"{p:.2f}", f"docs/maps.md says the cat is {value}, the app shows {p:.2f}"
 
 
 def test_the_two_object_photo_probabilities(augreg):
     """The explanation section's photo (the cat and the espresso side by side): both classes as quoted."""
     probabilities = dict(analyze(augreg, Image.open(REPO / "examples" / "two_objects" / "cat_and_coffee.png"),
                                  ATTENTION_DTYPE).top_k(5))
-    ((cat, cup),) = quoted(r'gives\s+"Egyptian cat" (0\.\d\d) and "espresso" (0\.\d\d), both in its top 5', EN)
+    ((cat, cup),) = quoted(r'gives\s+"Egyptian cat" (0\.\d\d) and "espresso" (0\.\d\d), both in its top 5', EXPLAIN)
     assert (cat, cup) == (f"{probabilities['Egyptian cat']:.2f}", f"{probabilities['espresso']:.2f}")
 
 
 def test_the_models_shape(examples):
     a = examples["augreg"]["chelsea"]
     expected = (str(a.depth), str(a.heads), str(a.grid[0]), str(a.grid[1]))
-    assert quoted(r"(\d+) layers × (\d+) heads, (\d+)×(\d+) patches", EN) == [expected]
-    assert quoted(r"(\d+) 层 × (\d+) 个头，(\d+)×(\d+) 个图块", ZH, "README.zh-CN.md") == [expected]
+    for where in (MAPS, TUTORIAL):
+        assert quoted(r"(\d+) layers × (\d+) heads, (\d+)×(\d+) patches", where) == [expected]
+    assert quoted(r"(\d+) 层 × (\d+) 个头，(\d+)×(\d+) 个图块", TUTORIAL_ZH) == [expected]
     T = a.num_prefix + a.grid[0] * a.grid[1]
-    assert quoted(r"\(T = (\d+) for a 14×14 grid with CLS\)", EN) == [(str(T),)]
-    assert quoted(r"14×14 的网格加 CLS 时 T = (\d+)", ZH) == [(str(T),)]
+    for where in (MAPS, TUTORIAL):
+        assert quoted(r"\(T = (\d+) for a 14×14 grid with CLS\)", where) == [(str(T),)]
+    assert quoted(r"14×14 的网格加 CLS 时 T = (\d+)", TUTORIAL_ZH) == [(str(T),)]
     b16 = stages(vit.variant("vit_b_16"))
     arrow = f"{b16[0].shape} → {b16[1].shape} → {b16[2].shape}"      # 224×224×3 → 196×768 → 197×768
-    for text in (EN, ZH):
-        assert quoted(r"[(（](224×224×3 → \d+×\d+ → \d+×\d+) → …[)）]", text) == [(arrow,)]
+    for where in (APP, TUTORIAL, TUTORIAL_ZH):
+        assert quoted(r"[(（](224×224×3 → \d+×\d+ → \d+×\d+) → …[)）]", where) == [(arrow,)]
 
 
 def test_the_corner_artifacts(examples):
@@ -84,8 +98,7 @@ def test_the_corner_artifacts(examples):
     flagged = panels.artifact_drop(a, True)
     last = panels.attention_map_panel(a, -1).values
     share = round(100 * norms.artifact_share(last, flagged).share)
-    assert quoted(r"four corner tokens take (\d+) % of the last layer's CLS attention", EN) == [(str(share),)]
-    assert quoted(r"拿走了最后一层 CLS 注意力的 (\d+) %", ZH) == [(str(share),)]
+    assert quoted(r"four corner tokens take (\d+) % of the last layer's CLS attention", MAPS) == [(str(share),)]
     ratios, ordinary, first = [], {"augreg": 0.0, "deit": 0.0}, set()
     for model, analyses in examples.items():
         for a in analyses.values():
@@ -98,11 +111,11 @@ def test_the_corner_artifacts(examples):
                 first.add(int(np.flatnonzero(flags.any(axis=(1, 2)))[0]))
     assert not examples["deit"]["chelsea"].token_norms.size == 0 and not any(
         panels.artifact_flags(a).any() for a in examples["deit"].values())
-    low, high = quoted(r"flags its four corners from layer (\d+) on, at (\d+)–(\d+)× the median", EN)[0][1:]
-    assert quoted(r"flags its four corners from layer (\d+) on", EN) == [(str(min(first)),)] and first == {7}
+    low, high = quoted(r"flags its four corners from layer (\d+) on, at (\d+)–(\d+)× the median", MAPS)[0][1:]
+    assert quoted(r"flags its four corners from layer (\d+) on", MAPS) == [(str(min(first)),)] and first == {7}
     assert (int(low), int(high)) == (round(min(ratios)), round(max(ratios)))
     augreg_below, deit_below = quoted(r"below ([\d.]+)× the median in this checkpoint and below ([\d.]+)× in DeiT-Ti",
-                                      EN)[0]
+                                      MAPS)[0]
     for model, claim in (("augreg", augreg_below), ("deit", deit_below)):
         assert float(claim) - 0.1 <= ordinary[model] < float(claim), (model, ordinary[model])
 
@@ -110,10 +123,8 @@ def test_the_corner_artifacts(examples):
 def test_the_dominance_rule(examples):
     rule = (r"at least (\d+) % of its mass, or at least (\d+)× the share uniform attention would\s+give them while the "
             r"map's brightest patch is one of them by ([\d.]+)×")
-    assert quoted(rule, EN) == [(str(round(100 * norms.DOMINANT_SHARE)), f"{norms.DOMINANT_EXCESS:g}",
-                                 f"{norms.DOMINANT_PEAK:g}")]
-    assert quoted(r"至少 (\d+) % 的注意力，或者至少是均匀注意力\s*应得份额的 (\d+) 倍.*?亮 ([\d.]+) 倍", ZH) == \
-        [(str(round(100 * norms.DOMINANT_SHARE)), f"{norms.DOMINANT_EXCESS:g}", f"{norms.DOMINANT_PEAK:g}")]
+    assert quoted(rule, MAPS) == [(str(round(100 * norms.DOMINANT_SHARE)), f"{norms.DOMINANT_EXCESS:g}",
+                                   f"{norms.DOMINANT_PEAK:g}")]
     late, rollout_excess, early, early_peaked = [], {}, 0.0, 0.0
     for name, a in examples["augreg"].items():
         flagged = panels.artifact_drop(a, True)
@@ -128,16 +139,16 @@ def test_the_dominance_rule(examples):
                 early = max(early, share.excess)
                 if share.peak_ratio >= norms.DOMINANT_PEAK:
                     early_peaked = max(early_peaked, share.excess)
-    low, high = quoted(r"layers 8–11 \(mean of\s+heads\) holds (\d+)–(\d+) %", EN)[0]
+    low, high = quoted(r"layers 8–11 \(mean of\s+heads\) holds (\d+)–(\d+) %", MAPS)[0]
     assert (int(low), int(high)) == (round(100 * min(late)), round(100 * max(late)))
     assert set(rollout_excess) == {"chelsea", "coffee"}               # "(cat, coffee)"
-    low, high = quoted(r"hold ([\d.]+)–([\d.]+)× their uniform share \(cat, coffee\)", EN)[0]
+    low, high = quoted(r"hold ([\d.]+)–([\d.]+)× their uniform share \(cat, coffee\)", MAPS)[0]
     assert (low, high) == (f"{min(rollout_excess.values()):.1f}", f"{max(rollout_excess.values()):.1f}")
     assert quoted(r"they\s+reach at most ([\d.]+)× their share, and at most ([\d.]+)× in the maps whose brightest "
-                  r"patch is a corner", EN) == [(f"{early:.1f}", f"{early_peaked:.1f}")]
+                  r"patch is a corner", MAPS) == [(f"{early:.1f}", f"{early_peaked:.1f}")]
     cat = examples["augreg"]["chelsea"]
     marked = [layer for layer in range(cat.depth) if panels.attention_map_panel(cat, layer).note]
-    first, last = quoted(r"On the cat it marks layers\s+(\d+)–(\d+) and the default rollout", EN)[0]
+    first, last = quoted(r"On the cat it marks layers\s+(\d+)–(\d+) and the default rollout", MAPS)[0]
     assert marked == list(range(int(first), int(last) + 1))
     assert panels.rollout_map_panel(cat, discard_ratio=0.9).note is not None
     assert not any(panels.attention_map_panel(a, layer).note for a in examples["deit"].values()
@@ -157,13 +168,16 @@ def test_the_walk_through_the_vit(augreg):
             f"| the CLS output | {x(w.shapes['output'])} |",
             f"| logits and softmax | {x(w.shapes['logits'])} |"]
     for row in rows:
-        assert row in EN, f"README.md's walk-through table lacks {row!r}"
-    assert f"`logits_picture`: \"Egyptian cat\" {w.probabilities.max():.2f}" in EN
-    assert f"裁剪图像 {x(w.shapes['image'])} → {w.shapes['patches'][0]} 个图块，每个 {P}·{P}·{C} = {P * P * C} 个数" in ZH
+        assert row in MAPS[0], f"docs/maps.md's walk-through table lacks {row!r}"
+    assert f"`logits_picture`: \"Egyptian cat\" {w.probabilities.max():.2f}" in MAPS[0]
+    assert f"the crop {x(w.shapes['image'])} → {w.shapes['patches'][0]} patches of {P}·{P}·{C} = {P * P * C} numbers " \
+           f"each" in TUTORIAL[0].replace("\n", " ")
+    assert f"裁剪图像 {x(w.shapes['image'])} → {w.shapes['patches'][0]} 个图块，每个 {P}·{P}·{C} = {P * P * C} 个数" in \
+        TUTORIAL_ZH[0]
 
 
 def test_parameter_counts():
-    counts = quoted(r"Ti/16 ([\d,]+) · S/16 ([\d,]+) · B/16 ([\d,]+) · L/16 ([\d,]+) · H/14 ([\d,]+)", EN)[0]
+    counts = quoted(r"Ti/16 ([\d,]+) · S/16 ([\d,]+) · B/16 ([\d,]+) · L/16 ([\d,]+) · H/14 ([\d,]+)", DEVELOPMENT)[0]
     for name, quote in zip(("vit_ti_16", "vit_s_16", "vit_b_16", "vit_l_16", "vit_h_14"), counts):
         assert quote == f"{total_params(stages(vit.variant(name))):,}", name
 
@@ -190,14 +204,13 @@ def _analysis_bytes(depth: int, heads: int, grid: tuple[int, int]) -> int:
 def test_memory_and_limits():
     b16, ti16 = _analysis_bytes(12, 12, (14, 14)), _analysis_bytes(12, 3, (14, 14))
     MB = 2 ** 20
-    assert quoted(r"head-fused copies, ([\d.]+) MB per photo for ViT-B/16", EN) == [(f"{b16 / MB:.1f}",)]
+    assert quoted(r"head-fused copies, ([\d.]+) MB per photo for ViT-B/16", APP) == [(f"{b16 / MB:.1f}",)]
     budget = _app_constant("ANALYSES_MEMORY")
-    quote = quoted(r"\(`ANALYSES_MEMORY` = (\d+) MB in `app.py`: (\d+) ViT-B/16\s+or (\d+) ViT-Ti analyses\)", EN)[0]
+    quote = quoted(r"\(`ANALYSES_MEMORY` = (\d+) MB in `app.py`: (\d+) ViT-B/16\s+or (\d+) ViT-Ti analyses\)", APP)[0]
     assert quote == (str(budget // MB), str(budget // b16), str(budget // ti16))
-    assert quoted(r"Gradio keeps at most `MAX_SESSIONS` = (\d+)", EN) == [(str(_app_constant("MAX_SESSIONS")),)]
-    assert quoted(r"the limits are (\d+) MB and (\d+) megapixels", EN) == [(str(MAX_BYTES // MB),
+    assert quoted(r"Gradio keeps at most `MAX_SESSIONS` = (\d+)", APP) == [(str(_app_constant("MAX_SESSIONS")),)]
+    assert quoted(r"the limits are (\d+) MB and (\d+) megapixels", APP) == [(str(MAX_BYTES // MB),
                                                                           str(MAX_PIXELS // 1_000_000))]
-    assert quoted(r"the top (\d+) principal components", EN) == [("28",)]
+    assert quoted(r"the top (\d+) principal components", MAPS) == [("28",)]
     assert panels.filters_panel.__defaults__[0] == 28
-    assert quoted(r"DINO's (\d+) % mask outline", EN) == [(f"{100 * panels.MapOptions().share:.0f}",)]
-    assert quoted(r"DINO 的 (\d+) % 掩码轮廓", ZH) == [(f"{100 * panels.MapOptions().share:.0f}",)]
+    assert quoted(r"DINO's (\d+) % mask outline", APP) == [(f"{100 * panels.MapOptions().share:.0f}",)]

@@ -1,7 +1,7 @@
 """Protects the trust checks on real weights (AugReg ViT-Ti) and real photos (scikit-image's cat and coffee): the
 occlusion oracle beats the random map, the random map lies between the best and the worst map, the class-specific
 methods beat random on deletion on average, the sanity check separates GAE from a map that ignores the model, and
-the README's table of AUCs is what the code measures.
+the table of AUCs in docs/trust.md is what the code measures.
 """
 from __future__ import annotations
 
@@ -86,13 +86,13 @@ def test_sanity_gae_falls_with_randomised_layers_while_a_centre_prior_stays_at_o
     assert centre == (1.0,) * 12 and r.methods["centre"].flagged
 
 
-def test_the_readme_table_is_what_the_code_measures(reports):
-    """README.md's table "| method | cat deletion | cat insertion | coffee deletion | coffee insertion |"."""
-    text = (REPO / "README.md").read_text(encoding="utf-8")
+def test_the_docs_table_is_what_the_code_measures(reports):
+    """docs/trust.md's table "| method | cat deletion | cat insertion | coffee deletion | coffee insertion |"."""
+    text = (REPO / "docs" / "trust.md").read_text(encoding="utf-8")
     rows = re.findall(r"^\| `(\w+)` \| (0\.\d{3}) \| (0\.\d{3}) \| (0\.\d{3}) \| (0\.\d{3}) \|$", text, re.M)
-    assert {r[0] for r in rows} == set(METHODS) | {"oracle"}, "the README's faithfulness table lost a row"
+    assert {r[0] for r in rows} == set(METHODS) | {"oracle"}, "docs/trust.md's faithfulness table lost a row"
     for method, *quoted in rows:
         got = [f"{reports[p].methods[method].faithfulness.deletion_auc:.3f}" for p in PHOTOS]
         got = [got[0], f"{reports['chelsea'].methods[method].faithfulness.insertion_auc:.3f}",
                got[1], f"{reports['coffee'].methods[method].faithfulness.insertion_auc:.3f}"]
-        assert quoted == got, f"README's {method} row says {quoted}, the code gives {got}"
+        assert quoted == got, f"docs/trust.md's {method} row says {quoted}, the code gives {got}"

@@ -251,7 +251,7 @@ PAGE: dict[str, tuple[str, str]] = {
         "为什么是这个类别？类别相关的热力图：选择一种方法和一个类别（点击前 5 个类别之一，或在所有类别中搜索）。"
         "选择对比类别可以看“为什么是 A 而不是 B”（红色：更支持 A，蓝色：更支持 B）。"),
     "control.method": ("Method", "方法"),
-    "help.method": ("how the map is computed (see the README for each method's paper)",
+    "help.method": ("how the map is computed (each method's paper: docs/explain.md)",
                     "热力图的计算方法（每种方法的论文见说明文档）"),
     "control.target": ("Class to explain", "要解释的类别"),
     "help.target": ("type to search all classes; clicking a class in the top-5 picks it too",

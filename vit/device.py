@@ -17,7 +17,6 @@ import contextlib
 
 import torch
 
-DEVICES = ("auto", "cpu", "cuda", "mps")          # cuda:N is accepted too
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 

@@ -8,7 +8,7 @@ The steps follow the paper (Dosovitskiy et al. 2021, Eq. 1–4):
     -> logits (K) -> softmax (K)
 
 Everything is taken from tensors the model computes (``patch_embed``, ``embed``, every ``Block``, ``norm``,
-``forward_head``); nothing is derived from the config. The pictures and sentences are in ``viz.walkthrough``.
+``forward_head``); nothing is derived from the config. The pictures and sentences are in ``viz.drawing.walk_steps``.
 """
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from PIL import Image
 
 from vit.preprocess import upright_rgb
 
-from ..maps.figure7 import position_similarity
+from ..maps.embeddings import position_similarity
 
 
 @dataclass(frozen=True)
@@ -112,7 +112,8 @@ def walk(model, preprocess, image: Image.Image, labels=None) -> Walkthrough:
     upright = upright_rgb(image).size
     resized = preprocess.resized_size(upright)
     scale_x, scale_y = resized[0] / upright[0], resized[1] / upright[1]
-    return Walkthrough(image=crop, resized=resized, stretched=abs(scale_x / scale_y - 1.0) > 0.01, patch_size=P, grid=(gh, gw), prefix_names=prefix,
+    return Walkthrough(image=crop, resized=resized, stretched=abs(scale_x / scale_y - 1.0) > 0.01, patch_size=P,
+                       grid=(gh, gw), prefix_names=prefix,
                        pool=cfg.global_pool, shapes=shapes, patches=as_numpy(patches), embeddings=as_numpy(embeddings),
                        tokens=as_numpy(tokens), embedded=as_numpy(embedded),
                        position_similarity=position_similarity(pos.detach().float().cpu().numpy(), (gh, gw)),

@@ -20,7 +20,7 @@ import sys
 import numpy as np
 
 from .. import panels
-from ..result import Analysis
+from ..records import Analysis
 from .compare import run_comparison
 from .explain import explain_request, explanation_outputs
 from .options import build_parser, load_model, options_from

@@ -155,7 +155,7 @@ PAGE: dict[str, tuple[str, str]] = {
         "这台电脑上没有找到检查点。请下载一个（例如 {url}），保存到 {folder}，再启动；"
         "或者用任意检查点文件启动：python app.py --weights 路径"),
 
-    # --- the guided walk through the ViT: a title and one sentence per step (viz.walkthrough.step_texts) ---
+    # --- the guided walk through the ViT: a title and one sentence per step (viz.drawing.walk_steps.step_texts) ---
     "walk.crop.title": ("1. The crop the model sees", "1. 模型看到的裁剪图像"),
     "walk.crop.text": (
         "The photo is resized so that its shorter side is {resize} pixels and the centre is cut out: this "

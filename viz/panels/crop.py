@@ -1,4 +1,5 @@
-"""The uploaded photo with the crop the model saw outlined (and the rest dimmed), with a note for tiny uploads."""
+"""The uploaded photo with the part the model saw outlined (and the rest dimmed), with a note for tiny uploads and
+for photos the model sees whole or stretched."""
 from __future__ import annotations
 
 import numpy as np
@@ -6,11 +7,13 @@ from PIL import Image, ImageDraw, ImageOps
 
 from ..i18n import t
 
+
 def crop_panel(original: Image.Image, preprocess, size: int | None = None, lang: str = "en",
                color: tuple[int, int, int] = (0, 255, 255)) -> tuple[Image.Image, str | None]:
     """The uploaded photo (upright, longer side ``size`` pixels) with the crop the model saw outlined and the
     rest dimmed -> (picture, note). The note (in ``lang``) says when a small photo was enlarged before the crop
-    (the resize scales it up), or when the photo was stretched (squashed) to the model's input; else it is None.
+    (the resize scales it up), when the photo was stretched (squashed) to the model's input, or when the model sees
+    all of it; else (a crop of a large enough photo) it is None.
 
     ``preprocess``: a ``vit.Preprocess`` (anything with ``crop_box((w, h))``, ``scale((w, h))``, ``stretches``,
     ``resize`` and ``crop``). A squashed photo's box is the whole photo."""
@@ -35,8 +38,10 @@ def crop_panel(original: Image.Image, preprocess, size: int | None = None, lang:
     notes = []
     if max(sx, sy) > 1.0:
         notes.append(t("note.enlarged", lang, width=w, height=h, factor=max(sx, sy), crop=crop))
+    whole = left <= 0.5 and top <= 0.5 and right >= w - 0.5 and bottom >= h - 0.5
     if preprocess.stretches and abs(sx / sy - 1.0) > 0.01:
-        whole = left <= 0.5 and top <= 0.5 and right >= w - 0.5 and bottom >= h - 0.5
         notes.append(t("note.stretched", lang, crop=crop) if whole else
                      t("note.stretched_crop", lang, crop=crop, resize="×".join(map(str, preprocess.resize[::-1]))))
+    elif whole:
+        notes.append(t("note.whole", lang, crop=crop))
     return picture, " ".join(notes) or None

@@ -53,11 +53,11 @@ def show(shown) -> dict:
 
 def check(session, target, texts, use_text, trust_sanity, trust_depth, lang, progress=gr.Progress()):
     """Every method's curves (and sanity) for the Explain tab's target on the session's photo, under the chosen
-    protocols, with each method's verdict."""
+    protocols, with each method's verdict; cached per (model input, model, target, method, protocol): the input's
+    hash stands for the photo, so the same photo through another preprocessing is another key."""
     if session is None:
         return {}
-    photo, source = session.key
-    loaded = state.MODELS.get(source).loaded
+    loaded = state.model_of(session.key).loaded
     a = state.analysis(session.key, lang)
     words = typed(texts)
     chosen = Pick(words[0], tuple(words), text=True) if use_text and words else (pick(target) or Pick())
@@ -66,7 +66,7 @@ def check(session, target, texts, use_text, trust_sanity, trust_depth, lang, pro
         with state.MODEL_TURN:
             job = ProtocolsJob(loaded.model, loaded.preprocess.to_tensor(a.image), chosen.resolve(loaded),
                                protocols=DEPTHS.get(trust_depth, DEPTHS[FAST]), sanity=bool(trust_sanity),
-                               cache=state.TRUST, model_id=source, labels=loaded.labels,
+                               cache=state.TRUST, model_id=session.key.model, labels=loaded.labels,
                                rows_per_step=1)   # a step: one forward, or one image, at most
         steps = job.steps()
         while True:

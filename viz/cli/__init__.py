@@ -103,11 +103,13 @@ def main(argv: list[str] | None = None) -> int:
     writer = None
     if not args.stats_only:
         model = panels.model_panels(model_arrays(loaded.model, loaded.name), args.lang)   # the same for every image
+        preprocess = loaded.preprocess_record()
 
         def writer(entry: "files.ImageEntry", a: Analysis, decode_s: float, trust=None) -> None:
             explained = explanation_outputs(loaded, a, request, o, trust) if request else None
             texts = zero_shot_entries(loaded, a, args.texts) if args.texts else None
-            write_image_result(entry.path, args.out / entry.name, a, model, o, args, decode_s, explained, texts)
+            write_image_result(entry.path, args.out / entry.name, a, model, o, args, decode_s, explained, texts,
+                               preprocess)
 
     processes = distributed.start(device)
     try:

@@ -106,8 +106,8 @@ def test_a_thorough_check_gives_every_verdict_its_gains_auc_tables_and_agreement
     table = values["trust_table"]
     for name, v in report.verdicts().items():
         assert f"- **{name}**: {verdict_words(v, 'en')}" in table, name
-        assert _rows(table)[name] == [f"{v.abpc_gain[p]:+.3f} ± {v.margin[p]:.3f} {cell_mark(v.abpc_gain[p], v.margin[p])}"
-                                      for p in PROTOCOLS], name
+        cells = [f"{v.abpc_gain[p]:+.3f} ± {v.margin[p]:.3f} {cell_mark(v.abpc_gain[p], v.margin[p])}" for p in PROTOCOLS]
+        assert _rows(table)[name] == cells, name
     kinds = {verdict_kind(v) for v in report.verdicts().values()}
     assert "depends_on_protocol" in kinds and "faithful" in kinds       # the cat: some methods pass every protocol
     assert "under all 4 ways of removing patches" in table and "depends on how patches are removed" in table

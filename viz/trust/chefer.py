@@ -136,7 +136,8 @@ def chefer_markdown(summary: dict, model: str) -> str:
     if published["numbers"] is None:
         lines += ["", f"Note: {published['note']}."]
     if published.get("quoted"):
-        lines += ["", "| published method (quoted) | perturbation | class | AUC | quoted in |", "|---|---|---|---:|---|"]
+        lines += ["", "| published method (quoted) | perturbation | class | AUC | quoted in |",
+                  "|---|---|---|---:|---|"]
         lines += [f"| {q['method']} | {q['perturbation']} | {q['class']} | {q['auc']:.2f} | {q['source']} |"
                   for q in published["quoted"]]
     return "\n".join(lines) + "\n"

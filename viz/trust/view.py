@@ -68,9 +68,9 @@ def _sanity(m, lang: str) -> str:
 def _head(report: ProtocolsReport, lang: str, seconds: float | None) -> str:
     first = report.first
     kind = "fast" if len(report.protocols) == 1 else "thorough"
+    names = t("trust.comma", lang).join(protocol_name(p, lang) for p in report.protocols)
     return t(f"trust.head.{kind}", lang, target=first.target["name"], probability=first.probability,
-             n=len(report.protocols), protocols=t("trust.comma", lang).join(protocol_name(p, lang) for p in report.protocols),
-             points=len(first.fractions)) + _seconds(seconds, lang)
+             n=len(report.protocols), protocols=names, points=len(first.fractions)) + _seconds(seconds, lang)
 
 
 def _auc(value: float, error: float) -> str:

@@ -26,6 +26,7 @@ from pytorch_grad_cam.utils.model_targets import ClassifierOutputTarget
 
 import vit
 import tiny_models
+from tiny_models import FAMILIES
 from test_families import randomize_, save_timm
 from viz.analysis import explain_map, explain_tensor
 from viz.explain import METHODS
@@ -36,15 +37,6 @@ from vit.explain.rules import rule_view, without_parameter_grads
 from vit.model import PatchEmbed
 from vit.positions import apply_rope, rope_tables
 
-FAMILIES = {
-    "clip": dict(norm_pre=True, mlp_act="quick_gelu", patch_bias=False),
-    "siglip": dict(class_token=False, global_pool="map", mlp_act="gelu_tanh"),
-    "eva02": dict(rope=True, mlp_act="swiglu", mlp_norm=True, k_bias=False, attn_norm=True),
-    "beit": dict(pos_embed_kind="none", rel_pos_bias=True, layer_scale=True, global_pool="avg", fc_norm=True,
-                 k_bias=False),
-    "registers": dict(num_reg_tokens=4),
-    "distilled": dict(distilled=True),
-}
 QUERY = {"clip": "cls", "siglip": "map", "eva02": "cls", "beit": "mean", "registers": "cls", "distilled": "cls"}
 CONSERVATION_TOL = 1e-4   # |Σ relevance - logit| / |logit| (float32; CP-LRP conserves exactly up to rounding)
 

@@ -8,6 +8,15 @@ import torch
 import vit
 
 TINY = dict(embed_dim=32, depth=2, num_heads=2, mlp_dim=64, num_classes=5, img_size=32, patch_size=8)  # 4×4 patches
+FAMILIES = {  # family -> the ViTConfig features that make it (with a classifier head; see vit/model.py)
+    "clip": dict(norm_pre=True, mlp_act="quick_gelu", patch_bias=False),
+    "siglip": dict(class_token=False, global_pool="map", mlp_act="gelu_tanh"),
+    "eva02": dict(rope=True, mlp_act="swiglu", mlp_norm=True, k_bias=False, attn_norm=True),
+    "beit": dict(pos_embed_kind="none", rel_pos_bias=True, layer_scale=True, global_pool="avg", fc_norm=True,
+                 k_bias=False),
+    "registers": dict(num_reg_tokens=4),
+    "distilled": dict(distilled=True),
+}
 
 
 def tiny(seed: int = 0, **kw) -> vit.VisionTransformer:

@@ -21,11 +21,12 @@ from .ablation import (ablate, ablation_edits, head_importance, head_importance_
 from .dla import DirectLogitAttribution, direct_logit_attribution
 from .lens import Lens, logit_lens, rank_of
 from .patching import patch_heads, patch_heads_steps, patch_residual_estimate, score_gap
-from .readout import Classes, NotLinear, Score, classes_for, linear_readout, read, read_patches, score_for
+from .readout import (Classes, NotLinear, Score, classes_for, linear_readout, read, read_patches, score_for,
+                      why_not_linear)
 from .stream import Trace, readout_rows, run_edited, run_from, trace
 
 __all__ = ["Classes", "DirectLogitAttribution", "Lens", "NotLinear", "Score", "Trace", "ablate", "ablation_edits",
            "classes_for", "direct_logit_attribution", "head_importance", "head_importance_linear",
            "head_importance_steps", "head_means", "head_names", "linear_readout", "logit_lens", "parse_heads",
            "patch_heads", "patch_heads_steps", "patch_residual_estimate", "rank_of", "read", "read_patches",
-           "readout_rows", "run_edited", "run_from", "score_for", "score_gap", "trace"]
+           "readout_rows", "run_edited", "run_from", "score_for", "score_gap", "trace", "why_not_linear"]

@@ -152,6 +152,17 @@ def _centred(r: torch.Tensor) -> torch.Tensor:
     return r - r.mean(dim=-1, keepdim=True)
 
 
+def why_not_linear(model: VisionTransformer) -> str | None:
+    """Why no frozen scale makes this model's readout linear in the tokens (a sentence), or None when it is linear."""
+    if model.attn_pool is not None:
+        return ("this model pools its tokens with attention (MAP, as SigLIP): the probe's softmax over the tokens is "
+                "not linear, so the logit does not split into the layers' parts. The logit lens, head ablation and "
+                "activation patching work on it.")
+    if not isinstance(model.pre_logits, nn.Identity):
+        return "this model has a pre-logits layer with a tanh (representation_size): its logit does not split into parts."
+    return None
+
+
 @torch.no_grad()
 def linear_readout(model: VisionTransformer, final: torch.Tensor, classes: Classes, index: int) -> tuple[torch.Tensor, float]:
     """The readout of class ``index``'s logit as a linear function of one photo's last tokens ``final`` (T, D):
@@ -161,15 +172,10 @@ def linear_readout(model: VisionTransformer, final: torch.Tensor, classes: Class
     scale 1/σ is frozen at its value on this photo, and a CLIP tower's 1/|embedding|. ``NotLinear`` for MAP pooling
     and a tanh pre-logits layer.
     """
+    reason = why_not_linear(model)
+    if reason:
+        raise NotLinear(f"Direct logit attribution needs a readout that is linear in the tokens, but {reason}")
     cfg = model.cfg
-    if model.attn_pool is not None:
-        raise NotLinear("Direct logit attribution needs a readout that is linear in the tokens, but this model pools "
-                        "them with attention (MAP, as SigLIP): the probe's softmax over the tokens is not linear, so "
-                        "the logit does not split into the layers' parts. The logit lens, head ablation and "
-                        "activation patching work on it.")
-    if not isinstance(model.pre_logits, nn.Identity):
-        raise NotLinear("Direct logit attribution needs a readout that is linear in the tokens, but this model has a "
-                        "pre-logits layer with a tanh (representation_size): its logit does not split into parts.")
     T, D = final.shape
     n = cfg.num_prefix_tokens
     pooled_weights = torch.zeros(T, dtype=final.dtype, device=final.device)   # how the pooling weighs each token

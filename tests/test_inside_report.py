@@ -13,6 +13,7 @@ import pytest
 import torch
 
 import tiny_models
+from vit.explain import TextTarget
 from viz.analysis.inside import InsideJob
 from viz.drawing.plots import figure_to_image
 from viz.inside import (dla_figure, head_sources_figure, heads_figure, lens_figure, lens_strip_figure, patch_figure,
@@ -101,3 +102,34 @@ def test_the_patch_lens_legend_names_the_most_frequent_classes(job_and_report):
     fig = patch_lens_figure(report, 1)
     labels = [text.get_text() for text in fig.legends[0].get_texts()]
     assert labels[:len(frequent)] == [NAMES[c] for c in frequent]
+
+
+def test_a_clip_tower_is_read_against_the_typed_texts():
+    model = tiny_models.tiny(0, **tiny_models.FAMILIES["clip"], num_classes=0, proj_dim=8)
+    texts = ("a cat", "a dog", "a car")
+    embeddings = torch.nn.functional.normalize(torch.randn(3, 8, generator=torch.Generator().manual_seed(5)), dim=-1)
+    target, contrast = TextTarget(texts, embeddings, 20.0, 0), TextTarget(texts, embeddings, 20.0, 2)
+    report = InsideJob(model, image(1), target, contrast, other=image(2), other_name="b").result()
+    assert report.names == texts and report.target == {"index": 0, "name": "a cat"}
+    assert report.contrast == {"index": 2, "name": "a car"}
+    with torch.no_grad():
+        logits = target.logits(model(image(1)))[0]
+    assert report.dla.logit == pytest.approx(float(logits[0] - logits[2]), abs=1e-5)
+    assert report.dla.total() == pytest.approx(report.dla.logit, rel=1e-4)
+    assert [t.indices.size for t in report.lens.top5] == [3, 3] and report.patched.heads.shape == (2, 2)
+
+
+def test_inside_report_reads_typed_names_as_the_cli_does(tmp_path):
+    import vit
+    from tiny_run import COLOURS, tiny_checkpoint
+    from PIL import Image
+    from viz.analysis import inside_report
+    from vit.explain import ClassTarget
+
+    loaded = vit.load(tiny_checkpoint(tmp_path / "tiny.pt"))
+    photo = Image.fromarray(np.random.default_rng(0).integers(0, 256, (40, 48, 3), dtype=np.uint8))
+    report = inside_report(loaded, photo, "green", "3", views=["dla"], ablate="1.0")
+    assert report.target == {"index": 1, "name": "green"} and report.contrast == {"index": 3, "name": COLOURS[3]}
+    x = loaded.preprocess.to_tensor(loaded.preprocess.crop_image(photo))
+    same = InsideJob(loaded.model, x, ClassTarget(1), ClassTarget(3), ["dla"], loaded.labels, "1.0").result()
+    assert report.dla.logit == same.dla.logit and report.ablated.delta_logit == same.ablated.delta_logit

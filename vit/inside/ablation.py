@@ -34,11 +34,12 @@ def head_names(heads: Sequence[tuple[int, int]]) -> list[str]:
     return [f"{l}.{h}" for l, h in heads]
 
 
-def parse_heads(text: str | Sequence[str], depth: int, num_heads: int) -> list[tuple[int, int]]:
-    """"11.0,11.2" (or ["11.0", "11.2"]) -> [(11, 0), (11, 2)], in the order given, repeats dropped.
+def parse_heads(text: str | Sequence, depth: int, num_heads: int) -> list[tuple[int, int]]:
+    """"11.0,11.2" (or ["11.0", "11.2"], or [(11, 0), (11, 2)]) -> [(11, 0), (11, 2)], in the order given, repeats
+    dropped.
 
     ValueError for a name that is not LAYER.HEAD or a head the model does not have, saying which exist."""
-    parts = [p for p in (text.split(",") if isinstance(text, str) else text)]
+    parts = [f"{p[0]}.{p[1]}" if isinstance(p, tuple) else p for p in (text.split(",") if isinstance(text, str) else text)]
     valid = (f"layers 0 to {depth - 1} and heads 0 to {num_heads - 1}, written LAYER.HEAD (e.g. {depth - 1}.0 or "
              f"0.{num_heads - 1},{depth - 1}.0)")
     if not [p for p in parts if str(p).strip()]:

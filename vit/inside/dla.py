@@ -47,49 +47,66 @@ class DirectLogitAttribution:
 def direct_logit_attribution(model: VisionTransformer, t: Trace, score: Score, image: int = 0) -> DirectLogitAttribution:
     """``Trace`` (with ``attention=True`` for the per-source split) -> DLA of ``score`` for image ``image``.
 
-    ``readout.NotLinear`` when the readout cannot be made linear (MAP pooling, a tanh pre-logits layer).
+    Only the R tokens the readout reads enter the sums (the class token, or every patch for mean pooling), so for a
+    class-token model the whole split costs a few matrix-vector products per layer. ``readout.NotLinear`` when the
+    readout cannot be made linear (MAP pooling, a tanh pre-logits layer).
     """
     final = t.residual[-1][image]                                                     # (T, D)
     u, bias = linear_readout(model, final, score.classes, int(score.index[image]))
     if score.contrast is not None:
         u_b, bias_b = linear_readout(model, final, score.classes, int(score.contrast[image]))
         u, bias = u - u_b, bias - bias_b
-    u = u.detach().double().cpu()
     rows = u.abs().sum(dim=-1).nonzero()[:, 0]                  # the tokens the readout reads (CLS; patches for avg)
+    u = u[rows].double().cpu()                                  # (R, D)
+    pick = lambda x: x[image][..., rows.to(x.device), :].double().cpu()     # noqa: E731  (…, R, D) of image
     L, H = t.depth, model.cfg.num_heads
-    heads, mlp, attention_bias = torch.zeros(L, H, dtype=torch.float64), torch.zeros(L, dtype=torch.float64), \
-        torch.zeros(L, dtype=torch.float64)
+    heads, mlp, attention_bias = (torch.zeros(L, H, dtype=torch.float64), torch.zeros(L, dtype=torch.float64),
+                                  torch.zeros(L, dtype=torch.float64))
     sources = torch.zeros(L, H, t.layout.num_tokens, dtype=torch.float64) if t.attention is not None else None
     with torch.inference_mode():
         for l, block in enumerate(model.blocks):
-            d, shift = _merged_direction(block, u, t.heads[l][image])               # (T, D) over the heads' channels
-            attention_bias[l] = shift
-            z = t.heads[l][image].double().cpu()                                    # (H, T, Dh)
-            dh = d.reshape(d.shape[0], H, -1).transpose(0, 1)                        # (H, T, Dh)
+            z = pick(t.heads[l])                                                    # (H, R, Dh)
+            d, attention_bias[l] = _merged_direction(block, u, z)                   # (R, D) over the heads' channels
+            dh = d.reshape(len(rows), H, -1).transpose(0, 1)                        # (H, R, Dh)
             heads[l] = (dh * z).sum(dim=(1, 2))
-            mlp[l] = (u * t.mlp[l][image].double().cpu()).sum()
+            mlp[l] = (u * pick(t.mlp[l])).sum()
             if sources is not None:
-                A = t.attention[l][image].double().cpu()[:, rows]                   # (H, R, T)
-                v = t.values[l][image].double().cpu()                               # (H, T, Dh)
-                g = dh[:, rows] @ v.transpose(1, 2)                                 # (H, R, T): d_t · v_s
-                sources[l] = (A * g).sum(dim=1)
-        embedding = float((u * t.residual[0][image].double().cpu()).sum())
+                A = t.attention[l][image][:, rows.to(t.attention[l].device)].double().cpu()   # (H, R, T)
+                sources[l] = (A * _read_values(block, t.residual[l][image], dh)).sum(dim=1)
+        embedding = float((u * pick(t.residual[0])).sum())
     logit = float(score(t.output[image:image + 1], torch.tensor([image]))[0])
     return DirectLogitAttribution(logit, bias, embedding, attention_bias, heads, mlp, sources)
 
 
+def _read_values(block, stream: torch.Tensor, dh: torch.Tensor) -> torch.Tensor:
+    """d_r · v_s for every head, readout row r and source token s -> (H, R, T): each source's value read in the
+    direction row r pulls from head h, from the stream entering the block (T, D). v_s = W_v,h · norm1(x_s) + b_v,h,
+    so d · v_s = (W_v,hᵀ d) · norm1(x_s) + d · b_v,h: no value is recomputed, a product per head and row."""
+    attn = block.attn
+    H, R, Dh = dh.shape
+    D = H * Dh
+    x = block.norm1(stream).double().cpu()                                     # (T, D)
+    W = attn.qkv.weight[2 * D:].detach().double().cpu().reshape(H, Dh, D)     # value rows, per head
+    b = attn.v_bias if attn.v_bias is not None else (None if attn.qkv.bias is None else attn.qkv.bias[2 * D:])
+    g = torch.einsum("hrk,hkd->hrd", dh, W)                                    # (H, R, D): W_v,hᵀ d
+    read = g @ x.T                                                              # (H, R, T)
+    if b is not None:
+        read = read + (dh * b.detach().double().cpu().reshape(H, 1, Dh)).sum(dim=-1, keepdim=True)
+    return read
+
+
 def _merged_direction(block, u: torch.Tensor, heads: torch.Tensor) -> tuple[torch.Tensor, float]:
-    """The readout u (T, D) pulled back through ls1 and proj (and a sub-LN, its scale frozen at these heads (H, T,
-    Dh)) -> (direction over the concatenated heads' channels (T, D), the share of the constant terms: proj's bias,
+    """The readout u (R, D) pulled back through ls1 and proj (and a sub-LN, its scale frozen at these heads (H, R,
+    Dh)) -> (direction over the concatenated heads' channels (R, D), the share of the constant terms: proj's bias,
     the sub-LN's shift)."""
     attn = block.attn
-    a = u * block.ls1.gamma.detach().double().cpu() if isinstance(block.ls1, LayerScale) else u   # (T, D)
+    a = u * block.ls1.gamma.detach().double().cpu() if isinstance(block.ls1, LayerScale) else u   # (R, D)
     W = attn.proj.weight.detach().double().cpu()                          # (D_out, D_in)
     shift = float((a @ attn.proj.bias.detach().double().cpu()).sum()) if attn.proj.bias is not None else 0.0
-    d = a @ W                                                             # (T, D_in): Wᵀ a_t
+    d = a @ W                                                             # (R, D_in): Wᵀ a_r
     if isinstance(attn.norm, nn.LayerNorm):                               # EVA-02's sub-LN, scale frozen per token
-        H, T, Dh = heads.shape
-        concat = heads.double().cpu().transpose(0, 1).reshape(T, H * Dh)
+        H, R, Dh = heads.shape
+        concat = heads.transpose(0, 1).reshape(R, H * Dh)
         sigma = (concat.var(dim=-1, unbiased=False, keepdim=True) + attn.norm.eps).sqrt()
         shift += float((d @ attn.norm.bias.detach().double().cpu()).sum())
         d = d * attn.norm.weight.detach().double().cpu()

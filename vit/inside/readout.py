@@ -26,9 +26,8 @@ from typing import Sequence
 
 import torch
 import torch.nn as nn
-import torch.nn.functional as F
 
-from ..explain.targets import ClassTarget, Target, TextTarget
+from ..explain.targets import Target, TextTarget
 from ..model import VisionTransformer
 
 

@@ -11,7 +11,7 @@ A pre-norm block adds two branches to the stream x (B, T, D):
 in eval mode.) Everything in ``vit.inside`` reads or replaces one of these pieces:
 
 - ``trace``: one forward pass that keeps the stream entering every block, every block's heads and MLP branch (and,
-  when asked, the attention and the values), and optionally the gradient of a score with respect to the heads and
+  when asked, the attention), and optionally the gradient of a score with respect to the heads and
   the stream (one backward, no weight gradient): what the lens, DLA and the attribution-patching estimates read;
 - ``run_edited``: a whole forward pass with some heads' outputs, MLP branches or the embedding replaced (ablation
   of a set of heads, patching from another photo);
@@ -25,9 +25,8 @@ from dataclasses import dataclass
 from typing import Callable
 
 import torch
-import torch.nn.functional as F
 
-from ..model import Attention, Block, TokenLayout, VisionTransformer
+from ..model import Block, TokenLayout, VisionTransformer
 from ..positions import TokenPositions
 
 HeadEdit = Callable[[torch.Tensor], torch.Tensor]   # heads (B, H, T, Dh) -> heads of the same shape
@@ -46,7 +45,6 @@ class Trace:
     layout: TokenLayout
     positions: TokenPositions | None      # what attention needs beyond q, k, v (EVA-02, BEiT); None for a plain ViT
     attention: list[torch.Tensor] | None = None   # L × (B, H, T, T) softmax attention, with ``attention=True``
-    values: list[torch.Tensor] | None = None      # L × (B, H, T, Dh) v, with ``attention=True``
     heads_grad: list[torch.Tensor] | None = None  # L × (B, H, T, Dh) ∂score/∂heads, with ``score``
     residual_grad: list[torch.Tensor] | None = None  # L + 1 × (B, T, D) ∂score/∂residual, with ``score``
     score: torch.Tensor | None = None             # (B,) the differentiated score, with ``score``
@@ -86,8 +84,8 @@ def trace(model: VisionTransformer, x: torch.Tensor, attention: bool = False,
           score: Callable[[torch.Tensor], torch.Tensor] | None = None) -> Trace:
     """Images (B, C, H, W) -> ``Trace`` of one forward pass.
 
-    ``attention``: keep every block's attention probabilities and values too (the explicit softmax; DLA's split of a
-    head over its source tokens needs them). ``score``: a function of the output (B, K) -> (B,); then the pass is
+    ``attention``: keep every block's attention probabilities too (the explicit softmax; DLA's split of a head over
+    its source tokens needs them). ``score``: a function of the output (B, K) -> (B,); then the pass is
     differentiated once (``torch.autograd.grad`` from the embedding's output up, the parameters detached, so no
     weight gradient is ever computed) and ``heads_grad``, ``residual_grad`` and ``score`` are filled: the
     gradients attribution patching multiplies by a difference of activations.
@@ -109,45 +107,25 @@ def _forward(model: VisionTransformer, x: torch.Tensor, layout: TokenLayout, att
     stream = model.embed(x)                                          # (B, T, D)
     if score is not None:
         stream = stream.detach().requires_grad_()                    # the graph starts here
-    residual, heads, mlps, maps, values = [stream], [], [], [], []
+    residual, heads, mlps, maps = [stream], [], [], []
     for block in model.blocks:
-        h, attn, v = _mix(block, stream, positions, attention)
+        h, attn = block.attn.mix(block.norm1(stream), attention, positions)
         stream, mlp = finish_block(block, stream, h)
         residual.append(stream)
         heads.append(h)
         mlps.append(mlp)
-        if attention:
-            maps.append(attn)
-            values.append(v)
+        maps.append(attn)
     output = model.forward_head(stream)
-    kept = dict(layout=layout, positions=positions, attention=maps if attention else None,
-                values=values if attention else None)
+    kept = dict(layout=layout, positions=positions)
     if score is None:
-        return Trace(residual, heads, mlps, output, **kept)
+        return Trace(residual, heads, mlps, output, attention=maps if attention else None, **kept)
     s = score(output)                                                # (B,)
     grads = torch.autograd.grad(s.sum(), heads + residual, allow_unused=True)   # images are independent: sum
     grads = [torch.zeros_like(t) if g is None else g for g, t in zip(grads, heads + residual)]
     L = len(heads)
-    detach = lambda ts: [t.detach() for t in ts]
+    detach = lambda ts: [t.detach() for t in ts]                     # noqa: E731
     return Trace(detach(residual), detach(heads), detach(mlps), output.detach(), heads_grad=grads[:L],
-                 residual_grad=grads[L:], score=s.detach(), **{**kept, "attention": detach(maps) if attention else None,
-                                                               "values": detach(values) if attention else None})
-
-
-def _mix(block: Block, x: torch.Tensor, positions, keep: bool):
-    """A block's heads (B, H, T, Dh), and with ``keep`` its attention (B, H, T, T) and values (B, H, T, Dh)."""
-    normed = block.norm1(x)
-    heads, attn = block.attn.mix(normed, keep, positions)
-    return heads, attn, (values_of(block.attn, normed) if keep else None)
-
-
-def values_of(attn: Attention, x: torch.Tensor) -> torch.Tensor:
-    """The values an attention mixes, from its input x (B, T, D) (after norm1) -> (B, H, T, Dh): the last third of
-    ``qkv`` (with BEiT's / EVA-02's separate value bias)."""
-    B, T, D = x.shape
-    bias = attn.v_bias if attn.v_bias is not None else (None if attn.qkv.bias is None else attn.qkv.bias[2 * D:])
-    v = F.linear(x, attn.qkv.weight[2 * D:], bias)                       # (B, T, D)
-    return v.reshape(B, T, attn.num_heads, attn.head_dim).transpose(1, 2)
+                 residual_grad=grads[L:], score=s.detach(), attention=detach(maps) if attention else None, **kept)
 
 
 def run_edited(model: VisionTransformer, x: torch.Tensor, heads: dict[int, HeadEdit] | None = None,
@@ -183,6 +161,7 @@ def run_from(model: VisionTransformer, stream: torch.Tensor, layer: int, heads: 
     a class-token model pays about a quarter of a block there.
     """
     rows = readout_rows(model)
+    rows = None if rows is None else rows.to(stream.device)
     last = len(model.blocks) - 1
     with torch.inference_mode():
         if layer == last and rows is not None:
@@ -192,7 +171,7 @@ def run_from(model: VisionTransformer, stream: torch.Tensor, layer: int, heads: 
         for l in range(layer + 1, last + 1):
             block = model.blocks[l]
             if l == last and rows is not None:
-                h, _ = block.attn.mix(block.norm1(stream), False, positions, rows.to(stream.device))
+                h, _ = block.attn.mix(block.norm1(stream), False, positions, rows)
                 stream, _ = finish_block(block, stream[:, rows], h)
             else:
                 stream, _ = block(stream, False, positions)

@@ -84,8 +84,7 @@ class InsideJob:
             raise ValueError(f"The photo to patch from must have the same input size: {tuple(self.x.shape[-2:])} "
                              f"but got {tuple(self.other.shape[-2:])}.")
         cfg = model.cfg
-        self.ablate = [] if ablate is None else parse_heads(ablate, cfg.depth, cfg.num_heads) \
-            if isinstance(ablate, str) or (ablate and isinstance(ablate[0], str)) else list(ablate)
+        self.ablate = parse_heads(ablate, cfg.depth, cfg.num_heads) if ablate else []
         self.means = means
         self.other_name = other_name
         self.target, self.contrast, self.patch_target = target, contrast, patch_target

@@ -133,6 +133,7 @@ def test_mean_ablation_over_a_reference_folder(files, capsys, tmp_path):
     (["--inside", "lens", "--reference", "."], "--reference gives the heads' mean outputs for mean ablation"),
     (["--target", "green"], "--target and --contrast choose the class for --explain or --inside"),
     (["--inside", "lens", "--target", "purple"], "Unknown class 'purple'!"),
+    (["--inside", "lens", "--patch-from", "missing.png"], "--patch-from missing.png: The file 'missing.png' does not"),
 ])
 def test_bad_input_is_one_clear_error(files, capsys, tmp_path, args, says):
     weights, photo, _, _ = files

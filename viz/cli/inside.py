@@ -59,7 +59,10 @@ def inside_request(args: argparse.Namespace, loaded) -> InsideRequest | None:
     contrast = None if args.contrast is None else resolve_target(loaded, args.contrast, texts)
     other = None
     if args.patch_from:
-        photo = open_image(args.patch_from)
+        try:
+            photo = open_image(args.patch_from)
+        except ValueError as error:
+            raise ValueError(f"--patch-from {args.patch_from}: {error}") from None
         other = loaded.preprocess.to_tensor(loaded.preprocess.crop_image(photo))
     means = None
     if args.reference:

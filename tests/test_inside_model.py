@@ -116,6 +116,8 @@ def test_dla_parts_sum_to_the_logit(family):
     model, x = tiny(family), image()
     classes = classes_for(model)
     t = trace(model, x, attention=True)
+    read = t.layout.num_tokens if model.cfg.global_pool == "avg" else 1 + model.cfg.distilled   # the rows kept
+    assert t.attention[0].shape == (1, 2, read, t.layout.num_tokens)
     for target, contrast in ((None, None), (ClassTarget(2), ClassTarget(4))):
         score = score_for(classes, t.output, target, contrast)
         d = direct_logit_attribution(model, t, score)

@@ -70,7 +70,7 @@ def direct_logit_attribution(model: VisionTransformer, t: Trace, score: Score, i
             dh = d.reshape(len(rows), H, -1).transpose(0, 1)                        # (H, R, Dh)
             heads[l] = (dh * z).sum(dim=(1, 2))
             mlp[l] = (u * pick(t.mlp[l])).sum()
-            if sources is not None:
+            if sources is not None:      # the trace kept the rows 0 … k−1 (CLS, DIST) or all: a row is its token
                 A = t.attention[l][image][:, rows.to(t.attention[l].device)].double().cpu()   # (H, R, T)
                 sources[l] = (A * _read_values(block, t.residual[l][image], dh)).sum(dim=1)
         embedding = float((u * pick(t.residual[0])).sum())

@@ -44,7 +44,9 @@ class Trace:
     output: torch.Tensor                  # (B, K) what model(x) returns (logits, or a CLIP tower's embedding)
     layout: TokenLayout
     positions: TokenPositions | None      # what attention needs beyond q, k, v (EVA-02, BEiT); None for a plain ViT
-    attention: list[torch.Tensor] | None = None   # L × (B, H, T, T) softmax attention, with ``attention=True``
+    # L × (B, H, R, T): the softmax attention of the R tokens the readout reads (``readout_rows``; all T for mean or
+    # MAP pooling), with ``attention=True``: what DLA's split over sources needs, not L·H·T² numbers
+    attention: list[torch.Tensor] | None = None
     heads_grad: list[torch.Tensor] | None = None  # L × (B, H, T, Dh) ∂score/∂heads, with ``score``
     residual_grad: list[torch.Tensor] | None = None  # L + 1 × (B, T, D) ∂score/∂residual, with ``score``
     score: torch.Tensor | None = None             # (B,) the differentiated score, with ``score``
@@ -84,8 +86,8 @@ def trace(model: VisionTransformer, x: torch.Tensor, attention: bool = False,
           score: Callable[[torch.Tensor], torch.Tensor] | None = None) -> Trace:
     """Images (B, C, H, W) -> ``Trace`` of one forward pass.
 
-    ``attention``: keep every block's attention probabilities too (the explicit softmax; DLA's split of a head over
-    its source tokens needs them). ``score``: a function of the output (B, K) -> (B,); then the pass is
+    ``attention``: keep every block's attention probabilities of the readout's tokens too (the explicit softmax;
+    DLA's split of a head over its source tokens needs them). ``score``: a function of the output (B, K) -> (B,); then the pass is
     differentiated once (``torch.autograd.grad`` from the embedding's output up, the parameters detached, so no
     weight gradient is ever computed) and ``heads_grad``, ``residual_grad`` and ``score`` are filled: the
     gradients attribution patching multiplies by a difference of activations.
@@ -108,13 +110,14 @@ def _forward(model: VisionTransformer, x: torch.Tensor, layout: TokenLayout, att
     if score is not None:
         stream = stream.detach().requires_grad_()                    # the graph starts here
     residual, heads, mlps, maps = [stream], [], [], []
+    rows = readout_rows(model)
     for block in model.blocks:
         h, attn = block.attn.mix(block.norm1(stream), attention, positions)
         stream, mlp = finish_block(block, stream, h)
         residual.append(stream)
         heads.append(h)
         mlps.append(mlp)
-        maps.append(attn)
+        maps.append(attn if rows is None or attn is None else attn[:, :, rows.to(attn.device)])
     output = model.forward_head(stream)
     kept = dict(layout=layout, positions=positions)
     if score is None:

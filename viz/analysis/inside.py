@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Iterator, Sequence
+from typing import Callable, Iterator, Sequence
 
 import numpy as np
 import torch
@@ -91,6 +91,7 @@ class InsideJob:
         self.classes = classes_for(model, labels, target, contrast, patch_target)
         self.precomputed = head_importance
         self._trace = self._score = self._other = self._patch_score = self._patch_trace = None
+        self._heads = self._patches = None          # the exact tables' layer-by-layer generators, once started
         self._parts: dict = {}
         self._exact: list = []
         self._shares: list = []
@@ -100,7 +101,7 @@ class InsideJob:
 
     # --- what runs -----------------------------------------------------------------------------------------------
 
-    def _plan(self) -> list[tuple[str, callable]]:
+    def _plan(self) -> list[tuple[str, Callable[[], None]]]:
         L = self.model.cfg.depth
         steps = [("forward", self._first)]
         if "heads" in self.views and self.precomputed is None:

@@ -3,7 +3,8 @@ to cache per (photo, model, target), redrawn without the model (a clicked head's
 ``DLAView.sources``), and written as result.json's "inside" entry (``InsideReport.as_json``).
 
 L blocks, H heads, K classes (or typed texts), T = prefix + gh·gw tokens. Layers and heads are counted from 0. In
-contrast mode (class A rather than B) every DLA term, every Δ and the ablation's Δ are of A's logit minus B's.
+contrast mode (class A rather than B) every DLA term, every Δ, the ablation's Δ and the patched score are of A's logit
+minus B's; the lens reports A's probability and rank.
 """
 from __future__ import annotations
 

@@ -5,10 +5,11 @@ not change timings) unless ``--weights`` names a checkpoint. Every number comes 
 
 - forward with full capture (``forward_with_attention``: every layer's maps and token norms) against
   torchvision's ``vit_b_16`` plain forward, and our own plain (SDPA) forward;
-- the full analysis exactly as the app's ``/analyze`` handler does it (``app.analyze``: decode the upload,
-  one forward, every panel rendered to an image) against one plain forward;
-- re-rendering after a layer/head change, a patch click, a heads-grid click and a rollout control, with
-  the app's own handlers on a cached session;
+- the full analysis exactly as the app's ``/analyze`` handler does it (``vit_explorer.api.analyze``: decode the
+  upload, one forward, every panel rendered to an image) against one plain forward;
+- re-rendering after a layer/head change, a patch click, a heads-grid click, a rollout control, the opacity and
+  the language switch: the functions the page's events call (found by name in the built app), on a cached
+  session;
 - the attention cache kept per image, and the peak RSS of ``python app.py`` serving ViT-B/16 while
   analysing photos sent through gradio_client (the API round trip is timed too);
 - scaling with the input size (224 and 384 with ViT-B/16, 518 with ViT-B/14 as DINOv2 runs it), and the
@@ -101,12 +102,13 @@ def write_photos(folder: Path) -> list[Path]:
 
 # ---- 1. forward and full analysis ---------------------------------------------------------------------------
 
-def speed(app, weights: str, photo: Path, rounds: int, today_rounds: int) -> tuple[list[Row], dict]:
+def speed(weights: str, photo: Path, rounds: int, today_rounds: int) -> tuple[list[Row], dict]:
     import torchvision
 
     from bench.today import TodayPipeline
+    from vit_explorer import api, state
 
-    served = app.MODELS.get(weights)
+    served = state.MODELS.get(weights)
     model = served.loaded.model
     x = served.loaded.preprocess(open_image(photo))
     torch.manual_seed(0)
@@ -127,9 +129,9 @@ def speed(app, weights: str, photo: Path, rounds: int, today_rounds: int) -> tup
         model.forward_with_attention(x, return_token_norms=True)
 
     def full_analysis():
-        app.ANALYSES.clear()  # a photo the server has not seen: decode, forward, every panel
-        session = app.analyze(str(photo), weights)[0]
-        analyses.append((session, app.ANALYSES.get(session.key)))
+        state.ANALYSES.clear()  # a photo the server has not seen: decode, forward, every panel
+        session = api.analyze(str(photo), weights)[0]
+        analyses.append((session, state.ANALYSES.get(session.key)))
 
     contenders = {"torchvision": plain_torchvision, "ours plain": plain_ours, "capture": capture,
                   "full": full_analysis, "today": lambda: today(str(photo))}
@@ -147,7 +149,7 @@ def speed(app, weights: str, photo: Path, rounds: int, today_rounds: int) -> tup
         Row("our forward with full capture (L×H maps + token norms)", ms(cap)),
         Row("**capture forward ÷ torchvision plain forward**", f"{cap / tv:.2f}", "≤ 1.00", cap / tv <= 1.0),
         Row("our plain forward ÷ torchvision plain forward", f"{plain / tv:.2f}"),
-        Row("full analysis (`app.analyze`: decode → every panel rendered)", ms(full)),
+        Row("full analysis (`/analyze`'s handler: decode → every panel rendered)", ms(full)),
         Row("&nbsp;&nbsp;decode upload / preprocess / forward with capture and torch post-processing / to numpy "
             "(float16) / panels",
             " / ".join(ms(v) for v in (decode, timings["preprocess"], timings["forward"], timings["to_numpy"], render))),
@@ -162,12 +164,31 @@ def speed(app, weights: str, photo: Path, rounds: int, today_rounds: int) -> tup
     return rows, {"session": session, "analysis": analysis, "full": full, "today": today_total}
 
 
-# ---- 2. re-render from the cached analysis --------------------------------------------------------------------
+# ---- 2. re-render from the cached analysis: the page's own event handlers ------------------------------------------
 
-def rerender(app, session, a, rounds: int) -> list[Row]:
+class PageEvents:
+    """The functions the page's events call (what Gradio calls, the page's wrapper included), found by name in the
+    built app, called with their inputs by component name as Gradio passes them."""
+
+    def __init__(self, demo):
+        self.fns = {block.name: block.fn for block in demo.fns.values()}
+
+    def __call__(self, name: str, **values):
+        import inspect
+
+        from vit_explorer.controls import NAMES, ControlValues
+
+        fn = self.fns[name]
+        controls = values.pop("controls", ControlValues())
+        values.update({n: getattr(controls, n) for n in NAMES})
+        return fn(*(values[p] for p in inspect.signature(fn).parameters))
+
+
+def rerender(events: PageEvents, session, a, rounds: int) -> list[Row]:
     import gradio as gr
 
     from viz import explorer
+    from vit_explorer.controls import ControlValues
 
     L, H = a.depth, a.heads
     gh, gw = a.grid
@@ -175,37 +196,48 @@ def rerender(app, session, a, rounds: int) -> list[Row]:
     layers_heads = itertools.cycle([(layer, head) for layer in range(L) for head in range(H)])
     patches = itertools.cycle([(r, c) for r in range(gh) for c in range(gw)])
     discards = itertools.cycle([0.0, 0.5, 0.9, 0.95])
+    opacities = itertools.cycle([0.3, 0.6, 0.9])
+    languages = itertools.cycle(["zh-CN", "en"])
+    page = dict(session=session, lang="en", photo=session.key[0])
 
-    def controls(layer=L - 1, head=0, mean_of_heads=True, discard=0.9):
-        # fusion, discard ratio, start layer, opacity, mask artifacts, layer, head, mean of heads, DINO mask, rolled
-        return ("mean", discard, 0, 0.6, False, layer, head, mean_of_heads, False, False)
+    def controls(layer=L - 1, head=0, mean_heads=True, discard=0.9, opacity=0.6):
+        return ControlValues(discard_ratio=discard, opacity=opacity, layer=layer, head=head, mean_heads=mean_heads)
 
     def layer_head():
         layer, head = next(layers_heads)
-        app.rerender_layer(session, *controls(layer, head, mean_of_heads=False))
+        events("layer_changed", **page, controls=controls(layer, head, mean_heads=False))
 
     def patch_click():
         r, c = next(patches)
-        app.pick_patch(gr.SelectData(None, {"index": [(c + 0.5) * W / gw, (r + 0.5) * Hpx / gh], "value": None}),
-                       session, *controls())
+        events("pick_patch", **page, controls=controls(),
+               evt=gr.SelectData(None, {"index": [(c + 0.5) * W / gw, (r + 0.5) * Hpx / gh], "value": None}))
 
-    heads_session = app.rerender_layer(session, *controls(0, 0, mean_of_heads=False))[0]  # with the grid's geometry
+    heads_session = events("layer_changed", **page, controls=controls(0, 0, mean_heads=False))[0]   # with the grid
     cells = itertools.cycle([heads_session.heads_layout.box(layer, head) for layer in range(L) for head in range(H)])
 
     def heads_click():
         x0, y0, x1, y1 = next(cells)
-        app.pick_head(gr.SelectData(None, {"index": [(x0 + x1) / 2, (y0 + y1) / 2], "value": None}),
-                      heads_session, *controls())
+        events("pick_head", **{**page, "session": heads_session}, controls=controls(),
+               evt=gr.SelectData(None, {"index": [(x0 + x1) / 2, (y0 + y1) / 2], "value": None}))
 
     def rollout_control():
-        app.rerender_rollout(session, *controls(discard=next(discards)))
+        events("discard_ratio_changed", **page, controls=controls(discard=next(discards)))
+
+    def opacity():
+        events("opacity_changed", **page, controls=controls(opacity=next(opacities)))
+
+    def language():
+        events("switch_language", language_switch=next(languages), session=session, photo=session.key[0],
+               controls=controls())
 
     t = interleaved({"layer/head": layer_head, "patch": patch_click, "heads grid": heads_click,
-                     "rollout": rollout_control}, rounds, warmup=2)
-    names = {"layer/head": "layer or head slider (`rerender_layer`: attention map, framed grid, patch query)",
-             "patch": "patch click (`pick_patch`: framed photo, attention row and column)",
-             "heads grid": "click on the layers × heads grid (`pick_head`)",
-             "rollout": "rollout control, discard 0–0.95 (`rerender_rollout`)"}
+                     "rollout": rollout_control, "opacity": opacity, "language": language}, rounds, warmup=2)
+    names = {"layer/head": "the layer or head slider (`layer_changed`: attention map, framed grid, patch query)",
+             "patch": "a patch click (`pick_patch`: framed photo, attention row and column)",
+             "heads grid": "a click on the layers × heads grid (`pick_head`: grid, attention map, patch query)",
+             "rollout": "a rollout control, discard 0–0.95 (`discard_ratio_changed`: the rollout alone)",
+             "opacity": "the opacity slider (`opacity_changed`: rollout, attention map, grid, patch query)",
+             "language": "the language switch (`switch_language`: every picture and text, the crop)"}
     return [Row(f"re-render after {names[k]}", ms(median(v)), "≤ 50 ms", median(v) <= 0.05) for k, v in t.items()]
 
 
@@ -416,7 +448,7 @@ def analysis_timings(loaded, image: Image.Image, rounds: int, device: torch.devi
     """Median seconds of the plain forward, the capture forward (``forward_with_attention`` with token norms) and
     the analysis without rendering (``viz.analysis.analyze``: crop, forward, post-processing, to the host)."""
     from viz.analysis import analyze
-    from viz.explorer import ATTENTION_DTYPE
+    from viz.analysis.serve import ATTENTION_DTYPE
 
     model = loaded.model
     x = loaded.preprocess(image).to(device)
@@ -437,7 +469,7 @@ def analysis_timings(loaded, image: Image.Image, rounds: int, device: torch.devi
 def scaling(rounds: int) -> tuple[list[list[str]], list[Row]]:
     """The scaling table on the CPU, and the analysis ÷ capture-forward targets at 224 and 518."""
     from viz.analysis import analyze
-    from viz.explorer import ATTENTION_DTYPE
+    from viz.analysis.serve import ATTENTION_DTYPE
 
     cpu = torch.device("cpu")
     image = Image.fromarray(data.chelsea())
@@ -464,7 +496,7 @@ def gpu_rows(rounds: int, device: torch.device) -> list[Row]:
     """On a CUDA GPU: capture forward, analysis without rendering and their ratio at 224 and 518 (issue 16's
     target: ≤ 2), and the same analysis with the forward in bfloat16. Printed only when CUDA is present."""
     from viz.analysis import analyze
-    from viz.explorer import ATTENTION_DTYPE
+    from viz.analysis.serve import ATTENTION_DTYPE
 
     image = Image.fromarray(data.chelsea())
     rows = []
@@ -501,8 +533,10 @@ def main(argv=None) -> None:
     args = parse_args(argv)
     os.environ.setdefault("VIT_OFFLINE", "1")
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
-    import app  # the Gradio app's handlers: the benchmark times exactly what /analyze and the sliders run
-    app.return_freed_memory_to_the_os()  # malloc tuned as the server tunes it, so re-renders cost what they cost there
+    from vit_explorer import state  # the page: the benchmark times exactly what /analyze and the sliders run
+    from vit_explorer.layout import build_app
+    from vit_explorer.server import return_freed_memory_to_the_os
+    return_freed_memory_to_the_os()  # malloc tuned as the server tunes it, so re-renders cost what they cost there
 
     print(f"# python -m bench.run {' '.join(sys.argv[1:])}".rstrip())
     print(f"Machine: {machine()}\n")
@@ -510,16 +544,16 @@ def main(argv=None) -> None:
         tmp = Path(tmp)
         weights = args.weights or str(random_vit_checkpoint(tmp / "vit_b_16_random.pt"))
         photos = write_photos(tmp)
-        rows, result = speed(app, weights, photos[0], args.rounds, args.today_rounds)
-        rows += rerender(app, result["session"], result["analysis"], max(args.rounds, 20))
+        rows, result = speed(weights, photos[0], args.rounds, args.today_rounds)
+        rows += rerender(PageEvents(build_app(weights)), result["session"], result["analysis"], max(args.rounds, 20))
         rows += cache_rows(result["analysis"])
-        rows += explain_rows(app.MODELS.get(weights).loaded, photos[0], args.rounds)
-        rows += trust_rows(app.MODELS.get(weights).loaded, photos[0], max(3, args.rounds // 2))
+        rows += explain_rows(state.MODELS.get(weights).loaded, photos[0], args.rounds)
+        rows += trust_rows(state.MODELS.get(weights).loaded, photos[0], max(3, args.rounds // 2))
         from bench.inside import inside_rows   # the inside views (bench/inside.py): cat, patched from the coffee
-        rows += inside_rows(app.MODELS.get(weights).loaded, photos[0], photos[2], max(3, args.rounds // 2))
+        rows += inside_rows(state.MODELS.get(weights).loaded, photos[0], photos[2], max(3, args.rounds // 2))
         if not args.no_app:
             from viz.explorer import cached_bytes
-            fill = cropped_photos(photos[0], app.ANALYSES_MEMORY // cached_bytes(result["analysis"]) + 4, tmp)
+            fill = cropped_photos(photos[0], state.ANALYSES_MEMORY // cached_bytes(result["analysis"]) + 4, tmp)
             (tmp / "twins").mkdir()
             twins = [cropped_photos(photo, 1, tmp / "twins")[0] for photo in photos]
             rows += app_rows(weights, photos, twins, fill, tmp / "app.log")

@@ -14,7 +14,8 @@ import socket
 import tempfile
 from contextlib import contextmanager
 
-import app
+from vit_explorer.layout import build_app
+from vit_explorer.server import launch
 
 if "GRADIO_TEMP_DIR" not in os.environ:
     os.environ["GRADIO_TEMP_DIR"] = tempfile.mkdtemp(prefix="vit-explorer-tests-")
@@ -30,9 +31,9 @@ def free_port() -> int:
 @contextmanager
 def running_app(weights: str):
     """Build the app with ``weights`` as its model, serve it as ``python app.py`` would, yield its URL."""
-    demo = app.build_app(weights)
+    demo = build_app(weights)
     port = free_port()
-    app.launch(demo, "127.0.0.1", port, prevent_thread_lock=True, quiet=True)
+    launch(demo, "127.0.0.1", port, prevent_thread_lock=True, quiet=True)
     try:
         yield f"http://127.0.0.1:{port}/"
     finally:

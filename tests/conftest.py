@@ -44,7 +44,7 @@ def augreg_weights(real_weights_dir) -> str:
 
 @pytest.fixture(scope="module")
 def augreg_url(augreg_weights):
-    """URL of app.py served in this process on 127.0.0.1 with the AugReg ViT-Ti, one server per test module."""
+    """URL of the app served in this process on 127.0.0.1 with the AugReg ViT-Ti, one server per test module."""
     from app_server import running_app  # imports the app (Gradio): only for the modules that serve it
     with running_app(augreg_weights) as address:
         yield address

@@ -8,15 +8,6 @@ import torch
 import vit
 
 TINY = dict(embed_dim=32, depth=2, num_heads=2, mlp_dim=64, num_classes=5, img_size=32, patch_size=8)  # 4×4 patches
-FAMILIES = {  # family -> the ViTConfig features that make it (with a classifier head; see vit/model.py)
-    "clip": dict(norm_pre=True, mlp_act="quick_gelu", patch_bias=False),
-    "siglip": dict(class_token=False, global_pool="map", mlp_act="gelu_tanh"),
-    "eva02": dict(rope=True, mlp_act="swiglu", mlp_norm=True, k_bias=False, attn_norm=True),
-    "beit": dict(pos_embed_kind="none", rel_pos_bias=True, layer_scale=True, global_pool="avg", fc_norm=True,
-                 k_bias=False),
-    "registers": dict(num_reg_tokens=4),
-    "distilled": dict(distilled=True),
-}
 
 
 def tiny(seed: int = 0, **kw) -> vit.VisionTransformer:
@@ -27,3 +18,18 @@ def tiny(seed: int = 0, **kw) -> vit.VisionTransformer:
         for p in model.parameters():
             p.add_(0.1 * torch.randn_like(p))
     return model.eval()
+
+
+FAMILIES = {  # one tiny model of every family and token layout the explorer runs
+    "vit": dict(),
+    "registers": dict(num_reg_tokens=2),
+    "distilled": dict(distilled=True),
+    "avg_no_cls": dict(global_pool="avg", class_token=False),
+    "sincos2d": dict(pos_embed_kind="sincos2d"),
+    "no_prefix_pos": dict(pos_embed_prefix=False, num_reg_tokens=1),
+    "clip": dict(norm_pre=True, mlp_act="quick_gelu", patch_bias=False),
+    "siglip": dict(global_pool="map", class_token=False, mlp_act="gelu_tanh"),
+    "eva02": dict(rope=True, k_bias=False, mlp_act="swiglu", mlp_norm=True, attn_norm=True),
+    "beit": dict(rel_pos_bias=True, pos_embed_kind="none", layer_scale=True, k_bias=False, global_pool="avg",
+                 fc_norm=True),
+}

@@ -1,4 +1,4 @@
-"""The two-object photo of the explanation tests and the README: Chelsea the cat (``skimage.data.chelsea()``)
+"""The two-object photo of the explanation tests and docs/explain.md: Chelsea the cat (``skimage.data.chelsea()``)
 on the left and the espresso (``skimage.data.coffee()``) on the right, each resized to 224 px high and cut to
 its central 112×224 strip, side by side (224×224). Both photos are CC0 (see examples/README.md).
 

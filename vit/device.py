@@ -8,8 +8,8 @@ fails here, with a message that says what to use instead, before any file is rea
 ``bfloat16`` / ``float16`` under ``torch.autocast``: the matrix products run in 16 bits while the residual stream
 stays float32 (on CUDA autocast also keeps softmax and LayerNorm in float32; on the CPU they run in 16 bits too).
 The maps are then reduced in float32 as always. Both 16-bit formats are accepted on every device (the CPU runs
-them correctly); on a CPU without 16-bit matrix units they are slower than float32 (measured on the 2-core
-development machine: see the README), so they are meant for GPUs.
+them correctly); on a CPU without 16-bit matrix units they are several times slower than float32 (see
+docs/datasets.md), so they are meant for GPUs.
 """
 from __future__ import annotations
 
@@ -17,7 +17,6 @@ import contextlib
 
 import torch
 
-DEVICES = ("auto", "cpu", "cuda", "mps")          # cuda:N is accepted too
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 

@@ -11,7 +11,7 @@ IMAGENET_WNIDS = Path(__file__).with_name("imagenet_wnids.txt")  # the WordNet I
 @cache
 def _imagenet_classes() -> tuple[str, ...]:
     # A text file rather than torchvision's own list: importing torchvision costs a server ~170 MB of RSS.
-    # tests/test_preprocess.py checks the file against torchvision's list.
+    # tests/checkpoints/test_preprocess.py checks the file against torchvision's list.
     return tuple(IMAGENET_CLASSES.read_text(encoding="utf-8").splitlines())
 
 

@@ -1,4 +1,4 @@
-"""``python -m viz``: see viz/cli.py."""
+"""``python -m viz``: see viz/cli/__init__.py."""
 import sys
 
 from .cli import main

@@ -4,7 +4,7 @@ installed: optional, never required).
 
 Every frame is the single-block panel with a caption strip above it: frame l of ``depth_frames(a, "attention")``
 is ``panels.attention_panel(a, layer=l)``, frame l of ``depth_frames(a, "rollout")`` is ``rollout_panel_through(a,
-l)`` (rollout of blocks 0…l; its last frame is ``panels.rollout_panel``). Each frame keeps its own colour scale, as
+l)`` (rollout of blocks 0…l; its last frame is the CLI's rollout panel). Each frame keeps its own colour scale, as
 the single panels do, so the GIF shows where each block looks, not how sharply.
 """
 from __future__ import annotations
@@ -19,7 +19,7 @@ from . import panels
 from .drawing import render
 from .maps.layout import layer_index
 from .maps.rollout import fused_rollout_map
-from .result import Analysis
+from .records import Analysis
 
 ANIMATED_MAPS = ("attention", "rollout")
 FRAME_MS = 700          # GIF frame duration: slow enough to read the caption
@@ -42,7 +42,7 @@ def rollout_through(a: Analysis, layer: int, fusion: str = "mean", discard_ratio
 def rollout_panel_through(a: Analysis, layer: int, fusion: str = "mean", discard_ratio: float = 0.0,
                           mask_artifacts: bool = False, norm_ratio: float = 3.0, cmap: str = render.DEFAULT_CMAP,
                           alpha: float = 0.6, colorbar: bool = True, scale: int = 1) -> Image.Image:
-    """The rollout up to ``layer`` on the photo, drawn as ``panels.rollout_panel`` draws the full rollout."""
+    """The rollout up to ``layer`` on the photo, drawn as the CLI draws the full rollout (``panels.rollout_overlay``)."""
     values = rollout_through(a, layer, fusion, discard_ratio, mask_artifacts, norm_ratio)
     return panels.rollout_overlay(a, values, panels.artifact_drop(a, mask_artifacts, norm_ratio), cmap, alpha,
                                   colorbar, scale)

@@ -1,84 +1,36 @@
-"""What the explorer app shows, from one cached analysis and the values of its controls. No Gradio here.
-
-The app runs the model once per (photo, model) and caches the ``Analysis``; each browser tab keeps a light
-``Session`` (which analysis, which patch was clicked). Every slider move or click calls one of the
-``*_view`` functions below, which only re-render from the cached arrays (``viz.panels``). Layers, blocks and heads are 0-based everywhere, as in the panels' own labels.
+"""What the explorer's map tabs show, from one cached analysis and the values of its controls. No Gradio here,
+and no model: the page (``vit_explorer``) runs the model once per (photo, model) through
+``viz.analysis.serve`` and caches the ``Analysis``; each browser tab keeps a light ``Session`` (which analysis,
+which patch was clicked). Every slider move or click calls one of the ``*_view`` functions below, which only
+re-render from the cached arrays (``viz.panels``). Layers, blocks and heads are 0-based everywhere, as in the
+panels' own labels.
 """
 from __future__ import annotations
 
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
-import numpy as np
 from PIL import Image
 
 from vit.image_file import open_image
 
 from . import panels
 from .drawing import render
-from .analysis import analyze, model_arrays
 from .architecture import family_summary, stages, to_markdown
 from .maps.layout import pixel_to_patch
 from .panels.heads import HeadsLayout
 from .i18n import language, t
-from .result import Analysis, ModelArrays
+from .records import Analysis
 
-ATTENTION_DTYPE = np.float16  # cached maps: ViT-B/16 at 224 needs 11 MB per image instead of 22 MB
+if TYPE_CHECKING:
+    from .analysis.serve import ServedModel
+
 QUERY_PHOTO_SCALE = 2         # the photo to click on in the Patch query tab is shown at twice the model's size
 DISPLAY_SIZE = 640            # longer side of the page's maps in pixels: sharp in a ~700 px panel, ~10 ms to draw
 HEADS_WIDTH = 1100            # the heads grid's width in pixels, colour bar included
 CROP_SIZE = 320               # longer side of the upload with the crop outlined
-
-
-@dataclass(frozen=True)
-class ServedModel:
-    """A loaded checkpoint with what the app derives from it: its arrays, and its image-free panels (Figure 7's
-    filters and position similarity), each drawn the first time a visitor needs it, in that visitor's language:
-    a model loads without drawing a Chinese picture nobody asked for (nor looking for a CJK font)."""
-    loaded: object                  # vit.LoadedModel
-    arrays: ModelArrays
-    _drawn: dict = field(default_factory=dict, repr=False, compare=False)   # (panel, language) -> Image
-    _drawing: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
-
-    @property
-    def depth(self) -> int:
-        return self.arrays.depth
-
-    @property
-    def heads(self) -> int:
-        return self.arrays.heads
-
-    def position(self, lang: str = "en") -> Image.Image:
-        """Figure 7 centre: position-embedding similarity, its texts in ``lang`` (drawn once per language)."""
-        lang = language(lang)
-        return self._once(("position", lang), lambda: panels.position_panel(self.arrays, lang=lang))
-
-    @property
-    def filters(self) -> Image.Image:
-        """Figure 7 left: principal components of the patch-embedding filters (no text; drawn once)."""
-        return self._once(("filters", None), lambda: panels.filters_panel(self.arrays))
-
-    def _once(self, key: tuple, draw) -> Image.Image:
-        with self._drawing:   # two visitors asking at once get one drawing
-            if key not in self._drawn:
-                self._drawn[key] = draw()
-            return self._drawn[key]
-
-    @property
-    def has_text_tower(self) -> bool:
-        """A CLIP checkpoint with its text side: the page offers typed texts."""
-        return getattr(self.loaded, "text", None) is not None
-
-
-def serve(loaded, device=None) -> ServedModel:
-    """vit.LoadedModel -> ServedModel: moves the model to ``device`` (when given), copies the embedding arrays,
-    and runs the model once on a blank image, so that the first person's photo does not pay PyTorch's warm-up."""
-    if device is not None:
-        loaded.model.to(device)
-    height, width = loaded.preprocess.crop
-    analyze(loaded, Image.new("RGB", (width, height)), ATTENTION_DTYPE)
-    return ServedModel(loaded, model_arrays(loaded.model, loaded.name))
 
 
 @dataclass(frozen=True)
@@ -105,11 +57,6 @@ class Session:
     key: tuple[str, str]                       # (photo file, model source) the analysis is of
     query: tuple[int, int] | None = None       # patch (row, col) of the patch query; None: the default one
     heads_layout: HeadsLayout | None = None    # geometry of the last heads grid, to map clicks to cells
-
-
-def analyze_photo(photo: str, model: ServedModel) -> Analysis:
-    """Decode the photo file and run the model once on it (vit.image_file.ImageFileError for a bad file)."""
-    return analyze(model.loaded, open_image(photo), ATTENTION_DTYPE)
 
 
 def clamp_controls(c: Controls, depth: int, heads: int) -> Controls:

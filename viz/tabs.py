@@ -1,6 +1,6 @@
 """What the page's Learn, Explain, Compare and Trust tabs show, from cached results. No Gradio here.
 
-- Learn: one step of the guided walk (``viz.walkthrough``) on the photo, with this model's real shapes;
+- Learn: one step of the guided walk (``viz.drawing.walk_steps``) on the photo, with this model's real shapes;
 - Explain: every method of ``viz.explain.METHODS`` for one target, computed once per (photo, model, target) by
   ``explanations`` (each model pass once) and re-drawn in milliseconds when the method, contrast or opacity
   changes;
@@ -15,14 +15,14 @@ from dataclasses import dataclass, field
 import numpy as np
 from PIL import Image
 
-from . import walkthrough
 from .analysis.walkthrough import Walkthrough
+from .drawing import walk_steps
 from .drawing.plots import figure_to_image
 from .drawing.trust import trust_figure
 from .explain import METHODS
 from .explain.panels import contrast_panel, explanation_panel, methods_row
 from .i18n import t
-from .result import Analysis
+from .records import Analysis
 from .trust.report import TrustReport
 
 LEARN_SIZE = 560   # pixels of the Learn tab's pictures
@@ -33,14 +33,14 @@ STEPS = ("crop", "patches", "flatten", "projection", "cls", "position", "layers"
 
 def learn_table(w: Walkthrough, layer: int = -1, lang: str = "en") -> str:
     """Every step with its real shape, as a Markdown table (the guided tab's overview)."""
-    rows = [f"| {s.title} | `{s.shape}` |" for s in walkthrough.step_texts(w, layer, lang=lang)]
+    rows = [f"| {s.title} | `{s.shape}` |" for s in walk_steps.step_texts(w, layer, lang=lang)]
     return "\n".join([t("walk.table_header", lang), *rows])
 
 
 def learn_step(w: Walkthrough, step: int, layer: int = -1, lang: str = "en") -> tuple[str, Image.Image]:
     """Step ``step`` (1–9) -> (its title, real shape and sentence in Markdown, its picture on this photo)."""
     index = min(max(int(step), 1), len(STEPS)) - 1
-    s = walkthrough.step_texts(w, layer, lang=lang)[index]
+    s = walk_steps.step_texts(w, layer, lang=lang)[index]
     gh, gw = w.grid
     row, col = gh // 2, gw // 2
     patch = w.patch_index(row, col)
@@ -48,16 +48,16 @@ def learn_step(w: Walkthrough, step: int, layer: int = -1, lang: str = "en") -> 
         "crop": lambda: w.image.resize((round(w.image.width * LEARN_SIZE / max(w.image.size)),
                                         round(w.image.height * LEARN_SIZE / max(w.image.size))),
                                        Image.Resampling.BICUBIC),
-        "patches": lambda: walkthrough.grid_picture(w, row, col, LEARN_SIZE, lang),
-        "flatten": lambda: walkthrough.patch_picture(w, row, col, LEARN_SIZE, lang),
-        "projection": lambda: walkthrough.vector_picture(w.embeddings[patch], t("walk.caption.embedding", lang,
+        "patches": lambda: walk_steps.grid_picture(w, row, col, LEARN_SIZE, lang),
+        "flatten": lambda: walk_steps.patch_picture(w, row, col, LEARN_SIZE, lang),
+        "projection": lambda: walk_steps.vector_picture(w.embeddings[patch], t("walk.caption.embedding", lang,
                                                          dim=w.embeddings.shape[1]), LEARN_SIZE, lang),
-        "cls": lambda: walkthrough.tokens_picture(w, "tokens", LEARN_SIZE, lang),
-        "position": lambda: walkthrough.position_patch_picture(w, row, col, LEARN_SIZE, lang),
-        "layers": lambda: walkthrough.attention_picture(w, layer, None, LEARN_SIZE, lang),
-        "output": lambda: walkthrough.vector_picture(w.output, t("walk.caption.embedding", lang,
+        "cls": lambda: walk_steps.tokens_picture(w, "tokens", LEARN_SIZE, lang),
+        "position": lambda: walk_steps.position_patch_picture(w, row, col, LEARN_SIZE, lang),
+        "layers": lambda: walk_steps.attention_picture(w, layer, None, LEARN_SIZE, lang),
+        "output": lambda: walk_steps.vector_picture(w.output, t("walk.caption.embedding", lang,
                                                      dim=w.output.shape[0]), LEARN_SIZE, lang),
-        "logits": lambda: walkthrough.logits_picture(w, 5, lang),
+        "logits": lambda: walk_steps.logits_picture(w, 5, lang),
     }
     text = f"### {s.title}\n\n`{s.shape}` · {s.text}"
     return text, pictures[s.key]()

@@ -7,16 +7,16 @@
 - ``passes``: ``gradient_pass`` (attention and Grad-CAM activations with their gradients) and
   ``relevance_pass`` (LRP relevance per patch), one backward each, no weight gradients;
 - ``perturb``: ``forward_kept`` (the model on a subset of the patches, each keeping its position) and the
-  cascading randomisation of the blocks (``randomized_copy``, ``cascading_randomization``): what the
+  cascading randomisation of the blocks (``cascading_randomization``): what the
   faithfulness scores and sanity checks of ``viz.trust`` run.
 
 The formulas that turn these arrays into maps are in ``viz.explain``; ``viz.analysis.explainer`` runs both.
 """
 from .passes import GradientPass, Readout, RelevancePass, gradient_pass, readout, relevance_pass
-from .perturb import cascading_randomization, forward_kept, randomized_copy
+from .perturb import cascading_randomization, forward_kept
 from .rules import ATTN_LRP, CP_LRP, RULE_SETS, RuleSet
 from .targets import ClassTarget, Target, TextTarget, class_target, close_classes
 
 __all__ = ["ATTN_LRP", "CP_LRP", "ClassTarget", "GradientPass", "RULE_SETS", "Readout", "RelevancePass", "RuleSet",
            "Target", "TextTarget", "cascading_randomization", "class_target", "close_classes", "forward_kept",
-           "gradient_pass", "randomized_copy", "readout", "relevance_pass"]
+           "gradient_pass", "readout", "relevance_pass"]

@@ -165,17 +165,6 @@ def randomize_block(model, index: int, seed: int = 0) -> None:
     _reinitialise(model.blocks[index], generator)
 
 
-def randomized_copy(model, blocks: int, seed: int = 0):
-    """A copy of ``model`` with its top ``blocks`` blocks re-initialised (0 <= blocks <= L); the model is untouched."""
-    L = len(model.blocks)
-    if not 0 <= blocks <= L:
-        raise ValueError(f"blocks must be between 0 and the model's depth {L} but got {blocks}!")
-    randomized = copy.deepcopy(model)
-    for index in range(L - 1, L - 1 - blocks, -1):
-        randomize_block(randomized, index, seed)
-    return randomized.eval()
-
-
 def cascading_randomization(model, seed: int = 0) -> Iterator[tuple[int, object]]:
     """Yield ``(k, copy with the top k blocks randomised)`` for k = 1 … L, from the top block down (Adebayo et al.'s
     cascading randomisation). One copy is made and randomised one more block per step (the yielded model is the

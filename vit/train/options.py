@@ -183,10 +183,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--snapshot-every", type=int, metavar="N",
                      help="also keep a checkpoint every N epochs, the first before any training step and the last "
                           "after the final epoch, in NAME.snapshots/ next to --out (for python -m viz.dynamics: "
-                          "watch the model learn). The README's demonstration run (python -m vit.train.squares "
+                          "watch the model learn). docs/training.md's demonstration run (python -m vit.train.squares "
                           "data; 4 blocks of width 96, 600 images of 32x32, 40 epochs, --snapshot-every 1) takes "
-                          "about 3 minutes on a 2-core CPU (3.2 to 15.8 minutes measured on a loaded shared one) "
-                          "[default: 0, off]")
+                          "a few minutes on a 2-core CPU [default: 0, off]")
     p.set_defaults(**{k: None for k in ("epochs", "batch_size", "weight_decay", "warmup_epochs", "label_smoothing",
                                         "drop_path", "augment", "seed", "val_share", "workers", "device",
                                         "snapshot_every")})

@@ -20,8 +20,8 @@ from PIL import Image
 
 from vit.device import forward_precision
 
-from ..maps.figure7 import patch_distances
-from ..result import Analysis, ModelArrays
+from ..maps.distance import patch_distances
+from ..records import Analysis, ModelArrays
 from . import postprocess
 
 _TORCH_DTYPES = {np.dtype(np.float32): torch.float32, np.dtype(np.float16): torch.float16}

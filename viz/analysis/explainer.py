@@ -23,47 +23,46 @@ from vit.explain import RULE_SETS, ClassTarget, Target, TextTarget, class_target
 
 from ..explain.arrays import ExplainArrays
 from ..explain.explanation import Explanation
-from ..explain.methods import FAMILIES, METHODS, families_of, method_names
+from ..explain.methods import FAMILIES, METHODS, Family, families_of, method_names, served_by
 
 
 def _numpy(t: torch.Tensor) -> np.ndarray:
     return t.detach().float().cpu().numpy()
 
 
-def _gradient(model, x: torch.Tensor, target: Target) -> tuple[torch.Tensor, dict]:
+def _gradient(model, x: torch.Tensor, target: Target, family: Family) -> tuple[torch.Tensor, dict]:
     p = gradient_pass(model, x, target)
     return p.output, dict(attention=_numpy(p.attention[0]), attention_grad=_numpy(p.attention_grad[0]),
                           tokens=_numpy(p.tokens[0]), tokens_grad=_numpy(p.tokens_grad[0]),
                           probe=None if p.probe is None else p.probe[0])
 
 
-def _relevance(rules: str) -> Callable:
-    def run(model, x: torch.Tensor, target: Target) -> tuple[torch.Tensor, dict]:
-        p = relevance_pass(model, x, target, RULE_SETS[rules])
-        return p.output, {"relevance": {rules: _numpy(p.relevance[0])}}
-    return run
+def _relevance(model, x: torch.Tensor, target: Target, family: Family) -> tuple[torch.Tensor, dict]:
+    p = relevance_pass(model, x, target, RULE_SETS[family.rules])
+    return p.output, {"relevance": {family.rules: _numpy(p.relevance[0])}}
 
 
-def _attention(model, x: torch.Tensor, target: Target) -> tuple[torch.Tensor, dict]:
+def _attention(model, x: torch.Tensor, target: Target, family: Family) -> tuple[torch.Tensor, dict]:
     with torch.inference_mode():
         capture = model.forward_with_attention(x)
     probe = None if capture.probe_attention is None else capture.probe_attention[0]   # (H, T) "map" pooling
     return capture.output, {"attention": _numpy(capture.attention[0]), "probe": probe}
 
 
-def _none(model, x: torch.Tensor, target: Target) -> tuple[None, dict]:
+def _none(model, x: torch.Tensor, target: Target, family: Family) -> tuple[None, dict]:
     return None, {}
 
 
-# family (viz.explain.FAMILIES) -> its model pass: (model, x (1, C, H, W), target) -> (output, ExplainArrays fields)
-PASSES: dict[str, Callable] = {"gradient": _gradient, "attnlrp": _relevance("attnlrp"), "cp_lrp": _relevance("cp_lrp"),
-                               "attention": _attention, "none": _none}
-assert set(PASSES) == set(FAMILIES), "every family of viz.explain.FAMILIES needs a pass here"
+# a family's model pass (viz.explain.Family.model_pass) -> (model, x (1, C, H, W), target, family) -> (output,
+# ExplainArrays fields)
+PASSES: dict[str, Callable] = {"gradient": _gradient, "relevance": _relevance, "attention": _attention, "none": _none}
+assert {f.model_pass for f in FAMILIES.values()} <= set(PASSES), "every family of viz.explain.FAMILIES needs a pass here"
 
 
-def _resolved(target: Target, output: torch.Tensor, labels: Sequence[str]) -> Target:
-    """A class target with its index and name filled in (top-1 taken from ``output``), a text target fixed to
-    its best text when none was chosen; other targets as they are."""
+def concrete_target(target: Target, output: torch.Tensor, labels: Sequence[str]) -> Target:
+    """A class target with its index and name filled in (top-1 taken from the model's ``output``), a text target
+    fixed to its best text when none was chosen; other targets as they are. The explainer and the trust checks
+    both call it, so a map and its curves explain the same class."""
     if isinstance(target, TextTarget):
         return target.resolved(output)
     if not isinstance(target, ClassTarget):
@@ -88,18 +87,18 @@ def explain_tensor(model, x: torch.Tensor, target: Target | None = None, methods
     ran, fields, relevance, output, timings = ["none"], {}, {}, None, {}
     for family in families_of(names):
         t0 = time.perf_counter()
-        out, got = PASSES[family](model, x, target)
+        out, got = PASSES[FAMILIES[family].model_pass](model, x, target, FAMILIES[family])
         timings[family] = time.perf_counter() - t0
         relevance.update(got.pop("relevance", {}))
         fields.update(got)
-        ran += [family] + (["attention"] if family == "gradient" else [])
+        ran += sorted(served_by(family))
         if out is not None:
             output = out if output is None else output
-            target = _resolved(target, out, labels)   # later passes explain the same class as the first
+            target = concrete_target(target, out, labels)   # later passes explain the same class as the first
     if output is None:                                   # only "random" asked: the output still names the target
         with torch.inference_mode():
             output = model(x)
-        target = _resolved(target, output, labels)
+        target = concrete_target(target, output, labels)
     t0 = time.perf_counter()
     ro = readout(model, layout, fields.pop("probe", None))   # "map" pooling: the probe's row of this image
     arrays = ExplainArrays(num_prefix=layout.num_prefix, grid=tuple(layout.grid),
@@ -113,16 +112,22 @@ def explain_tensor(model, x: torch.Tensor, target: Target | None = None, methods
                        readout=ro.description, query=ro.query, score=score, probability=probability, timings=timings)
 
 
-def resolve_target(loaded, target: Target | str | int | None, texts: Sequence[str] = ()) -> Target | None:
-    """What a person typed or picked -> a ``Target``, the same rule for the CLI, the page and ``explain``.
+def resolve_target(loaded, target: Target | str | int | None, texts: Sequence[str] = (), *,
+                   text: bool | None = None) -> Target | None:
+    """What a person typed or picked -> a ``Target``: THE rule for the CLI, the page, the API and the trust checks.
 
-    A ``Target`` is kept. For a checkpoint with a text tower and no classifier (a CLIP image tower): a string is
-    a text (``vit.clip.text_target``, its probability among ``texts``), None the best of ``texts``. Otherwise a
-    string or an int is a class name or index (``vit.explain.class_target``), None the top-1 class.
+    A ``Target`` is kept. ``text`` True: ``target`` is one of the typed ``texts`` (CLIP, ``vit.clip.text_target``:
+    its probability among ``texts``; None: the best of them); False: a class name or index
+    (``vit.explain.class_target``; None: the top-1 class, returned as None). ``text`` None decides by the
+    checkpoint: texts for one with a text tower and no classifier (a CLIP image tower), else classes.
+    ValueError for a class the model lacks or texts on a checkpoint without a text tower.
     """
     if isinstance(target, bool) or (target is not None and not isinstance(target, (str, int))):
         return target
-    if getattr(loaded, "text", None) is not None and not loaded.labels:
+    has_text = getattr(loaded, "text", None) is not None
+    if text is None:
+        text = has_text and not loaded.labels
+    if text:
         from vit.clip import text_target
         if target is None and not texts:
             raise ValueError("A CLIP image tower has no classes: give the text to explain (or the texts to choose "

@@ -5,10 +5,10 @@ returns a small array per map, so every value is read a few times only and the f
 not exist at once:
 
 - ``fuse_heads``: mean, max and min over heads (B, T, T) — ``viz.maps.rollout.fuse_heads`` (rollout starts here);
-- ``mean_distance``: mean attention distance in pixels (B, H) — ``viz.maps.figure7.mean_attention_distance``
+- ``mean_distance``: mean attention distance in pixels (B, H) — ``viz.maps.distance.mean_attention_distance``
   (``mean_distance_renormalised`` for its ``renormalise=True``);
-- ``entropy``: attention entropy per head (B, H) — ``viz.maps.statistics.attention_entropy``;
-- ``key_mass``: each key token's share of the block's attention (B, T) — ``viz.maps.statistics.key_mass``.
+- ``entropy``: attention entropy per head (B, H) — tests/oracles.py's ``attention_entropy`` in numpy;
+- ``key_mass``: each key token's share of the block's attention (B, T) — tests/oracles.py's ``key_mass``.
 
 The numpy functions named are the definitions; the tests hold these equal to them.
 """
@@ -18,7 +18,7 @@ from functools import lru_cache
 
 import torch
 
-from ..maps.figure7 import patch_distances
+from ..maps.distance import patch_distances
 
 
 def fuse_heads(maps: torch.Tensor) -> dict[str, torch.Tensor]:

@@ -2,6 +2,7 @@
 (a slider over the snapshots then re-renders from arrays, never from the models)."""
 from __future__ import annotations
 
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 
 import numpy as np
@@ -11,17 +12,19 @@ import vit
 from vit.train.snapshots import SNAPSHOT_SUFFIX, list_snapshots
 
 from .. import panels
-from ..maps.figure7 import neighbour_similarity, position_similarity
-from ..result import SnapshotSeries
+from ..maps.embeddings import neighbour_similarity, position_similarity
+from ..records import SnapshotSeries
 from .capture import analyze, model_arrays
 
 
-def load_series(folder: str | Path, photo: Image.Image, fusion: str = "mean", every: int = 1) -> SnapshotSeries:
+def load_series(folder: str | Path, photo: Image.Image, fusion: str = "mean", every: int = 1,
+                turn: AbstractContextManager | None = None) -> SnapshotSeries:
     """Every snapshot in ``folder`` (``vit.train.snapshots``) on ``photo`` -> SnapshotSeries; with ``every`` k > 1
     only every k-th snapshot (in epoch order) and the last one (a shorter animation of a long run).
 
     Each snapshot is loaded with ``vit.load``, run once on the photo, and dropped. ValueError when the snapshots
-    are not one run (another architecture, grid or preprocessing part-way).
+    are not one run (another architecture, grid or preprocessing part-way). ``turn``: a lock held while each
+    snapshot runs (a server's model turn: one snapshot at a time, never the whole run, holds others back).
     """
     if every < 1:
         raise ValueError(f"every must be at least 1 but got {every}!")
@@ -39,7 +42,8 @@ def load_series(folder: str | Path, photo: Image.Image, fusion: str = "mean", ev
         elif shape != reference:
             raise ValueError(f"{info.path} does not belong to the run of {infos[0].path}: its architecture or "
                              f"preprocessing differs ({shape[:5]} vs {reference[:5]})! Expected one run's snapshots.")
-        a = analyze(loaded, photo)
+        with turn or nullcontext():
+            a = analyze(loaded, photo)
         m = model_arrays(loaded.model, loaded.name)
         rollouts.append(panels.rollout_of(a, fusion))
         distances.append(panels.mean_distance_of(a))

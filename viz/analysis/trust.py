@@ -35,17 +35,12 @@ from vit.explain.rules import rule_view, without_parameter_grads
 from vit.model import PatchEmbed
 
 from ..explain.arrays import ExplainArrays
-from ..explain.methods import METHODS, families_of, method_names
-from ..trust.curves import FRACTIONS, KINDS, Faithfulness, keep_sets, removed_counts
+from ..explain.methods import FAMILIES, METHODS, families_of, method_names, served_by
+from ..trust.curves import FRACTIONS, KINDS, VARIANTS, Faithfulness, keep_sets, removed_counts
 from ..trust.report import MethodTrust, TrustReport
 from ..trust.sanity import spearman
-from .explainer import explain_tensor
+from .explainer import concrete_target, explain_tensor
 
-VARIANTS = {  # how removed patches are removed (the JSON and the page name the variant)
-    "tokens": "dropped from the token sequence (the default: no out-of-distribution pixels)",
-    "mean_colour": "pixel space: replaced by the photo's mean colour (channel means of the model input)",
-    "blur": "pixel space: replaced by the photo blurred with a Gaussian of σ = patch size / 2",
-}
 Progress = Callable[[int, int, str], None]      # (steps done, steps in all, what the last step did)
 ROWS_PER_STEP = 8   # rows of about one forward batched per step by default: larger matrix products, ~15 % faster
 CurvePoint = tuple[str, str, int, int]           # one curve sequence: (method, kind, fraction index, kept patches K)
@@ -94,9 +89,10 @@ def unsupported(model, names: Sequence[str]) -> dict[str, str]:
     not reproduce (named in the reason, e.g. q/k norms). Builds the rule views, runs nothing."""
     out = {}
     for name in names:
-        if METHODS[name].family in RULE_SETS:
+        rules = FAMILIES[METHODS[name].family].rules
+        if rules is not None:
             try:
-                rule_view(without_parameter_grads(model), RULE_SETS[METHODS[name].family],
+                rule_view(without_parameter_grads(model), RULE_SETS[rules],
                           lambda n, m: m if isinstance(m, PatchEmbed) else None)   # the pass starts its graph there
             except ValueError as error:
                 out[name] = str(error)
@@ -183,8 +179,7 @@ class TrustJob:
         if isinstance(self.target, ClassTarget) and self.target.index is None:   # the top-1 class: one forward
             with torch.inference_mode():
                 output = model(self.x)
-            index = int(self.target.indices(output)[0])
-            self.target = ClassTarget(index, labels[index] if index < len(labels) else f"class {index}")
+            self.target = concrete_target(self.target, output, labels)
             self.probability = float(self.target.probability(output)[0])
         self.all = list(dict.fromkeys(self.names + ["random"]))
         self.cached: dict[str, MethodTrust] = {}
@@ -210,17 +205,20 @@ class TrustJob:
         """The methods a single model pass serves together (one backward for gae, grad_rollout and gradcam)."""
         groups = []
         for family in families_of(names):
-            served = {family, "attention"} if family == "gradient" else {family}
-            group = [n for n in names if METHODS[n].family in served]
-            if group and family != "none":
+            group = [n for n in names if METHODS[n].family in served_by(family)]
+            if group and FAMILIES[family].runs_model:
                 groups.append(group)
-        if any(METHODS[n].family == "none" for n in names):
-            groups.append([n for n in names if METHODS[n].family == "none"])
+        if any(not self._runs_model(n) for n in names):
+            groups.append([n for n in names if not self._runs_model(n)])
         return groups
 
     def _map_passes(self) -> bool:
         """Whether a model pass on the whole photo computes a map (and so gives its probability for free)."""
-        return any(METHODS[n].family != "none" for n in self._methods_to_map())
+        return any(self._runs_model(n) for n in self._methods_to_map())
+
+    @staticmethod
+    def _runs_model(name: str) -> bool:
+        return FAMILIES[METHODS[name].family].runs_model
 
     def _sequences(self) -> list[CurvePoint]:
         """Every curve point that needs a model run: a method's 18 inner points (the pixel variants: all 22), the
@@ -307,7 +305,7 @@ class TrustJob:
 
     def _explain(self, model, group: list[str]) -> tuple[dict[str, np.ndarray], float | None]:
         """The maps of ``group`` and the target's probability on the whole photo (None: no model pass ran)."""
-        if all(METHODS[n].family == "none" for n in group):      # no model pass: the formula alone
+        if not any(self._runs_model(n) for n in group):         # no model pass: the formula alone
             arrays = ExplainArrays(num_prefix=self.layout.num_prefix, grid=tuple(self.layout.grid))
             return {n: np.asarray(METHODS[n].formula(arrays), dtype=np.float32) for n in group}, None
         e = explain_tensor(model, self.x, self.target, group, self.labels)

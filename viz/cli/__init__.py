@@ -21,7 +21,7 @@ import sys
 import numpy as np
 
 from .. import panels
-from ..result import Analysis
+from ..records import Analysis
 from .compare import run_comparison
 from .explain import explain_request, explanation_outputs
 from .inside import inside_outputs, inside_request
@@ -88,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"note: {no_classifier_note(loaded.name)}", file=sys.stderr)
     if device.type == "cpu" and dtype != torch.float32 and not args.quiet:
         print(f"note: --dtype {args.dtype} on the CPU runs, but is usually slower than float32 (it is meant for "
-              f"GPUs; see the README)", file=sys.stderr)
+              f"GPUs; see docs/datasets.md)", file=sys.stderr)
     data_set = len(entries) > 1 or args.stats_only
     options = run.RunOptions(out=args.out, batch_size=args.batch_size, workers=args.workers, summary=data_set,
                              resume=args.resume, attention_dtype=np.float16 if args.float16 else np.float32,

@@ -19,12 +19,10 @@ from .write import write_animation
 def _same_target(loaded, target, name: str, texts) -> object:
     """A's resolved target for the other model: a class of the same name (the index when A named none), or
     the same text (CLIP). ValueError when that model has no such class or no text tower."""
-    from vit.explain import TextTarget, class_target
+    from vit.explain import TextTarget
 
     from ..analysis import resolve_target
-    if isinstance(target, TextTarget):
-        return resolve_target(loaded, name, list(target.texts))
-    return class_target(loaded.labels, name)
+    return resolve_target(loaded, name, list(texts), text=isinstance(target, TextTarget))
 
 
 def explanation_pairs(loaded_a, loaded_b, sides: tuple, request) -> tuple[dict, dict]:
@@ -86,7 +84,7 @@ def run_comparison(args: argparse.Namespace, loaded_a, o: panels.MapOptions, ent
     import vit
     from vit.image_file import open_image
 
-    from ..analysis import compare_side
+    from ..compare.side import compare_side
 
     try:
         loaded_b = vit.load(args.compare)

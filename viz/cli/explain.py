@@ -14,7 +14,7 @@ import numpy as np
 from .. import panels
 from ..explain import contrast, method_names
 from ..explain.panels import contrast_panel, explanation_panel, methods_row
-from ..result import Analysis
+from ..records import Analysis
 from .inside import asked as inside_asked
 
 

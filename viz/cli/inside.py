@@ -11,7 +11,7 @@ import dataclasses
 import numpy as np
 import torch
 
-from ..result import Analysis
+from ..records import Analysis
 
 
 @dataclasses.dataclass(frozen=True)

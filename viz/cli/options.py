@@ -10,6 +10,7 @@ from ..animate import ANIMATED_MAPS, FRAME_MS
 from ..explain import METHODS
 from ..i18n import LANGUAGES
 from ..maps.rollout import FUSIONS
+from ..trust.curves import VARIANTS
 
 PANEL_HELP = """panels written per image (PNG):
   input              the cropped image the model saw
@@ -145,7 +146,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--resume", action="store_true",
                    help="continue an interrupted run into the same --out, skipping the images it finished")
     g = p.add_argument_group("rollout")
-    g.add_argument("--fusion", choices=FUSIONS, default="mean", help="head fusion (default: mean)")
+    g.add_argument("--fusion", choices=FUSIONS, default=FUSIONS[0], help=f"head fusion (default: {FUSIONS[0]})")
     g.add_argument("--discard-ratio", type=float, default=0.0, metavar="R",
                    help="set the lowest fraction R (0 <= R < 1) of each fused matrix to 0, never entries in the "
                         "row or column of the read-out token (default: 0, as in the paper)")
@@ -214,7 +215,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--sanity", action="store_true",
                    help="model-randomisation sanity check: Spearman correlation of every --explain map with its map "
                         "after 1 … L layers re-initialised from the top, in result.json's explain.sanity")
-    g.add_argument("--perturbation", choices=("tokens", "mean_colour", "blur"), default="tokens",
+    g.add_argument("--perturbation", choices=tuple(VARIANTS), default=next(iter(VARIANTS)),
                    help="how --faithfulness removes a patch: dropped from the tokens (default), or in pixel space "
                         "replaced by the photo's mean colour or by the blurred photo")
     g = p.add_argument_group("compare and animate")

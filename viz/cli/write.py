@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import panels
-from ..result import Analysis
+from ..records import Analysis
 
 
 def write_image_result(path: Path, folder: Path, a: Analysis, model: tuple[dict, dict], o: panels.MapOptions,

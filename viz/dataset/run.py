@@ -22,8 +22,7 @@ from tqdm import tqdm
 
 from ..analysis import analyses, capture, model_input
 from ..analysis.trust import trust_report
-from ..maps.figure7 import patch_distances
-from ..result import Analysis
+from ..maps.distance import patch_distances
 from . import distributed, report, state
 from .distributed import Processes
 from .files import ImageEntry

@@ -4,8 +4,8 @@ state, safe in a server with many threads).
 A full matplotlib draw of even a small plot costs ~50 ms (mostly tick labels and text), too slow to redo
 for every image. The per-image plots are therefore blitted: their axes — frame, ticks, labels, legend —
 are drawn once per axis range into a ``Backdrop``, and each image only draws its data artists onto a copy
-of those pixels (a few ms). ``distance_plot`` / ``token_norm_plot`` still return complete Figures for
-anyone who wants to edit or save them; ``distance_image`` / ``token_norm_image`` are the fast path.
+of those pixels (a few ms). ``distance_plot`` still returns a complete Figure for anyone who wants to edit or
+save it; ``distance_image`` / ``token_norm_image`` are the fast path.
 Figures use fixed margins (no tight_layout) and become PIL images straight from the Agg buffer.
 """
 from __future__ import annotations
@@ -236,16 +236,6 @@ def _norm_axes(ax, layers: int, num_prefix: int, ylim: tuple[float, float], titl
     use_language_font(ax.figure, lang)
 
 
-def _norm_artists(ax, norms: np.ndarray, num_prefix: int, flags: np.ndarray | None) -> list:
-    x, lo, med, hi, top = _norm_curves(norms, num_prefix)
-    artists = [ax.fill_between(x, lo, hi, color="tab:blue", alpha=0.2, linewidth=0)]
-    artists += ax.plot(x, med, color="tab:blue")
-    artists += ax.plot(x, top, color="tab:blue", linestyle=":")
-    for i in range(num_prefix):
-        artists += ax.plot(x, norms[:, i], color="black" if i == 0 else "gray", linewidth=1)
-    return artists + _flagged_artists(ax, norms, num_prefix, flags)
-
-
 def _norm_curves(norms: np.ndarray, num_prefix: int) -> tuple[np.ndarray, ...]:
     """Token norms (L, T) -> (layers 0 … L-1, 5th percentile, median, 95th percentile, max) of the patch tokens."""
     patches = norms[:, num_prefix:]
@@ -299,19 +289,6 @@ def _set_norm_artists(norms: np.ndarray, num_prefix: int):
     return update
 
 
-def token_norm_plot(norms: np.ndarray, num_prefix: int, flags: np.ndarray | None = None,
-                    title: str | None = None, lang: str = "en") -> Figure:
-    """Token norms (L, T) -> curves against depth on a log scale: median and max of the patch tokens
-    (shaded 5–95 % band), every prefix token (CLS, …), and each flagged high-norm patch (flags (L, N) or
-    (L, gh, gw) bool); texts in ``lang``."""
-    norms = np.asarray(norms, dtype=np.float32)
-    fig = new_figure()
-    ax = plot_axes(fig, title)
-    _norm_axes(ax, norms.shape[0], num_prefix, log_range(norms), title, lang)
-    _norm_artists(ax, norms, num_prefix, flags)
-    return fig
-
-
 @lru_cache(maxsize=16)
 def _norm_backdrop(layers: int, num_prefix: int, ylim: tuple[float, float], title: str | None,
                    lang: str = "en") -> Backdrop:
@@ -322,7 +299,9 @@ def _norm_backdrop(layers: int, num_prefix: int, ylim: tuple[float, float], titl
 
 def token_norm_image(norms: np.ndarray, num_prefix: int, flags: np.ndarray | None = None,
                      title: str | None = None, lang: str = "en") -> Image.Image:
-    """``token_norm_plot`` as a PIL image, blitted onto a cached backdrop."""
+    """Token norms (L, T) -> curves against depth on a log scale, as a PIL image blitted onto a cached backdrop:
+    median and max of the patch tokens (shaded 5–95 % band), every prefix token (CLS, …), and each flagged
+    high-norm patch (flags (L, N) or (L, gh, gw) bool); texts in ``lang``."""
     norms = np.asarray(norms, dtype=np.float32)
     backdrop = _norm_backdrop(norms.shape[0], num_prefix, log_range(norms), title, lang)
     return backdrop.render(lambda ax: _flagged_artists(ax, norms, num_prefix, flags),

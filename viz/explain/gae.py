@@ -30,14 +30,6 @@ def gae_steps(attention: np.ndarray, attention_grad: np.ndarray) -> list[np.ndar
             for A, G in zip(attention, attention_grad)]
 
 
-def gae_matrix(attention: np.ndarray, attention_grad: np.ndarray) -> np.ndarray:
-    """(L, H, T, T) attention and its gradient -> relevance R (T, T) after the last block (every row)."""
-    R = np.eye(attention.shape[-1], dtype=np.float32)
-    for step in gae_steps(attention, attention_grad):     # R ← R + Ā·R = (I + Ā)·R
-        R = step @ R
-    return R
-
-
 def gae_map(arrays: ExplainArrays) -> np.ndarray:
     """GAE relevance of the patches -> (gh, gw): the readout's row of R, without forming R."""
     attention, grad, readout = arrays.need("attention", "attention_grad", "readout")

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..maps.rollout import discard_lowest, rollout_product, with_residual
+from ..maps.rollout import discard_lowest, with_residual
 from .arrays import ExplainArrays, chain_row, row_to_grid
 
 DEFAULT_DISCARD_RATIO = 0.9  # vit-explain's default for gradient rollout
@@ -42,12 +42,6 @@ def gradient_fused(attention: np.ndarray, attention_grad: np.ndarray) -> np.ndar
         raise ValueError(f"Wrong shapes! Expected attention and its gradient both (L, H, T, T) but got "
                          f"{attention.shape} and {attention_grad.shape}.")
     return np.maximum((attention * attention_grad).mean(axis=1, dtype=np.float32), 0.0)
-
-
-def grad_rollout_matrix(attention: np.ndarray, attention_grad: np.ndarray, discard_ratio: float = DEFAULT_DISCARD_RATIO,
-                        protect: tuple[int, ...] = (0,)) -> np.ndarray:
-    """(L, H, T, T) attention and gradient -> R (T, T), rows summing to 1 (see the module docstring)."""
-    return rollout_product(gradient_fused(attention, attention_grad), discard_ratio, 0, protect)
 
 
 def grad_rollout_map(arrays: ExplainArrays, discard_ratio: float = DEFAULT_DISCARD_RATIO) -> np.ndarray:

@@ -1,12 +1,15 @@
-"""THE table of explanation methods: every method by name, each one entry.
+"""THE tables of explanation methods and of the model passes they need: every method by name, each one entry;
+every family of methods (one model pass) one record.
 
-An entry names the model pass it needs (its ``family``) and the formula that turns that pass's arrays into
-a (gh, gw) map. The runner (``viz.analysis.explainer``) gives every method the same call signature,
+A method names its ``family`` and the formula that turns that pass's arrays into a (gh, gw) map. The runner
+(``viz.analysis.explainer``) gives every method the same call signature,
 ``explain_map(name, model, x, target) -> (gh, gw)``, runs each family's pass once per (image, target) and
-evaluates every formula of that family on it, so one backward serves gae, grad_rollout and gradcam together.
+evaluates every formula of that family (and of the families it also serves) on it, so one backward serves gae,
+grad_rollout, gradcam, attention and rollout together.
 
-A new method whose family exists is one entry here. A new family is one entry in ``FAMILIES`` and one
-pass in ``vit.explain`` (wired in ``viz.analysis.explainer.PASSES``).
+A new method whose family exists is one entry in ``METHODS``. A new family is one ``Family`` record in
+``FAMILIES``; a new kind of model pass is one function in ``viz.analysis.explainer.PASSES`` (and its model side
+in ``vit.explain``).
 """
 from __future__ import annotations
 
@@ -22,14 +25,32 @@ from .grad_rollout import grad_rollout_map
 from .gradcam import gradcam_map
 from .lrp import attnlrp_map, cp_lrp_map
 
-# family -> what the model has to do for it (once per image and target)
-FAMILIES = {
-    "gradient": "one forward and one backward of the plain model (attention and norm1 gradients)",
-    "attnlrp": "one forward and one backward with the AttnLRP rules",
-    "cp_lrp": "one forward and one backward with the CP-LRP rules",
-    "attention": "one forward with attention capture, no backward (also served by the gradient pass)",
-    "none": "no model pass",
-}
+
+@dataclass(frozen=True)
+class Family:
+    """Methods that need the same model pass: what the pass is, which other families' arrays it produces too, and
+    (for a relevance pass) which rule set it propagates with."""
+    name: str
+    needs: str                         # what the model does for it, once per image and target, in words
+    model_pass: str                    # the pass that runs it: a key of viz.analysis.explainer.PASSES
+    serves: tuple[str, ...] = ()       # the families whose arrays the same pass also produces
+    rules: str | None = None           # the relevance rules (a key of vit.explain.RULE_SETS) of an LRP pass
+
+    @property
+    def runs_model(self) -> bool:
+        """Whether the family needs the model at all (the random baseline does not)."""
+        return self.model_pass != "none"
+
+
+FAMILIES: dict[str, Family] = {f.name: f for f in [
+    Family("gradient", "one forward and one backward of the plain model (attention and norm1 gradients)",
+           "gradient", serves=("attention",)),
+    Family("attnlrp", "one forward and one backward with the AttnLRP rules", "relevance", rules="attnlrp"),
+    Family("cp_lrp", "one forward and one backward with the CP-LRP rules", "relevance", rules="cp_lrp"),
+    Family("attention", "one forward with attention capture, no backward (also served by the gradient pass)",
+           "attention"),
+    Family("none", "no model pass", "none"),
+]}
 
 
 @dataclass(frozen=True)
@@ -80,8 +101,16 @@ def method_names(text: str | list[str] | tuple[str, ...]) -> list[str]:
 
 
 def families_of(names: list[str]) -> list[str]:
-    """The model passes the methods need, in FAMILIES order ("attention" is dropped when "gradient" runs)."""
+    """The model passes the methods need, in FAMILIES order: a family another wanted family serves is dropped
+    (the gradient pass serves "attention")."""
     wanted = {METHODS[n].family for n in names}
-    if "gradient" in wanted:
-        wanted.discard("attention")
-    return [f for f in FAMILIES if f in wanted]
+    served = {s for f in wanted for s in FAMILIES[f].serves}
+    return [f for f in FAMILIES if f in wanted and f not in served]
+
+
+def served_by(family: str) -> set[str]:
+    """The families whose maps one pass of ``family`` gives: itself and those it also serves."""
+    return {family, *FAMILIES[family].serves}
+
+
+DEFAULT_METHOD = next(iter(METHODS))   # the table's first method: what the page and the API explain by default

@@ -155,7 +155,7 @@ PAGE: dict[str, tuple[str, str]] = {
         "这台电脑上没有找到检查点。请下载一个（例如 {url}），保存到 {folder}，再启动；"
         "或者用任意检查点文件启动：python app.py --weights 路径"),
 
-    # --- the guided walk through the ViT: a title and one sentence per step (viz.walkthrough.step_texts) ---
+    # --- the guided walk through the ViT: a title and one sentence per step (viz.drawing.walk_steps.step_texts) ---
     "walk.crop.title": ("1. The crop the model sees", "1. 模型看到的裁剪图像"),
     "walk.crop.text": (
         "The photo is resized so that its shorter side is {resize} pixels and the centre is cut out: this "
@@ -247,7 +247,7 @@ PAGE: dict[str, tuple[str, str]] = {
         "为什么是这个类别？类别相关的热力图：选择一种方法和一个类别（点击前 5 个类别之一，或在所有类别中搜索）。"
         "选择对比类别可以看“为什么是 A 而不是 B”（红色：更支持 A，蓝色：更支持 B）。"),
     "control.method": ("Method", "方法"),
-    "help.method": ("how the map is computed (see the README for each method's paper)",
+    "help.method": ("how the map is computed (each method's paper: docs/explain.md)",
                     "热力图的计算方法（每种方法的论文见说明文档）"),
     "control.target": ("Class to explain", "要解释的类别"),
     "help.target": ("type to search all classes; clicking a class in the top-5 picks it too",

@@ -64,7 +64,7 @@ PICTURES: dict[str, tuple[str, str]] = {
         "这个模型没有绝对位置嵌入（训练时没有使用，或者是 BEiT：位置信息以每层学习得到的相对偏置在注意力内部加入），"
         "因此没有图 7 中间那幅图。"),
 
-    # --- captions and axes of the guided walk's pictures (viz.walkthrough) ---------------------------------
+    # --- captions and axes of the guided walk's pictures (viz.drawing.walk_steps) -------------------------
     "walk.caption.grid": ("{shape} → {grid} patches", "{shape} → {grid} 个图块"),
     "walk.caption.pixels": ("its pixels ({patch}×{patch}×{channels})", "它的像素（{patch}×{patch}×{channels}）"),
     "walk.caption.numbers": ("as {values} numbers, in the order the projection reads them: channel by channel, "

@@ -120,14 +120,6 @@ def rollout_rows(fused: np.ndarray, rows: np.ndarray, discard_ratio: float = 0.0
     return rows_through(residual_steps(fused, discard_ratio, start_layer, protect), rows)
 
 
-def rollout_matrix(attn: np.ndarray, fusion: str = "mean", discard_ratio: float = 0.0, start_layer: int = 0,
-                   protect: Sequence[int] = (0,)) -> np.ndarray:
-    """(L, H, T, T) attention -> rollout R (T, T): heads fused by ``fusion``, then ``rollout_product``."""
-    attn = np.asarray(attn)
-    start = layer_index(start_layer, attn.shape[0])
-    return rollout_product(fuse_heads(attn[start:], fusion), discard_ratio, 0, protect)
-
-
 def kept_tokens(num_prefix: int, grid: tuple[int, int], drop_patches: np.ndarray | None) -> np.ndarray:
     """Token indices left after dropping the patches flagged True in ``drop_patches`` (gh, gw); prefix kept."""
     T = num_prefix + grid[0] * grid[1]

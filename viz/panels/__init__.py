@@ -1,7 +1,9 @@
-"""Every panel of the explorer as a PIL image, from a cached ``Analysis``. Two jobs, one module each:
+"""Every panel of the explorer as a PIL image, from a cached ``Analysis``. One module per job:
 
-- ``model_size``: the panels at the model's own size for the CLI and its files (``image_panels``,
-  ``render_all``, ``rollout_panel``, ``attention_panel``, ``heads_panel``, ``query_panels``, Figure 7 …);
+- ``select``: which map an analysis gives for the options, and its caption (``rollout_of``, ``attention_of``,
+  ``query_maps``, ``mean_distance_of``, ``artifact_drop``, …): the values both kinds of panel draw;
+- ``files``: the panels at the model's own size for the CLI and the files it writes (``MapOptions``,
+  ``image_panels``, ``model_panels``, ``attention_panel``, ``heads_panel``, ``query_panels``, Figure 7 …);
 - ``display``, ``heads`` and ``crop``: the page's panels at display size, in multiples of uniform attention,
   with shared scales, patch-true drawing and artifact notes (``Display``, ``MapPanel``, ``rollout_map_panel``,
   ``attention_map_panel``, ``query_map_panels``, ``heads_grid_panel`` / ``HeadsGrid``, ``head_stats``,
@@ -12,12 +14,12 @@ Every name stays importable as ``viz.panels.NAME``.
 from .crop import crop_panel
 from .display import (Display, MapPanel, _uniform_ticks, attention_layers, attention_map_panel, display_photo,
                       query_map_panels, rollout_map_panel, uniform_tokens)
+from .files import (FUSIONS, MapOptions, attention_panel, captions, check_options, distance_panel, filters_panel,
+                    heads_panel, image_panels, model_panels, photo, position_panel, query_panels, rollout_overlay,
+                    threshold_panel, token_norm_curves_panel, token_norms_panel)
 from .heads import HeadsGrid, HeadsLayout, HeadStats, head_stats, heads_grid_panel
-from .model_size import (FUSIONS, MapOptions, artifact_drop, artifact_flags, attention_caption, attention_of,
-                         attention_panel, captions, check_options, default_query, distance_panel, filters_panel,
-                         heads_caption, heads_panel, image_panels, mean_distance_of, model_panels, photo,
-                         position_panel, position_similarity_of, query_label, query_maps, query_panels,
-                         render_all, rollout_caption, rollout_of, rollout_overlay, rollout_panel, threshold_panel,
-                         token_norm_curves_panel, token_norms_panel, where_name)
+from .select import (artifact_drop, artifact_flags, attention_caption, attention_of, default_query, heads_caption,
+                     mean_distance_of, position_similarity_of, query_label, query_maps, rollout_caption, rollout_of,
+                     where_name)
 
 __all__ = [name for name in dir() if not name.startswith("__")]

@@ -4,21 +4,20 @@ the numbers behind the picture and a note when artifact tokens dominate it.
 """
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
 from PIL import Image
 
+from ..cache import Cache, nbytes
 from ..drawing import render
 from ..i18n import t
 from ..maps import attention, norms, readout
 from ..maps.layout import layer_index, patch_token
 from ..maps.rollout import kept_tokens
-from ..result import Analysis
-from .model_size import (artifact_drop, attention_caption, attention_of, query_maps, rollout_caption, rollout_of,
-                         where_name)
+from ..records import Analysis
+from .select import (artifact_drop, attention_caption, attention_of, query_maps, rollout_caption, rollout_of,
+                     where_name)
 
 @dataclass(frozen=True)
 class Display:
@@ -47,9 +46,9 @@ class MapPanel:
     note: str | None = None          # one line for under the picture, in the display's language, or None
 
 
-_DISPLAY_PHOTOS: OrderedDict = OrderedDict()   # (id of the photo, size, filter) -> (photo, enlarged), newest last
-_DISPLAY_PHOTOS_KEPT = 12                        # the page's 3 sizes (640, 320, 448 px) of 4 photos: 12 MB
-_DISPLAY_LOCK = threading.Lock()
+# The last display-size photos, keyed by the photo object itself (a new analysis never gets another photo's
+# pixels): the page's 3 sizes (640, 320, 448 px) of about 4 photos
+DISPLAY_PHOTOS = Cache(None, 12 * 2**20, weigh=lambda kept: nbytes(kept[1]))
 
 
 def display_photo(a: Analysis, size: int | None = None,
@@ -57,24 +56,21 @@ def display_photo(a: Analysis, size: int | None = None,
     """The pixels the model saw, resized so that the longer side is ``size`` pixels (bicubic, or ``resample``;
     None: as is).
 
-    The last few enlargements are kept (a slider move or a click re-renders the same photo at the same size),
-    keyed by the photo object itself, so a new analysis never gets another photo's pixels."""
+    The last few enlargements are kept (a slider move or a click re-renders the same photo at the same size)."""
     if size is None or max(a.image.size) == size:
         return a.image
+
+    def enlarge() -> tuple[Image.Image, Image.Image]:
+        w, h = a.image.size
+        scale = size / max(w, h)
+        return a.image, a.image.resize((max(1, round(w * scale)), max(1, round(h * scale))), resample)
+
     key = (id(a.image), size, resample)
-    with _DISPLAY_LOCK:
-        kept = _DISPLAY_PHOTOS.get(key)
-        if kept is not None and kept[0] is a.image:
-            _DISPLAY_PHOTOS.move_to_end(key)
-            return kept[1]
-    w, h = a.image.size
-    scale = size / max(w, h)
-    enlarged = a.image.resize((max(1, round(w * scale)), max(1, round(h * scale))), resample)
-    with _DISPLAY_LOCK:
-        _DISPLAY_PHOTOS[key] = (a.image, enlarged)
-        while len(_DISPLAY_PHOTOS) > _DISPLAY_PHOTOS_KEPT:
-            _DISPLAY_PHOTOS.popitem(last=False)
-    return enlarged
+    kept = DISPLAY_PHOTOS.get(key, enlarge)
+    if kept[0] is not a.image:          # another photo that lived at the same address before
+        kept = enlarge()
+        DISPLAY_PHOTOS.put(key, kept)
+    return kept[1]
 
 
 def uniform_tokens(a: Analysis, drop: np.ndarray | None) -> int:

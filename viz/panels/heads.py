@@ -3,21 +3,20 @@ colour scale with one colour bar, and the numbers a hover or click tells (mean a
 """
 from __future__ import annotations
 
-import threading
 import weakref
-from collections import OrderedDict
 from dataclasses import dataclass, replace
 
 import numpy as np
 from PIL import Image, ImageDraw
 
+from ..cache import Cache, nbytes
 from ..drawing import render
 from ..drawing.grids import GridLayout, label_margins, thumbnail_grid
 from ..i18n import t
 from ..maps import norms, readout
-from ..result import Analysis
+from ..records import Analysis
 from .display import Display, _uniform_ticks, uniform_tokens
-from .model_size import artifact_drop, mean_distance_of
+from .select import artifact_drop, mean_distance_of
 
 @dataclass(frozen=True)
 class HeadStats:
@@ -101,10 +100,19 @@ def heads_grid_panel(a: Analysis, width: int = 1024, mask_artifacts: bool = Fals
                      selected: tuple[int, int] | None = None, display: Display = Display(),
                      max_cell: int = 160) -> HeadsGrid:
     """``heads_grid`` with ``selected`` (layer, head) framed in green. The grid itself does not depend on the
-    selection, so it is drawn once per (analysis, options) and kept while the analysis lives: moving the layer or
-    head slider, or clicking a thumbnail, only copies it and draws the frame (the grid is most of a re-render)."""
-    g = _GRIDS.get(a, (width, mask_artifacts, norm_ratio, display, max_cell),
-                   lambda: heads_grid(a, width, mask_artifacts, norm_ratio, display, max_cell))
+    selection, so it is drawn once per (analysis, options) and kept among the last grids drawn (``GRIDS``): moving
+    the layer or head slider, or clicking a thumbnail, only copies it and draws the frame (the grid is most of a
+    re-render)."""
+    key = (id(a), width, mask_artifacts, norm_ratio, display, max_cell)
+
+    def draw() -> tuple[weakref.ref, HeadsGrid]:
+        return weakref.ref(a), heads_grid(a, width, mask_artifacts, norm_ratio, display, max_cell)
+
+    kept = GRIDS.get(key, draw)
+    if kept[0]() is not a:              # another analysis that lived at the same address before
+        kept = draw()
+        GRIDS.put(key, kept)
+    g = kept[1]
     if selected is None:
         return g
     x0, y0, x1, y1 = g.box(*selected)
@@ -113,31 +121,9 @@ def heads_grid_panel(a: Analysis, width: int = 1024, mask_artifacts: bool = Fals
     return replace(g, image=image)
 
 
-class _PerAnalysis:
-    """A few drawn results per live ``Analysis``, dropped with it (an Analysis is not hashable: its arrays)."""
-
-    def __init__(self, per_analysis: int = 2):
-        self.per_analysis = per_analysis
-        self._items: dict[int, tuple[weakref.ref, OrderedDict]] = {}
-        self._lock = threading.Lock()
-
-    def get(self, a: Analysis, key: tuple, build):
-        with self._lock:
-            entry = self._items.get(id(a))
-            if entry is None or entry[0]() is not a:
-                entry = (weakref.ref(a, lambda _, i=id(a): self._items.pop(i, None)), OrderedDict())
-                self._items[id(a)] = entry
-            hit = entry[1].get(key)
-        if hit is None:
-            hit = build()
-            with self._lock:
-                entry[1][key] = hit
-                while len(entry[1]) > self.per_analysis:
-                    entry[1].popitem(last=False)
-        return hit
-
-
-_GRIDS = _PerAnalysis()
+# Heads grids drawn for the analyses on the page (keyed by the analysis object, which they do not keep alive): a
+# ViT-B/16 grid is 1100 × ~1000 pixels (3 MB)
+GRIDS = Cache(None, 32 * 2**20, weigh=lambda kept: nbytes(kept[1]))
 
 
 def heads_grid(a: Analysis, width: int = 1024, mask_artifacts: bool = False, norm_ratio: float = 3.0,

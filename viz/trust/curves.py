@@ -26,6 +26,11 @@ import numpy as np
 
 FRACTIONS = np.linspace(0.0, 1.0, 11)        # f = 0, 0.1, …, 1.0: the 11 points of every curve
 KINDS = ("deletion", "insertion")
+VARIANTS = {  # how removed patches are removed (the JSON, the CLI's --perturbation and the page name the variant)
+    "tokens": "dropped from the token sequence (the default: no out-of-distribution pixels)",
+    "mean_colour": "pixel space: replaced by the photo's mean colour (channel means of the model input)",
+    "blur": "pixel space: replaced by the photo blurred with a Gaussian of σ = patch size / 2",
+}
 
 
 def patch_order(relevance: np.ndarray) -> np.ndarray:

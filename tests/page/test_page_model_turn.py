@@ -1,0 +1,98 @@
+"""Protects the promise "a heavy job never holds another visitor back by more than one analysis" on every path of
+the page that runs a model: the comparison's second model, CLIP's zero-shot scores, the Learn tab's guided walk and
+a training run's snapshots each wait for the model's turn while someone else holds it (an analysis running), and
+the snapshots take it once per snapshot, never for the whole run. (A trust check, step by step, is served and timed
+in test_app_trust.py.)"""
+from __future__ import annotations
+
+import threading
+
+import pytest
+import torch
+
+import app_server  # noqa: F401  (gives this process its own GRADIO_TEMP_DIR before the app is built)
+from viz.cache import Cache
+from vit_explorer import api, state
+from vit_explorer.controls import ControlValues
+from vit_explorer.tabs import compare, explain, learn
+
+AUGREG = "vit_tiny_patch16_224.augreg_in21k_ft_in1k.safetensors"
+DEIT = "deit_tiny_patch16_224.pipevit_ln_fixedpoint.safetensors"
+HELD_S = 1.0   # how long the test holds the turn: a job that did not wait would finish well within it
+
+
+@pytest.fixture(scope="module")
+def photo(tmp_path_factory, cat) -> str:
+    path = tmp_path_factory.mktemp("turn") / "cat.jpg"
+    cat.save(path, quality=95)
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def clip_path(tmp_path_factory):
+    """A tiny random CLIP in OpenAI's layout (image and text towers), as tests/model/test_clip.py builds it."""
+    from reference_models import open_clip_tiny
+    state_dict = {**open_clip_tiny().state_dict(), "input_resolution": torch.tensor(64),
+                  "context_length": torch.tensor(77), "vocab_size": torch.tensor(49408)}
+    path = tmp_path_factory.mktemp("clip") / "ViT-tiny.pt"
+    torch.save(state_dict, path)
+    return str(path)
+
+
+def _waits_for_the_turn(job) -> dict:
+    """Run ``job`` in another thread while this one holds the model's turn: it must not finish until the turn is
+    free, then it must finish. Returns its result and how often it took the turn."""
+    result, errors = {}, []
+
+    def run():
+        try:
+            result.update(job())
+        except Exception as error:   # reported below
+            errors.append(error)
+
+    worker = threading.Thread(target=run)
+    with state.MODEL_TURN:
+        taken = state.MODEL_TURN.taken
+        worker.start()
+        worker.join(timeout=HELD_S)
+        assert worker.is_alive(), "the job ran its model without waiting for the turn"
+    worker.join(timeout=300)
+    assert not worker.is_alive() and not errors, errors
+    return {"result": result, "turns": state.MODEL_TURN.taken - taken}
+
+
+def test_the_comparisons_second_model_waits_for_the_turn(real_weights_dir, photo):
+    a, b = str(real_weights_dir / AUGREG), str(real_weights_dir / DEIT)
+    session = api.analyze(photo, a)[0]
+    state.MODELS.get(b)                                            # loaded (its warm-up took the turn) before
+    done = _waits_for_the_turn(lambda: compare.compare(session, b, "en", ControlValues()))
+    assert done["result"]["comparison"].width > 800 and done["turns"] == 1
+
+
+def test_zero_shot_waits_for_the_turn(clip_path, photo):
+    session = api.analyze(photo, clip_path)[0]
+    done = _waits_for_the_turn(lambda: explain.zero_shot(session, "a cat, a dog", "en"))
+    assert set(done["result"]["zero_shot"]) == {"a cat", "a dog"} and done["turns"] == 1
+
+
+def test_the_guided_walk_waits_for_the_turn(real_weights_dir, photo, monkeypatch):
+    session = api.analyze(photo, str(real_weights_dir / AUGREG))[0]
+    monkeypatch.setattr(state, "WALKS", Cache(state.walk_key, state.WALKS_MEMORY))   # nothing walked yet
+    done = _waits_for_the_turn(lambda: learn.show(session, 1, 11, "en"))
+    assert "224×224×3" in done["result"]["learn_table"] and done["turns"] == 1
+
+
+def test_snapshots_take_the_turn_once_per_snapshot(real_weights_dir, photo, tmp_path):
+    from vit.model import ViTConfig, VisionTransformer
+    from vit.train.build import scratch_preprocess
+    from vit.train.snapshots import save_snapshot
+
+    folder = tmp_path / "run.snapshots"
+    for epoch in range(4):
+        torch.manual_seed(epoch)
+        model = VisionTransformer(ViTConfig(img_size=16, patch_size=4, embed_dim=16, depth=2, num_heads=2, mlp_dim=32,
+                                            num_classes=2))
+        save_snapshot(folder, model, ["a", "b"], scratch_preprocess((16, 16)), epoch, 0.5, 0.5, "learned")
+    session = api.analyze(photo, str(real_weights_dir / AUGREG))[0]
+    done = _waits_for_the_turn(lambda: compare.open_snapshots(session, str(folder), "en"))
+    assert done["result"]["snapshot"].maximum == 3 and done["turns"] == 4      # one turn per snapshot, four in all

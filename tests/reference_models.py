@@ -1,0 +1,51 @@
+"""Tiny random reference models and the checks that compare ours with them: every parameter perturbed (so no
+zero bias, identity LayerNorm or zero probe can hide a wrong mapping), timm state dicts saved in timm's own layout,
+open_clip's CLIP with both towers, and the relative closeness the parity tests ask for."""
+from __future__ import annotations
+
+import json
+
+import open_clip
+import torch
+from safetensors.torch import save_file
+
+REL_TOL = 1e-4
+
+
+def randomize_(model: torch.nn.Module, std: float = 0.02, seed: int = 0) -> torch.nn.Module:
+    """Perturb every parameter, so zero-initialised biases, probes and identity LayerNorms cannot hide a wrong mapping."""
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(std * torch.randn(p.shape, generator=g))
+    return model.eval()
+
+
+def images(n: int, size: tuple[int, int], seed: int = 1) -> torch.Tensor:
+    return torch.randn(n, 3, *size, generator=torch.Generator().manual_seed(seed))
+
+
+def assert_close(ours: torch.Tensor, ref: torch.Tensor, what: str = "output") -> None:
+    """max |ours - ref| <= 1e-4 · max |ref|."""
+    assert ours.shape == ref.shape, f"{what}: {tuple(ours.shape)} vs {tuple(ref.shape)}"
+    err = (ours - ref).abs().max().item() / max(ref.abs().max().item(), 1e-12)
+    assert err <= REL_TOL, f"{what}: relative difference {err:.2e}"
+
+
+def save_timm(model: torch.nn.Module, folder, **config) -> str:
+    """A timm state dict as safetensors, with a sidecar for what its tensors cannot show (heads, activation)."""
+    path = folder / "model.safetensors"
+    save_file({k: v.contiguous() for k, v in model.state_dict().items()}, str(path))
+    if config:
+        (folder / "model.json").write_text(json.dumps({"config": config}))
+    return str(path)
+
+
+def open_clip_tiny(quick_gelu: bool = True) -> open_clip.CLIP:
+    torch.manual_seed(0)
+    model = open_clip.CLIP(embed_dim=16, quick_gelu=quick_gelu,
+                           vision_cfg=open_clip.CLIPVisionCfg(layers=2, width=128, head_width=64, patch_size=16,
+                                                              image_size=64),
+                           text_cfg=open_clip.CLIPTextCfg(context_length=77, vocab_size=49408, width=128, heads=2,
+                                                          layers=2))
+    return randomize_(model)

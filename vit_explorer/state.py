@@ -1,0 +1,205 @@
+"""What the server keeps between requests: its settings, the limits, the caches and the model's turn.
+
+Every cache is one ``viz.cache.Cache`` bounded in bytes and shared by every visitor: loaded models, analyses of
+(photo, model), explanations of (photo, model, target), guided walks, snapshot series and trust checks. A value
+dropped to make room is computed again when someone needs it, so memory stays bounded however many people are
+on the page. Each browser tab keeps only a light ``viz.explorer.Session`` (which analysis, what was clicked) in
+``gr.State``; Gradio keeps at most ``MAX_SESSIONS`` of them.
+
+The model's turn (``MODEL_TURN``): every path that runs a model holds it while the model runs, one at a time,
+and never for more than about one analysis: a whole analysis, explanation, guided walk, zero-shot scoring,
+comparison side or model warm-up, one snapshot of a training run, one step of a trust check. It is never held
+while waiting for a cache (a value being computed by someone else), so nobody deadlocks.
+
+Handlers here raise ``gr.Error`` with a message for people: the API shows it as it is, the page as one warning.
+"""
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import gradio as gr
+import torch
+
+import vit
+from vit.image_file import ImageFileError, open_image
+from viz import explorer
+from viz.analysis import explain_tensor, resolve_target, walk
+from viz.analysis.serve import ServedModel, analyze_photo, serve
+from viz.cache import Cache, nbytes
+from viz.explorer import Session
+from viz.i18n import t
+from viz.records import Analysis
+from viz.tabs import Explained, explanations
+
+MAX_SESSIONS = 100              # browser sessions remembered (~100 KB each: Gradio copies the page config per session)
+ANALYSES_MEMORY = 200 * 2**20   # bytes of analyses kept for re-rendering, shared by all sessions (ViT-B/16: 14 MB each)
+MODELS_MEMORY = 800 * 2**20     # bytes of loaded checkpoints (ViT-B/16: 346 MB; the newest always stays)
+EXPLANATIONS_MEMORY = 32 * 2**20  # every method's map per (photo, model, target): a few kB each
+WALKS_MEMORY = 16 * 2**20       # the guided walk per (photo, model): a ViT-B walk holds ~2 MB of arrays
+SERIES_MEMORY = 64 * 2**20      # a training run's snapshots on one photo: small arrays per snapshot
+TRUST_MEMORY = 8 * 2**20        # trust checks per (photo, model, target, method): a few kB each
+RENDER_CONCURRENCY = 4          # re-renders running at once (milliseconds of numpy each)
+EXAMPLES_DIR = Path(__file__).resolve().parent.parent / "examples"
+
+
+@dataclass
+class Settings:
+    """What ``python app.py`` decides at start-up (``vit_explorer.server``)."""
+    device: torch.device = field(default_factory=lambda: torch.device("cpu"))  # where the models run (--device)
+    # Whether the Model box (and /analyze's ``model``) may name any path or known model, or only those listed. A
+    # server reachable by others must not let them read files by path or download any model: launch() decides.
+    any_model: bool = True
+    models: list[str] = field(default_factory=list)   # the models on offer; the first is the server's own
+
+
+SETTINGS = Settings()
+
+
+class ModelTurn:
+    """The model's turn: ``with MODEL_TURN:`` around a model run. Re-entrant (a handler holding it may call code
+    that takes it again); ``taken`` counts how often it was taken (what a test of the promise reads)."""
+
+    def __init__(self):
+        self._lock = threading.RLock()
+        self.taken = 0
+
+    def __enter__(self):
+        self._lock.acquire()
+        self.taken += 1
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._lock.release()
+
+
+MODEL_TURN = ModelTurn()
+
+
+# ---- the caches -----------------------------------------------------------------------------------------------
+
+def load_model(source: str) -> ServedModel:
+    """Load and serve a checkpoint (its warm-up forward takes the model turn). Outside inference mode even when a
+    page handler (which runs in it) asks: parameters made in inference mode could never take part in a backward
+    pass, and the Explain tab needs one."""
+    with torch.inference_mode(False):
+        loaded = vit.load(source)
+        with MODEL_TURN:
+            return serve(loaded, SETTINGS.device)
+
+
+MODELS = Cache(load_model, MODELS_MEMORY, weigh=lambda served: served.nbytes)
+
+
+def analyze_key(key: tuple[str, str]) -> Analysis:
+    """(photo file, model source) -> its analysis: the one model call of a photo."""
+    photo, source = key
+    served = MODELS.get(source)
+    with MODEL_TURN:
+        return analyze_photo(photo, served)
+
+
+ANALYSES = Cache(analyze_key, ANALYSES_MEMORY, weigh=explorer.cached_bytes)
+
+
+def walk_key(key: tuple[str, str]):
+    """(photo file, model source) -> the guided walk: the model's modules run one by one on the photo."""
+    loaded = MODELS.get(key[1]).loaded
+    image = open_image(key[0])
+    with MODEL_TURN, torch.inference_mode():
+        return walk(loaded.model, loaded.preprocess, image, loaded.labels)
+
+
+WALKS = Cache(walk_key, WALKS_MEMORY)
+
+
+@dataclass(frozen=True)
+class Pick:
+    """What a visitor picked to explain, as typed (a cache key): a class name or index (None: the top-1), or with
+    ``text`` one of the typed ``texts`` of a CLIP checkpoint. ``viz.analysis.resolve_target`` makes it a Target."""
+    target: str | None = None
+    texts: tuple[str, ...] = ()
+    text: bool = False
+
+    def resolve(self, loaded):
+        """The ``Target`` (None: the top-1 class); ValueError for a class the model lacks, or texts without a
+        text tower."""
+        return resolve_target(loaded, self.target, self.texts, text=self.text)
+
+
+def explain_key(key: tuple[str, str, Pick]) -> Explained:
+    """(photo, model source, pick) -> every method's map for that target (each model pass once)."""
+    photo, source, pick = key
+    loaded = MODELS.get(source).loaded
+    a = ANALYSES.get((photo, source))
+    x = loaded.preprocess.to_tensor(a.image)
+    with MODEL_TURN:
+        return explanations(explain_tensor, loaded.model, x, pick.resolve(loaded), loaded.labels)
+
+
+EXPLANATIONS = Cache(explain_key, EXPLANATIONS_MEMORY, weigh=lambda e: e.nbytes)
+
+
+def series_key(key: tuple[str, str]):
+    """(snapshot folder, photo) -> the run's frames on the photo (``viz.dynamics.DynamicsView``), each snapshot
+    run in its own model turn. Imported here: reading snapshots needs the trainer's modules, which import
+    torchvision (the server stays without it until someone opens a run)."""
+    from viz.analysis.snapshots import load_series
+    from viz.dynamics import DynamicsView
+    return DynamicsView(load_series(key[0], open_image(key[1]), turn=MODEL_TURN))
+
+
+SERIES = Cache(series_key, SERIES_MEMORY, weigh=lambda view: nbytes(view.series))
+TRUST = Cache(None, TRUST_MEMORY)   # MethodTrust per viz.analysis.trust.cache_key, filled by TrustJob
+REFUSED: dict[str, str] = {}        # browser session -> the last photo refused in it (a refusal is said once)
+
+
+# ---- what the handlers ask for -----------------------------------------------------------------------------------
+
+def model_choices(extra: str | None = None) -> list[str]:
+    """The models on offer: the one the server started with, the files in weights/, and ``extra`` (a path)."""
+    choices = list(dict.fromkeys(SETTINGS.models + vit.list_local_checkpoints()))
+    return choices + [extra] if extra and extra not in choices else choices
+
+
+def example_photos() -> list[str]:
+    return sorted(str(p) for p in EXAMPLES_DIR.glob("*") if p.suffix.lower() in (".jpg", ".jpeg", ".png", ".webp"))
+
+
+def served(source: str, lang: str = "en") -> ServedModel:
+    """The loaded model of ``source``, or a gr.Error saying why not (not on offer, not a checkpoint, not found)."""
+    source = str(source).strip()
+    if not SETTINGS.any_model and source not in model_choices():
+        raise gr.Error(t("message.models_listed_only", lang), print_exception=False)
+    try:
+        return MODELS.get(source)
+    except (ValueError, OSError) as err:  # vit.load: bad checkpoint (ValueError), nothing found (FileNotFoundError)
+        raise gr.Error(t("message.model_failed", lang, model=source, error=err), print_exception=False) from None
+
+
+def analysis(key: tuple[str, str], lang: str = "en") -> Analysis:
+    """The cached analysis of (photo file, model source), computed if it is not (or no longer) cached."""
+    try:
+        return ANALYSES.get(key)
+    except ImageFileError as err:
+        raise gr.Error(str(err), print_exception=False) from None
+    except (ValueError, OSError) as err:  # the model could not be loaded again, the photo file is gone
+        raise gr.Error(t("message.analyse_again", lang, error=err), print_exception=False) from None
+
+
+def session_analysis(session: Session | None, lang: str = "en") -> Analysis | None:
+    """The analysis a browser tab shows, or None (and one warning) before any photo."""
+    if session is None:
+        gr.Warning(t("message.no_analysis", lang))
+        return None
+    return analysis(session.key, lang)
+
+
+def explained(photo: str, source: str, pick: Pick) -> Explained:
+    """The cached explanation for (photo, model, pick); a class the model lacks, or texts on a checkpoint without a
+    text tower, is a plain gr.Error."""
+    try:
+        return EXPLANATIONS.get((photo, source, pick))
+    except ValueError as err:
+        raise gr.Error(str(err), print_exception=False) from None

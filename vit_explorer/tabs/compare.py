@@ -1,0 +1,125 @@
+"""The Compare tab: the session's model (A) against another checkpoint (B) on the same photo, the attention (or
+the rollout) through depth as an animation, and a training run's snapshots on the photo."""
+from __future__ import annotations
+
+import hashlib
+import tempfile
+from pathlib import Path
+
+import gradio as gr
+import torch
+
+from vit.image_file import open_image
+from viz.animate import depth_frames, save_gif
+from viz.compare import compare as comparison_of
+from viz.compare import comparison_image
+from viz.compare.side import compare_side
+from viz.i18n import t
+
+from .. import state
+from ..components import picture
+
+OUTPUTS = ("comparison", "top5_a", "top5_b", "animation", "animation_file", "snapshot", "snapshot_picture")
+ANIMATIONS_DIR = Path(tempfile.gettempdir()) / "vit-explorer-animations"
+
+
+def build(page) -> None:
+    i18n = page.i18n
+    gr.Markdown(i18n("about.compare"))
+    with gr.Row(equal_height=True):
+        page.add("model_b", gr.Dropdown(state.model_choices(), value=None, allow_custom_value=True, scale=4,
+                                        label=i18n("control.compare_model"), info=i18n("help.compare_model"),
+                                        elem_id="compare-model"))
+        page.add("compare_button", gr.Button(i18n("button.compare"), variant="primary", scale=1, min_width=90))
+    with gr.Row():
+        page.add("top5_a", gr.Label(num_top_classes=5, label=i18n("label.top5_a")))
+        page.add("top5_b", gr.Label(num_top_classes=5, label=i18n("label.top5_b")))
+    page.add("comparison", picture(i18n, "picture.comparison", enlarge=False, elem_id="comparison-image"))
+    with gr.Row(equal_height=True):
+        page.add("animate_what", gr.Radio([(i18n("choice.attention"), "attention"),
+                                           (i18n("choice.rollout"), "rollout")], value="attention",
+                                          label=i18n("control.animate_what"), info=i18n("help.animate_what")))
+        page.add("animate_button", gr.Button(i18n("button.animate")))
+    with gr.Row():
+        page.add("animation", gr.Image(label=i18n("label.animation"), type="filepath", interactive=False,
+                                       height=320, elem_id="animation"))
+        page.add("animation_file", gr.File(label=i18n("label.animation"), interactive=False))
+    with gr.Row(equal_height=True):
+        page.add("snapshots", gr.Textbox(label=i18n("control.snapshots"), info=i18n("help.snapshots"), scale=3))
+        page.add("load_snapshots", gr.Button(i18n("button.load_snapshots"), scale=1))
+    page.add("snapshot", gr.Slider(0, 1, value=0, step=1, label=i18n("control.snapshot"), info=i18n("help.snapshot"),
+                                   interactive=False))
+    page.add("snapshot_picture", picture(i18n, "picture.snapshot", enlarge=False))
+
+
+@torch.inference_mode()
+def compare(session, model_b, lang, controls):
+    """The session's model (A) against ``model_b`` on the same photo; B's analysis takes the model turn."""
+    if session is None or not model_b:
+        return {}
+    served_a, served_b = state.MODELS.get(session.key[1]), state.served(model_b, lang)
+    a = state.analysis(session.key, lang)
+    c = controls.for_analysis(a)
+    try:
+        image = open_image(session.key[0])
+        side_a = compare_side(served_a.loaded, image, a)
+        with state.MODEL_TURN:
+            side_b = compare_side(served_b.loaded, image)
+        comparison = comparison_of(image, side_a, side_b, -1, None, c.fusion, c.discard_ratio, 5)
+    except (ValueError, OSError) as err:
+        raise gr.Error(t("message.compare_failed", lang, error=err), print_exception=False) from None
+
+    def top(rows, own):
+        return {f"{r.label} (Δ {r.change:+.1%})" if r.change is not None else r.label: getattr(r, own) or 0.0
+                for r in rows}
+    return dict(comparison=comparison_image(comparison), top5_a=top(comparison.top_a, "a"),
+                top5_b=top(comparison.top_b, "b"))
+
+
+def animate(session, animate_what, lang, controls):
+    """A GIF of the CLS attention (or the rollout) layer by layer, one frame per layer, to download."""
+    if session is None:
+        return {}
+    a = state.analysis(session.key, lang)
+    c = controls.for_analysis(a)
+    frames = depth_frames(a, animate_what, c.head, c.fusion, c.discard_ratio, c.mask_artifacts, alpha=c.opacity,
+                          scale=2)
+    name = hashlib.sha256(repr((session.key, animate_what, c)).encode()).hexdigest()[:16]
+    ANIMATIONS_DIR.mkdir(parents=True, exist_ok=True)
+    path = save_gif(frames, ANIMATIONS_DIR / f"attention-{animate_what}-{name}.gif")
+    return dict(animation_file=str(path), animation=str(path))
+
+
+def open_snapshots(session, snapshots, lang):
+    """Open a training run's snapshot folder on the session's photo: the slider scrubs through it."""
+    if session is None or not snapshots:
+        return {}
+    if not state.SETTINGS.any_model:
+        raise gr.Error(t("message.models_listed_only", lang), print_exception=False)
+    view = _series(session, snapshots, lang)
+    last = len(view.series) - 1
+    return dict(snapshot=gr.Slider(minimum=0, maximum=max(last, 1), value=last, interactive=last > 0),
+                snapshot_picture=view.frame(last))
+
+
+def show_snapshot(session, snapshots, snapshot, lang):
+    """The slider moved: that snapshot's frame (from arrays, no model)."""
+    if session is None or not snapshots:
+        return {}
+    view = _series(session, snapshots, lang)
+    return dict(snapshot_picture=view.frame(min(int(snapshot), len(view.series) - 1)))
+
+
+def _series(session, folder: str, lang: str):
+    try:
+        return state.SERIES.get((str(folder).strip(), session.key[0]))
+    except (ValueError, OSError) as err:
+        raise gr.Error(t("message.snapshots_failed", lang, error=err), print_exception=False) from None
+
+
+def wire(page) -> None:
+    page["compare_button"].click(**page.wire(compare, ["comparison", "top5_a", "top5_b"]), **page.model_work)
+    page["animate_button"].click(**page.wire(animate, ["animation", "animation_file"]), **page.model_work)
+    gr.on([page["load_snapshots"].click, page["snapshots"].submit],
+          **page.wire(open_snapshots, ["snapshot", "snapshot_picture"]), **page.model_work)
+    page["snapshot"].input(**page.wire(show_snapshot, ["snapshot_picture"]), **page.render)

@@ -1,0 +1,60 @@
+"""The Learn tab: a guided walk through the ViT on the photo, step by step, with this model's real tensor shapes
+(drawn while the tab is open)."""
+from __future__ import annotations
+
+import gradio as gr
+
+from viz import tabs
+from viz.i18n import t
+
+from .. import state
+from ..components import picture
+
+OUTPUTS = ("learn_text", "learn_picture", "learn_table")
+
+
+def build(page) -> None:
+    i18n = page.i18n
+    gr.Markdown(i18n("about.learn"))
+    with gr.Row(equal_height=True):
+        page.add("back", gr.Button(i18n("button.back"), scale=0, min_width=90))
+        page.add("step", gr.Slider(1, len(tabs.STEPS), value=1, step=1, label=i18n("control.step"),
+                                   info=i18n("help.step"), elem_id="learn-step", scale=3))
+        page.add("forward", gr.Button(i18n("button.next"), variant="primary", scale=0, min_width=90,
+                                      elem_id="learn-next"))
+    with gr.Row():
+        with gr.Column(scale=3, min_width=300):
+            page.add("learn_picture", picture(i18n, "picture.step", elem_id="learn-picture"))
+        with gr.Column(scale=2, min_width=260):
+            page.add("learn_text", gr.Markdown(elem_id="learn-text"))
+            page.add("learn_layer", gr.Slider(0, page.depth - 1, value=page.depth - 1, step=1,
+                                              label=i18n("control.layer"), info=i18n("help.layer"),
+                                              elem_id="learn-layer"))
+            page.add("learn_table", gr.Markdown(elem_id="learn-table"))
+
+
+def show(session, step, learn_layer, lang):
+    """The guided walk's step ``step`` (1–9) on the photo, the layer of step 7, and the table of real shapes."""
+    if session is None:
+        return {}
+    try:
+        w = state.WALKS.get(session.key)
+    except (ValueError, OSError) as err:
+        raise gr.Error(t("message.analyse_again", lang, error=err), print_exception=False) from None
+    layer = min(int(learn_layer), w.depth - 1)
+    text, image = tabs.learn_step(w, int(step), layer, lang)
+    return dict(learn_text=text, learn_picture=image, learn_table=tabs.learn_table(w, layer, lang))
+
+
+def step_by(delta: int):
+    """The Back (-1) and Next (+1) buttons: the step slider moves, inside the walk."""
+    def move(step):
+        return min(max(int(step) + delta, 1), len(tabs.STEPS))
+    return move
+
+
+def wire(page) -> None:
+    walk = page.wire(show, OUTPUTS)
+    for button, delta in (("back", -1), ("forward", 1)):
+        page[button].click(step_by(delta), page["step"], page["step"], **page.instant).then(**walk, **page.render)
+    gr.on([page["step"].release, page["learn_layer"].release], **walk, **page.render)

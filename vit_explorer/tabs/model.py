@@ -1,0 +1,21 @@
+"""The Model tab: the family, its stages with this photo's tensor shapes and parameter counts, and the principal
+components of the patch-embedding filters (the ViT paper's Figure 7, left)."""
+from __future__ import annotations
+
+import gradio as gr
+
+from viz import explorer
+
+from ..components import Picture
+
+OUTPUTS = ("architecture", "filters")
+
+
+def build(page) -> None:
+    page.add("architecture", gr.Markdown(elem_id="architecture"))
+    gr.Markdown(page.i18n("about.filters"))
+    page.add("filters", Picture(label=page.i18n("picture.filters"), interactive=False, format="png"))
+
+
+def show(shown) -> dict:
+    return {"architecture": explorer.architecture(shown.served, shown.analysis), "filters": shown.served.filters}

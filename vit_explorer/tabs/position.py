@@ -1,0 +1,18 @@
+"""The Position embeddings tab: how similar each patch's position embedding is to every other's (the ViT paper's
+Figure 7, centre), drawn once per model and language."""
+from __future__ import annotations
+
+import gradio as gr
+
+from ..components import Picture
+
+OUTPUTS = ("position",)
+
+
+def build(page) -> None:
+    gr.Markdown(page.i18n("about.position"))
+    page.add("position", Picture(label=page.i18n("picture.position"), interactive=False, format="png"))
+
+
+def show(shown) -> dict:
+    return {"position": shown.served.position(shown.lang)}

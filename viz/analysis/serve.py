@@ -1,0 +1,84 @@
+"""A checkpoint served to the explorer's visitors: loaded once, warmed up, with the panels that depend on the
+model alone, and one photo analysed for the page (``analyze_photo``). The page (``vit_explorer``) keeps these
+in its caches; nothing here knows about Gradio."""
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+
+import numpy as np
+from PIL import Image
+
+from vit.image_file import open_image
+
+from .. import panels
+from ..i18n import language
+from ..records import Analysis, ModelArrays
+from .capture import analyze, model_arrays
+
+ATTENTION_DTYPE = np.float16  # cached maps: ViT-B/16 at 224 needs 11 MB per image instead of 22 MB
+
+
+@dataclass(frozen=True)
+class ServedModel:
+    """A loaded checkpoint with what the app derives from it: its arrays, and its image-free panels (Figure 7's
+    filters and position similarity), each drawn the first time a visitor needs it, in that visitor's language:
+    a model loads without drawing a Chinese picture nobody asked for (nor looking for a CJK font)."""
+    loaded: object                  # vit.LoadedModel
+    arrays: ModelArrays
+    _drawn: dict = field(default_factory=dict, repr=False, compare=False)   # (panel, language) -> Image
+    _drawing: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    @property
+    def depth(self) -> int:
+        return self.arrays.depth
+
+    @property
+    def heads(self) -> int:
+        return self.arrays.heads
+
+    @property
+    def nbytes(self) -> int:
+        """Memory the served model holds: its parameters and buffers, and the arrays copied out of it."""
+        model = self.loaded.model
+        tensors = [*model.parameters(), *model.buffers()]
+        if self.has_text_tower:
+            tensors += [*self.loaded.text.model.parameters(), *self.loaded.text.model.buffers()]
+        arrays = self.arrays.patch_weight.nbytes + (0 if self.arrays.pos_embed is None else self.arrays.pos_embed.nbytes)
+        return sum(t.nelement() * t.element_size() for t in tensors) + arrays
+
+    def position(self, lang: str = "en") -> Image.Image:
+        """Figure 7 centre: position-embedding similarity, its texts in ``lang`` (drawn once per language)."""
+        lang = language(lang)
+        return self._once(("position", lang), lambda: panels.position_panel(self.arrays, lang=lang))
+
+    @property
+    def filters(self) -> Image.Image:
+        """Figure 7 left: principal components of the patch-embedding filters (no text; drawn once)."""
+        return self._once(("filters", None), lambda: panels.filters_panel(self.arrays))
+
+    def _once(self, key: tuple, draw) -> Image.Image:
+        with self._drawing:   # two visitors asking at once get one drawing
+            if key not in self._drawn:
+                self._drawn[key] = draw()
+            return self._drawn[key]
+
+    @property
+    def has_text_tower(self) -> bool:
+        """A CLIP checkpoint with its text side: the page offers typed texts."""
+        return getattr(self.loaded, "text", None) is not None
+
+
+def serve(loaded, device=None) -> ServedModel:
+    """vit.LoadedModel -> ServedModel: moves the model to ``device`` (when given), copies the embedding arrays,
+    and runs the model once on a blank image, so that the first person's photo does not pay PyTorch's warm-up."""
+    if device is not None:
+        loaded.model.to(device)
+    height, width = loaded.preprocess.crop
+    analyze(loaded, Image.new("RGB", (width, height)), ATTENTION_DTYPE)
+    return ServedModel(loaded, model_arrays(loaded.model, loaded.name))
+
+
+def analyze_photo(photo: str, model: ServedModel) -> Analysis:
+    """Decode the photo file and run the model once on it (vit.image_file.ImageFileError for a bad file)."""
+    return analyze(model.loaded, open_image(photo), ATTENTION_DTYPE)

@@ -8,16 +8,22 @@ Each picture is made from an ``InsideReport``'s arrays alone (no model), so a pa
 - ``dla_figure``: the layers × heads table of direct logit attribution with the MLP column (diverging colours,
   0 white), the other parts in a line below, and beside it what one head moved from each patch
   (``head_sources_figure`` alone: the page's click on a head);
-- ``heads_figure``: head importance, exact and estimated, side by side, with their Spearman ρ;
+- ``dla_table_figure``: the table alone with its parts (the page's, next to its picture of a clicked head);
+- ``heads_figure``: head importance, exact and estimated, side by side, with their Spearman ρ (chosen heads framed);
 - ``patch_figure``: activation patching: the share moved per head and per (layer, token position).
+
+The axes a person clicks on (the strip's layers, the tables' cells) are labelled ``CELLS``; ``Cells.of(fig)`` says
+where their cells lie in the drawn picture, so a click on the page maps to a layer or a head without drawing again.
 """
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import matplotlib
 import numpy as np
 from matplotlib.colors import ListedColormap, TwoSlopeNorm
 from matplotlib.figure import Figure
-from matplotlib.patches import Patch
+from matplotlib.patches import Patch, Rectangle
 
 from ..drawing.fonts import use_language_font
 from ..drawing.plots import new_figure
@@ -27,6 +33,39 @@ from .report import DLAView, HeadsView, InsideReport, LensView, PatchedView
 DIVERGING = "RdBu_r"       # red: pushes the target up; blue: down; white: 0
 LEGEND_CLASSES = 9         # patch-lens classes named in the legend (the others grey)
 OTHER_COLOUR = (0.78, 0.78, 0.78)
+CHOSEN_COLOUR = "#fde68a"  # the layer whose patch lens the page shows
+CELLS = "cells"            # the label of an axes whose cells (one per data unit, x and y) a click picks
+
+
+@dataclass(frozen=True)
+class Cells:
+    """Where the clickable cells of a drawn figure lie, in the picture's pixels (origin top left): for each axes
+    labelled ``CELLS``, its box (left, top, right, bottom) and its data limits (x0, x1, y0, y1); cell (row, column)
+    is the unit square around the data point (column, row), as ``imshow`` draws a table."""
+    boxes: tuple[tuple[float, float, float, float], ...]
+    limits: tuple[tuple[float, float, float, float], ...]
+
+    @classmethod
+    def of(cls, fig: Figure) -> "Cells":
+        width, height = fig.canvas.get_width_height()
+        boxes, limits = [], []
+        for ax in fig.axes:
+            if ax.get_label() != CELLS:
+                continue
+            box = ax.get_position()
+            boxes.append((float(box.x0 * width), float((1 - box.y1) * height), float(box.x1 * width),
+                          float((1 - box.y0) * height)))
+            limits.append(tuple(float(v) for v in (*ax.get_xlim(), *ax.get_ylim())))
+        return cls(tuple(boxes), tuple(limits))
+
+    def at(self, x: float, y: float) -> tuple[int, int] | None:
+        """Pixel (x, y) -> (row, column) of the cell under it, or None (outside every table: labels, colour bar)."""
+        for (left, top, right, bottom), (x0, x1, y0, y1) in zip(self.boxes, self.limits):
+            if left <= x < right and top <= y < bottom:
+                column = x0 + (x - left) / (right - left) * (x1 - x0)
+                row = y1 + (y - top) / (bottom - top) * (y0 - y1)       # the top edge shows y1 (y0 at the bottom)
+                return int(np.floor(row + 0.5)), int(np.floor(column + 0.5))
+        return None
 
 
 def _symmetric(values: np.ndarray) -> TwoSlopeNorm:
@@ -42,15 +81,17 @@ def _short(name: str, width: int = 18) -> str:
 
 # --- logit lens -------------------------------------------------------------------------------------------------
 
-def _strip(ax, lens: LensView, names, lang: str) -> None:
+def _strip(ax, lens: LensView, names, lang: str, chosen: int | None = None) -> None:
     """Bars: the target's probability per layer; line (right axis, log, 1 at the top): its rank; under each layer
-    its number and the readout's top-1 class."""
+    its number and the readout's top-1 class; the ``chosen`` layer shaded."""
     L = len(lens.top5)
     layers = np.arange(L)
+    if chosen is not None:
+        ax.axvspan(chosen - 0.5, chosen + 0.5, color=CHOSEN_COLOUR, zorder=0)
     ax.bar(layers, lens.target_probability, color="#d62728", alpha=0.75, width=0.6,
            label=t("inside.lens.legend.probability", lang))
     ax.set_ylim(0, 1.0)
-    ax.set_xlim(-0.6, L - 0.4)
+    ax.set_xlim(-0.5, L - 0.5)                                  # layer l fills [l − ½, l + ½]: a click picks it
     ax.set_xticks(layers, [f"{l}: {_short(names[top.indices[0]])}" for l, top in enumerate(lens.top5)],
                   rotation=50, ha="right", rotation_mode="anchor")
     ax.set_ylabel(t("inside.lens.axis.probability", lang), fontsize=8)
@@ -66,13 +107,14 @@ def _strip(ax, lens: LensView, names, lang: str) -> None:
     ax.legend(handles=handles, fontsize=6.5, loc="upper left")
 
 
-def lens_strip_figure(report: InsideReport, lang: str = "en") -> Figure:
-    """Layer → top-1 class and the target's probability (bars) and rank (line, right axis, 1 at the top)."""
+def lens_strip_figure(report: InsideReport, lang: str = "en", chosen: int | None = None) -> Figure:
+    """Layer → top-1 class and the target's probability (bars) and rank (line, right axis, 1 at the top); the
+    ``chosen`` layer (the page's patch lens) shaded."""
     lang = language(lang)
     lens = _lens(report)
     fig = new_figure(max(6.0, 0.5 * len(lens.top5) + 2), 4.0)
-    ax = fig.add_axes((0.10, 0.33, 0.78, 0.57))
-    _strip(ax, lens, report.names, lang)
+    ax = fig.add_axes((0.10, 0.33, 0.78, 0.57), label=CELLS)
+    _strip(ax, lens, report.names, lang, chosen)
     fig.suptitle(t("inside.lens.title", lang, target=report.target["name"]), fontsize=10)
     return use_language_font(fig, lang)
 
@@ -179,7 +221,8 @@ def _dla(report: InsideReport) -> DLAView:
     return report.dla
 
 
-def _target_label(report: InsideReport) -> str:
+def target_label(report: InsideReport) -> str:
+    """The score's name: the target class, or "A − B" in contrast mode."""
     name = report.target["name"]
     return name if report.contrast is None else f"{name} − {report.contrast['name']}"
 
@@ -239,36 +282,63 @@ def head_sources_figure(report: InsideReport, layer: int, head: int, photo: np.n
     return use_language_font(fig, lang)
 
 
+def _dla_table(fig: Figure, box: tuple[float, float, float, float], report: InsideReport,
+               chosen: tuple[int, int] | None, lang: str) -> None:
+    """The layers × (heads | MLP) table in ``box`` (its cells clickable), ``chosen`` head framed, the title, and the
+    other parts with their sum written along the bottom."""
+    dla = _dla(report)
+    table = dla_table(dla)
+    L, C = table.shape
+    ax = fig.add_axes(box, label=CELLS)
+    labels = [str(i) for i in range(C - 1)] + [t("inside.dla.mlp", lang)]
+    image = _heatmap(ax, table, _symmetric(table), labels, lang, annotate=C * L <= 400)
+    ax.axvline(C - 1.5, color="black", linewidth=1.0)
+    ax.set_xlabel(t("axis.head", lang), fontsize=8)
+    if chosen is not None:
+        _frame(ax, *chosen)
+    fig.colorbar(image, ax=ax, fraction=0.05, pad=0.02).set_label(t("inside.dla.colorbar", lang), fontsize=7)
+    fig.suptitle(t("inside.dla.title", lang, target=target_label(report), logit=dla.logit), fontsize=10)
+    fig.text(0.02, 0.03, t("inside.dla.parts", lang, embedding=dla.embedding, bias=float(dla.attention_bias.sum()),
+                           heads=float(dla.heads.sum()), mlp=float(dla.mlp.sum()), head_bias=dla.head_bias,
+                           total=dla.total()), fontsize=7)
+
+
+def _frame(ax, row: int, column: int) -> None:
+    """A black frame around one cell of a table."""
+    ax.add_patch(Rectangle((column - 0.5, row - 0.5), 1, 1, fill=False, edgecolor="black", linewidth=2.0))
+
+
 def dla_figure(report: InsideReport, photo: np.ndarray | None = None, head: tuple[int, int] | None = None,
                lang: str = "en") -> Figure:
     """The CLI's inside_dla.png: layers × (heads | MLP) table of logit contributions, the other parts written below
     it, and what ``head`` (default: the strongest) moved from each patch."""
     lang = language(lang)
     dla = _dla(report)
-    table = dla_table(dla)
-    L, C = table.shape
+    L, C = dla_table(dla).shape
     layer, h = strongest_head(dla) if head is None else head
     fig = new_figure(max(7.5, 0.5 * C + 5.5), max(4.6, 0.3 * L + 1.8))
-    ax = fig.add_axes((0.07, 0.17, 0.40, 0.70))
-    labels = [str(i) for i in range(C - 1)] + [t("inside.dla.mlp", lang)]
-    image = _heatmap(ax, table, _symmetric(table), labels, lang, annotate=C * L <= 400)
-    ax.axvline(C - 1.5, color="black", linewidth=1.0)
-    ax.set_xlabel(t("axis.head", lang), fontsize=8)
-    fig.colorbar(image, ax=ax, fraction=0.05, pad=0.02).set_label(t("inside.dla.colorbar", lang), fontsize=7)
-    fig.suptitle(t("inside.dla.title", lang, target=_target_label(report), logit=dla.logit), fontsize=10)
-    fig.text(0.02, 0.03, t("inside.dla.parts", lang, embedding=dla.embedding, bias=float(dla.attention_bias.sum()),
-                           heads=float(dla.heads.sum()), mlp=float(dla.mlp.sum()), head_bias=dla.head_bias,
-                           total=dla.total()), fontsize=7)
+    _dla_table(fig, (0.07, 0.17, 0.40, 0.70), report, None, lang)
     if dla.sources is not None:
         _sources(fig.add_axes((0.58, 0.17, 0.34, 0.62)), fig, dla, layer, h, photo, lang)
     return use_language_font(fig, lang)
 
 
+def dla_table_figure(report: InsideReport, head: tuple[int, int] | None = None, lang: str = "en") -> Figure:
+    """The table alone (the page's: a click on a head shows its ``head_sources_figure`` beside it), ``head``
+    framed."""
+    lang = language(lang)
+    L, C = dla_table(_dla(report)).shape
+    fig = new_figure(max(5.2, 0.45 * C + 3.4), max(4.6, 0.3 * L + 1.8))
+    _dla_table(fig, (0.10, 0.17, 0.66, 0.70), report, head, lang)
+    return use_language_font(fig, lang)
+
+
 # --- head importance --------------------------------------------------------------------------------------------
 
-def heads_figure(report: InsideReport, lang: str = "en") -> Figure:
+def heads_figure(report: InsideReport, lang: str = "en", marked=()) -> Figure:
     """The CLI's inside_heads.png: Δ logit when each head alone is ablated, exact and by attribution patching, on
-    one diverging scale, with the Spearman ρ between them."""
+    one diverging scale, with the Spearman ρ between them; the heads ``marked`` [(layer, head)] framed (the page's
+    picked heads)."""
     lang = language(lang)
     heads: HeadsView | None = report.heads
     if heads is None:
@@ -281,13 +351,15 @@ def heads_figure(report: InsideReport, lang: str = "en") -> Figure:
     width = 0.78 / len(tables)
     image = None
     for i, (title, values) in enumerate(tables):
-        ax = fig.add_axes((0.08 + i * (width + 0.02), 0.12, width - 0.06, 0.72))
+        ax = fig.add_axes((0.08 + i * (width + 0.02), 0.12, width - 0.06, 0.72), label=CELLS)
         image = _heatmap(ax, values, norm, [str(h) for h in range(H)], lang, annotate=H * L <= 200)
+        for layer, head in marked:
+            _frame(ax, layer, head)
         ax.set_xlabel(t("axis.head", lang), fontsize=8)
         ax.set_title(title, fontsize=8)
     fig.colorbar(image, cax=fig.add_axes((0.90, 0.12, 0.02, 0.72))).set_label(t("inside.heads.colorbar", lang),
                                                                                fontsize=7)
-    title = t("inside.heads.title", lang, target=_target_label(report),
+    title = t("inside.heads.title", lang, target=target_label(report),
               ablation=t(f"inside.ablation.{heads.ablation}", lang))
     if heads.spearman is not None:
         title += "\n" + t("inside.heads.spearman", lang, rho=heads.spearman)

@@ -414,6 +414,7 @@ PAGE: dict[str, tuple[str, str]] = {
     "inside.line.dla": ("Largest direct terms of the logit {logit:.2f}: {terms}.",
                         "logit {logit:.2f} 中最大的直接贡献：{terms}。"),
     "inside.line.mlp": ("MLP {layer}", "MLP {layer}"),
+    "inside.line.head": ("head {head}", "头 {head}"),
     "inside.line.separator": (", ", "，"),
     "inside.line.join": (" ", ""),
     "inside.line.no_dla": (

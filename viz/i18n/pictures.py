@@ -125,7 +125,7 @@ PICTURES: dict[str, tuple[str, str]] = {
     "inside.heads.exact": ("exact (one ablation at a time)", "精确（每次消融一个头）"),
     "inside.heads.linear": ("attribution patching (one backward)", "归因修补（一次反向传播）"),
     "inside.heads.spearman": ("Spearman ρ = {rho:.2f}", "斯皮尔曼 ρ = {rho:.2f}"),
-    "inside.heads.colorbar": ("Δ logit without the head (blue: it helped)", "去掉该头后的 Δ logit（蓝色：它有帮助）"),
+    "inside.heads.colorbar": ("Δ logit without the head\n(blue: the head helped)", "去掉该头后的 Δ logit\n（蓝色：该头有帮助）"),
     "inside.ablation.zero": ("set to zero", "置零"),
     "inside.ablation.mean": ("set to the reference mean", "替换为参考均值"),
     "inside.patch.title": ("Patching from {source}: share of the {target} logit difference moved",

@@ -348,7 +348,7 @@ def heads_figure(report: InsideReport, lang: str = "en", marked=()) -> Figure:
     L, H = heads.delta_linear.shape
     norm = _symmetric(np.concatenate([v.ravel() for _, v in tables]))
     fig = new_figure(max(6.5, 0.55 * H * len(tables) + 3), max(4.4, 0.3 * L + 1.8))
-    width = 0.78 / len(tables)
+    width = 0.74 / len(tables)
     image = None
     for i, (title, values) in enumerate(tables):
         ax = fig.add_axes((0.08 + i * (width + 0.02), 0.12, width - 0.06, 0.72), label=CELLS)
@@ -357,7 +357,7 @@ def heads_figure(report: InsideReport, lang: str = "en", marked=()) -> Figure:
             _frame(ax, layer, head)
         ax.set_xlabel(t("axis.head", lang), fontsize=8)
         ax.set_title(title, fontsize=8)
-    fig.colorbar(image, cax=fig.add_axes((0.90, 0.12, 0.02, 0.72))).set_label(t("inside.heads.colorbar", lang),
+    fig.colorbar(image, cax=fig.add_axes((0.85, 0.12, 0.02, 0.72))).set_label(t("inside.heads.colorbar", lang),
                                                                                fontsize=7)
     title = t("inside.heads.title", lang, target=target_label(report),
               ablation=t(f"inside.ablation.{heads.ablation}", lang))

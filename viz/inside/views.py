@@ -96,7 +96,7 @@ def dla_line(report: InsideReport, lang: str = "en") -> str:
     """The ``NAMED`` largest direct terms (heads and MLPs), signed: what writes the answer into the readout."""
     dla = report.dla
     L, H = dla.heads.shape
-    terms = [(float(dla.heads[l, h]), f"{l}.{h}") for l in range(L) for h in range(H)]
+    terms = [(float(dla.heads[l, h]), t("inside.line.head", lang, head=f"{l}.{h}")) for l in range(L) for h in range(H)]
     terms += [(float(dla.mlp[l]), t("inside.line.mlp", lang, layer=l)) for l in range(L)]
     largest = sorted(terms, key=lambda term: -abs(term[0]))[:NAMED]
     listed = t("inside.line.separator", lang).join(f"{name} {value:+.2f}" for value, name in largest)

@@ -110,6 +110,15 @@ def test_contrast_mode_splits_the_logit_difference(files, capsys, tmp_path):
     assert total == pytest.approx(dla["logit"], rel=1e-4)
 
 
+def test_patching_moves_the_named_target_when_there_is_one(files, capsys, tmp_path):
+    weights, photo, other, _ = files
+    code, err = run_cli(capsys, photo, "--weights", weights, "--out", tmp_path, "--inside", "lens", "--target", "blue",
+                        "--patch-from", other)
+    assert code == 0, err
+    patched = json.loads((tmp_path / photo.stem / "result.json").read_text())["inside"]["patched"]
+    assert patched["target"] == {"index": 2, "name": "blue"}
+
+
 def test_mean_ablation_over_a_reference_folder(files, capsys, tmp_path):
     weights, photo, _, folder = files
     reference = tmp_path / "reference"

@@ -169,6 +169,9 @@ def test_patching_from_a_second_photo_gives_both_logits(tiny, photos, fresh):
     assert isinstance(out["inside_patch"], Image.Image)
     with pytest.raises(gr.Error, match="HTML"):
         inside.patch_from(session, out["inside_state"], photos["notes.jpg"], "en", progress=quiet)
+    session, values = looked(tiny, photos["cat.jpg"], COLOURS[4])               # a class picked in the Explain tab
+    out = inside.patch_from(session, values["inside_state"], photos["coffee.png"], "en", progress=quiet)
+    assert state.INSIDE.get(out["inside_state"].patched).patched.target == {"index": 4, "name": COLOURS[4]}
 
 
 def test_every_mistake_is_one_plain_message(tiny, photos, fresh):

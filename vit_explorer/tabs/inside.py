@@ -129,13 +129,16 @@ def _key(session, target, contrast, texts, use_text) -> tuple:
 
 
 def _job(key: tuple, lang: str, **kw) -> InsideJob:
-    """An ``InsideJob`` on the key's photo (the crop the analysis saw), for its class and contrast."""
+    """An ``InsideJob`` on the key's photo (the crop the analysis saw), for its class and contrast; patching (``other``
+    in ``kw``) moves the same class, or the second photo's top-1 when none is picked (as the CLI's --target does)."""
     photo, source, chosen, other = key
     loaded = state.MODELS.get(source).loaded
     a = state.analysis((photo, source), lang)
     try:
-        return InsideJob(loaded.model, loaded.preprocess.to_tensor(a.image), chosen.resolve(loaded),
-                         None if other is None else other.resolve(loaded), labels=loaded.labels, **kw)
+        target = chosen.resolve(loaded)
+        return InsideJob(loaded.model, loaded.preprocess.to_tensor(a.image), target,
+                         None if other is None else other.resolve(loaded), labels=loaded.labels,
+                         patch_target=target if "other" in kw else None, **kw)
     except ValueError as err:
         raise gr.Error(t("message.inside_failed", lang, error=err), print_exception=False) from None
 

@@ -88,7 +88,7 @@ def inside_outputs(loaded, a: Analysis, request: InsideRequest, lang: str = "en"
     x = loaded.preprocess.to_tensor(a.image).to(device)
     report = InsideJob(loaded.model, x, request.target, request.contrast, request.views, loaded.labels,
                        request.ablate or None, request.means, request.other, request.other_name,
-                       head_importance=head_importance).result()
+                       patch_target=request.target, head_importance=head_importance).result()
     photo = np.asarray(a.image.convert("RGB"))
     figures = {"inside_lens": lambda: lens_figure(report, photo, lang), "inside_dla": lambda: dla_figure(report, photo,
                                                                                                             lang=lang),

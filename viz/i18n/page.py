@@ -396,11 +396,13 @@ PAGE: dict[str, tuple[str, str]] = {
     "picture.inside_patch": ("Patching from the second photo", "从第二张照片修补"),
     "note.inside_patch": (
         "How to read it: this photo is run again with one head's output taken from the second photo's run; the cell "
-        "is the share of the gap between the two photos' logits (for the second photo's top class) that this moves: "
+        "is the share of the gap between the two photos' logits (of the class picked in the Explain tab, or else the "
+        "second photo's top class) that this moves: "
         "0 nothing, 1 all of it. The wide map estimates the same share for the stream entering each layer at each "
         "token position (attribution patching); its colour scale is the patches', so the class token's column, "
         "which carries most of the answer late in depth, runs off the scale.",
-        "怎么读：把这张照片再算一遍，只把某一个头的输出换成第二张照片上的输出；格子里是两张照片的 logit（第二张照片的第 1 名类别）"
+        "怎么读：把这张照片再算一遍，只把某一个头的输出换成第二张照片上的输出；格子里是两张照片的 logit（“解释”页选中的类别，"
+        "未选时为第二张照片的第 1 名类别）"
         "之差被搬动的比例：0 表示没有，1 表示全部。宽的那张图用归因修补估计同样的比例，对象是进入每一层的残差流在每个词元位置上"
         "的值；它的色标按图块设定，所以 CLS 词元那一列（在深层承载了大部分答案）会超出色标。"),
     "inside.line.target": ("Inside the model for **{target}**.", "针对 **{target}** 查看模型内部。"),
@@ -433,9 +435,9 @@ PAGE: dict[str, tuple[str, str]] = {
     "inside.line.ablated": ("With {heads} removed, the logit of **{target}** changes by {delta:+.2f}.",
                             "去掉 {heads} 之后，**{target}** 的 logit 变化 {delta:+.2f}。"),
     "inside.line.patch": (
-        "Patching toward **{target}** (the top class of {source}): its logit is {this:.2f} on this photo and "
-        "{other:.2f} on the second. The heads that move the largest shares: {heads}.",
-        "朝 **{target}**（{source} 的第 1 名类别）修补：它的 logit 在这张照片上是 {this:.2f}，在第二张照片上是 {other:.2f}。"
+        "Patching from {source} toward **{target}**: its logit is {this:.2f} on this photo and {other:.2f} on "
+        "{source}. The heads that move the largest shares: {heads}.",
+        "从 {source} 朝 **{target}** 修补：它的 logit 在这张照片上是 {this:.2f}，在 {source} 上是 {other:.2f}。"
         "搬动比例最大的头：{heads}。"),
     "message.inside_failed": ("Could not look inside: {error}", "无法查看模型内部：{error}"),
     "message.inside_first": ("Press “Look inside” first.", "请先点击“查看模型内部”。"),

@@ -203,7 +203,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "(result.json's inside.ablated)")
     g.add_argument("--patch-from", type=Path, metavar="IMAGE2",
                    help="a second photo: the share of the logit difference each head (exact) and each stream position "
-                        "(estimate) moves when taken from it, for --target or else its own top-1 class (inside_patch.png)")
+                        "(estimate) moves when taken from it, for --target or else its own top-1 class "
+                        "(inside_patch.png)")
     g.add_argument("--reference", type=Path, metavar="FOLDER",
                    help="ablate heads to their mean output over this folder's images (per token position) instead "
                         "of zero, for --ablate and --inside heads")

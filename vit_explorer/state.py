@@ -15,6 +15,7 @@ Handlers here raise ``gr.Error`` with a message for people: the API shows it as 
 """
 from __future__ import annotations
 
+import sys
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,7 +43,9 @@ SERIES_MEMORY = 64 * 2**20      # a training run's snapshots on one photo: small
 TRUST_MEMORY = 8 * 2**20        # trust checks per (photo, model, target, method): a few kB each
 INSIDE_MEMORY = 16 * 2**20      # inside views per (photo, model, target, …): ViT-B/16's ~150 kB (its DLA source maps)
 RENDER_CONCURRENCY = 4          # re-renders running at once (milliseconds of numpy each)
-EXAMPLES_DIR = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES_DIR = next((d for d in (Path(__file__).resolve().parent.parent / "examples",        # a clone
+                                  Path(sys.prefix) / "share" / "vit-attention-explorer" / "examples")  # pip install
+                     if d.is_dir()), None)   # the page's example photos; None: the page offers none
 
 
 @dataclass
@@ -166,6 +169,8 @@ def model_choices(extra: str | None = None) -> list[str]:
 
 
 def example_photos() -> list[str]:
+    if EXAMPLES_DIR is None:
+        return []
     return sorted(str(p) for p in EXAMPLES_DIR.glob("*") if p.suffix.lower() in (".jpg", ".jpeg", ".png", ".webp"))
 
 

@@ -9,9 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from PIL import Image
 from playwright.sync_api import Page, sync_playwright
-from skimage import data
 
 from app_server import running_app
 from browser_setup import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, TIMEOUT_MS, TOP1
@@ -21,18 +19,17 @@ from vit_explorer import state  # after app_server: it gives the process its own
 
 pytestmark = pytest.mark.slow   # a served app, a browser and the inside views of a real model: about a minute
 
+REPO = Path(__file__).resolve().parents[2]
 DESKTOP = {"width": 1400, "height": 900}
 PHONE = {"width": 390, "height": 844}
 
 
 @pytest.fixture(scope="module")
-def server(real_weights_dir, tmp_path_factory, cat):
+def server(real_weights_dir):
     if not Path(CHROMIUM).is_file():
         pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium (apt-get install chromium); "
                     f"the test never downloads a browser.", pytrace=False)
-    folder = tmp_path_factory.mktemp("inside_browser")
-    cat.save(folder / "cat.jpg", quality=95)
-    Image.fromarray(data.coffee()).save(folder / "coffee.jpg", quality=95)
+    folder = REPO / "examples"          # the photos docs/inside.md works through: its screenshot shows its numbers
     ARTIFACTS.mkdir(exist_ok=True)
     with running_app(str(real_weights_dir / "vit_tiny_patch16_224.augreg_in21k_ft_in1k.safetensors")) as url, \
             sync_playwright() as pw:
@@ -47,7 +44,7 @@ def _open_inside(server, locale: str, viewport: dict) -> Page:
     page = server["browser"].new_context(locale=locale, viewport=viewport).new_page()
     page.set_default_timeout(TIMEOUT_MS)
     page.goto(server["url"])
-    page.locator("#photo-input input[type=file]").set_input_files(str(server["folder"] / "cat.jpg"))
+    page.locator("#photo-input input[type=file]").set_input_files(str(server["folder"] / "chelsea.jpg"))
     page.wait_for_selector(TOP1)
     page.get_by_role("tab", name=t("tab.inside", lang), exact=True).click()
     page.locator("#inside-button").click()

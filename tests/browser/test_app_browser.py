@@ -24,6 +24,8 @@ from vit_explorer.controls import ControlValues
 from vit_explorer.tabs import TAB_IDS
 from viz.i18n import t
 
+pytestmark = pytest.mark.slow   # a real browser against a served app
+
 CAT_CLASSES = {"Egyptian cat", "tabby", "tiger cat", "Persian cat", "Siamese cat", "lynx"}
 DESKTOP = {"width": 1400, "height": 900}
 PHONE = {"width": 390, "height": 844}

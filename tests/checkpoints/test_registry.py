@@ -2,6 +2,8 @@
 imports torchvision): every entry equals what torchvision's own weights enums say, and none is missing."""
 from __future__ import annotations
 
+import pytest
+
 import subprocess
 import sys
 from pathlib import Path
@@ -41,6 +43,7 @@ def test_default_is_torchvisions_vit_b_16_v1():
     assert not any(c.downloadable for c in registry.SHARED_CHECKPOINTS)  # test fixtures, not downloads
 
 
+@pytest.mark.slow
 def test_serving_never_imports_torchvision():
     """The app, the library and the CLI run without torchvision in memory (~170 MB of RSS saved)."""
     code = ("import sys, app, vit, viz.cli, vit_explorer.layout; vit_explorer.state.model_choices(); "

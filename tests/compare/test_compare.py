@@ -56,6 +56,7 @@ def test_a_checkpoint_compared_with_itself_differs_nowhere(sides, cat):
     assert "the same centre crop" in c.alignment
 
 
+@pytest.mark.slow
 def test_the_two_real_checkpoints_differ_and_each_top5_is_its_own(sides, models, cat):
     c = compare(cat, sides[AUGREG], sides[DEIT])
     for pair in c.maps.values():

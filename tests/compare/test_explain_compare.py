@@ -24,6 +24,7 @@ DEIT = "deit_tiny_patch16_224.pipevit_ln_fixedpoint.safetensors"
 EXISTING_KEYS = {"image", "models", "alignment", "attention", "differences", "files"}   # compare.json before --explain
 
 
+@pytest.mark.slow
 def test_compare_with_explain_adds_the_class_map_of_both_models(real_weights_dir, cat, tmp_path):
     import vit
     cat.save(tmp_path / "chelsea.png")

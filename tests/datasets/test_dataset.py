@@ -164,6 +164,7 @@ def test_streaming_statistics_equal_the_mean_of_per_image_values(tmp_path):
         assert (out / "summary" / name).is_file(), name
 
 
+@pytest.mark.slow
 def test_batches_equal_one_image_at_a_time(real_weights_dir, tmp_path):
     """Decoded by two worker processes, two images per forward pass (and a last batch of one): the files hold what
     the app's one-image path computes (probabilities, rollout, mean distance), and the summary averages those."""

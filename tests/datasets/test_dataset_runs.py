@@ -3,6 +3,8 @@ processes (gloo, CPU) gives exactly one process's statistics, and a run killed p
 the uninterrupted run's. Tiny model, generated images: each run takes a few seconds, most of it importing torch."""
 from __future__ import annotations
 
+import pytest
+
 import signal
 import subprocess
 import sys
@@ -12,6 +14,8 @@ import numpy as np
 from viz.cli import main
 
 from tiny_run import REPO, noise_images, single_threaded_env, statistics, tiny_checkpoint, viz
+
+pytestmark = pytest.mark.slow   # torchrun, kills and resumes, memory over 100 images
 
 PEAK = ("import resource, sys; from viz.cli import main; code = main(sys.argv[1:]); "
         "print('peak', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr); sys.exit(code)")

@@ -25,6 +25,7 @@ def photo_path(tmp_path_factory):
     return path
 
 
+@pytest.mark.slow
 def test_explain_writes_the_contracted_files(real_weights_dir, photo_path, tmp_path):
     weights = str(real_weights_dir / AUGREG)
     argv = [str(photo_path), "--weights", weights, "--out", str(tmp_path), "--explain", ",".join(CONTRACT),
@@ -52,6 +53,7 @@ def test_explain_writes_the_contracted_files(real_weights_dir, photo_path, tmp_p
     assert sorted(p.name for p in folder.iterdir()) == result["files"]
 
 
+@pytest.mark.slow
 def test_explain_defaults_to_the_top1_class_of_each_image(real_weights_dir, cat, tmp_path):
     cat.save(tmp_path / "chelsea.png")
     argv = [str(tmp_path / "chelsea.png"), "--weights", str(real_weights_dir / AUGREG), "--out", str(tmp_path / "out"),

@@ -15,23 +15,11 @@ from safetensors.torch import save_file
 from torchvision.models import vision_transformer as tv
 
 import vit
+from reference_models import images, randomize_
 from vit.checkpoints.formats import checkpoint_filter_fn, detect_format
 
 LOGIT_TOL = 1e-4
 ATTN_TOL = 1e-5
-
-
-def randomize_(model: torch.nn.Module, std: float = 0.02, seed: int = 0) -> torch.nn.Module:
-    """Perturb every parameter, so zero-initialised heads and identity LayerNorms cannot hide a wrong mapping."""
-    g = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for p in model.parameters():
-            p.add_(std * torch.randn(p.shape, generator=g))
-    return model.eval()
-
-
-def images(n: int, size: tuple[int, int], seed: int = 1) -> torch.Tensor:
-    return torch.randn(n, 3, *size, generator=torch.Generator().manual_seed(seed))
 
 
 def max_diff(a: torch.Tensor, b: torch.Tensor) -> float:
@@ -67,6 +55,7 @@ def torchvision_reference(model: tv.VisionTransformer, x: torch.Tensor) -> tuple
                     for layer, y in zip(model.encoder.layers, inputs)]
 
 
+@pytest.mark.slow
 def test_torchvision_vit_b_16_logits_and_attention(torchvision_b16, tmp_path):
     path = tmp_path / "vit_b_16_random.pth"
     torch.save(torchvision_b16.state_dict(), path)
@@ -135,7 +124,8 @@ TIMM_MODELS = {  # name -> (create_model kwargs, input size)
 }
 
 
-@pytest.mark.parametrize("name", sorted(TIMM_MODELS))
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n == "vit_small_patch16_224" else n
+                                  for n in sorted(TIMM_MODELS)])   # the full-size ViT-S: seconds, not milliseconds
 def test_timm_logits_and_attention(name, tmp_path):
     kwargs, size = TIMM_MODELS[name]
     torch.manual_seed(0)
@@ -154,6 +144,7 @@ def test_timm_logits_and_attention(name, tmp_path):
     assert_attention_matches(attn, ref_attn)
 
 
+@pytest.mark.slow
 def test_timm_checkpoint_wrapped_like_facebooks_deit(tmp_path):
     """DeiT's released .pth files hold {"model": state_dict}; the distilled head is averaged with the class head."""
     torch.manual_seed(0)

@@ -51,6 +51,7 @@ def test_chelsea_is_a_cat(loaded, cat):
         assert top3.get(label, 0.0) == pytest.approx(p, abs=0.02), label
 
 
+@pytest.mark.slow
 def test_other_photos(loaded, camera):
     motorcycle = Image.fromarray(data.stereo_motorcycle()[0])
     assert next(iter(top(loaded, motorcycle, 1))) == "moped"

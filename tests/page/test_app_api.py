@@ -86,6 +86,7 @@ def test_broken_upload_gets_a_message_and_the_server_keeps_serving(url, photos):
     assert _top(client.predict(handle_file(photos["camera"]), api_name="/analyze"))[0][0] == "tripod"
 
 
+@pytest.mark.slow
 def test_concurrent_clients_each_get_their_own_answer(url, photos):
     names = ["cat", "camera", "motorcycle"] * 2
     alone = {n: Client(url, verbose=False).predict(handle_file(photos[n]), api_name="/analyze") for n in set(names)}

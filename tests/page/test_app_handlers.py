@@ -121,6 +121,7 @@ def test_same_photo_and_model_reuse_the_cached_analysis(cat_result, photos, augr
     assert not np.array_equal(_pixels(again["attention"]), _pixels(cat_result["attention"]))  # the layer-3 map
 
 
+@pytest.mark.slow
 def test_another_model_runs_again(cat_result, photos, real_weights_dir):
     deit = str(real_weights_dir / DEIT)
     other = _analyze(photos["cat"], deit, session=cat_result["session"])
@@ -331,7 +332,7 @@ class _Models:
         return self.served
 
 
-@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("case", [pytest.param(c, marks=pytest.mark.slow) if c == "ViT-B/16" else c for c in CASES])
 def test_the_learn_tab_shows_the_models_real_tensor_shapes(case, monkeypatch, real_weights_dir, photos, cat):
     loaded = vit.load(real_weights_dir / AUGREG)
     if CASES[case] is not None:
@@ -362,6 +363,7 @@ def test_the_learn_step_buttons_stay_inside_the_walk():
 
 # ---- Explain -----------------------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_explain_follows_the_class_and_the_method_and_equals_the_library(cat_result, augreg):
     session = cat_result["session"]
     top1 = explain.explain(session, "gae", TOP1, NO_CONTRAST, "", False, 0.6, "en")
@@ -383,6 +385,7 @@ def test_explain_follows_the_class_and_the_method_and_equals_the_library(cat_res
     assert tabby["methods_row"].width > 5 * 140                                # every method side by side
 
 
+@pytest.mark.slow
 def test_explain_endpoint_returns_the_picture_and_the_numbers(cat_result, photos, augreg):
     picture, numbers = api.explain(photos["cat"], "gradcam", "281")
     assert numbers["target"] == {"index": 281, "name": "tabby"} and numbers["grid"] == [14, 14]
@@ -401,6 +404,7 @@ def test_typed_texts_without_a_text_tower_are_one_plain_message(cat_result):
 
 # ---- Compare -------------------------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_compare_two_checkpoints_and_animate_through_depth(cat_result, photos, real_weights_dir):
     session = cat_result["session"]
     compared = compare.compare(session, str(real_weights_dir / DEIT), "en", _controls())

@@ -21,6 +21,8 @@ from vit_explorer.layout import build_app
 from vit_explorer.tabs import trust
 from vit_explorer.tabs.explain import TOP1
 
+pytestmark = pytest.mark.slow   # trust checks through a served app
+
 AUGREG = "vit_tiny_patch16_224.augreg_in21k_ft_in1k.safetensors"
 
 

@@ -18,6 +18,8 @@ from api_client import AUGREG, analyze, model_input, top5
 from app_server import running_app
 from vit_explorer.components import Picture
 
+pytestmark = pytest.mark.slow   # 16 clients against a served app
+
 CLIENTS = 16
 
 

@@ -2,6 +2,8 @@
 this machine), the benchmark names itself and its requirements."""
 from __future__ import annotations
 
+import pytest
+
 import subprocess
 import sys
 from pathlib import Path
@@ -37,6 +39,7 @@ def test_an_offline_start_names_weights_and_the_checkpoints_here(tmp_path, monke
     assert "vit_b_16-c867db91.pth" in alone and "python app.py --weights PATH" in alone
 
 
+@pytest.mark.slow
 def test_python_app_py_offline_stops_with_that_message(tmp_path):
     env = {"VIT_OFFLINE": "1", "VIT_WEIGHTS_DIR": str(tmp_path), "TORCH_HOME": str(tmp_path), "PATH": "/usr/bin:/bin",
            "HOME": str(tmp_path), "MPLCONFIGDIR": str(tmp_path)}

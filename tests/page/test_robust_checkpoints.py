@@ -159,6 +159,7 @@ def test_only_a_server_reachable_from_this_machine_alone_loads_any_model(host, s
     assert only_this_machine(host, share) is alone
 
 
+@pytest.mark.slow
 def test_browser_model_picker_goes_back_to_the_current_model(augreg_url, bad, photos):
     """Type a bad checkpoint in the picker: an error says why, the picker shows the current model again, and the
     next photo is analysed with it (not refused again because the picker still held the bad path)."""

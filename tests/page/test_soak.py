@@ -22,6 +22,8 @@ from app_server import free_port
 from bench.app_process import AppProcess
 from bench.measure import proc_status_kb
 
+pytestmark = pytest.mark.slow   # a 300-analysis soak against a server process
+
 WARM_UP = state.MAX_SESSIONS  # 100: Gradio's sessions and the cache of analyses (36 ViT-Ti) full, malloc steady
 ANALYSES = WARM_UP + 200
 MAX_GROWTH_MB = 50

@@ -102,6 +102,7 @@ def test_mp4_frames_go_to_imageio_padded_to_macroblocks(analysis, tmp_path, monk
     np.testing.assert_array_equal(written[1][:frames[1].height, :frames[1].width], np.asarray(frames[1]))
 
 
+@pytest.mark.slow
 def test_cli_animate_writes_one_frame_per_block(real_weights_dir, cat, tmp_path, capsys):
     cat.save(tmp_path / "chelsea.png")
     out = tmp_path / "out"

@@ -22,7 +22,7 @@ def augreg(real_weights_dir):
     return vit.load(real_weights_dir / AUGREG)
 
 
-@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("case", [pytest.param(c, marks=pytest.mark.slow) if c == "ViT-B/16" else c for c in CASES])
 def test_the_shapes_are_the_models_real_tensor_shapes(case, augreg, cat):
     if CASES[case] is None:
         model, pre, labels = augreg.model, augreg.preprocess, augreg.labels

@@ -41,13 +41,6 @@ FIRST_NEIGHBOUR_SIMILARITY = -0.050   # measured: random initial embeddings, abo
 LAST_NEIGHBOUR_SIMILARITY = 0.29      # measured after epoch 5
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
 
 @pytest.fixture(scope="module")
 def squares(tmp_path_factory):

@@ -24,14 +24,6 @@ TINY = dict(img_size=(32, 32), patch_size=8, depth=3, embed_dim=64, num_heads=4,
 REAL_VIT_TINY = "vit_tiny_patch16_224.augreg_in21k_ft_in1k.safetensors"
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """Tiny models train faster on one thread, and a shared CPU does not stall them (restored afterwards)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
 
 @pytest.fixture(scope="module")
 def shapes(tmp_path_factory):

@@ -15,6 +15,8 @@ from vit.train.__main__ import main
 from vit.train.options import merge_resumed, parse_args, resolve
 from vit.train.trainer import RunFiles
 
+pytestmark = pytest.mark.slow   # training runs in child processes
+
 REPO = Path(__file__).resolve().parents[2]
 
 

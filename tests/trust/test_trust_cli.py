@@ -62,6 +62,7 @@ def test_one_image_gets_the_contracted_faithfulness_and_sanity_keys(weights, pho
         assert picture.width > 800 and picture.height > 500
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("stats_only", [False, True])
 def test_a_folder_gets_the_mean_aucs_per_method_in_its_summary(weights, photos, tmp_path, stats_only):
     argv = [str(photos), "--weights", weights, "--out", str(tmp_path), "--explain", ",".join(METHODS),

@@ -19,6 +19,8 @@ from viz.explain.methods import Method
 from viz.trust import FLAG_THRESHOLD
 from vit.explain import ClassTarget
 
+pytestmark = pytest.mark.slow   # every method's curves on real weights and photos
+
 REPO = Path(__file__).resolve().parents[2]
 PHOTOS = {"chelsea": data.chelsea, "coffee": data.coffee}          # photos that ship with scikit-image
 CLASS_SPECIFIC = [n for n, m in METHODS.items() if m.class_specific]

@@ -172,6 +172,7 @@ def labelled_folder(root, per_class: int = 3):
     return root
 
 
+@pytest.mark.slow
 def test_a_folder_run_averages_head_importance_and_the_lens_accuracy(files, capsys, tmp_path):
     weights = files[0]
     images = labelled_folder(tmp_path / "images")
@@ -191,6 +192,7 @@ def test_a_folder_run_averages_head_importance_and_the_lens_accuracy(files, caps
     assert "## Inside the model" in (tmp_path / "out" / "summary" / "statistics.md").read_text()
 
 
+@pytest.mark.slow
 def test_an_interrupted_folder_run_resumes_to_the_same_statistics(files, capsys, tmp_path, monkeypatch):
     weights = files[0]
     images = labelled_folder(tmp_path / "images")

@@ -120,6 +120,7 @@ def test_the_augreg_lens_sees_a_cat_before_the_last_layer(models):
     print(f"AugReg ViT-Ti lens on the cat: top-1 per layer {top1}, target rank per layer {ranks}")
 
 
+@pytest.mark.slow
 def test_the_deit_lens_ranks_its_target_first_before_the_last_layer(real_weights_dir, cat):
     loaded = vit.load(real_weights_dir / DEIT)
     top1, ranks, target = lens_of(loaded, loaded.preprocess(cat))
@@ -128,6 +129,7 @@ def test_the_deit_lens_ranks_its_target_first_before_the_last_layer(real_weights
     print(f"DeiT-Ti lens on the cat: target {target!r} rank per layer {ranks}")
 
 
+@pytest.mark.slow
 def test_some_head_alone_costs_more_than_one_logit(models):
     loaded, _, x = models
     t = trace(loaded.model, x)

@@ -1,6 +1,7 @@
 """Tiny random reference models and the checks that compare ours with them: every parameter perturbed (so no
 zero bias, identity LayerNorm or zero probe can hide a wrong mapping), timm state dicts saved in timm's own layout,
-open_clip's CLIP with both towers, and the relative closeness the parity tests ask for."""
+open_clip's CLIP with both towers, a Hugging Face CLIP tokenizer's files, and the relative closeness the parity
+tests ask for."""
 from __future__ import annotations
 
 import json
@@ -8,6 +9,8 @@ import json
 import open_clip
 import torch
 from safetensors.torch import save_file
+
+from vit.clip import bundled_tokenizer
 
 REL_TOL = 1e-4
 
@@ -49,3 +52,13 @@ def open_clip_tiny(quick_gelu: bool = True) -> open_clip.CLIP:
                            text_cfg=open_clip.CLIPTextCfg(context_length=77, vocab_size=49408, width=128, heads=2,
                                                           layers=2))
     return randomize_(model)
+
+
+def write_vocab_files(folder):
+    """A Hugging Face CLIP tokenizer's vocab.json and merges.txt, written from the bundled vocabulary."""
+    t = bundled_tokenizer()
+    (folder / "vocab.json").write_text(json.dumps(t.encoder, ensure_ascii=False), encoding="utf-8")
+    merges = sorted(t.ranks, key=t.ranks.get)
+    (folder / "merges.txt").write_text("#version: 0.2\n" + "\n".join(" ".join(m) for m in merges) + "\n",
+                                       encoding="utf-8")
+    return folder / "vocab.json", folder / "merges.txt"

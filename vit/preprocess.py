@@ -1,12 +1,22 @@
 """Per-checkpoint image preprocessing: the exact pixels a model sees, and the tensor made from them.
 
-A checkpoint is only as good as the preprocessing it was trained with: Google's AugReg ViTs expect
-pixels scaled to [-1, 1] (mean = std = 0.5), torchvision's and DeiT's expect ImageNet mean/std. The
-steps mirror torchvision's ``Resize(short side) -> CenterCrop -> ToTensor -> Normalize`` on PIL images.
+A checkpoint is only as good as the preprocessing it was trained and evaluated with, and sources differ:
+torchvision and timm resize the shorter side and cut out the centre (timm's ``crop_pct`` says how much of it:
+224 / 0.9 = 248 → 224), Hugging Face's ViT, BEiT and SigLIP processors squash the whole photo to H × W, timm's
+``border`` mode fits the photo inside and pads it. One ``Preprocess`` describes any of them
+(``vit.checkpoints.pipelines`` reads each source's own settings into one), and ``choose`` gives the alternative
+a user may ask for: ``"own"`` (the source's), ``"crop"`` (keep the aspect ratio, cut out the centre) or
+``"squash"`` (the whole photo stretched to the model's input).
+
+Each step is done as the sources do it on PIL images: PIL's resampling filters, torchvision's truncation of the
+longer side, timm's rounding of both sides (ResizeKeepRatio), torchvision's or Hugging Face's centre offset,
+padding, then pixels × rescale, minus mean, over std, in float32.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+import dataclasses
+import math
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -20,99 +30,249 @@ OPENAI_CLIP_MEAN = (0.48145466, 0.4578275, 0.40821073)  # the mean and std of CL
 OPENAI_CLIP_STD = (0.26862954, 0.26130258, 0.27577711)
 
 _RESAMPLE = {"bicubic": Image.Resampling.BICUBIC, "bilinear": Image.Resampling.BILINEAR,
-             "nearest": Image.Resampling.NEAREST}
+             "nearest": Image.Resampling.NEAREST, "lanczos": Image.Resampling.LANCZOS,
+             "box": Image.Resampling.BOX, "hamming": Image.Resampling.HAMMING}
+
+# How the photo is resized before the centre crop (``Preprocess.resize_mode``).
+RESIZE_MODES = {
+    "shorter": "the shorter side becomes `resize` pixels, the longer one keeps the aspect ratio, truncated "
+               "(torchvision's Resize(int), Hugging Face's shortest_edge, timm's center mode)",
+    "cover": "the aspect ratio kept, both sides rounded, just covering `resize` (H, W) (timm's ResizeKeepRatio, "
+             "its center mode for a non-square size)",
+    "squash": "stretched to `resize` (H, W) whatever the photo's aspect ratio (Hugging Face's height and width, "
+              "timm's squash mode)",
+    "fit": "the aspect ratio kept, both sides rounded, just fitting inside `resize` (H, W); the crop pads what is "
+           "missing (timm's border mode, open_clip's longest)",
+    "none": "not resized (Hugging Face's do_resize false)",
+}
+# Where the centre crop starts when (size - crop) is odd, or negative (the crop then pads) (``Preprocess.centre``).
+CENTRES = {
+    "round": "round((size - crop) / 2) half to even; a crop larger than the image pads (crop - size) // 2 before "
+             "(torchvision's CenterCrop, timm, open_clip)",
+    "floor": "(size - crop) // 2, also when negative (Hugging Face's center_crop)",
+}
+# What a user may ask for instead of a checkpoint's own preprocessing (``Preprocess.choose``).
+CHOICES = ("own", "crop", "squash")
 
 
 @dataclass(frozen=True)
 class Preprocess:
-    resize: int = 256                               # short side after resizing, in pixels
-    crop: tuple[int, int] = (224, 224)              # (H, W) of the center crop the model sees
-    interpolation: str = "bicubic"                  # "bicubic", "bilinear" or "nearest"
-    mean: tuple[float, float, float] = IMAGENET_MEAN  # per-channel mean subtracted from pixels in [0, 1]
+    resize: int | tuple[int, int] = 256             # "shorter": the shorter side in pixels; else the (H, W) target
+    crop: tuple[int, int] = (224, 224)              # (H, W) of the centre crop: the model's input
+    interpolation: str = "bicubic"                  # PIL filter: bicubic, bilinear, nearest, lanczos, box, hamming
+    mean: tuple[float, float, float] = IMAGENET_MEAN  # per-channel mean subtracted from the rescaled pixels
     std: tuple[float, float, float] = IMAGENET_STD    # per-channel std the result is divided by
+    resize_mode: str = "shorter"                    # how the photo is resized, one of RESIZE_MODES
+    rescale: float = 1 / 255                        # pixel values 0…255 times this (Hugging Face's rescale_factor)
+    centre: str = "round"                           # the crop's offset for odd or negative margins, one of CENTRES
+    fill: tuple[int, int, int] = (0, 0, 0)          # RGB 0…255 of the padding where the crop reaches past the photo
 
     def __post_init__(self):
-        crop = (self.crop, self.crop) if isinstance(self.crop, int) else tuple(int(c) for c in self.crop)
-        object.__setattr__(self, "crop", crop)
+        def pair(value, name: str) -> tuple[int, int]:
+            v = (value, value) if isinstance(value, (int, np.integer)) else tuple(value)
+            if len(v) != 2 or not all(isinstance(x, (int, np.integer)) and x >= 1 for x in v):
+                raise ValueError(f"Preprocess {name} must be a positive size (H, W)! Got {name}={value!r}.")
+            return int(v[0]), int(v[1])
+
+        if self.resize_mode not in RESIZE_MODES:
+            raise ValueError(f"Unknown resize_mode {self.resize_mode!r}! Expected one of {list(RESIZE_MODES)}.")
+        if self.resize_mode == "shorter":
+            if not isinstance(self.resize, (int, np.integer)) or self.resize < 1:
+                raise ValueError(f"Preprocess with resize_mode 'shorter' needs resize as a positive number of "
+                                 f"pixels (the shorter side)! Got resize={self.resize!r}.")
+            object.__setattr__(self, "resize", int(self.resize))
+        else:
+            object.__setattr__(self, "resize", pair(self.resize, "resize"))
+        object.__setattr__(self, "crop", pair(self.crop, "crop"))
         object.__setattr__(self, "mean", tuple(float(m) for m in self.mean))
         object.__setattr__(self, "std", tuple(float(s) for s in self.std))
-        if len(crop) != 2 or min(crop) < 1 or int(self.resize) < 1:
-            raise ValueError(f"Preprocess needs a positive resize and crop (H, W)! Got resize={self.resize}, crop={self.crop}.")
+        object.__setattr__(self, "fill", tuple(int(c) for c in self.fill))
+        object.__setattr__(self, "rescale", float(self.rescale))
         if self.interpolation not in _RESAMPLE:
             raise ValueError(f"Unknown interpolation {self.interpolation!r}! Expected one of {sorted(_RESAMPLE)}.")
         if len(self.mean) != 3 or len(self.std) != 3 or min(self.std) <= 0:
             raise ValueError(f"mean and std need 3 values each, std > 0! Got mean={self.mean}, std={self.std}.")
+        if self.centre not in CENTRES:
+            raise ValueError(f"Unknown centre {self.centre!r}! Expected one of {list(CENTRES)}.")
+        if not self.rescale > 0:
+            raise ValueError(f"rescale must be a positive factor (1/255 maps pixels to [0, 1])! Got {self.rescale}.")
+        if len(self.fill) != 3 or not all(0 <= c <= 255 for c in self.fill):
+            raise ValueError(f"fill must be an RGB colour, 3 values in 0…255! Got fill={self.fill}.")
+
+    # --- geometry: where the photo's pixels go ---
+
+    def resized_size(self, size: tuple[int, int]) -> tuple[int, int]:
+        """(width, height) of an upright photo -> its (width, height) after the resize step, before the crop."""
+        w, h = size
+        if self.resize_mode == "none":
+            return w, h
+        if self.resize_mode == "shorter":  # torchvision's _compute_resized_output_size (Hugging Face's too)
+            short, long = min(w, h), max(w, h)
+            if short == self.resize:
+                return w, h
+            new_long = int(self.resize * long / short)
+            return (self.resize, new_long) if w <= h else (new_long, self.resize)
+        H, W = self.resize
+        if self.resize_mode == "squash":
+            return W, H
+        ratio_h, ratio_w = h / H, w / W  # timm's ResizeKeepRatio: the ratio that covers (or fits), sides rounded
+        ratio = min(ratio_h, ratio_w) if self.resize_mode == "cover" else max(ratio_h, ratio_w)
+        return round(w / ratio), round(h / ratio)
+
+    def _crop_in_resized(self, resized: tuple[int, int]) -> tuple[int, int, int, int]:
+        """The centre crop (left, top, right, bottom) in pixels of the resized image; it reaches past the image
+        (negative left/top) where the crop pads."""
+        w, h = resized
+        crop_h, crop_w = self.crop
+        left, top = _offset(w, crop_w, self.centre), _offset(h, crop_h, self.centre)
+        return left, top, left + crop_w, top + crop_h
+
+    def scale(self, size: tuple[int, int]) -> tuple[float, float]:
+        """How much the resize step enlarges an upright photo of ``size`` = (width, height): (along x, along y).
+        Above 1 the model sees enlarged (blurred) pixels; the two differ when the photo is stretched (squash)."""
+        resized = self.resized_size(size)
+        return resized[0] / size[0], resized[1] / size[1]
+
+    def crop_box(self, size: tuple[int, int]) -> tuple[float, float, float, float]:
+        """The part of an upright (EXIF-applied) photo of ``size`` = (width, height) that the model sees, as
+        (left, top, right, bottom) in that photo's pixel coordinates (floats: the resize scales them). A squashed
+        photo's box is the whole photo; a padded one (``fit``) reaches past it.
+
+        Two checkpoints with different preprocessing see different parts of the same photo; their maps can only be
+        compared on the overlap of these boxes.
+        """
+        sx, sy = self.scale(size)
+        left, top, right, bottom = self._crop_in_resized(self.resized_size(size))
+        return left / sx, top / sy, right / sx, bottom / sy
+
+    @property
+    def stretches(self) -> bool:
+        """Whether the photo's aspect ratio is given up (squash): a non-square photo is shown stretched."""
+        return self.resize_mode == "squash"
+
+    # --- pixels and tensors ---
 
     def crop_image(self, image: Image.Image) -> Image.Image:
         """Any PIL image -> the RGB image of size crop (W, H) that the model sees.
 
-        EXIF orientation is applied, any mode becomes RGB (transparency over white), the short side is
-        resized to ``resize`` (enlarged further only if the crop would not fit, e.g. a wide crop on a
-        portrait photo), then the center is cropped as torchvision's CenterCrop does.
+        EXIF orientation is applied, any mode becomes RGB (transparency over white), the photo is resized as
+        ``resize_mode`` says, then the centre is cut out (padded with ``fill`` where the crop reaches past it).
         """
         image = upright_rgb(image)
         size = self.resized_size(image.size)
         if size != image.size:
             image = image.resize(size, _RESAMPLE[self.interpolation])
-        return image.crop(self._crop_in_resized(size))
+        left, top, right, bottom = self._crop_in_resized(size)
+        if left >= 0 and top >= 0 and right <= size[0] and bottom <= size[1]:
+            return image.crop((left, top, right, bottom))
+        canvas = Image.new("RGB", (right - left, bottom - top), self.fill)
+        canvas.paste(image, (-left, -top))
+        return canvas
 
-    def resized_size(self, size: tuple[int, int]) -> tuple[int, int]:
-        """(width, height) of an upright image -> its (width, height) after the resize step, before the crop."""
-        w, h = size
-        crop_h, crop_w = self.crop
-        scale = max(self.resize / min(w, h), crop_h / h, crop_w / w)
-        if min(w, h) * scale == self.resize:  # the usual case: torchvision's rounding of the long side
-            return (self.resize, int(self.resize * h / w)) if w <= h else (int(self.resize * w / h), self.resize)
-        return max(crop_w, round(w * scale)), max(crop_h, round(h * scale))
+    def normalise(self, pixels: torch.Tensor) -> torch.Tensor:
+        """RGB pixels (B, 3, H, W) uint8, on any device -> model input (B, 3, H, W) float32: × rescale, − mean, ÷ std.
 
-    def _crop_in_resized(self, resized: tuple[int, int]) -> tuple[int, int, int, int]:
-        """The centre crop (left, top, right, bottom) in pixels of the resized image, as torchvision's CenterCrop."""
-        w, h = resized
-        crop_h, crop_w = self.crop
-        top, left = int(round((h - crop_h) / 2.0)), int(round((w - crop_w) / 2.0))
-        return left, top, left + crop_w, top + crop_h
-
-    def crop_box(self, size: tuple[int, int]) -> tuple[float, float, float, float]:
-        """The part of an upright (EXIF-applied) photo of ``size`` = (width, height) that the model sees, as
-        (left, top, right, bottom) in that photo's pixel coordinates (floats: the resize scales them).
-
-        Two checkpoints with different preprocessing see different parts of the same photo; their maps can only be
-        compared on the overlap of these boxes.
-        """
-        resized = self.resized_size(size)
-        sx, sy = size[0] / resized[0], size[1] / resized[1]
-        left, top, right, bottom = self._crop_in_resized(resized)
-        return left * sx, top * sy, right * sx, bottom * sy
+        The division by 1 / rescale (255 for the usual factor) is torchvision's ToTensor exactly; Hugging Face's
+        float64 multiplication is the same to the last bit for 1/255."""
+        x = pixels.float() / (1.0 / self.rescale)
+        mean = torch.tensor(self.mean, device=x.device).view(1, 3, 1, 1)
+        std = torch.tensor(self.std, device=x.device).view(1, 3, 1, 1)
+        return (x - mean) / std
 
     def to_tensor(self, image: Image.Image) -> torch.Tensor:
         """Cropped RGB image -> normalised float tensor (1, 3, H, W)."""
-        pixels = torch.from_numpy(np.asarray(image.convert("RGB"), dtype=np.float32) / 255.0)  # (H, W, 3) in [0, 1]
-        x = pixels.permute(2, 0, 1)                                                             # (3, H, W)
-        mean = torch.tensor(self.mean).view(3, 1, 1)
-        std = torch.tensor(self.std).view(3, 1, 1)
-        return ((x - mean) / std).unsqueeze(0)
+        pixels = torch.from_numpy(np.array(image.convert("RGB"), dtype=np.uint8))      # (H, W, 3)
+        return self.normalise(pixels.permute(2, 0, 1).unsqueeze(0))                     # (1, 3, H, W)
 
     def __call__(self, image: Image.Image) -> torch.Tensor:
         """PIL image -> (1, 3, H, W) model input."""
         return self.to_tensor(self.crop_image(image))
 
+    # --- the user's choice, other input sizes, files ---
+
+    def choose(self, choice: str) -> "Preprocess":
+        """The preprocessing a user asked for: "own" (this one), "crop" (keep the aspect ratio and cut out the
+        centre: this one if it already does, else the shorter side resized in this one's proportion to the crop)
+        or "squash" (the whole photo stretched to the crop size, nothing cut away)."""
+        if choice not in CHOICES:
+            raise ValueError(f"Unknown preprocessing {choice!r}! Expected one of {list(CHOICES)}.")
+        if choice == "own" or (choice == "crop" and self.resize_mode in ("shorter", "cover")):
+            return self
+        if choice == "squash":
+            return dataclasses.replace(self, resize_mode="squash", resize=self.crop)
+        return dataclasses.replace(self, **_keep_ratio(self.crop, self._margin()))
+
+    def at_size(self, crop: tuple[int, int]) -> "Preprocess":
+        """The same preprocessing for a model input of ``crop`` = (H, W): the resize keeps its proportion to the
+        crop (256 / 224 at 224 becomes 438 at 384), a non-square crop is covered as timm does."""
+        crop = (crop, crop) if isinstance(crop, int) else (int(crop[0]), int(crop[1]))
+        if self.resize_mode == "none":
+            return dataclasses.replace(self, crop=crop)
+        if self.resize_mode in ("shorter", "cover"):
+            return dataclasses.replace(self, crop=crop, **_keep_ratio(crop, self._margin()))
+        (H, W), (h, w) = self.resize, self.crop
+        return dataclasses.replace(self, crop=crop, resize=(round(crop[0] * H / h), round(crop[1] * W / w)))
+
+    def _margin(self) -> float:
+        """How much larger than the crop the photo is resized (1 / timm's crop_pct): 256 / 224 for 256 → 224."""
+        if self.resize_mode == "shorter":
+            return self.resize / min(self.crop)
+        if self.resize_mode == "none":
+            return 1.0
+        return max(self.resize[0] / self.crop[0], self.resize[1] / self.crop[1])
+
     def to_dict(self) -> dict:
-        d = asdict(self)
-        return {**d, "crop": list(self.crop), "mean": list(self.mean), "std": list(self.std)}
+        """Every field, JSON-ready (lists for tuples); ``from_dict`` reads it back."""
+        d = dataclasses.asdict(self)
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in d.items()}
 
     @classmethod
     def from_dict(cls, d: dict) -> "Preprocess":
-        known = {"resize", "crop", "interpolation", "mean", "std"}
+        """Fields as ``to_dict`` writes them; the ones left out take their defaults (older files have only resize,
+        crop, interpolation, mean and std)."""
+        known = {f.name for f in dataclasses.fields(cls)}
         unknown = set(d) - known
         if unknown:
             raise ValueError(f"Unknown preprocessing fields {sorted(unknown)}! Expected some of {sorted(known)}.")
         return cls(**d)
 
     @classmethod
-    def for_crop(cls, crop: tuple[int, int], crop_pct: float = 0.875, **kw) -> "Preprocess":
-        """timm/torchvision convention: resize the short side to crop/crop_pct, then crop (224 -> 256)."""
-        crop = (crop, crop) if isinstance(crop, int) else tuple(crop)
-        return cls(resize=int(min(crop) / crop_pct), crop=crop, **kw)
+    def for_crop(cls, crop: int | tuple[int, int], crop_pct: float = 0.875, crop_mode: str = "center",
+                 **kw) -> "Preprocess":
+        """timm's evaluation transform (``transforms_imagenet_eval``): the photo scaled to floor(crop / crop_pct),
+        then cropped to ``crop`` = (H, W). ``crop_mode`` "center": the shorter side (both sides rounded for a
+        non-square size), "squash": stretched, "border": fitted inside and padded with the mean colour.
+        224 at 0.875 -> 256 -> 224; at 0.9 -> 248 -> 224."""
+        crop = (crop, crop) if isinstance(crop, int) else (int(crop[0]), int(crop[1]))
+        if not 0 < crop_pct:
+            raise ValueError(f"crop_pct must be positive (0.875 crops 224 out of 256)! Got {crop_pct}.")
+        scaled = (math.floor(crop[0] / crop_pct), math.floor(crop[1] / crop_pct))
+        if crop_mode == "squash":
+            return cls(resize=scaled, crop=crop, resize_mode="squash", **kw)
+        if crop_mode == "border":
+            fill = tuple(round(255 * m) for m in kw.get("mean", IMAGENET_MEAN))
+            return cls(resize=scaled, crop=crop, resize_mode="fit", **{"fill": fill, **kw})
+        if crop_mode != "center":
+            raise ValueError(f"Unknown crop_mode {crop_mode!r}! Expected 'center', 'squash' or 'border' (timm's).")
+        if scaled[0] == scaled[1]:
+            return cls(resize=scaled[0], crop=crop, resize_mode="shorter", **kw)
+        return cls(resize=scaled, crop=crop, resize_mode="cover", **kw)
+
+
+def _offset(size: int, crop: int, centre: str) -> int:
+    """Where a centre crop of ``crop`` pixels starts in ``size`` pixels (negative: it pads before)."""
+    if centre == "floor":
+        return (size - crop) // 2
+    if crop > size:
+        return -((crop - size) // 2)
+    return int(round((size - crop) / 2.0))
+
+
+def _keep_ratio(crop: tuple[int, int], margin: float) -> dict:
+    """Preprocess fields that resize a photo ``margin`` times the crop, keeping its aspect ratio."""
+    if crop[0] == crop[1]:
+        return {"resize_mode": "shorter", "resize": round(crop[0] * margin)}
+    return {"resize_mode": "cover", "resize": (round(crop[0] * margin), round(crop[1] * margin))}
 
 
 def upright_rgb(image: Image.Image) -> Image.Image:

@@ -10,7 +10,7 @@ import torch
 from viz import tabs
 from viz.explain import METHODS
 from viz.explain.methods import DEFAULT_METHOD
-from viz.explorer import Session
+from viz.explorer import AnalysisKey, Session
 from viz.i18n import t
 from viz.maps.rollout import FUSIONS
 
@@ -22,29 +22,31 @@ from .views import views
 
 # /analyze's inputs, by component name (the API's own parameter names are those of ``analyze``)
 ANALYZE_INPUTS = ("photo", "model", "fusion", "discard_ratio", "start_layer", "opacity", "mask_artifacts", "layer",
-                  "head", "mean_heads", "dino_mask", "rolled", "session", "shared_scale", "patch_true", "lang")
+                  "head", "mean_heads", "dino_mask", "rolled", "session", "shared_scale", "patch_true", "lang",
+                  "preprocess")
 # /analyze's outputs, in order (API clients index them: keep the order, add at the end)
 API_OUTPUTS = ("session", "top5", "summary", "rollout", "attention", "heads", "query_photo", "query_out", "query_in",
                "position", "distance", "norms", "norm_curves", "architecture", "filters")
-EXPLAIN_INPUTS = ("photo", "api_method", "api_target", "api_contrast", "api_model")
+EXPLAIN_INPUTS = ("photo", "api_method", "api_target", "api_contrast", "api_model", "preprocess")
 EXPLAIN_OUTPUTS = ("api_picture", "api_numbers")
 
 
 @torch.inference_mode()
 def analyze(photo, model, fusion=FUSIONS[0], discard_ratio=0.9, start_layer=0, opacity=0.6, mask_artifacts=False,
             layer=-1, head=0, mean_of_heads=True, dino_mask=False, through_all_layers=False,
-            session: Session | None = None, shared_scale=False, patch_true=False, lang="en"):
+            session: Session | None = None, shared_scale=False, patch_true=False, lang="en", preprocess="own"):
     """Classify the photo and render every panel. The only required input is the photo file.
 
     Returns the top-5 classes, a summary, and the rollout, attention, all-heads, patch-query, position
     embedding, attention distance, token norm, architecture and filter panels. Layers and heads are 0-based;
     out-of-range values are clamped to the model. The maps are drawn at display size (640 pixels), the
-    clickable photo at twice the model's input.
+    clickable photo at twice the model's input. ``preprocess``: how the photo becomes the model's input, "own"
+    (the checkpoint's own pipeline), "crop" or "squash".
     """
     if not photo:  # the photo was cleared: so are the session and the 14 outputs
         return (None,) * len(API_OUTPUTS)
-    served = state.served(model, lang)
-    key = (str(photo), str(model).strip())
+    served = state.served(model, lang, preprocess)
+    key = AnalysisKey(str(photo), str(model).strip(), preprocess)
     session = Session(key) if session is None or session.key != key else session
     a = state.analysis(key, lang)
     controls = ControlValues(fusion=fusion, discard_ratio=discard_ratio, start_layer=start_layer, opacity=opacity,
@@ -55,21 +57,23 @@ def analyze(photo, model, fusion=FUSIONS[0], discard_ratio=0.9, start_layer=0, o
     return tuple(v[name] for name in API_OUTPUTS)
 
 
-def explain(photo, method=DEFAULT_METHOD, target="", contrast="", model=None):
+def explain(photo, method=DEFAULT_METHOD, target="", contrast="", model=None, preprocess="own"):
     """Explain the photo for a class: the map of ``method`` (one of viz.explain.METHODS) for ``target`` (a class
-    name or index; empty: the top-1 class), optionally minus ``contrast``'s map. ``model``: default the server's.
+    name or index; empty: the top-1 class), optionally minus ``contrast``'s map. ``model``: default the server's;
+    ``preprocess``: how the photo becomes its input, "own", "crop" or "squash".
 
     Returns the picture of the map on the photo, and the numbers: {"method", "target": {"index", "name"},
     "contrast", "probability", "score", "readout", "grid": [gh, gw], "map": gh lists of gw values}."""
     if not photo:
         raise gr.Error("Give a photo to explain.", print_exception=False)
     source = str(model or state.SETTINGS.models[0]).strip()
-    state.served(source)
+    state.served(source, preprocess=preprocess)
     if method not in METHODS:
         raise gr.Error(f"Unknown method {method!r}! Expected one of: {', '.join(METHODS)}.", print_exception=False)
-    a = state.analysis((str(photo), source))
+    key = AnalysisKey(str(photo), source, preprocess)
+    a = state.analysis(key)
     picks = [p for p in (pick(target) or Pick(), pick(contrast)) if p is not None]
-    e, *others = [state.explained(str(photo), source, p) for p in picks]
+    e, *others = [state.explained(key, p) for p in picks]
     other = others[0] if others else None
     picture, _ = tabs.explain_view(a, e, method, other)
     if picture is None:

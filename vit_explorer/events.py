@@ -94,7 +94,8 @@ def _gradio_fills(parameter: inspect.Parameter, hints: dict) -> bool:
 
 
 def lazy_renderer(page: Page) -> dict:
-    """After a new analysis, model or language: the lazy tab that is open (Learn, Explain) is drawn again."""
+    """After a new analysis, model, preprocessing or language: the lazy tab that is open (Learn, Explain) is drawn
+    again."""
     lazy = {tab.id: tab.lazy for tab in TABS if tab.lazy is not None}
     wanted = {tab.id: list(inspect.signature(tab.lazy).parameters) for tab in TABS if tab.lazy is not None}
     inputs = list(dict.fromkeys(["open_tab", *(n for names in wanted.values() for n in names)]))
@@ -107,8 +108,8 @@ def lazy_renderer(page: Page) -> dict:
 
 
 def declare(page: Page, demo: gr.Blocks) -> None:
-    """Every event of the page: the API, the photo, model and language, the controls, the tabs, then each tab's
-    own (``Tab.wire``)."""
+    """Every event of the page: the API, the photo, model, preprocessing and language, the controls, the tabs, then
+    each tab's own (``Tab.wire``)."""
     model_work = dict(concurrency_id="model", concurrency_limit=1)
     private = dict(api_visibility="private")
 
@@ -118,17 +119,19 @@ def declare(page: Page, demo: gr.Blocks) -> None:
     page["api_explain"].click(api.explain, [page[n] for n in api.EXPLAIN_INPUTS],
                               [page[n] for n in api.EXPLAIN_OUTPUTS], api_name="explain", **model_work)
 
-    # the photo, the model and the language: every view, then the open lazy tab
+    # the photo, the model, the preprocessing and the language: every view, then the open lazy tab
     demo.load(views.initial_language, None, [page["lang"], page["language_switch"], page["font_note"]], **private)
     lazy = lazy_renderer(page)
     analysed = gr.on([page["photo"].change, page["rerun"].click],
                      **page.wire(views.page_analyze, [*views.ANALYSIS_OUTPUTS, "photo"]), **page.model_work)
     switched = page["model"].input(**page.wire(views.switch_model, [*views.ANALYSIS_OUTPUTS, *views.SWITCHED_MODEL]),
                                    **page.model_work)
+    preprocessed = page["preprocess"].input(**page.wire(views.switch_preprocess, views.ANALYSIS_OUTPUTS),
+                                            **page.model_work)
     relabelled = page["language_switch"].input(
         **page.wire(views.switch_language, ["lang", "font_note", *views.TAB_LABELS, *views.ANALYSIS_OUTPUTS]),
         js=SET_LOCALE_JS, **page.model_work)
-    for event in (analysed, switched, relabelled):
+    for event in (analysed, switched, preprocessed, relabelled):
         event.then(**lazy, **page.model_work)
 
     # a control: only the maps that use it

@@ -1,10 +1,12 @@
 """The page's layout: the title and language switch, the photo with the top-5 and a summary, one gr.Tab per entry
-of ``vit_explorer.tabs.TABS``, the display options that apply to every map, the model picker with the example
-photos and the crop, and the API's hidden components; then every event (``vit_explorer.events.declare``)."""
+of ``vit_explorer.tabs.TABS``, the display options that apply to every map, the model picker and how a photo
+becomes its input (own, crop, squash) with the example photos and what the model saw, and the API's hidden
+components; then every event (``vit_explorer.events.declare``)."""
 from __future__ import annotations
 
 import gradio as gr
 
+from vit.preprocess import CHOICES as PREPROCESS_CHOICES
 from viz.explain.methods import DEFAULT_METHOD
 
 from . import events, state
@@ -62,8 +64,12 @@ def build_app(default_model: str) -> gr.Blocks:
             with gr.Column(scale=3, min_width=300):
                 with gr.Row(equal_height=True):
                     page.add("model", gr.Dropdown(state.model_choices(), value=default_model, allow_custom_value=True,
-                                                  scale=4, label=i18n("label.model"), elem_id="model-picker",
+                                                  scale=3, label=i18n("label.model"), elem_id="model-picker",
                                                   info=i18n("help.model")))
+                    page.add("preprocess", gr.Radio([(i18n(f"choice.{c}"), c) for c in PREPROCESS_CHOICES],
+                                                    value=PREPROCESS_CHOICES[0], scale=3, min_width=240,
+                                                    label=i18n("control.preprocess"), info=i18n("help.preprocess"),
+                                                    elem_id="preprocess"))
                     page.add("rerun", gr.Button(i18n("button.analyze"), variant="primary", scale=1, min_width=90))
                 photos = state.example_photos()
                 if photos:

@@ -1,10 +1,12 @@
 """What the server keeps between requests: its settings, the limits, the caches and the model's turn.
 
 Every cache is one ``viz.cache.Cache`` bounded in bytes and shared by every visitor: loaded models, analyses of
-(photo, model), explanations of (photo, model, target), guided walks, snapshot series, trust checks and the
-inside views. A value dropped to make room is computed again when someone needs it, so memory stays bounded
-however many people are on the page. Each browser tab keeps only a light ``viz.explorer.Session`` (which
-analysis, what was clicked) in ``gr.State``; Gradio keeps at most ``MAX_SESSIONS`` of them.
+(photo, model, preprocessing) (a ``viz.explorer.AnalysisKey``), explanations of (photo, model, preprocessing,
+target), guided walks, snapshot series, trust checks and the inside views. The preprocessing (own, crop, squash)
+is part of every key: the same photo through another preprocessing is another input, never another visitor's
+analysis. A value dropped to make room is computed again when someone needs it, so memory stays bounded however
+many people are on the page. Each browser tab keeps only a light ``viz.explorer.Session`` (which analysis, what was clicked) in
+``gr.State``; Gradio keeps at most ``MAX_SESSIONS`` of them.
 
 The model's turn (``MODEL_TURN``): every path that runs a model holds it while the model runs, one at a time,
 and never for more than about one analysis: a whole analysis, explanation, guided walk, zero-shot scoring,
@@ -25,11 +27,12 @@ import torch
 
 import vit
 from vit.image_file import ImageFileError, open_image
+from vit.preprocess import CHOICES as PREPROCESS_CHOICES
 from viz import explorer
 from viz.analysis import explain_tensor, resolve_target, walk
 from viz.analysis.serve import ServedModel, analyze_photo, serve
 from viz.cache import Cache, nbytes
-from viz.explorer import Session
+from viz.explorer import AnalysisKey, Session
 from viz.i18n import t
 from viz.records import Analysis
 from viz.tabs import Explained, explanations
@@ -37,8 +40,8 @@ from viz.tabs import Explained, explanations
 MAX_SESSIONS = 100              # browser sessions remembered (~100 KB each: Gradio copies the page config per session)
 ANALYSES_MEMORY = 200 * 2**20   # bytes of analyses kept for re-rendering, shared by all sessions (ViT-B/16: 14 MB each)
 MODELS_MEMORY = 800 * 2**20     # bytes of loaded checkpoints (ViT-B/16: 346 MB; the newest always stays)
-EXPLANATIONS_MEMORY = 32 * 2**20  # every method's map per (photo, model, target): a few kB each
-WALKS_MEMORY = 16 * 2**20       # the guided walk per (photo, model): a ViT-B walk holds ~2 MB of arrays
+EXPLANATIONS_MEMORY = 32 * 2**20  # every method's map per (photo, model, preprocessing, target): a few kB each
+WALKS_MEMORY = 16 * 2**20       # the guided walk per (photo, model, preprocessing): a ViT-B walk holds ~2 MB of arrays
 SERIES_MEMORY = 64 * 2**20      # a training run's snapshots on one photo: small arrays per snapshot
 TRUST_MEMORY = 8 * 2**20        # trust checks per (photo, model, target, method): a few kB each
 INSIDE_MEMORY = 16 * 2**20      # inside views per (photo, model, target, …): ViT-B/16's ~150 kB (its DLA source maps)
@@ -96,21 +99,27 @@ def load_model(source: str) -> ServedModel:
 MODELS = Cache(load_model, MODELS_MEMORY, weigh=lambda served: served.nbytes)
 
 
-def analyze_key(key: tuple[str, str]) -> Analysis:
-    """(photo file, model source) -> its analysis: the one model call of a photo."""
-    photo, source = key
-    served = MODELS.get(source)
+def model_of(key: AnalysisKey) -> ServedModel:
+    """The served checkpoint an analysis is of, turning photos into inputs as the key's preprocessing says (one
+    loaded model per source whatever the preprocessing: ``ServedModel.with_preprocess`` shares it)."""
+    return MODELS.get(key.model).with_preprocess(key.preprocess)
+
+
+def analyze_key(key: AnalysisKey) -> Analysis:
+    """(photo file, model source, preprocessing) -> its analysis: the one model call of a photo."""
+    served = model_of(key)
     with MODEL_TURN:
-        return analyze_photo(photo, served)
+        return analyze_photo(key.photo, served)
 
 
 ANALYSES = Cache(analyze_key, ANALYSES_MEMORY, weigh=explorer.cached_bytes)
 
 
-def walk_key(key: tuple[str, str]):
-    """(photo file, model source) -> the guided walk: the model's modules run one by one on the photo."""
-    loaded = MODELS.get(key[1]).loaded
-    image = open_image(key[0])
+def walk_key(key: AnalysisKey):
+    """(photo file, model source, preprocessing) -> the guided walk: the model's modules run one by one on the
+    photo."""
+    loaded = model_of(key).loaded
+    image = open_image(key.photo)
     with MODEL_TURN, torch.inference_mode():
         return walk(loaded.model, loaded.preprocess, image, loaded.labels)
 
@@ -132,11 +141,12 @@ class Pick:
         return resolve_target(loaded, self.target, self.texts, text=self.text)
 
 
-def explain_key(key: tuple[str, str, Pick]) -> Explained:
-    """(photo, model source, pick) -> every method's map for that target (each model pass once)."""
-    photo, source, pick = key
-    loaded = MODELS.get(source).loaded
-    a = ANALYSES.get((photo, source))
+def explain_key(key: tuple[str, str, str, Pick]) -> Explained:
+    """(photo, model source, preprocessing, pick) -> every method's map for that target (each model pass once)."""
+    *analysed, pick = key
+    analysed = AnalysisKey(*analysed)
+    loaded = model_of(analysed).loaded
+    a = ANALYSES.get(analysed)
     x = loaded.preprocess.to_tensor(a.image)
     with MODEL_TURN:
         return explanations(explain_tensor, loaded.model, x, pick.resolve(loaded), loaded.labels)
@@ -145,13 +155,14 @@ def explain_key(key: tuple[str, str, Pick]) -> Explained:
 EXPLANATIONS = Cache(explain_key, EXPLANATIONS_MEMORY, weigh=lambda e: e.nbytes)
 
 
-def series_key(key: tuple[str, str]):
-    """(snapshot folder, photo) -> the run's frames on the photo (``viz.dynamics.DynamicsView``), each snapshot
-    run in its own model turn. Imported here: reading snapshots needs the trainer's modules, which import
-    torchvision (the server stays without it until someone opens a run)."""
+def series_key(key: tuple[str, str, str]):
+    """(snapshot folder, photo, preprocessing) -> the run's frames on the photo (``viz.dynamics.DynamicsView``),
+    each snapshot run in its own model turn. Imported here: reading snapshots needs the trainer's modules, which
+    import torchvision (the server stays without it until someone opens a run)."""
     from viz.analysis.snapshots import load_series
     from viz.dynamics import DynamicsView
-    return DynamicsView(load_series(key[0], open_image(key[1]), turn=MODEL_TURN))
+    folder, photo, preprocess = key
+    return DynamicsView(load_series(folder, open_image(photo), preprocess=preprocess, turn=MODEL_TURN))
 
 
 SERIES = Cache(series_key, SERIES_MEMORY, weigh=lambda view: nbytes(view.series))
@@ -174,19 +185,24 @@ def example_photos() -> list[str]:
     return sorted(str(p) for p in EXAMPLES_DIR.glob("*") if p.suffix.lower() in (".jpg", ".jpeg", ".png", ".webp"))
 
 
-def served(source: str, lang: str = "en") -> ServedModel:
-    """The loaded model of ``source``, or a gr.Error saying why not (not on offer, not a checkpoint, not found)."""
+def served(source: str, lang: str = "en", preprocess: str = "own") -> ServedModel:
+    """The loaded model of ``source`` with the ``preprocess`` choice (own, crop, squash), or a gr.Error saying why
+    not (not on offer, not a checkpoint, not found, no such preprocessing)."""
     source = str(source).strip()
     if not SETTINGS.any_model and source not in model_choices():
         raise gr.Error(t("message.models_listed_only", lang), print_exception=False)
+    if preprocess not in PREPROCESS_CHOICES:
+        raise gr.Error(t("message.preprocess_unknown", lang, choice=preprocess, choices=", ".join(PREPROCESS_CHOICES)),
+                       print_exception=False)
     try:
-        return MODELS.get(source)
+        return MODELS.get(source).with_preprocess(preprocess)
     except (ValueError, OSError) as err:  # vit.load: bad checkpoint (ValueError), nothing found (FileNotFoundError)
         raise gr.Error(t("message.model_failed", lang, model=source, error=err), print_exception=False) from None
 
 
-def analysis(key: tuple[str, str], lang: str = "en") -> Analysis:
-    """The cached analysis of (photo file, model source), computed if it is not (or no longer) cached."""
+def analysis(key: AnalysisKey, lang: str = "en") -> Analysis:
+    """The cached analysis of (photo file, model source, preprocessing), computed if it is not (or no longer)
+    cached."""
     try:
         return ANALYSES.get(key)
     except ImageFileError as err:
@@ -203,10 +219,10 @@ def session_analysis(session: Session | None, lang: str = "en") -> Analysis | No
     return analysis(session.key, lang)
 
 
-def explained(photo: str, source: str, pick: Pick) -> Explained:
-    """The cached explanation for (photo, model, pick); a class the model lacks, or texts on a checkpoint without a
-    text tower, is a plain gr.Error."""
+def explained(key: AnalysisKey, pick: Pick) -> Explained:
+    """The cached explanation for (photo, model, preprocessing) and pick; a class the model lacks, or texts on a
+    checkpoint without a text tower, is a plain gr.Error."""
     try:
-        return EXPLANATIONS.get((photo, source, pick))
+        return EXPLANATIONS.get((*key, pick))
     except ValueError as err:
         raise gr.Error(str(err), print_exception=False) from None

@@ -1,5 +1,6 @@
 """Everything the page shows for an analysis, and the handlers that show it: a new photo (or the Analyze button),
-another model, another language, and a display or map control that changed.
+another model, another preprocessing (how the photo becomes the model's input), another language, and a display
+or map control that changed.
 
 A new analysis draws every tab's pictures at once (``viz.explorer.pictures``: half of them on a helper thread),
 then each tab of ``vit_explorer.tabs.TABS`` takes what it shows (its ``show``). A control change redraws only the
@@ -21,7 +22,7 @@ import torch
 from vit.image_file import ImageFileError
 from viz import explorer
 from viz.analysis.serve import ServedModel
-from viz.explorer import Controls, Session
+from viz.explorer import AnalysisKey, Controls, Session
 from viz.i18n import language, language_from_header, t
 from viz.records import Analysis
 
@@ -53,7 +54,8 @@ def views(session: Session, served: ServedModel, a: Analysis, c: Controls, lang:
     lang = language(lang)
     pictures = explorer.pictures(session, a, c, lang)
     shown = Shown(pictures["session"], served, a, c, lang, pictures, new)
-    values = dict(session=shown.session, top5=explorer.top_classes(a), summary=explorer.summary(a, lang))
+    values = dict(session=shown.session, top5=explorer.top_classes(a),
+                  summary=explorer.summary(a, lang, served.loaded.preprocess))
     for tab in TABS:
         if tab.show is not None:
             values.update(tab.show(shown))
@@ -62,7 +64,8 @@ def views(session: Session, served: ServedModel, a: Analysis, c: Controls, lang:
 
 def page_views(session: Session, served: ServedModel, a: Analysis, c: Controls, lang: str, photo: str,
                new: bool = True) -> dict:
-    """Everything the page shows for an analysis: ``views`` and the crop outlined on the upload."""
+    """Everything the page shows for an analysis: ``views`` and what the model saw outlined on the upload (the
+    crop, or the whole photo when it is squashed, with a note that says which)."""
     values = views(session, served, a, c, lang, new)
     values["crop"], values["crop_note"] = explorer.crop_view(photo, served, lang)
     return values
@@ -80,15 +83,15 @@ def _same_file(a: str, b: str) -> bool:
 
 
 @torch.inference_mode()
-def page_analyze(request: gr.Request, photo, model, controls: ControlValues, session, lang):
+def page_analyze(request: gr.Request, photo, model, controls: ControlValues, session, lang, preprocess="own"):
     """A new photo (or the Analyze button): every result, or — for a file that is no photo — one warning and the
     previous photo put back, everything else untouched."""
     if not photo:
         return {}
-    key = (str(photo), str(model).strip())
-    if session is not None and session.key[1] == key[1] and _same_file(session.key[0], key[0]):
+    key = AnalysisKey(str(photo), str(model).strip(), preprocess)
+    if session is not None and session.key[1:] == key[1:] and _same_file(session.key.photo, key.photo):
         return {}
-    served = state.served(model, lang)
+    served = state.served(model, lang, preprocess)
     try:
         a = state.ANALYSES.get(key)
     except ImageFileError as err:
@@ -98,18 +101,18 @@ def page_analyze(request: gr.Request, photo, model, controls: ControlValues, ses
                 state.REFUSED.clear()
             state.REFUSED[who] = str(photo)
             gr.Warning(str(err))
-        return {"photo": session.key[0] if session is not None else None}
+        return {"photo": session.key.photo if session is not None else None}
     except (ValueError, OSError) as err:
         raise gr.Error(t("message.analyse_again", lang, error=err), print_exception=False) from None
     return page_views(Session(key), served, a, controls.for_analysis(a), lang, photo)
 
 
 @torch.inference_mode()
-def switch_model(model, current_model, photo, session, controls: ControlValues, lang):
+def switch_model(model, current_model, photo, session, controls: ControlValues, lang, preprocess="own"):
     """The model picker: load the model, fit the sliders, analyse the photo with it; a refused path is one
     warning, the picker goes back to the current model and nothing else changes."""
     try:
-        served = state.served(model, lang)
+        served = state.served(model, lang, preprocess)
     except gr.Error as err:
         gr.Warning(str(err.message))
         return {"model": gr.Dropdown(choices=state.model_choices(current_model), value=current_model)}
@@ -120,7 +123,7 @@ def switch_model(model, current_model, photo, session, controls: ControlValues, 
               "start_layer": gr.Slider(maximum=L - 1, value=0), "learn_layer": gr.Slider(maximum=L - 1, value=L - 1)}
     if not photo:
         return values
-    key = (str(photo), str(model).strip())
+    key = AnalysisKey(str(photo), str(model).strip(), preprocess)
     try:
         a = state.ANALYSES.get(key)
     except (ValueError, OSError) as err:
@@ -131,6 +134,18 @@ def switch_model(model, current_model, photo, session, controls: ControlValues, 
 
 
 SWITCHED_MODEL = ("current_model", "model", "layer", "head", "start_layer", "learn_layer")   # switch_model's own
+
+
+@torch.inference_mode()
+def switch_preprocess(preprocess, session, controls: ControlValues, lang):
+    """The preprocessing control (own, crop, squash): the photo the page shows, through the same model, with its
+    input made the chosen way; every tab, the summary and the outline of what the model saw follow."""
+    if session is None:
+        return {}
+    key = session.key._replace(preprocess=preprocess)
+    served = state.served(key.model, lang, preprocess)
+    a = state.analysis(key, lang)
+    return page_views(Session(key), served, a, controls.for_analysis(a), lang, key.photo)
 
 
 def initial_language(request: gr.Request):
@@ -150,10 +165,10 @@ def switch_language(language_switch, session, photo, controls: ControlValues):
         return values
     try:
         a = state.ANALYSES.get(session.key)
-        served = state.MODELS.get(session.key[1])
+        served = state.model_of(session.key)
     except (ValueError, OSError):
         return values
-    return {**values, **page_views(session, served, a, controls.for_analysis(a), lang, session.key[0], new=False)}
+    return {**values, **page_views(session, served, a, controls.for_analysis(a), lang, session.key.photo, new=False)}
 
 
 def redraw(session, controls: ControlValues, lang, changed: str) -> dict:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from PIL import Image
 
@@ -49,12 +49,21 @@ class Controls:
     patch_true: bool = False       # one colour per patch, grid lines, no smoothing
 
 
+class AnalysisKey(NamedTuple):
+    """What one analysis is of, and the key of every cache that follows from it: the same photo through another
+    preprocessing is another input, so another analysis (and explanation, walk, comparison)."""
+    photo: str                                 # the photo file
+    model: str                                 # the model source (vit.load)
+    preprocess: str = "own"                    # how the photo became the input: vit.preprocess.CHOICES
+
+
 @dataclass(frozen=True)
 class Session:
     """One browser tab: which analysis it shows and what was clicked on it. Light on purpose: the analysis
     itself (ViT-B/16: 14 MB of maps) lives in the server's cache of analyses, shared by every tab that shows
-    the same photo with the same model and bounded in bytes (``cached_bytes``), found by ``key``."""
-    key: tuple[str, str]                       # (photo file, model source) the analysis is of
+    the same photo with the same model and preprocessing and bounded in bytes (``cached_bytes``), found by
+    ``key``."""
+    key: AnalysisKey                           # (photo file, model source, preprocessing) the analysis is of
     query: tuple[int, int] | None = None       # patch (row, col) of the patch query; None: the default one
     heads_layout: HeadsLayout | None = None    # geometry of the last heads grid, to map clicks to cells
 
@@ -76,15 +85,27 @@ def top_classes(a: Analysis, k: int = 5) -> dict[str, float]:
     return dict(a.top_k(k))
 
 
-def summary(a: Analysis, lang: str = "en") -> str:
-    """One line on what the model did with this photo, in Markdown, in ``lang``."""
+def summary(a: Analysis, lang: str = "en", preprocess=None) -> str:
+    """One line on what the model did with this photo, in Markdown, in ``lang``. ``preprocess`` (the
+    ``vit.Preprocess`` the analysis used) names what the input was: a crop, the squashed photo, or a crop of the
+    stretched photo; None: a crop."""
     H, W = a.input_size
     gh, gw = a.grid
     prefix = t("summary.prefix", lang, count=a.num_prefix) if a.num_prefix else ""
     forward = a.timings.get("forward")
     took = t("summary.took", lang, ms=forward * 1000) if forward is not None else ""
-    return t("summary.line", lang, model=a.model_name, width=W, height=H, grid=f"{gh}×{gw}", prefix=prefix,
-             tokens=a.num_prefix + gh * gw, layers=a.depth, heads=a.heads, took=took)
+    return t("summary.line", lang, model=a.model_name, width=W, height=H, input=t(input_kind(preprocess), lang),
+             grid=f"{gh}×{gw}", prefix=prefix, tokens=a.num_prefix + gh * gw, layers=a.depth, heads=a.heads,
+             took=took)
+
+
+def input_kind(preprocess) -> str:
+    """The catalogue key naming a model input made by ``preprocess``: "summary.crop" (a crop of the photo, its
+    aspect ratio kept), "summary.squashed" (the whole photo stretched to the input) or "summary.stretched_crop"
+    (the photo stretched, then its centre cut out)."""
+    if preprocess is None or not preprocess.stretches:
+        return "summary.crop"
+    return "summary.squashed" if tuple(preprocess.resize) == tuple(preprocess.crop) else "summary.stretched_crop"
 
 
 def cached_bytes(a: Analysis) -> int:

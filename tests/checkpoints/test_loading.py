@@ -170,8 +170,9 @@ def test_huggingface_preprocessor_config_is_used(tmp_path):
         {"image_mean": [0.5, 0.5, 0.5], "image_std": [0.5, 0.5, 0.5], "resample": 3,
          "size": {"height": 32, "width": 32}}))
     loaded = vit.load(tmp_path / "hf")
-    assert loaded.preprocess == vit.Preprocess(resize=32, crop=(32, 32), interpolation="bicubic",
-                                               mean=(0.5,) * 3, std=(0.5,) * 3)
+    assert loaded.preprocess == vit.Preprocess(resize=(32, 32), crop=(32, 32), interpolation="bicubic",
+                                               mean=(0.5,) * 3, std=(0.5,) * 3, resize_mode="squash",
+                                               centre="floor")   # ViTImageProcessor squashes the whole photo
     assert loaded.labels == vit.imagenet_labels()  # placeholder LABEL_i names replaced by ImageNet's for 1000 classes
 
 

@@ -110,7 +110,7 @@ def test_linear_maps_resample_onto_the_photo_exactly():
 
 
 def test_models_with_different_grids_and_crops_compare_on_the_photos_pixels(models, sides, cat):
-    """The AugReg ViT-Ti at 224 (crop 87.5 % of the short side) against the same weights run at 384 with the whole
+    """The AugReg ViT-Ti at 224 (crop 224 / 248 of the short side) against the same weights run at 384 with the whole
     short side (24×24 patches): the maps go onto A's crop, the common area, and a map that is a function of the
     photo position is the same from both models."""
     at384 = vit.load(str(checkpoint_file(models[AUGREG].source)), img_size=(384, 384))
@@ -134,9 +134,10 @@ def test_models_with_different_grids_and_crops_compare_on_the_photos_pixels(mode
     assert c.maps["rollout"].a.shape == c.maps["rollout"].b.shape == (224, 224)
     # the same weights at two resolutions still look at the same places
     assert c.maps["rollout"].stats()["correlation"] > 0.5
-    # mean attention distance of B is converted to A's pixels: B's 384 px span ~300 photo px, A's 224 px ~262.5
+    # mean attention distance of B is converted to A's pixels: B's 384 px span ~300 photo px, A's 224 px ~300·224/248
     scale = ((b.crop_box[2] - b.crop_box[0]) / 384) / ((a.crop_box[2] - a.crop_box[0]) / 224)
-    assert scale == pytest.approx((300 / 384) / (262.5 / 224), rel=2e-3)
+    a_span = 300 * 224 / models[AUGREG].preprocess.resize                  # the crop's share of the short side
+    assert scale == pytest.approx((300 / 384) / (a_span / 224), rel=2e-3)
     np.testing.assert_allclose(c.distance_b, panels.mean_distance_of(b.analysis) * scale, rtol=1e-5)
     assert comparison_record(c)["differences"]["mean_distance"]["change_by_block"] is not None
 

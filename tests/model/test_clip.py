@@ -18,7 +18,7 @@ import transformers
 from PIL import Image
 
 import vit
-from reference_models import assert_close, images, open_clip_tiny, randomize_
+from reference_models import assert_close, images, open_clip_tiny, randomize_, write_vocab_files
 from vit.clip import Tokenizer, bundled_tokenizer, encode_texts, text_score, text_scorer, zero_shot
 from vit.preprocess import OPENAI_CLIP_MEAN, OPENAI_CLIP_STD
 from viz.cli import main
@@ -46,16 +46,6 @@ def test_hugging_face_vocab_files_give_the_same_ids_as_transformers(tmp_path):
         n = int((got[row] != 0).sum())
         assert torch.equal(got[row, :n], expected[row, :n]), text
     assert torch.equal(ours(TEXTS), bundled_tokenizer()(TEXTS))
-
-
-def write_vocab_files(folder):
-    """A Hugging Face CLIP tokenizer's vocab.json and merges.txt, written from the bundled vocabulary."""
-    t = bundled_tokenizer()
-    (folder / "vocab.json").write_text(json.dumps(t.encoder, ensure_ascii=False), encoding="utf-8")
-    merges = sorted(t.ranks, key=t.ranks.get)
-    (folder / "merges.txt").write_text("#version: 0.2\n" + "\n".join(" ".join(m) for m in merges) + "\n",
-                                       encoding="utf-8")
-    return folder / "vocab.json", folder / "merges.txt"
 
 
 # --- OpenAI / open_clip layout ---------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """Protects the /analyze API (gradio_client against a served app with real weights): a cat is a cat, only the
-photo is required, a broken upload gets a plain message and the server keeps serving, concurrent clients
-each get exactly their own answer."""
+photo is required, the preprocessing is the last input of /analyze and /explain (own by default), a broken upload
+gets a plain message and the server keeps serving, concurrent clients each get exactly their own answer."""
 from __future__ import annotations
 
 import threading
@@ -66,6 +66,23 @@ def test_the_photo_is_the_only_required_input_of_the_two_public_endpoints(url):
         required = [p["parameter_name"] for p in api["named_endpoints"][endpoint]["parameters"]
                     if not p["parameter_has_default"]]
         assert required == ["photo"], endpoint
+
+
+ANALYZE_PARAMETERS = ["photo", "model", "fusion", "discard_ratio", "start_layer", "opacity", "mask_artifacts", "layer",
+                      "head", "mean_of_heads", "dino_mask", "through_all_layers", "shared_scale", "patch_true"]
+EXPLAIN_PARAMETERS = ["photo", "method", "target", "contrast", "model"]
+
+
+def test_the_preprocessing_is_the_last_input_of_both_endpoints_own_by_default(url, photos):
+    client = Client(url, verbose=False)
+    api = client.view_api(print_info=False, return_format="dict")["named_endpoints"]
+    for endpoint, before in (("/analyze", ANALYZE_PARAMETERS), ("/explain", EXPLAIN_PARAMETERS)):
+        parameters = api[endpoint]["parameters"]
+        assert [p["parameter_name"] for p in parameters] == [*before, "preprocess"], endpoint   # added at the end
+        assert parameters[-1]["parameter_default"] == "own" and parameters[-1]["type"]["enum"] == ["own", "crop",
+                                                                                                   "squash"]
+    squashed = client.predict(handle_file(photos["cat"]), preprocess="squash", api_name="/analyze")
+    assert "squashed photo" in squashed[1] and "crop" not in squashed[1]
 
 
 def test_explain_endpoint_returns_the_map_and_its_numbers(url, photos):

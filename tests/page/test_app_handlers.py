@@ -126,7 +126,7 @@ def test_another_model_runs_again(cat_result, photos, real_weights_dir):
     deit = str(real_weights_dir / DEIT)
     other = _analyze(photos["cat"], deit, session=cat_result["session"])
     assert _cached(other["session"]) is not _cached(cat_result["session"])
-    assert other["session"].key == (photos["cat"], deit) and list(other["top5"])[0] in CAT_CLASSES
+    assert other["session"].key == (photos["cat"], deit, "own") and list(other["top5"])[0] in CAT_CLASSES
 
 
 def test_grayscale_photo_is_classified(demo, photos, augreg):
@@ -171,11 +171,12 @@ def test_a_bad_upload_warns_once_and_changes_nothing_but_the_photo_back(cat_resu
     assert len(warned) == 1
     assert refused == {"photo": photos["cat"]}             # the previous photo back; every other output untouched
     page = events.Page(I18N, state.MODELS.get(augreg))
-    page.components.update({n: n for n in [*api.API_OUTPUTS, "photo", "model", "lang", *CONTROL_NAMES]})
+    names = [*api.API_OUTPUTS, "photo", "model", "lang", "preprocess", *CONTROL_NAMES]
+    page.components.update({n: n for n in names})
     handler = page.wire(views.page_analyze, [*api.API_OUTPUTS, "photo"])["fn"]
     controls = _controls()
     values = handler(None, photos["notes"], augreg, *(getattr(controls, n) for n in CONTROL_NAMES), good["session"],
-                     "en")
+                     "en", "own")
     assert values[:-1] == (gr.skip(),) * len(api.API_OUTPUTS) and values[-1] == photos["cat"]
 
 
@@ -342,7 +343,7 @@ def test_the_learn_tab_shows_the_models_real_tensor_shapes(case, monkeypatch, re
                                      config=model.cfg)
     monkeypatch.setattr(state, "MODELS", _Models("m", ServedModel(loaded, None)))
     monkeypatch.setattr(state, "WALKS", Cache(state.walk_key, 1))
-    session = explorer.Session((photos["cat"], "m"))
+    session = explorer.Session(explorer.AnalysisKey(photos["cat"], "m"))
     seen, _ = hooked_shapes(loaded.model, loaded.preprocess(cat))
     H, W = loaded.preprocess.crop
     N, D = seen["embeddings"][0]
@@ -380,7 +381,7 @@ def test_explain_follows_the_class_and_the_method_and_equals_the_library(cat_res
     x = loaded.preprocess.to_tensor(_cached(session).image)
     expected = explain_tensor(loaded.model, x, vit.explain.class_target(loaded.labels, "tabby"), ["gae"],
                               loaded.labels).map("gae")
-    got = state.EXPLANATIONS.get((session.key[0], augreg, Pick("tabby"))).maps["gae"]
+    got = state.EXPLANATIONS.get((session.key.photo, augreg, "own", Pick("tabby"))).maps["gae"]
     np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
     assert tabby["methods_row"].width > 5 * 140                                # every method side by side
 
@@ -460,7 +461,7 @@ def test_clip_texts_are_scored_and_explained(demo, photos, clip_path, cat):
     texts = "a photo of a cat, a photo of a dog\na red cup"
     scored = explain.zero_shot(page["session"], texts, "en")["zero_shot"]
     loaded = state.MODELS.get(clip_path).loaded
-    expected = zero_shot(loaded, _cached(page["session"]).image, ["a photo of a cat", "a photo of a dog", "a red cup"])
+    expected = zero_shot(loaded, open_image(photos["cat"]), ["a photo of a cat", "a photo of a dog", "a red cup"])
     np.testing.assert_allclose(list(scored.values()), expected[0].numpy(), rtol=1e-5)
     cat_map = explain.explain(page["session"], "gae", TOP1, NO_CONTRAST, texts, True, 0.6, "en")
     dog_map = explain.explain(page["session"], "gae", TOP1, NO_CONTRAST, "a photo of a dog, a photo of a cat",

@@ -73,7 +73,7 @@ def looked(model: str, photo: str, target=TOP1, contrast=NO_CONTRAST, lang="en")
 
 
 def crop_tensor(session) -> tuple[torch.nn.Module, torch.Tensor, tuple]:
-    loaded = state.MODELS.get(session.key[1]).loaded
+    loaded = state.model_of(session.key).loaded
     return loaded.model, loaded.preprocess.to_tensor(state.ANALYSES.get(session.key).image), loaded.labels
 
 
@@ -110,6 +110,19 @@ def test_a_contrast_class_makes_every_number_a_difference(tiny, photos, fresh):
         logits = model(x)[0]
     assert report.contrast["name"] == COLOURS[3] and f"{COLOURS[1]} − {COLOURS[3]}" in values["inside_line"]
     assert report.dla.logit == pytest.approx(float(logits[1] - logits[3]), abs=1e-5)
+
+
+def test_the_preprocessing_choice_is_another_input_with_its_own_views(tiny, photos, fresh):
+    own = api.analyze(photos["coffee.png"], tiny)[0]
+    squashed = api.analyze(photos["coffee.png"], tiny, preprocess="squash")[0]
+    reports = {}
+    for session in (own, squashed):
+        values = inside.look_inside(session, TOP1, NO_CONTRAST, "", False, "en", progress=quiet)
+        reports[session.key.preprocess] = state.INSIDE.get(values["inside_state"].key)
+        model, x, labels = crop_tensor(session)                     # the crop this preprocessing gives
+        assert reports[session.key.preprocess].dla.logit == pytest.approx(InsideJob(model, x, labels=labels)
+                                                                          .result().dla.logit)
+    assert len(state.INSIDE) == 2 and reports["own"].dla.logit != reports["squash"].dla.logit
 
 
 def test_clicks_and_the_slider_redraw_without_the_model(tiny, photos, fresh):
@@ -158,7 +171,7 @@ def test_patching_from_a_second_photo_gives_both_logits(tiny, photos, fresh):
     session, values = looked(tiny, photos["cat.jpg"])
     out = inside.patch_from(session, values["inside_state"], photos["coffee.png"], "en", progress=quiet)
     model, x, _ = crop_tensor(session)
-    loaded = state.MODELS.get(tiny).loaded
+    loaded = state.model_of(session.key).loaded
     x2 = loaded.preprocess.to_tensor(loaded.preprocess.crop_image(Image.open(photos["coffee.png"]).convert("RGB")))
     with torch.no_grad():
         here, there = model(x)[0], model(x2)[0]

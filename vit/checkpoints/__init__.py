@@ -6,6 +6,8 @@
 - ``infer``: the ViTConfig read off tensor shapes;
 - ``huggingface``: Hub folders: transformers' ``save_pretrained`` folders (ViT, DeiT, BEiT, CLIP, SigLIP), timm's and
   open_clip's (config, weights, preprocessing, a CLIP tokenizer's files);
+- ``pipelines``: each source's own preprocessing (Hugging Face image processors, timm's pretrained_cfg, open_clip's
+  image_transform, torchvision's weights transforms) as one ``vit.Preprocess``;
 - ``registry``: checkpoints we know (sha256 / file name) with their preprocessing;
 - ``load``: ``vit.load(source)``, where weights come from.
 """

@@ -8,10 +8,12 @@ tower's config), preprocessor_config.json, and a CLIP tokenizer's vocab.json + m
 
 timm (config.json with ``architecture`` and ``pretrained_cfg``, as on huggingface.co/timm): the architecture
 name says what the tensors cannot (QuickGELU for ``*_quickgelu_*``), the pretrained config gives the
-preprocessing (mean, std, crop_pct, interpolation).
+preprocessing (input size, crop_pct, crop_mode, interpolation, mean, std).
 
 open_clip (open_clip_config.json beside open_clip_model.safetensors or open_clip_pytorch_model.bin): the
-model config says whether the model uses QuickGELU, the preprocess config gives mean and std.
+model config says whether the model uses QuickGELU, the preprocess config gives the preprocessing.
+
+Every folder's preprocessing is its source's own (``vit.checkpoints.pipelines``).
 """
 from __future__ import annotations
 
@@ -20,10 +22,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .files import read_file
+from .pipelines import huggingface_preprocess, open_clip_preprocess, timm_preprocess
 from ..clip.tokenizer import Tokenizer
-from ..preprocess import INCEPTION_MEAN, INCEPTION_STD, Preprocess
+from ..preprocess import Preprocess
 
-PIL_RESAMPLE = {2: "bilinear", 3: "bicubic", 0: "nearest"}  # HF stores PIL's resample enum values
 HF_ACTIVATIONS = {"gelu": "gelu", "quick_gelu": "quick_gelu", "gelu_pytorch_tanh": "gelu_tanh",
                   "gelu_new": "gelu_tanh"}  # transformers' hidden_act -> ViTConfig.mlp_act
 CLIP_TYPES = ("clip", "clip_vision_model", "siglip", "siglip_vision_model")
@@ -34,7 +36,7 @@ class HuggingFaceFolder:
     state: dict                 # tensors under Hugging Face (or timm) key names
     config: dict                # ViTConfig fields: num_heads, layer_norm_eps, img_size, mlp_act, …
     labels: list[str] | None    # id2label in index order; None for HF's LABEL_i placeholders
-    preprocess: Preprocess | None  # None: the family's default (``vit.checkpoints.load.default_preprocess``)
+    preprocess: Preprocess | None  # the source's own; None: the family's default (``load.default_preprocess``)
     format: str = "huggingface"    # the format of ``state``: "huggingface", "huggingface-clip" or "timm"
     text_config: dict = field(default_factory=dict)  # TextConfig fields of a CLIP text tower
     tokenizer: Tokenizer | None = None                # the folder's own CLIP tokenizer files, when it has them
@@ -66,8 +68,8 @@ def _read_vit_folder(folder: Path, hf: dict) -> HuggingFaceFolder:
     if hf.get("hidden_act", "gelu") != "gelu":
         raise ValueError(f"{folder}: hidden_act {hf['hidden_act']!r} is not supported! Expected 'gelu' (exact GELU).")
     config = _encoder_config(hf, default_eps=1e-12)
-    preprocess = _preprocess(_read_json(folder / "preprocessor_config.json") or {}, config["img_size"])
-    return HuggingFaceFolder(_read_weights(folder), config, _labels(hf.get("id2label") or {}), preprocess)
+    return HuggingFaceFolder(_read_weights(folder), config, _labels(hf.get("id2label") or {}),
+                             _processor(folder, hf["model_type"], config["img_size"]))
 
 
 def _read_beit_folder(folder: Path, hf: dict) -> HuggingFaceFolder:
@@ -77,7 +79,7 @@ def _read_beit_folder(folder: Path, hf: dict) -> HuggingFaceFolder:
     config = _encoder_config(hf, default_eps=1e-12)
     config["mlp_act"] = _activation(folder, hf)
     return HuggingFaceFolder(_read_weights(folder), config, _labels(hf.get("id2label") or {}),
-                             _optional_preprocess(folder, config["img_size"]))
+                             _processor(folder, "beit", config["img_size"]))
 
 
 def _read_clip_folder(folder: Path, hf: dict) -> HuggingFaceFolder:
@@ -106,7 +108,7 @@ def _read_clip_folder(folder: Path, hf: dict) -> HuggingFaceFolder:
             text_config["eot_token_id"] = tokenizer.eot_id
         elif text.get("eos_token_id", 2) != 2:  # 2: configs from before transformers knew it (argmax pooling)
             text_config["eot_token_id"] = text["eos_token_id"]
-    return HuggingFaceFolder(state, config, None, _optional_preprocess(folder, config["img_size"]),
+    return HuggingFaceFolder(state, config, None, _processor(folder, kind, config["img_size"]),
                              "huggingface-clip", text_config, tokenizer)
 
 
@@ -116,13 +118,9 @@ def _read_timm_folder(folder: Path, timm_cfg: dict) -> HuggingFaceFolder:
     pretrained = timm_cfg.get("pretrained_cfg") or {}
     config = {"mlp_act": "quick_gelu"} if "quickgelu" in arch else {}
     preprocess = None
-    if "input_size" in pretrained:
-        crop = tuple(pretrained["input_size"][-2:])
-        preprocess = Preprocess.for_crop(crop, pretrained.get("crop_pct", 0.875),
-                                         interpolation=pretrained.get("interpolation", "bicubic"),
-                                         mean=pretrained.get("mean", INCEPTION_MEAN),
-                                         std=pretrained.get("std", INCEPTION_STD))
-        config["img_size"] = crop
+    if "input_size" in pretrained:  # else the architecture's own config, which only timm knows: the loader's default
+        preprocess = timm_preprocess(pretrained)
+        config["img_size"] = preprocess.crop
     labels = pretrained.get("label_names") or timm_cfg.get("label_names")
     return HuggingFaceFolder(_read_weights(folder), config, list(labels) if labels else None, preprocess, "timm")
 
@@ -133,8 +131,7 @@ def _read_open_clip_folder(folder: Path, oc: dict) -> HuggingFaceFolder:
     act = "quick_gelu" if model_cfg.get("quick_gelu") else "gelu"
     size = (model_cfg.get("vision_cfg") or {}).get("image_size", 224)
     crop = tuple(size) if isinstance(size, (list, tuple)) else (size, size)
-    preprocess = Preprocess(resize=min(crop), crop=crop, interpolation=pre.get("interpolation", "bicubic"),
-                            mean=pre["mean"], std=pre["std"]) if "mean" in pre and "std" in pre else None
+    preprocess = open_clip_preprocess(crop, pre)
     names = ("open_clip_model.safetensors", "open_clip_pytorch_model.bin")
     weights = next((folder / n for n in names if (folder / n).is_file()), None)
     if weights is None:
@@ -160,9 +157,12 @@ def _activation(folder: Path, hf: dict) -> str:
     return HF_ACTIVATIONS[act]
 
 
-def _optional_preprocess(folder: Path, img_size: tuple[int, int]) -> Preprocess | None:
-    d = _read_json(folder / "preprocessor_config.json")
-    return _preprocess(d, img_size) if d is not None else None
+def _processor(folder: Path, model_type: str, img_size: tuple[int, int]) -> Preprocess:
+    """The folder's image processor (preprocessor_config.json, else its class's defaults at the model's size)."""
+    try:
+        return huggingface_preprocess(_read_json(folder / "preprocessor_config.json"), model_type, img_size)
+    except ValueError as e:
+        raise ValueError(f"{folder}: {e}") from None
 
 
 def _read_json(path: Path) -> dict | None:
@@ -190,18 +190,3 @@ def _read_weights(folder: Path) -> dict:
             shards = sorted(set(_read_json(folder / index)["weight_map"].values()))
             return {k: v for s in shards for k, v in read_file(folder / s).items()}
     raise FileNotFoundError(f"{folder}: no model.safetensors or pytorch_model.bin (nor a sharded index) inside.")
-
-
-def _preprocess(d: dict, img_size: tuple[int, int]) -> Preprocess:
-    """HF image processor settings -> Preprocess. HF's ViT processor squashes the image to size×size; we resize
-    the short side and center-crop, which is the same for square photos and keeps the aspect ratio otherwise."""
-
-    def hw(s) -> tuple[int, int]:
-        if isinstance(s, dict):
-            return (s["height"], s["width"]) if "height" in s else (s["shortest_edge"],) * 2
-        return (s, s) if isinstance(s, int) else tuple(s)
-
-    size = hw(d.get("size", img_size))
-    crop = hw(d["crop_size"]) if d.get("do_center_crop") and "crop_size" in d else size
-    return Preprocess(resize=min(size), crop=crop, interpolation=PIL_RESAMPLE.get(d.get("resample", 2), "bilinear"),
-                      mean=tuple(d.get("image_mean", INCEPTION_MEAN)), std=tuple(d.get("image_std", INCEPTION_STD)))

@@ -3,6 +3,10 @@
 Sources, tried in this order: None/"default" (torchvision's ViT-B/16 IMAGENET1K_V1); a path to a file or
 a Hugging Face folder; a known name (vit.registry) looked up in weights/ and the torch hub cache, and for
 torchvision's weights downloaded into the torch hub cache when online; a file name inside weights/.
+
+The model comes with its source's own preprocessing (``vit.checkpoints.pipelines``), or the crop or squash a
+user asks for: ``vit.load(source, preprocess="squash")``, or ``loaded.with_preprocess("crop")`` for the same
+model object with another preprocessing.
 """
 from __future__ import annotations
 
@@ -20,10 +24,11 @@ from .formats import checkpoint_filter_fn, detect_format, google_num_heads, load
 from .files import CHECKPOINT_SUFFIXES, OWN_FORMAT, OWN_VERSION, read_file
 from .huggingface import read_folder as read_huggingface_folder
 from .infer import checkpoint_grid, infer_config
+from .pipelines import huggingface_preprocess, open_clip_preprocess, source_preprocess
 from ..clip import TextTower, TextTransformer, Tokenizer, bundled_tokenizer, infer_text_config
 from ..labels import default_labels, imagenet_labels
 from ..model import ViTConfig, VisionTransformer, sincos_2d_position_embedding, variant
-from ..preprocess import IMAGENET_MEAN, IMAGENET_STD, INCEPTION_MEAN, INCEPTION_STD, OPENAI_CLIP_MEAN, \
+from ..preprocess import CHOICES, IMAGENET_MEAN, IMAGENET_STD, INCEPTION_MEAN, INCEPTION_STD, OPENAI_CLIP_MEAN, \
     OPENAI_CLIP_STD, Preprocess
 
 _REPO = Path(__file__).resolve().parents[2]
@@ -41,13 +46,29 @@ WEIGHTS_DIR = weights_dir()
 @dataclass
 class LoadedModel:
     model: VisionTransformer = field(repr=False)  # eval mode
-    preprocess: Preprocess                      # PIL image -> (1, 3, H, W) for this checkpoint
+    preprocess: Preprocess                      # PIL image -> (1, 3, H, W): what the model is shown
     labels: list[str] = field(repr=False)       # class index -> name ([] for a backbone without head)
     name: str                                   # short display name
     source: str                                 # the path or known name it came from
     config: ViTConfig = field(repr=False)
     format: str                                 # checkpoint format it was read from (see vit.checkpoint.FILTERS)
     text: TextTower | None = field(default=None, repr=False)  # CLIP's text tower and tokenizer, when the file has one
+    own_preprocess: Preprocess | None = field(default=None, repr=False)  # the source's own (None: ``preprocess``)
+    preprocess_choice: str = "own"              # which of vit.preprocess.CHOICES ``preprocess`` is
+
+    def __post_init__(self):
+        if self.own_preprocess is None:
+            self.own_preprocess = self.preprocess
+
+    def with_preprocess(self, choice: str) -> "LoadedModel":
+        """The same model (the same object, no copy) shown photos another way: "own" (its source's
+        preprocessing), "crop" (aspect ratio kept, centre cut out) or "squash" (the whole photo stretched)."""
+        return dataclasses.replace(self, preprocess=self.own_preprocess.choose(choice), preprocess_choice=choice)
+
+    def preprocess_record(self) -> dict:
+        """What result.json says about the preprocessing: {"mode" (own, crop or squash), "resize", "crop",
+        "interpolation", "mean", "std", "resize_mode", "rescale", "centre", "fill"}."""
+        return {"mode": self.preprocess_choice, **self.preprocess.to_dict()}
 
 
 @dataclass
@@ -90,16 +111,25 @@ def checkpoints_on_this_machine() -> list[Path]:
     return found
 
 
-def load(source: str | Path | None = None, *, download: bool | None = None, **overrides) -> LoadedModel:
+def load(source: str | Path | None = None, *, download: bool | None = None, preprocess: str = "own",
+         **overrides) -> LoadedModel:
     """Load a checkpoint as our VisionTransformer (eval mode) with its preprocessing and labels.
 
     ``source``: None or "default", a path (file or Hugging Face folder), a known name (see
     ``vit.registry``), or a file name in weights/. ``download`` (default: unless $VIT_OFFLINE is set)
-    lets torchvision's weights download into the torch hub cache. ``overrides`` are ViTConfig fields
+    lets torchvision's weights download into the torch hub cache. ``preprocess``: "own" (the source's own
+    preprocessing), "crop" or "squash" (see ``vit.Preprocess.choose``). ``overrides`` are ViTConfig fields
     that win over what is inferred (e.g. ``num_heads=6``, or ``img_size=(384, 384)``: position
     embeddings are then resampled). ValueError for a bad or mismatched checkpoint, FileNotFoundError
     when nothing is found (the message says what to download and where to put it).
     """
+    if preprocess not in CHOICES:
+        raise ValueError(f"Unknown preprocessing {preprocess!r}! Expected one of {list(CHOICES)}.")
+    loaded = _load(source, download, overrides)
+    return loaded if preprocess == "own" else loaded.with_preprocess(preprocess)
+
+
+def _load(source: str | Path | None, download: bool | None, overrides: dict) -> LoadedModel:
     if download is None:
         download = not os.environ.get("VIT_OFFLINE")
     if source is not None and not str(source).strip():
@@ -166,7 +196,9 @@ def _load_path(path: Path, source: str, overrides: dict, known: registry.KnownCh
 
 
 def _apply_sidecar(meta: _Meta, path: Path) -> _Meta:
-    """model.pt + model.json: {"name", "variant", "config", "format", "preprocess", "labels"} (all optional)."""
+    """model.pt + model.json: {"name", "variant", "config", "format", "preprocess", "labels"} (all optional).
+
+    "preprocess": ``vit.Preprocess`` fields, or one source's own settings under its name (``source_preprocess``)."""
     try:
         d = json.loads(path.read_text())
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
@@ -181,7 +213,10 @@ def _apply_sidecar(meta: _Meta, path: Path) -> _Meta:
         raise ValueError(f"Sidecar {path}: labels must be a list of strings or \"imagenet\".")
     if not isinstance(d.get("config", {}), dict) or not isinstance(d.get("preprocess", {}), dict):
         raise ValueError(f"Sidecar {path}: config and preprocess must be JSON objects.")
-    preprocess = Preprocess.from_dict(d["preprocess"]) if "preprocess" in d else meta.preprocess
+    try:
+        preprocess = source_preprocess(d["preprocess"]) if "preprocess" in d else meta.preprocess
+    except (ValueError, TypeError) as e:
+        raise ValueError(f"Sidecar {path}: {e}") from None
     return _Meta(name=d.get("name", meta.name), format=d.get("format", meta.format),
                  config={**meta.config, **d.get("config", {})}, preprocess=preprocess, labels=labels,
                  variant=d.get("variant", meta.variant))
@@ -271,8 +306,7 @@ def _finish(state: dict, cfg: ViTConfig, source: str, meta: _Meta, fmt: str, ove
                          f"but got {len(labels)}.")
     preprocess = meta.preprocess or default_preprocess(fmt, cfg)
     if "img_size" in overrides and preprocess.crop != cfg.img_size:  # run at the requested size, same crop ratio
-        ratio = preprocess.resize / min(preprocess.crop)
-        preprocess = dataclasses.replace(preprocess, crop=cfg.img_size, resize=round(min(cfg.img_size) * ratio))
+        preprocess = preprocess.at_size(cfg.img_size)
     return LoadedModel(model=model, preprocess=preprocess, labels=labels, name=meta.name, source=source,
                        config=cfg, format=fmt)
 
@@ -280,17 +314,24 @@ def _finish(state: dict, cfg: ViTConfig, source: str, meta: _Meta, fmt: str, ove
 def default_preprocess(fmt: str, cfg: ViTConfig) -> Preprocess:
     """Preprocessing of a checkpoint that names none: its source's convention at the model's native size.
 
-    CLIP and EVA-02 normalise with OpenAI's CLIP mean/std, SigLIP and BEiT map pixels to [-1, 1]; all resize
-    bicubically. timm's pretrained configs crop the central 90 %; OpenAI's, open_clip's and Hugging Face's
-    processors resize the short side to the crop.
+    Hugging Face key layouts: the family's image processor's defaults (ViT, BEiT, CLIP, SigLIP); OpenAI's and
+    open_clip's CLIP: open_clip's defaults (shorter side to the crop, bicubic, CLIP's mean and std);
+    torchvision: its ViT weights' 256 -> 224 bilinear crop with ImageNet's mean and std; anything else timm's
+    default configuration (224 / 0.875 -> 256 -> 224, bicubic) with the family's mean and std (timm's CLIP and
+    EVA-02 use OpenAI's, SigLIP and BEiT map pixels to [-1, 1], crop_pct 0.9).
     """
+    if fmt in ("huggingface", "huggingface-clip"):
+        return huggingface_preprocess(None, cfg.family if cfg.family in ("beit", "clip", "siglip") else "vit",
+                                      cfg.img_size)
+    if fmt == "openai-clip":
+        return open_clip_preprocess(cfg.img_size)
+    if fmt == "torchvision":
+        return Preprocess.for_crop(cfg.img_size, interpolation="bilinear", mean=IMAGENET_MEAN, std=IMAGENET_STD)
     if cfg.family != "vit":
         mean, std = (OPENAI_CLIP_MEAN, OPENAI_CLIP_STD) if cfg.family in ("clip", "eva02") else \
             (INCEPTION_MEAN, INCEPTION_STD)
         return Preprocess.for_crop(cfg.img_size, 0.9 if fmt == "timm" else 1.0, interpolation="bicubic",
                                    mean=mean, std=std)
-    if fmt == "torchvision":
-        return Preprocess.for_crop(cfg.img_size, interpolation="bilinear", mean=IMAGENET_MEAN, std=IMAGENET_STD)
-    if fmt in ("google-npz", "huggingface"):
+    if fmt == "google-npz":
         return Preprocess.for_crop(cfg.img_size, interpolation="bicubic", mean=INCEPTION_MEAN, std=INCEPTION_STD)
     return Preprocess.for_crop(cfg.img_size, interpolation="bicubic", mean=IMAGENET_MEAN, std=IMAGENET_STD)

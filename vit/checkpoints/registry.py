@@ -1,7 +1,9 @@
 """Checkpoints we know: the files in ../shared/weights (by sha256) and torchvision's ViT weights (by file name).
 
 A known checkpoint carries what its tensors cannot tell: its preprocessing, its number of heads where
-64 dims per head would be wrong, and where to download it.
+64 dims per head would be wrong, and where to download it. The preprocessing is its source's own: for the
+shared files, the ``pretrained_cfg`` of their timm tag (written out here; tests/test_preprocess_sources.py
+compares it with timm's); for torchvision's weights, their enum's transforms.
 """
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .files import sha256
+from .pipelines import timm_preprocess, torchvision_preprocess
 from ..preprocess import IMAGENET_MEAN, IMAGENET_STD, INCEPTION_MEAN, INCEPTION_STD, Preprocess
 
 
@@ -23,30 +26,38 @@ class KnownCheckpoint:
     size: int | None = None       # bytes; only files of this size are hashed
     url: str | None = None        # where to download it
     downloadable: bool = False    # whether ``url`` is a file torch.hub can fetch (hash in its name)
+    timm_tag: str | None = None   # the timm model whose pretrained_cfg gives ``preprocess``
 
 
-_BICUBIC_256_224 = dict(resize=256, crop=(224, 224), interpolation="bicubic")
+# timm's pretrained_cfg of the shared files' tags (timm 1.0: vision_transformer.py and deit.py): both crop the
+# central 90 % (224 / 0.9 -> 248 -> 224), bicubic.
+_AUGREG_CFG = dict(input_size=(3, 224, 224), crop_pct=0.9, crop_mode="center", interpolation="bicubic",
+                   mean=INCEPTION_MEAN, std=INCEPTION_STD)
+_DEIT_CFG = dict(input_size=(3, 224, 224), crop_pct=0.9, crop_mode="center", interpolation="bicubic",
+                 mean=IMAGENET_MEAN, std=IMAGENET_STD)
 
 SHARED_CHECKPOINTS = (
     KnownCheckpoint(
         name="vit_tiny_patch16_224.augreg_in21k_ft_in1k",
         filename="vit_tiny_patch16_224.augreg_in21k_ft_in1k.safetensors",
         format="timm",
-        preprocess=Preprocess(**_BICUBIC_256_224, mean=INCEPTION_MEAN, std=INCEPTION_STD),
+        preprocess=timm_preprocess(_AUGREG_CFG),
         config=dict(num_heads=3),
         sha256="bb7536071de5e187af0395b4bad61ab56f7663eb293b316cd9f81b5802e14c11",
         size=22_883_528,
         url="https://github.com/codr-shiv/VisionTransformer (parameters/*.bin, repacked; see PROVENANCE.md)",
+        timm_tag="vit_tiny_patch16_224.augreg_in21k_ft_in1k",
     ),
     KnownCheckpoint(
         name="deit_tiny_patch16_224.pipevit_ln_fixedpoint",
         filename="deit_tiny_patch16_224.pipevit_ln_fixedpoint.safetensors",
         format="timm",
-        preprocess=Preprocess(**_BICUBIC_256_224, mean=IMAGENET_MEAN, std=IMAGENET_STD),
+        preprocess=timm_preprocess(_DEIT_CFG),
         config=dict(num_heads=3),
         sha256="d5fb53d84b9f82dd7356c80b4c83240a3fa46bdd867298be402242748a054caf",
         size=22_883_544,
         url="https://github.com/wvfunc/matlab-bit_true-deit_tiny-fix (mat_extract/deit_tiny, repacked; see PROVENANCE.md)",
+        timm_tag="deit_tiny_patch16_224.fb_in1k",  # the DeiT-Ti weights it was exported from (PROVENANCE.md)
     ),
 )
 
@@ -75,8 +86,7 @@ def torchvision_checkpoints() -> list[KnownCheckpoint]:
     """Every torchvision ViT weight (vit_b_16 … vit_h_14), named "<arch>.<weights name>" in lower case, with
     ImageNet mean/std and the input size it was trained at."""
     return [KnownCheckpoint(name=name, filename=filename, format="torchvision",
-                            preprocess=Preprocess(resize=resize, crop=(crop, crop), interpolation=interpolation,
-                                                  mean=IMAGENET_MEAN, std=IMAGENET_STD),
+                            preprocess=torchvision_preprocess(crop, resize, interpolation),
                             config=dict(img_size=(crop, crop)), url=TORCHVISION_URL + filename,
                             downloadable=True)
             for name, filename, resize, crop, interpolation in _TORCHVISION_WEIGHTS]

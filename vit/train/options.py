@@ -17,6 +17,7 @@ class TrainOptions:
     variant: str | None = None                    # scratch: "tiny", "small", "base", "tiny-8", … (default "tiny")
     init: str | None = None                       # fine-tune: any source vit.load reads
     img_size: tuple[int, int] | None = None       # default: the checkpoint's; 32 for CIFAR-10; 224 for folders
+    preprocess: str = "own"                       # validation (and saved) preprocessing: own, crop or squash
     patch_size: int | None = None                 # default: the variant's if named ("tiny-8"), else 4 (≤ 64 px) / 16
     depth: int | None = None                      # scratch overrides, e.g. for a tiny test model
     embed_dim: int | None = None
@@ -132,11 +133,17 @@ def build_parser() -> argparse.ArgumentParser:
                                   "a folder holding cifar-10-batches-py/ (or that folder itself)")
     p.add_argument("--out", required=True, help="best checkpoint, e.g. weights/NAME.pt; next to it: NAME.last.pt "
                                                 "(for --resume), NAME.metrics.csv and NAME.curves.png")
-    model = p.add_argument_group("model (pick one of --variant / --init)").add_mutually_exclusive_group()
+    which = p.add_argument_group("model (pick one of --variant / --init)")
+    model = which.add_mutually_exclusive_group()
     model.add_argument("--variant", help="train from scratch: tiny, small, base (optionally with a patch size, "
                                          "e.g. tiny-8) [default: tiny]")
     model.add_argument("--init", help="fine-tune this checkpoint (anything vit.load reads: a file, folder, known "
                                       "name or file in weights/); a new head is sized to the data's classes")
+    which.add_argument("--preprocess", choices=("own", "crop", "squash"),
+                       help="how validation photos become the model's input, saved with the checkpoint: own "
+                            "(--init's own preprocessing, e.g. timm's crop_pct or a Hugging Face processor's squash; "
+                            "from scratch the shorter side resized to the input), crop (keep the aspect ratio, cut "
+                            "out the centre) or squash (the whole photo stretched) [default: own]")
     arch = p.add_argument_group("model shape")
     arch.add_argument("--img-size", type=parse_size, help="input size, 32 or 160x224 [default: the checkpoint's; "
                                                           "32 for CIFAR-10; 224 for image folders]")

@@ -99,14 +99,15 @@ def _fresh_start(opts: TrainOptions) -> _Start:
         torch.manual_seed(opts.seed)  # the new head's initialisation
         model = fine_tune_model(pretrained.model, num_classes, opts.drop_path)
         note = f"fine-tuning {pretrained.name} ({pretrained.source}) with a new {num_classes}-class head"
-        return _Start(opts, model, pretrained.preprocess, data, note=note)
+        return _Start(opts, model, pretrained.preprocess.choose(opts.preprocess), data, note=note)
     opts = resolve(opts, data.kind, None)
     torch.manual_seed(opts.seed)
     cfg = scratch_config(opts.variant, num_classes, opts.img_size, opts.patch_size, opts.drop_path, opts.depth,
                          opts.embed_dim, opts.num_heads, opts.mlp_dim, opts.pos_embed)
     note = (f"ViT {opts.variant} from scratch (depth {cfg.depth}, width {cfg.embed_dim}, {cfg.num_heads} heads, "
             f"{cfg.pos_embed_kind} position embedding)")
-    return _Start(opts, VisionTransformer(cfg), scratch_preprocess(opts.img_size), data, note=note)
+    return _Start(opts, VisionTransformer(cfg), scratch_preprocess(opts.img_size).choose(opts.preprocess), data,
+                  note=note)
 
 
 def _resumed_start(given: TrainOptions, explicit: set[str], files: RunFiles) -> _Start:

@@ -57,11 +57,12 @@ def compare(session, model_b, lang, controls):
     """The session's model (A) against ``model_b`` on the same photo; B's analysis takes the model turn."""
     if session is None or not model_b:
         return {}
-    served_a, served_b = state.MODELS.get(session.key[1]), state.served(model_b, lang)
+    served_a = state.model_of(session.key)
+    served_b = state.served(model_b, lang, session.key.preprocess)   # B's input made the same way as A's
     a = state.analysis(session.key, lang)
     c = controls.for_analysis(a)
     try:
-        image = open_image(session.key[0])
+        image = open_image(session.key.photo)
         side_a = compare_side(served_a.loaded, image, a)
         with state.MODEL_TURN:
             side_b = compare_side(served_b.loaded, image)
@@ -112,7 +113,7 @@ def show_snapshot(session, snapshots, snapshot, lang):
 
 def _series(session, folder: str, lang: str):
     try:
-        return state.SERIES.get((str(folder).strip(), session.key[0]))
+        return state.SERIES.get((str(folder).strip(), session.key.photo, session.key.preprocess))
     except (ValueError, OSError) as err:
         raise gr.Error(t("message.snapshots_failed", lang, error=err), print_exception=False) from None
 

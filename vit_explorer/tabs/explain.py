@@ -78,8 +78,7 @@ def explain(session, method, target, contrast, texts, use_text, opacity, lang):
     map when one is chosen, the numbers, and every method side by side."""
     if session is None:
         return {}
-    photo, source = session.key
-    served = state.MODELS.get(source)
+    served = state.model_of(session.key)
     a = state.analysis(session.key, lang)
     words = typed(texts)
     if use_text and words:
@@ -88,9 +87,9 @@ def explain(session, method, target, contrast, texts, use_text, opacity, lang):
         chosen = Pick(words[0], tuple(words), text=True)
     else:
         chosen = pick(target) or Pick()
-    e = state.explained(photo, source, chosen)
+    e = state.explained(session.key, chosen)
     other = None if use_text else pick(contrast)
-    other = None if other is None else state.explained(photo, source, other)
+    other = None if other is None else state.explained(session.key, other)
     image, line = tabs.explain_view(a, e, method, other, float(opacity), lang)
     values = dict(explain_line=line, methods_row=tabs.methods_view(a, e, float(opacity)))
     if image is not None:
@@ -113,15 +112,16 @@ def zero_shot(session, texts, lang):
 
     if session is None:
         return {}
-    served = state.MODELS.get(session.key[1])
+    served = state.model_of(session.key)
     if not served.has_text_tower:
         raise gr.Error(t("message.no_text_tower", lang), print_exception=False)
     words = typed(texts)
     if not words:
         return {}
     a = state.analysis(session.key, lang)
+    x = served.loaded.preprocess.to_tensor(a.image)   # exactly the input the analysis saw (never preprocessed twice)
     with state.MODEL_TURN:
-        probabilities = scores(served.loaded, a.image, words)[0].tolist()
+        probabilities = scores(served.loaded, x, words)[0].tolist()
     return {"zero_shot": dict(zip(words, probabilities))}
 
 

@@ -41,7 +41,7 @@ class Shown:
     """What the tab shows for one browser tab (``inside_state``): the cache keys of its reports, the layer of the
     patch lens, the head whose sources are drawn, the heads picked for removal, and the clickable cells of the
     strip, the DLA table and the head-importance table."""
-    key: tuple                                   # (photo, model source, Pick, contrast Pick or None)
+    key: tuple                                   # ("views", the session's AnalysisKey, Pick, contrast Pick or None)
     layer: int = 0
     head: tuple[int, int] | None = None
     picked: tuple[tuple[int, int], ...] = ()
@@ -119,21 +119,21 @@ def show(shown) -> dict:
 # ---- the heavy steps: each model pass in the model's turn, the report cached ------------------------------------
 
 def _key(session, target, contrast, texts, use_text) -> tuple:
-    """(photo, model source, what to look at, contrast) for the session's photo and the Explain tab's choices (the
-    same rule as the Trust tab's: a typed CLIP text when ticked, else the class, the top-1 by default)."""
+    """(the analysis key: photo, model, preprocessing; what to look at; contrast) for the session and the Explain
+    tab's choices (the same rule as the Trust tab's: a typed CLIP text when ticked, else the class, the top-1 by
+    default)."""
     words = typed(texts)
     chosen = Pick(words[0], tuple(words), text=True) if use_text and words else (pick(target) or Pick())
     other = None if use_text else pick(contrast)
-    photo, source = session.key
-    return photo, source, chosen, other
+    return session.key, chosen, other
 
 
 def _job(key: tuple, lang: str, **kw) -> InsideJob:
     """An ``InsideJob`` on the key's photo (the crop the analysis saw), for its class and contrast; patching (``other``
     in ``kw``) moves the same class, or the second photo's top-1 when none is picked (as the CLI's --target does)."""
-    photo, source, chosen, other = key
-    loaded = state.MODELS.get(source).loaded
-    a = state.analysis((photo, source), lang)
+    analysis_key, chosen, other = key
+    loaded = state.model_of(analysis_key).loaded                 # turns photos into inputs as the key says
+    a = state.analysis(analysis_key, lang)
     try:
         target = chosen.resolve(loaded)
         return InsideJob(loaded.model, loaded.preprocess.to_tensor(a.image), target,
@@ -164,7 +164,7 @@ def look_inside(session, target, contrast, texts, use_text, lang, progress=gr.Pr
     if state.session_analysis(session, lang) is None:
         return {}
     key = _key(session, target, contrast, texts, use_text)
-    model = state.MODELS.get(key[1]).loaded.model
+    model = state.model_of(session.key).loaded.model
     views = _views(model)
     report = state.INSIDE.get(("views", *key), lambda: _run(_job(key, lang, views=views), progress, lang))
     L = model.cfg.depth
@@ -181,7 +181,7 @@ def ablate_heads(session, inside_state, inside_ablate, lang, progress=gr.Progres
     shown = _shown(inside_state, session, lang)
     if not inside_ablate:
         raise gr.Error(t("message.inside_no_heads", lang), print_exception=False)
-    model = state.MODELS.get(session.key[1]).loaded.model
+    model = state.model_of(session.key).loaded.model
     try:
         heads = tuple(sorted(parse_heads(inside_ablate, model.cfg.depth, model.cfg.num_heads)))
     except ValueError as err:
@@ -199,8 +199,7 @@ def patch_from(session, inside_state, inside_other, lang, progress=gr.Progress()
         return {}
     shown = _shown(inside_state, session, lang)
     base = shown.key[1:]
-    photo, source = base[0], base[1]
-    loaded = state.MODELS.get(source).loaded
+    loaded = state.model_of(session.key).loaded
     key = ("patched", *base, str(inside_other))
 
     def run():
@@ -217,7 +216,7 @@ def patch_from(session, inside_state, inside_other, lang, progress=gr.Progress()
 
 def _shown(inside_state: Shown | None, session, lang: str) -> Shown:
     """What the tab shows, when it is of the session's photo and model; else a gr.Error: look inside first."""
-    if inside_state is None or inside_state.key[1:3] != tuple(session.key):
+    if inside_state is None or inside_state.key[1] != session.key:
         raise gr.Error(t("message.inside_first", lang), print_exception=False)
     return inside_state
 
@@ -326,7 +325,7 @@ def mark_heads(inside_ablate, inside_state, session, lang):
 def relabel(language_switch, inside_state, session):
     """The language switch: what is shown drawn again in the new language, from the cache (nothing if it is gone)."""
     lang = language(language_switch)
-    if session is None or inside_state is None or inside_state.key[1:3] != tuple(session.key):
+    if session is None or inside_state is None or inside_state.key[1] != session.key:
         return {}
     report = state.INSIDE.get(inside_state.key)
     if report is None:

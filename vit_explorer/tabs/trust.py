@@ -30,20 +30,20 @@ def build(page) -> None:
 
 
 def check(session, target, texts, use_text, trust_sanity, lang, progress=gr.Progress()):
-    """Every method's curves (and sanity) for the Explain tab's target on the session's photo, cached per (photo,
-    model, target, method)."""
+    """Every method's curves (and sanity) for the Explain tab's target on the session's photo, cached per (model
+    input, model, target, method): the input's hash stands for the photo, so the same photo through another
+    preprocessing is another key."""
     if session is None:
         return {}
-    photo, source = session.key
-    loaded = state.MODELS.get(source).loaded
+    loaded = state.model_of(session.key).loaded
     a = state.analysis(session.key, lang)
     words = typed(texts)
     chosen = Pick(words[0], tuple(words), text=True) if use_text and words else (pick(target) or Pick())
     try:
         with state.MODEL_TURN:
             job = TrustJob(loaded.model, loaded.preprocess.to_tensor(a.image), chosen.resolve(loaded),
-                           sanity=bool(trust_sanity), cache=state.TRUST, model_id=source, labels=loaded.labels,
-                           rows_per_step=1)   # a step: one forward at most
+                           sanity=bool(trust_sanity), cache=state.TRUST, model_id=session.key.model,
+                           labels=loaded.labels, rows_per_step=1)   # a step: one forward at most
         steps = job.steps()
         while True:
             with state.MODEL_TURN:

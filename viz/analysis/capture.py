@@ -50,14 +50,10 @@ class Captured:
 def model_input(pixels: torch.Tensor, preprocess, device) -> torch.Tensor:
     """Cropped RGB pixels (B, H, W, 3) uint8 -> normalised model input (B, 3, H, W) float32 on ``device``.
 
-    The same arithmetic as ``vit.Preprocess.to_tensor`` (x / 255, minus mean, over std, in float32), done on the
-    device, so that a batch of uint8 crops crosses to a GPU in a quarter of the bytes; the result is bitwise
-    the same as ``to_tensor``'s.
+    ``vit.Preprocess.normalise`` (× rescale, minus mean, over std, in float32), the arithmetic of ``to_tensor``,
+    done on the device, so that a batch of uint8 crops crosses to a GPU in a quarter of the bytes.
     """
-    x = pixels.to(device, non_blocking=True).permute(0, 3, 1, 2).float() / 255.0   # (B, 3, H, W) in [0, 1]
-    mean = torch.tensor(preprocess.mean, device=device).view(1, 3, 1, 1)
-    std = torch.tensor(preprocess.std, device=device).view(1, 3, 1, 1)
-    return (x - mean) / std
+    return preprocess.normalise(pixels.to(device, non_blocking=True).permute(0, 3, 1, 2))   # (B, 3, H, W)
 
 
 def _synchronize(device: torch.device) -> None:

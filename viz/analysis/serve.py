@@ -4,7 +4,7 @@ in its caches; nothing here knows about Gradio."""
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from PIL import Image
@@ -62,6 +62,13 @@ class ServedModel:
             if key not in self._drawn:
                 self._drawn[key] = draw()
             return self._drawn[key]
+
+    def with_preprocess(self, choice: str) -> "ServedModel":
+        """The same served model (the same model object, arrays and drawn panels) turning photos into inputs as
+        ``choice`` says: "own", "crop" or "squash" (``vit.LoadedModel.with_preprocess``; ValueError for another)."""
+        if choice == self.loaded.preprocess_choice:
+            return self
+        return replace(self, loaded=self.loaded.with_preprocess(choice))
 
     @property
     def has_text_tower(self) -> bool:

@@ -18,13 +18,14 @@ from .capture import analyze, model_arrays
 
 
 def load_series(folder: str | Path, photo: Image.Image, fusion: str = "mean", every: int = 1,
-                turn: AbstractContextManager | None = None) -> SnapshotSeries:
+                preprocess: str = "own", turn: AbstractContextManager | None = None) -> SnapshotSeries:
     """Every snapshot in ``folder`` (``vit.train.snapshots``) on ``photo`` -> SnapshotSeries; with ``every`` k > 1
     only every k-th snapshot (in epoch order) and the last one (a shorter animation of a long run).
 
-    Each snapshot is loaded with ``vit.load``, run once on the photo, and dropped. ValueError when the snapshots
-    are not one run (another architecture, grid or preprocessing part-way). ``turn``: a lock held while each
-    snapshot runs (a server's model turn: one snapshot at a time, never the whole run, holds others back).
+    Each snapshot is loaded with ``vit.load`` (``preprocess``: "own", "crop" or "squash"), run once on the photo,
+    and dropped. ValueError when the snapshots are not one run (another architecture, grid or preprocessing
+    part-way). ``turn``: a lock held while each snapshot runs (a server's model turn: one snapshot at a time,
+    never the whole run, holds others back).
     """
     if every < 1:
         raise ValueError(f"every must be at least 1 but got {every}!")
@@ -34,7 +35,7 @@ def load_series(folder: str | Path, photo: Image.Image, fusion: str = "mean", ev
     reference = None                      # (depth, heads, native grid, patch, pos_embed_kind, preprocessing)
     rollouts, sims, distances, neighbours, top1 = [], [], [], [], []
     for info in infos:
-        loaded = vit.load(str(info.path))
+        loaded = vit.load(str(info.path), preprocess=preprocess)
         cfg = loaded.config
         shape = (cfg.depth, cfg.num_heads, cfg.grid, cfg.patch_size, cfg.pos_embed_kind, loaded.preprocess)
         if reference is None:

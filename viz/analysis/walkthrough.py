@@ -18,6 +18,8 @@ import numpy as np
 import torch
 from PIL import Image
 
+from vit.preprocess import upright_rgb
+
 from ..maps.embeddings import position_similarity
 
 
@@ -25,7 +27,8 @@ from ..maps.embeddings import position_similarity
 class Walkthrough:
     """What each step of the forward pass produced for one image (batch dimension dropped everywhere)."""
     image: Image.Image                 # the crop the model saw (RGB, width × height)
-    resize: int                        # the preprocessing's shorter side before the crop, in pixels
+    resized: tuple[int, int]           # (width, height) of the photo after the resize, before the crop
+    stretched: bool                    # the resize gave up the photo's aspect ratio (squash)
     patch_size: int                    # P
     grid: tuple[int, int]              # (gh, gw) patches
     prefix_names: tuple[str, ...]      # the tokens before the patches, e.g. ("CLS",) or ("CLS", "DIST")
@@ -106,7 +109,11 @@ def walk(model, preprocess, image: Image.Image, labels=None) -> Walkthrough:
         "probabilities": tuple(probabilities.shape[1:]),
     }
     as_numpy = lambda t: t[0].detach().float().cpu().numpy()
-    return Walkthrough(image=crop, resize=int(preprocess.resize), patch_size=P, grid=(gh, gw), prefix_names=prefix,
+    upright = upright_rgb(image).size
+    resized = preprocess.resized_size(upright)
+    scale_x, scale_y = resized[0] / upright[0], resized[1] / upright[1]
+    return Walkthrough(image=crop, resized=resized, stretched=abs(scale_x / scale_y - 1.0) > 0.01, patch_size=P,
+                       grid=(gh, gw), prefix_names=prefix,
                        pool=cfg.global_pool, shapes=shapes, patches=as_numpy(patches), embeddings=as_numpy(embeddings),
                        tokens=as_numpy(tokens), embedded=as_numpy(embedded),
                        position_similarity=position_similarity(pos.detach().float().cpu().numpy(), (gh, gw)),

@@ -98,13 +98,14 @@ def main(argv: list[str] | None = None) -> int:
     writer = None
     if not args.stats_only:
         model = panels.model_panels(model_arrays(loaded.model, loaded.name), args.lang)   # the same for every image
+        preprocess = loaded.preprocess_record()
 
         def writer(entry: "files.ImageEntry", a: Analysis, decode_s: float, trust=None, head_importance=None) -> None:
             explained = explanation_outputs(loaded, a, request, o, trust) if request else None
             texts = zero_shot_entries(loaded, a, args.texts) if args.texts else None
             inside_files = inside_outputs(loaded, a, inside, args.lang, head_importance) if inside else None
             write_image_result(entry.path, args.out / entry.name, a, model, o, args, decode_s, explained, texts,
-                               inside_files)
+                               inside_files, preprocess)
 
     processes = distributed.start(device)
     try:

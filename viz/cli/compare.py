@@ -87,7 +87,7 @@ def run_comparison(args: argparse.Namespace, loaded_a, o: panels.MapOptions, ent
     from ..compare.side import compare_side
 
     try:
-        loaded_b = vit.load(args.compare)
+        loaded_b = vit.load(args.compare, preprocess=args.preprocess)
     except (ValueError, FileNotFoundError) as error:
         print(f"error: cannot load the --compare weights: {error}", file=sys.stderr)
         return 2

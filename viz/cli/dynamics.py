@@ -14,6 +14,7 @@ from ..animate import save_gif, save_mp4
 from ..drawing import render
 from ..dynamics import FRAME_MS, DynamicsView, dynamics_arrays
 from ..maps.rollout import FUSIONS
+from .options import PREPROCESS_CHOICES
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -26,6 +27,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("image", type=Path, metavar="IMAGE", help="the photo to follow through training")
     p.add_argument("--out", type=Path, default=Path("out"), metavar="DIR",
                    help="output folder: dynamics.gif and dynamics.npz (default: out)")
+    p.add_argument("--preprocess", choices=PREPROCESS_CHOICES, default="own",
+                   help="how the photo becomes the model's input: own (default: the run's own preprocessing), crop "
+                        "(keep the aspect ratio, cut out the centre) or squash (the whole photo stretched)")
     p.add_argument("--fusion", choices=FUSIONS, default=FUSIONS[0], help="rollout head fusion")
     p.add_argument("--cmap", default=render.DEFAULT_CMAP, help="colormap of the rollout (default: inferno)")
     p.add_argument("--frame-ms", type=int, default=FRAME_MS, help=f"milliseconds per frame (default: {FRAME_MS})")
@@ -47,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.frame_ms < 10:
             raise ValueError(f"--frame-ms must be at least 10 but got {args.frame_ms}.")
         photo = open_image(args.image)
-        series = load_series(args.snapshots, photo, args.fusion, args.every)
+        series = load_series(args.snapshots, photo, args.fusion, args.every, args.preprocess)
         frames = DynamicsView(series, args.cmap).frames()
         args.out.mkdir(parents=True, exist_ok=True)
         save_gif(frames, args.out / "dynamics.gif", args.frame_ms)

@@ -12,6 +12,8 @@ from ..i18n import LANGUAGES
 from ..maps.rollout import FUSIONS
 from ..trust.curves import VARIANTS
 
+PREPROCESS_CHOICES = ("own", "crop", "squash")  # vit.preprocess.CHOICES, without importing torch for --help
+
 PANEL_HELP = """panels written per image (PNG):
   input              the cropped image the model saw
   rollout            attention rollout of the CLS token (Abnar & Zuidema 2020)
@@ -122,6 +124,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--weights", default="default", metavar="PATH",
                    help="checkpoint: a file, a Hugging Face folder, a known name or a file in weights/ "
                         "(default: torchvision's ViT-B/16)")
+    p.add_argument("--preprocess", choices=PREPROCESS_CHOICES, default="own",
+                   help="how a photo becomes the model's input: own (default: the checkpoint's source's own "
+                        "preprocessing, e.g. timm's crop_pct or a Hugging Face processor's squash), crop (keep the "
+                        "aspect ratio and cut out the centre) or squash (the whole photo stretched to the input); "
+                        "result.json records it under \"preprocess\"")
     p.add_argument("--out", default="out", type=Path, metavar="DIR", help="output folder (default: out)")
     p.add_argument("--input-size", nargs=2, type=int, metavar=("H", "W"),
                    help="run the model at this input size instead of the checkpoint's (multiples of the patch "
@@ -249,7 +256,8 @@ def options_from(args: argparse.Namespace) -> panels.MapOptions:
 
 
 def load_model(args: argparse.Namespace):
-    """``vit.load(--weights)``, set up to run at ``--input-size`` if given; ValueError says what is wrong."""
+    """``vit.load(--weights)`` with ``--preprocess``, set up to run at ``--input-size`` if given; ValueError says
+    what is wrong."""
     import vit
 
     try:
@@ -261,7 +269,7 @@ def load_model(args: argparse.Namespace):
         H, W = args.input_size
         if H % P or W % P or H < P or W < P:
             raise ValueError(f"--input-size {H} {W} must be positive multiples of the patch size {P}.")
-        ratio = loaded.preprocess.resize / min(loaded.preprocess.crop)  # keep the checkpoint's crop ratio
-        loaded.preprocess = dataclasses.replace(loaded.preprocess, crop=(H, W), resize=round(min(H, W) * ratio))
-    return loaded
+        # the checkpoint's own preprocessing at the new size (its crop ratio kept), then the --preprocess choice
+        loaded = dataclasses.replace(loaded, own_preprocess=loaded.own_preprocess.at_size((H, W)))
+    return loaded.with_preprocess(getattr(args, "preprocess", "own"))
 

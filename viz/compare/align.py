@@ -1,10 +1,11 @@
 """Putting maps of two models on the same photo pixels, when their preprocessings saw different parts of it.
 
 Each model sees a centre crop of the (upright) photo, the box (left, top, right, bottom) in photo pixels that
-``vit.Preprocess.crop_box`` gives: 224/256 of the short side for the usual ViT-Ti at 224, the whole short side for
-a 384 model cropped at 100 %. A map of that model — its patch grid (gh, gw), or any (h, w) array over its input —
-covers exactly its box. Two maps are compared on the overlap of the two boxes (both are centred, so the overlap
-is the common centre crop), each resampled bilinearly from its own grid onto the same output pixels.
+``vit.Preprocess.crop_box`` gives: 224/248 of the short side for the AugReg ViT-Ti at 224 (timm's crop_pct 0.9),
+the whole short side for a 384 model cropped at 100 %, the whole photo for a squash. A map of that model — its
+patch grid (gh, gw), or any (h, w) array over its input — covers exactly its box. Two maps are compared on the
+overlap of the two boxes (both are centred, so the overlap is the common centre crop), each resampled bilinearly
+from its own grid onto the same output pixels.
 """
 from __future__ import annotations
 

@@ -33,6 +33,7 @@ class Side:
     name: str                # the checkpoint's file name
     sha256: str              # the first 8 hex digits of the file's sha256
     crop_box: Box            # the part of the upright photo the model saw (left, top, right, bottom), photo pixels
+    preprocess: dict | None = None  # how the photo became its input (``vit.LoadedModel.preprocess_record``)
 
     @property
     def label(self) -> str:
@@ -142,7 +143,7 @@ def compare(photo: Image.Image, a: Side, b: Side, layer: int = -1, head: int | N
         raise ValueError(f"Head {head} does not exist in both models (A has {a.analysis.heads} heads, B "
                          f"{b.analysis.heads})! Expected 0 <= head < {heads}, or the mean of heads.")
     upright = upright_rgb(photo)
-    box = common_box(a.crop_box, b.crop_box)
+    box = common_box(common_box(a.crop_box, b.crop_box), (0, 0, *upright.size))   # padding (fit) is no photo
     size = output_size(box, a.crop_box, a.analysis.input_size)          # (H, W) at A's resolution
     if same_box(box, a.crop_box) and size == a.analysis.input_size:
         common_photo = a.analysis.image                                  # exactly the pixels A saw
@@ -201,14 +202,16 @@ def _class_rows(rows: tuple[ClassChange, ...], own: str) -> list[dict]:
 
 def comparison_record(c: Comparison) -> dict:
     """Plain data for compare.json: ``models`` [A, B], each with its role, file name, sha256 prefix (8 hex digits),
-    shapes, crop box and top-k (each class with the other model's probability and the change B − A); the
+    shapes, crop box, preprocessing and top-k (each class with the other model's probability and the change B − A); the
     ``alignment`` of the crops; the ``attention`` block and head; and the ``differences``."""
     def model(side: Side, rows, own: str) -> dict:
         s = side.analysis
         return {"role": own.upper(), "name": side.name, "sha256": side.sha256, "input_size": list(s.input_size),
                 "grid": list(s.grid),
                 "patch_size": s.patch_size, "depth": s.depth, "heads": s.heads,
-                "crop_box": [round(v, 3) for v in side.crop_box], "top_k": _class_rows(rows, own)}
+                "crop_box": [round(v, 3) for v in side.crop_box],
+                **({"preprocess": side.preprocess} if side.preprocess is not None else {}),
+                "top_k": _class_rows(rows, own)}
 
     da, db = c.distance_a.mean(axis=1), c.distance_b.mean(axis=1)
     return {

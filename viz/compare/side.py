@@ -21,4 +21,5 @@ def compare_side(loaded, photo: Image.Image, analysis: Analysis | None = None,
     (path, size, modification time)."""
     fp = fingerprint(loaded.source)
     a = analysis if analysis is not None else analyze(loaded, photo, attention_dtype)
-    return Side(a, fp.name, fp.sha256, loaded.preprocess.crop_box(upright_rgb(photo).size))
+    return Side(a, fp.name, fp.sha256, loaded.preprocess.crop_box(upright_rgb(photo).size),
+                loaded.preprocess_record())

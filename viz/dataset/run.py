@@ -70,7 +70,8 @@ def fingerprint(entries: Sequence[ImageEntry], loaded, options: RunOptions, writ
         tensors.update(tensor.detach().float().cpu().numpy().tobytes())
     return json.loads(json.dumps({
         "images": hashlib.sha256(listing.encode()).hexdigest(), "count": len(entries), "weights": options.weights,
-        "weights_sha256": tensors.hexdigest(), "input_size": list(loaded.preprocess.crop), "dtype": str(options.dtype),
+        "weights_sha256": tensors.hexdigest(), "input_size": list(loaded.preprocess.crop),
+        "preprocess": loaded.preprocess.to_dict(), "dtype": str(options.dtype),
         "norm_ratio": options.norm_ratio, "distance_renormalise": options.distance_renormalise,
         "per_image_files": writes_images, **_faithfulness_options(options), **_inside_options(options)}))
 
@@ -100,6 +101,7 @@ def run_info(loaded, options: RunOptions, processes: Processes, device: torch.de
     height, width = loaded.preprocess.crop
     layout = model.token_layout(height, width)
     return {"model": getattr(loaded, "name", ""), "weights": options.weights, "input_size": [height, width],
+            "preprocess": {"mode": getattr(loaded, "preprocess_choice", "own"), **loaded.preprocess.to_dict()},
             "grid": list(layout.grid), "patch_size": model.cfg.patch_size, "num_prefix_tokens": layout.num_prefix,
             "depth": len(model.blocks), "heads": model.cfg.num_heads, "tokens": layout.num_tokens,
             "uniform_distance": float(patch_distances(layout.grid, model.cfg.patch_size).mean()),

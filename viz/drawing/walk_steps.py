@@ -57,7 +57,8 @@ def step_texts(w: Walkthrough, layer: int = -1, row: int | None = None, col: int
     names = " + ".join(w.prefix_names)
     return [
         StepText("crop", t("walk.crop.title", lang), shape_text(s["image"]),
-                 t("walk.crop.text", lang, resize=w.resize, shape=shape_text(s["image"]))),
+                 t("walk.squash.text", lang, size="×".join(map(str, w.resized)), shape=shape_text(s["image"]))
+                 if w.stretched else t("walk.crop.text", lang, resize=min(w.resized), shape=shape_text(s["image"]))),
         StepText("patches", t("walk.patches.title", lang), shape_text(s["patches"]),
                  t("walk.patches.text", lang, grid=f"{gh}×{gw}", patch=P, count=N, shape=shape_text(s["patches"]))),
         StepText("flatten", t("walk.flatten.title", lang), str(values),

@@ -22,11 +22,22 @@ PAGE: dict[str, tuple[str, str]] = {
     "help.model": ("a checkpoint in weights/, or type a path and press Enter",
                    "weights/ 里的检查点，或输入一个路径后按回车"),
     "button.analyze": ("Analyze", "分析"),
+    "control.preprocess": ("Photo → model input", "照片 → 模型输入"),
+    "help.preprocess": (
+        "own: the checkpoint's own pipeline, as it was trained and evaluated; crop: keep the shape, cut out the "
+        "centre; squash: the whole photo, stretched",
+        "自带：检查点自己的预处理，与训练和评估时一致；裁剪：保持长宽比，裁出中心；拉伸：整张照片，拉伸到输入大小"),
+    "choice.own": ("own", "自带"),
+    "choice.crop": ("crop", "裁剪"),
+    "choice.squash": ("squash", "拉伸"),
     "summary.line": (
-        "**{model}** saw a {width}×{height} crop as {grid} patches{prefix} = {tokens} tokens, {layers} layers × "
+        "**{model}** saw a {width}×{height} {input} as {grid} patches{prefix} = {tokens} tokens, {layers} layers × "
         "{heads} heads{took}.",
-        "**{model}** 把 {width}×{height} 的裁剪图像看成 {grid} 个图块{prefix}，共 {tokens} 个词元，"
+        "**{model}** 把 {width}×{height} 的{input}看成 {grid} 个图块{prefix}，共 {tokens} 个词元，"
         "{layers} 层 × {heads} 个头{took}。"),
+    "summary.crop": ("crop", "裁剪图像"),
+    "summary.squashed": ("squashed photo", "拉伸后的整张照片"),
+    "summary.stretched_crop": ("crop of the stretched photo", "拉伸后照片的中心裁剪"),
     "summary.prefix": (" + {count} prefix", " + {count} 个前缀词元"),
     "summary.took": (" · forward pass {ms:.0f} ms", " · 前向计算 {ms:.0f} 毫秒"),
 
@@ -140,6 +151,8 @@ PAGE: dict[str, tuple[str, str]] = {
         "app runs on your own machine (python app.py).",
         "这个服务器只运行模型列表里的模型。输入路径或其他模型名，只在你自己的电脑上运行本应用时有效（python app.py）。"),
     "message.model_failed": ("Could not load the model {model!r}. {error}", "无法加载模型 {model!r}。{error}"),
+    "message.preprocess_unknown": ("Unknown preprocessing {choice!r}: expected one of {choices}.",
+                                   "未知的预处理方式 {choice!r}：应为 {choices} 之一。"),
     "message.no_analysis": (
         "There is no analysed photo in this session yet (or the server forgot this session): upload a photo or "
         "press Analyze.",
@@ -161,6 +174,10 @@ PAGE: dict[str, tuple[str, str]] = {
         "The photo is resized so that its shorter side is {resize} pixels and the centre is cut out: this "
         "{shape} array of pixels is all the model sees.",
         "照片先缩放到短边 {resize} 像素，再裁出中心部分：模型看到的只有这个 {shape} 的像素数组。"),
+    "walk.squash.text": (
+        "The photo is stretched to {size} pixels whatever its shape (its aspect ratio is not kept): this {shape} "
+        "array of pixels (its centre, if smaller) is all the model sees.",
+        "照片不论形状都被拉伸到 {size} 像素（不保持长宽比）：模型看到的只有这个 {shape} 的像素数组（若更小，则是它的中心部分）。"),
     "walk.patches.title": ("2. Cut into patches", "2. 切成图块"),
     "walk.patches.text": (
         "The image is cut into a {grid} grid of {patch}×{patch} pixel patches, N = {count} of them, read row by "
@@ -462,6 +479,17 @@ PAGE: dict[str, tuple[str, str]] = {
     "note.crop": (
         "The model sees only the outlined {crop} crop; everything outside it is cut away.",
         "模型只看到框内 {crop} 的裁剪区域，框外的部分都被裁掉了。"),
+    "note.stretched": (
+        "The model sees the whole photo, stretched to its {crop} input: its aspect ratio is not kept, nothing is "
+        "cut away.",
+        "模型看到的是整张照片，被拉伸成 {crop} 的输入：不保持长宽比，没有裁掉任何部分。"),
+    "note.whole": (
+        "The model sees the whole photo, resized to its {crop} input: nothing is cut away.",
+        "模型看到的是整张照片，缩放成 {crop} 的输入：没有裁掉任何部分。"),
+    "note.stretched_crop": (
+        "The photo is stretched to {resize} (its aspect ratio is not kept), then the outlined {crop} centre is cut "
+        "out; everything outside it is cut away.",
+        "照片先被拉伸成 {resize}（不保持长宽比），再裁出框内 {crop} 的中心区域，框外的部分都被裁掉了。"),
     "note.heads_scale": (
         "One colour scale for every thumbnail, in multiples of uniform attention (1 = 1/{tokens}).",
         "所有缩略图共用一个色标，单位是均匀注意力的倍数（1 = 1/{tokens}）。"),

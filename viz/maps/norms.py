@@ -46,11 +46,12 @@ def artifact_mask(flags: np.ndarray, from_layer: int = 0) -> np.ndarray:
 # When do the artifact tokens dominate a map? Measured on the example photos (cat, coffee, camera) with the
 # AugReg ViT-Ti, whose four corner tokens are flagged (4 of 196 patches, a uniform share of 2 %): in the
 # maps a student misreads — the last layers' CLS attention and the default rollout (discard 0.9) — the
-# corners hold 20–63 % of the mass (layers 8–11, mean of heads) or are the brightest patches by
-# 1.4–2.0× while holding 4.6–5.1× their uniform share (rollout, cat and coffee). In layers 0–6 the same
-# corners reach at most 4.5× their uniform share (one head of the cat's layer 6, where they are not the
-# brightest), and at most 3.7× where they are (one head in layer 5 of the coffee photo); the camera photo's
-# rollout peaks elsewhere. DeiT-Ti has no flagged tokens, so no map of it is ever noted.
+# corners hold 19–64 % of the mass (layers 8–11, mean of heads) or are the brightest patches by
+# 1.5–2.0× while holding 4.8–5.7× their uniform share (rollout, cat and coffee). In layers 0–6 the same
+# corners reach at most 4.2× their uniform share (one head of the cat's layer 0, where they are not the
+# brightest), and at most 4.1× where they are (head 0 of the cat's layers 4 and 5, 4.0× and 4.1×: these two
+# get the note); the camera photo's rollout peaks elsewhere. DeiT-Ti has no flagged tokens, so no map of it is
+# ever noted.
 DOMINANT_SHARE = 0.25    # flagged tokens hold at least a quarter of the map's mass, or …
 DOMINANT_EXCESS = 4.0    # … at least 4× the share uniform attention would give them …
 DOMINANT_PEAK = 1.25     # … and the brightest of them is 1.25× the brightest other patch (it sets the colour scale)

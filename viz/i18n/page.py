@@ -432,10 +432,9 @@ PAGE: dict[str, tuple[str, str]] = {
                                "读出始终没有把 **{target}** 排在第 1；最好的排名是第 {rank}，在第 {layer} 层之后。"),
     "inside.line.dla": ("Largest direct terms of the logit {logit:.2f}: {terms}.",
                         "logit {logit:.2f} 中最大的直接贡献：{terms}。"),
-    "inside.line.mlp": ("MLP {layer}", "MLP {layer}"),
+    "inside.line.mlp": ("MLP {layer}", "第 {layer} 层 MLP"),
     "inside.line.head": ("head {head}", "头 {head}"),
     "inside.line.separator": (", ", "，"),
-    "inside.line.join": (" ", ""),
     "inside.line.no_dla": (
         "Direct logit attribution is undefined for this model: its attention pool (MAP) is not linear in the tokens.",
         "这个模型没有直接 logit 归因：它的注意力池化（MAP）对词元不是线性的。"),
@@ -443,10 +442,10 @@ PAGE: dict[str, tuple[str, str]] = {
                           "单独去掉下面任何一个头，logit 都会下降超过 {threshold:g}：{heads}。"),
     "inside.line.heads_none": ("No head alone costs more than {threshold:g} logit: the answer does not hang on one head.",
                                "没有哪个头单独去掉会让 logit 下降超过 {threshold:g}：答案不依赖某一个头。"),
-    "inside.line.direct": (
-        "Head {head} writes {direct:+.2f} straight into the readout, yet removing it costs {cost:.2f}: the "
+    "inside.line.heads_direct": (
+        "Removing one of these heads alone costs more than {threshold:g} logit: {heads}. Head {head} writes {direct:+.2f} straight into the readout, yet removing it costs {cost:.2f}: the "
         "difference is what it does through the layers after it.",
-        "头 {head} 直接写入读出的只有 {direct:+.2f}，去掉它却损失 {cost:.2f}：差额就是它通过后面各层起的作用。"),
+        "单独去掉下面任何一个头，logit 都会下降超过 {threshold:g}：{heads}。头 {head} 直接写入读出的只有 {direct:+.2f}，去掉它却损失 {cost:.2f}：差额就是它通过后面各层起的作用。"),
     "inside.table.model": ("the model", "原模型"),
     "inside.table.ablated": ("without {heads}", "去掉 {heads}"),
     "inside.line.ablated": ("With {heads} removed, the logit of **{target}** changes by {delta:+.2f}.",

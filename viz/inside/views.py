@@ -119,12 +119,11 @@ def heads_line(report: InsideReport, lang: str = "en") -> str:
     if not costly:
         return t("inside.line.heads_none", lang, threshold=COSTLY)
     listed = t("inside.line.separator", lang).join(f"{l}.{h} ({d:+.2f})" for d, l, h in costly)
-    line = t("inside.line.heads", lang, threshold=COSTLY, heads=listed)
-    if report.dla is not None:
-        _, l, h = costly[0]
-        line += t("inside.line.join", lang) + t("inside.line.direct", lang, head=f"{l}.{h}", cost=-costly[0][0],
-                        direct=float(report.dla.heads[l, h]))
-    return line
+    if report.dla is None:
+        return t("inside.line.heads", lang, threshold=COSTLY, heads=listed)
+    cost, l, h = costly[0]
+    return t("inside.line.heads_direct", lang, threshold=COSTLY, heads=listed, head=f"{l}.{h}", cost=-cost,
+             direct=float(report.dla.heads[l, h]))
 
 
 def ablation_table(report: InsideReport, lang: str = "en") -> str:

@@ -18,7 +18,8 @@ not change timings) unless ``--weights`` names a checkpoint. Every number comes 
 - the pipeline people use today (``bench.today``) on the same photo, interleaved with ours, and the speed-up;
 - class-specific explanations (``viz.analysis.explain``) for a new target against one plain forward: the
   gradient family (gae, grad_rollout, gradcam from one backward) and AttnLRP, the bytes cached per
-  (photo, target), and re-rendering an explanation from them.
+  (photo, target), and re-rendering an explanation from them;
+- the inside views (``bench.inside``): lens + DLA, head importance estimated and exact, patching, each ÷ one forward.
 
 Timings are medians of interleaved rounds after a warm-up (see ``bench.measure``).
 """
@@ -551,6 +552,8 @@ def main(argv=None) -> None:
         rows += explain_rows(loaded, photos[0], args.rounds)
         rows += trust_rows(loaded, photos[0], max(3, args.rounds // 2))
         rows += thorough_rows(loaded, loaded.preprocess(open_image(photos[0])), 2)
+        from bench.inside import inside_rows   # the inside views (bench/inside.py): cat, patched from the coffee
+        rows += inside_rows(loaded, photos[0], photos[2], max(3, args.rounds // 2))
         if not args.no_app:
             from viz.explorer import cached_bytes
             fill = cropped_photos(photos[0], state.ANALYSES_MEMORY // cached_bytes(result["analysis"]) + 4, tmp)

@@ -242,6 +242,18 @@ class Attention(nn.Module):
         ``positions`` (rotary angles, relative-position rows, a packing mask) is only needed by EVA-02, BEiT and
         packed sequences (``vit.explain.perturb.forward_packed``).
         """
+        heads, attn = self.mix(x, return_attn, positions)
+        return self.merge(heads), attn
+
+    def mix(self, x: torch.Tensor, return_attn: bool = False, positions: TokenPositions | None = None,
+            queries: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Every head's output before the heads are merged: x (B, T, D) -> (attn @ v (B, H, Tq, Dh), attention
+        probabilities (B, H, Tq, T) if return_attn else None).
+
+        ``queries``: indices of the Tq tokens whose outputs are wanted (default: all T); every token is still a
+        key and a value. ``vit.inside`` reads heads here (ablation and patching replace slices of this tensor)
+        and runs a last block on its readout tokens only.
+        """
         B, T, D = x.shape
         if self.q_bias is None:
             qkv = self.qkv(x)
@@ -254,20 +266,31 @@ class Attention(nn.Module):
             k = apply_rope(k, *positions.rope, positions.num_prefix)
         # BEiT's relative-position bias, and -inf between packed sequences: (H, T, T) or (B, H, T, T), or None
         bias = attention_bias(positions, self.relative_position_bias_table, q.dtype)
+        if queries is not None:                                    # only these rows of the attention
+            if self.causal:
+                raise ValueError("Attention.mix: queries cannot be chosen with a causal mask.")
+            q = q[:, :, queries]                                    # (B, H, Tq, Dh)
+            bias = None if bias is None else bias[..., queries, :]  # (…, Tq, T)
         attn = None
         if self.fused_attn and not return_attn:
             x = F.scaled_dot_product_attention(q, k, v, attn_mask=bias, is_causal=self.causal,
                                                dropout_p=self.attn_drop.p if self.training else 0.0)
         else:
-            attn = (q * self.scale) @ k.transpose(-2, -1)  # (B, H, T, T) scaled dot products
+            attn = (q * self.scale) @ k.transpose(-2, -1)  # (B, H, Tq, T) scaled dot products
             if bias is not None:
                 attn = attn + bias                          # BEiT: + the bias of each (query, key) offset; packing: −inf
             if self.causal:                                 # a query never sees later tokens
                 attn = attn.masked_fill(torch.ones(T, T, dtype=torch.bool, device=x.device).triu(1), float("-inf"))
             attn = attn.softmax(dim=-1)                    # each query row sums to 1
-            x = self.attn_drop(attn) @ v                   # (B, H, T, Dh)
-        x = x.transpose(1, 2).reshape(B, T, D)             # heads concatenated back to (B, T, D)
-        return self.proj_drop(self.proj(self.norm(x))), attn
+            x = self.attn_drop(attn) @ v                   # (B, H, Tq, Dh)
+        return x, attn
+
+    def merge(self, heads: torch.Tensor) -> torch.Tensor:
+        """Heads (B, H, T, Dh) -> (B, T, D): concatenated (head h in channels h·Dh … (h+1)·Dh − 1, the columns of
+        ``proj`` that read it), [EVA-02's sub-LN], projected."""
+        B, H, T, Dh = heads.shape
+        x = heads.transpose(1, 2).reshape(B, T, H * Dh)    # heads concatenated back to (B, T, D)
+        return self.proj_drop(self.proj(self.norm(x)))
 
 
 class QuickGELU(nn.Module):

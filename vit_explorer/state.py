@@ -2,16 +2,16 @@
 
 Every cache is one ``viz.cache.Cache`` bounded in bytes and shared by every visitor: loaded models, analyses of
 (photo, model, preprocessing) (a ``viz.explorer.AnalysisKey``), explanations of (photo, model, preprocessing,
-target), guided walks, snapshot series and trust checks. The preprocessing (own, crop, squash) is part of every
-key: the same photo through another preprocessing is another input, never another visitor's analysis. A value
-dropped to make room is computed again when someone needs it, so memory stays bounded however many people are
-on the page. Each browser tab keeps only a light ``viz.explorer.Session`` (which analysis, what was clicked) in
+target), guided walks, snapshot series, trust checks and the inside views. The preprocessing (own, crop, squash)
+is part of every key: the same photo through another preprocessing is another input, never another visitor's
+analysis. A value dropped to make room is computed again when someone needs it, so memory stays bounded however
+many people are on the page. Each browser tab keeps only a light ``viz.explorer.Session`` (which analysis, what was clicked) in
 ``gr.State``; Gradio keeps at most ``MAX_SESSIONS`` of them.
 
 The model's turn (``MODEL_TURN``): every path that runs a model holds it while the model runs, one at a time,
 and never for more than about one analysis: a whole analysis, explanation, guided walk, zero-shot scoring,
-comparison side or model warm-up, one snapshot of a training run, one step of a trust check. It is never held
-while waiting for a cache (a value being computed by someone else), so nobody deadlocks.
+comparison side or model warm-up, one snapshot of a training run, one step of a trust check or of the inside
+views. It is never held while waiting for a cache (a value being computed by someone else), so nobody deadlocks.
 
 Handlers here raise ``gr.Error`` with a message for people: the API shows it as it is, the page as one warning.
 """
@@ -44,6 +44,7 @@ EXPLANATIONS_MEMORY = 32 * 2**20  # every method's map per (photo, model, prepro
 WALKS_MEMORY = 16 * 2**20       # the guided walk per (photo, model, preprocessing): a ViT-B walk holds ~2 MB of arrays
 SERIES_MEMORY = 64 * 2**20      # a training run's snapshots on one photo: small arrays per snapshot
 TRUST_MEMORY = 8 * 2**20        # trust checks per (photo, model, target, method): a few kB each
+INSIDE_MEMORY = 16 * 2**20      # inside views per (photo, model, target, …): ViT-B/16's ~150 kB (its DLA source maps)
 RENDER_CONCURRENCY = 4          # re-renders running at once (milliseconds of numpy each)
 EXAMPLES_DIR = next((d for d in (Path(__file__).resolve().parent.parent / "examples",        # a clone
                                   Path(sys.prefix) / "share" / "vit-attention-explorer" / "examples")  # pip install
@@ -166,6 +167,7 @@ def series_key(key: tuple[str, str, str]):
 
 SERIES = Cache(series_key, SERIES_MEMORY, weigh=lambda view: nbytes(view.series))
 TRUST = Cache(None, TRUST_MEMORY)   # MethodTrust per viz.trust.job.cache_key, filled by TrustJob
+INSIDE = Cache(None, INSIDE_MEMORY)  # InsideReports per (view, photo, model, pick, contrast, …): vit_explorer.tabs.inside
 REFUSED: dict[str, str] = {}        # browser session -> the last photo refused in it (a refusal is said once)
 
 

@@ -1,8 +1,9 @@
 """Protects the promise "a heavy job never holds another visitor back by more than one analysis" on every path of
 the page that runs a model: the comparison's second model, CLIP's zero-shot scores, the Learn tab's guided walk and
-a training run's snapshots each wait for the model's turn while someone else holds it (an analysis running), and
-the snapshots take it once per snapshot, never for the whole run. (A trust check, step by step, is served and timed
-in test_app_trust.py.)"""
+a training run's snapshots and the Inside tab's views, head removal and patching each wait for the model's turn
+while someone else holds it (an analysis running); the snapshots take it once per snapshot and the inside views once
+per step (one forward and backward, or one layer's batch), never for the whole run. (A trust check, step by step, is
+served and timed in test_app_trust.py.)"""
 from __future__ import annotations
 
 import threading
@@ -14,7 +15,7 @@ import app_server  # noqa: F401  (gives this process its own GRADIO_TEMP_DIR bef
 from viz.cache import Cache
 from vit_explorer import api, state
 from vit_explorer.controls import ControlValues
-from vit_explorer.tabs import compare, explain, learn
+from vit_explorer.tabs import compare, explain, inside, learn
 
 AUGREG = "vit_tiny_patch16_224.augreg_in21k_ft_in1k.safetensors"
 DEIT = "deit_tiny_patch16_224.pipevit_ln_fixedpoint.safetensors"
@@ -96,3 +97,21 @@ def test_snapshots_take_the_turn_once_per_snapshot(real_weights_dir, photo, tmp_
     session = api.analyze(photo, str(real_weights_dir / AUGREG))[0]
     done = _waits_for_the_turn(lambda: compare.open_snapshots(session, str(folder), "en"))
     assert done["result"]["snapshot"].maximum == 3 and done["turns"] == 4      # one turn per snapshot, four in all
+
+
+def test_the_inside_views_take_the_turn_once_per_step(tmp_path, photo, monkeypatch):
+    from tiny_run import tiny_checkpoint
+    from vit_explorer.tabs.explain import NO_CONTRAST, TOP1
+
+    depth = 3
+    model = str(tiny_checkpoint(tmp_path / "tiny.pt", depth=depth))
+    monkeypatch.setattr(state, "INSIDE", Cache(None, state.INSIDE_MEMORY))       # nothing looked at yet
+    session = api.analyze(photo, model)[0]
+    quiet = lambda fraction, desc=None: None                                       # noqa: E731
+    done = _waits_for_the_turn(lambda: inside.look_inside(session, TOP1, NO_CONTRAST, "", False, "en", quiet))
+    shown = done["result"]["inside_state"]
+    assert done["turns"] == 1 + depth                                 # the forward and backward, then each layer
+    done = _waits_for_the_turn(lambda: inside.ablate_heads(session, shown, ["1.0"], "en", quiet))
+    assert "1.0" in done["result"]["inside_ablation"] and done["turns"] == 2    # the forward, the ablated forward
+    done = _waits_for_the_turn(lambda: inside.patch_from(session, shown, photo, "en", quiet))
+    assert done["result"]["inside_patch_line"] and done["turns"] == 3 + depth  # both photos, the gradient, each layer

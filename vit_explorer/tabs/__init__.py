@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from . import attention, compare, distance, explain, heads, learn, model, norms, position, query, rollout, trust
+from . import attention, compare, distance, explain, heads, inside, learn, model, norms, position, query, rollout, trust
 
 
 @dataclass(frozen=True)
@@ -51,5 +51,6 @@ TABS: tuple[Tab, ...] = (
     Tab("norms", norms.build, norms.OUTPUTS, norms.OUTPUTS, norms.show),
     Tab("model", model.build, model.OUTPUTS, model.OUTPUTS, model.show),
     Tab("trust", trust.build, trust.OUTPUTS, trust.SHOWS, trust.show, wire=trust.wire),
+    Tab(inside.ID, inside.build, inside.OUTPUTS, inside.SHOWS, inside.show, wire=inside.wire),
 )
 TAB_IDS = tuple(tab.id for tab in TABS)

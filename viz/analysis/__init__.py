@@ -8,6 +8,9 @@
 - ``explainer``: the passes of ``vit.explain`` and the formulas of ``viz.explain`` -> ``Explanation``;
   ``explain_map(name, model, x, target)`` is every method's one call signature; ``resolve_target`` turns a
   typed class or CLIP text into a target (for the CLI, the page, the API and the trust checks alike).
+- ``inside``: the inside views of one photo (logit lens, direct logit attribution, head importance, ablation,
+  patching; ``vit.inside``) run in steps (``InsideJob``) into a ``viz.inside.InsideReport``; ``inside_report``
+  from a photo; a data-set batch's values (``dataset_values``).
 - ``trust``: the maps' deletion / insertion curves and sanity check, in steps of about one model pass.
 - ``serve``: a checkpoint served to the explorer's visitors (warmed up, its model-only panels drawn once per
   language) and a photo analysed for the page.
@@ -17,7 +20,8 @@
 """
 from .capture import Captured, analyses, analyze, capture, model_arrays, model_input
 from .explainer import explain, explain_map, explain_tensor, resolve_target
+from .inside import InsideJob, inside_report
 from .walkthrough import Walkthrough, walk
 
-__all__ = ["Captured", "Walkthrough", "analyses", "analyze", "capture", "explain", "explain_map", "explain_tensor",
-           "model_arrays", "model_input", "resolve_target", "walk"]
+__all__ = ["Captured", "InsideJob", "Walkthrough", "analyses", "analyze", "capture", "explain", "explain_map",
+           "explain_tensor", "inside_report", "model_arrays", "model_input", "resolve_target", "walk"]

@@ -7,7 +7,8 @@ reproduced exactly). With several images, ``DIR/summary/`` holds statistics over
 batches (``--batch-size``) decoded by worker processes (``--workers``), on any device (``--device``), in one
 process or many (``torchrun --nproc-per-node N -m viz FOLDER ...``), and resume after an interruption (``--resume``).
 
-What else a run can add, one module each: ``--explain`` (class-specific maps, ``explain``; with
+What else a run can add, one module each: ``--inside`` (logit lens, direct logit attribution, head importance,
+``--ablate``, ``--patch-from``: ``inside``), ``--explain`` (class-specific maps, ``explain``; with
 ``--faithfulness`` / ``--sanity`` their perturbation curves and randomisation check, ``viz.trust.job``), ``--texts`` (CLIP
 zero-shot probabilities in result.json, ``write``), ``--animate`` (attention through depth, ``write``) and
 ``--compare B`` (two checkpoints on the same photos instead of the panels, ``compare``). The options are in
@@ -23,6 +24,7 @@ from .. import panels
 from ..records import Analysis
 from .compare import run_comparison
 from .explain import explain_request, explanation_outputs
+from .inside import inside_outputs, inside_request
 from .options import build_parser, load_model, options_from
 from .write import no_classifier_note, write_image_result, zero_shot_entries
 
@@ -77,6 +79,7 @@ def main(argv: list[str] | None = None) -> int:
         grid = loaded.model.token_layout(*loaded.preprocess.crop).grid
         panels.check_options(o, loaded.model.cfg.depth, loaded.model.cfg.num_heads, grid)
         request = explain_request(args, loaded)
+        inside = inside_request(args, loaded)
         entries = files.list_images(args.images, loaded.labels)
         if not entries:
             raise ValueError("no images found in " + ", ".join(args.images))
@@ -99,17 +102,18 @@ def main(argv: list[str] | None = None) -> int:
                              resume=args.resume, attention_dtype=np.float16 if args.float16 else np.float32,
                              dtype=dtype, norm_ratio=args.norm_ratio, distance_renormalise=args.distance_renormalise,
                              progress=not args.quiet and len(entries) > 1, weights=args.weights,
-                             **trust_options(request, data_set))
+                             inside=inside if data_set else None, **trust_options(request, data_set))
     writer = None
     if not args.stats_only:
         model = panels.model_panels(model_arrays(loaded.model, loaded.name), args.lang)   # the same for every image
         preprocess = loaded.preprocess_record()
 
-        def writer(entry: "files.ImageEntry", a: Analysis, decode_s: float, trust=None) -> None:
+        def writer(entry: "files.ImageEntry", a: Analysis, decode_s: float, trust=None, head_importance=None) -> None:
             explained = explanation_outputs(loaded, a, request, o, trust) if request else None
             texts = zero_shot_entries(loaded, a, args.texts) if args.texts else None
+            inside_files = inside_outputs(loaded, a, inside, args.lang, head_importance) if inside else None
             write_image_result(entry.path, args.out / entry.name, a, model, o, args, decode_s, explained, texts,
-                               preprocess)
+                               inside_files, preprocess)
 
     processes = distributed.start(device)
     try:

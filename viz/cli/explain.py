@@ -15,6 +15,7 @@ from .. import panels
 from ..explain import contrast, method_names
 from ..explain.panels import contrast_panel, explanation_panel, methods_row
 from ..records import Analysis
+from .inside import asked as inside_asked
 
 
 @dataclasses.dataclass(frozen=True)
@@ -40,8 +41,9 @@ def explain_request(args: argparse.Namespace, loaded) -> ExplainRequest | None:
     if not args.explain:
         if args.protocol:
             raise ValueError("--protocol chefer2021 scores the maps of --explain; give --explain METHODS too.")
-        if args.target is not None or args.contrast is not None:
-            raise ValueError("--target and --contrast choose the class for --explain; give --explain METHODS too.")
+        if (args.target is not None or args.contrast is not None) and not inside_asked(args):
+            raise ValueError("--target and --contrast choose the class for --explain or --inside; give --explain "
+                             "METHODS too (or --inside VIEWS).")
         if args.faithfulness or args.sanity:
             raise ValueError("--faithfulness and --sanity score the maps of --explain; give --explain METHODS too, "
                              "e.g. --explain gae,attention,random.")

@@ -46,6 +46,16 @@ text: "target": {"index" among --texts, "name", "text"}). With --contrast B also
 contrast_<method>.png and contrast_<method>: the --target map minus B's, diverging colours centred on 0,
 and "contrast": {"index", "name"}. Methods: """ + ", ".join(METHODS) + """.
 
+With --inside lens,dla,heads (any of them; layers and heads counted from 0): inside_lens.png, inside_dla.png,
+inside_heads.png (inside_patch.png with --patch-from), inside_lens_patches (L, gh, gw) class index,
+inside_dla_heads (L, H) and inside_head_importance (L, H) in attention.npz, and in result.json "inside":
+{"target": {"index", "name"}, "lens": [{"layer", "top5": [{"index", "name", "probability"}], "target_probability",
+"target_rank"}], "dla": {"logit", "head_bias", "embedding", "attention_bias": [L], "heads": L x H, "mlp": [L]},
+"heads": {"ablation", "delta_logit": L x H, "delta_logit_linear": L x H, "spearman"}, "ablated" (with --ablate):
+{"heads", "top5", "delta_logit"}, "patched" (with --patch-from): {"from", "target", "heads": L x H, "residual":
+L x T}}. embedding + sum(attention_bias) + sum(heads) + sum(mlp) + head_bias = logit. A folder run with --inside
+heads adds "inside": {"head_importance": L x H, "lens_top1": L (labelled folders), ...} to statistics.json.
+
 With --faithfulness also trust.png (every method's map with its AUCs, the curves, the correlations between
 methods) and, in result.json's "explain": "faithfulness": {method: {"deletion_auc", "insertion_auc",
 "deletion": [11], "insertion": [11]}} (target probability at fractions 0, 0.1, ..., 1 of the patches removed /
@@ -206,10 +216,28 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--explain", metavar="METHODS",
                    help=f"comma-separated explanation methods, from: {', '.join(METHODS)}")
     g.add_argument("--target", metavar="NAME_OR_INDEX",
-                   help="class to explain, by name ('tabby') or index (default: each image's top-1 class); with a CLIP "
-                        "checkpoint a text, e.g. 'a photo of a cat' (default: the best of --texts)")
+                   help="class to explain (and to look inside for, with --inside), by name ('tabby') or index (default: "
+                        "each image's top-1 class); with a CLIP checkpoint a text, e.g. 'a photo of a cat' (default: the "
+                        "best of --texts)")
     g.add_argument("--contrast", metavar="NAME_OR_INDEX",
-                   help="also 'why --target rather than this class' (or text): the --target map minus this one's map")
+                   help="also 'why --target rather than this class' (or text): the --target map minus this one's map; "
+                        "with --inside every logit is --target's minus this one's")
+    g = p.add_argument_group("inside the model (layers and heads counted from 0)")
+    g.add_argument("--inside", metavar="VIEWS",
+                   help="comma-separated views, from: lens (the logit lens: the readout after each layer, and each "
+                        "patch's own top-1 class), dla (direct logit attribution: the --target logit split over the "
+                        "embedding, every head and every MLP), heads (head importance: the logit's change when each "
+                        "head alone is ablated, exact and by attribution patching)")
+    g.add_argument("--ablate", metavar="L.H,…",
+                   help="heads ablated together, e.g. 11.0,11.2: the new top-5 and the --target logit's change "
+                        "(result.json's inside.ablated)")
+    g.add_argument("--patch-from", type=Path, metavar="IMAGE2",
+                   help="a second photo: the share of the logit difference each head (exact) and each stream position "
+                        "(estimate) moves when taken from it, for --target or else its own top-1 class "
+                        "(inside_patch.png)")
+    g.add_argument("--reference", type=Path, metavar="FOLDER",
+                   help="ablate heads to their mean output over this folder's images (per token position) instead "
+                        "of zero, for --ablate and --inside heads")
     g = p.add_argument_group("can this map be trusted? (with --explain)")
     g.add_argument("--faithfulness", action="store_true",
                    help="deletion and insertion curves of every --explain map (patches dropped from the token "

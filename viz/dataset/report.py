@@ -11,6 +11,9 @@
     high_norm_share(_std)   L: share on the high-norm artifact patches (flagged after any block, --norm-ratio)
     high_norm_patches(_std) L: patches flagged high-norm after each block
     labelled_images, top1, top5   only when the folder is labelled: accuracy over the labelled images
+    inside                  only with --inside: {"head_importance": L × H mean Δ target logit when each head
+                            alone is ablated, "head_importance_std", "images", and for labelled folders "lens_top1":
+                            L, the logit lens's top-1 accuracy after each layer, "lens_top1_std", "labelled_images"}
     faithfulness            only when methods scored the images: {method: {score: {mean, std, images}}} (scores
                             deletion_auc, insertion_auc, and the curves deletion, insertion, sanity); then also
                             faithfulness.json and faithfulness.md (``write_faithfulness``)
@@ -31,7 +34,7 @@ from ..drawing.dataset_plots import heads_by_depth_plot, shares_plot
 from ..drawing.plots import figure_to_image
 from ..trust.chefer import SIGNS, chefer_markdown, chefer_summary
 from ..trust.dataset import folder_agreement, folder_table, folder_verdicts
-from .statistics import CHEFER, FAITHFULNESS, Statistics
+from .statistics import CHEFER, FAITHFULNESS, INSIDE, Statistics
 
 PER_IMAGE = ("mean_distance", "entropy", "prefix_share", "high_norm_share", "high_norm_patches")
 
@@ -51,6 +54,9 @@ def summary(stats: Statistics, info: dict) -> dict:
     labelled = stats.sums.get("top1")
     if labelled is not None and labelled.count:
         out.update(labelled_images=labelled.count, top1=float(labelled.mean()), top5=float(stats.sums["top5"].mean()))
+    inside = inside_summary(stats)
+    if inside:
+        out["inside"] = inside
     methods: dict = {}
     for name in sorted(n for n in stats.sums if n.startswith(FAITHFULNESS)):
         method, _, score = name[len(FAITHFULNESS):].rpartition(".")
@@ -59,6 +65,33 @@ def summary(stats: Statistics, info: dict) -> dict:
     if methods:
         out["faithfulness"] = methods
     return out
+
+
+def inside_summary(stats: Statistics) -> dict:
+    """statistics.json's "inside": the means and spreads of the inside views' per-image values, with their counts."""
+    out: dict = {}
+    for name, count in (("head_importance", "images"), ("lens_top1", "labelled_images")):
+        s = stats.sums.get(INSIDE + name)
+        if s is not None and s.count:
+            out.update({name: _plain(s.mean()), f"{name}_std": _plain(s.std()), count: s.count})
+    return out
+
+
+def _inside_markdown(s: dict) -> list[str]:
+    inside = s["inside"]
+    lines = ["", "## Inside the model", ""]
+    if "head_importance" in inside:
+        delta = np.array(inside["head_importance"], dtype=float)
+        order = np.argsort(delta, axis=None, kind="stable")[:5]
+        heads = ", ".join(f"{l}.{h} ({delta[l, h]:+.2f})" for l, h in zip(*np.unravel_index(order, delta.shape)))
+        lines.append(f"Heads whose ablation alone costs the target logit most, mean over {inside['images']} images: "
+                     f"{heads}.")
+    if "lens_top1" in inside:
+        accuracy = " | ".join(_f(v, 3) for v in inside["lens_top1"])
+        lines += ["", f"Logit lens top-1 accuracy after each layer ({inside['labelled_images']} labelled images):", "",
+                  "| " + " | ".join(str(l) for l in range(len(inside["lens_top1"]))) + " |",
+                  "|" + "---:|" * len(inside["lens_top1"]), f"| {accuracy} |"]
+    return lines
 
 
 def _f(value, digits: int = 3) -> str:
@@ -94,6 +127,8 @@ def markdown(s: dict) -> str:
             for name, digits in (("prefix_share", 3), ("high_norm_share", 3), ("high_norm_patches", 1)):
                 cells.append(f"{_f(s[name][l], digits)} ± {_f(s[f'{name}_std'][l], digits)}")
             lines.append(f"| {l} | " + " | ".join(cells) + " |")
+    if "inside" in s:
+        lines += _inside_markdown(s)
     if "faithfulness" in s:
         lines += ["", "## Faithfulness", "", "| method | score | mean | std | images |", "|---|---|---:|---:|---:|"]
         for method, scores in s["faithfulness"].items():

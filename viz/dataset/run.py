@@ -55,6 +55,7 @@ class RunOptions:
     sanity: bool = False                    # --sanity: the randomisation curves too
     chefer: str | None = None               # --protocol chefer2021: "predicted" or "target" (each image's label)
     chefer_methods: tuple[str, ...] = ()    # the --explain methods it scores
+    inside: object = None                   # viz.cli.inside.InsideRequest: head importance and the lens's accuracy
 
 
 @dataclass
@@ -77,7 +78,7 @@ def fingerprint(entries: Sequence[ImageEntry], loaded, options: RunOptions, writ
         "weights_sha256": tensors.hexdigest(), "input_size": list(loaded.preprocess.crop),
         "preprocess": loaded.preprocess.to_dict(), "dtype": str(options.dtype),
         "norm_ratio": options.norm_ratio, "distance_renormalise": options.distance_renormalise,
-        "per_image_files": writes_images, **_faithfulness_options(options)}))
+        "per_image_files": writes_images, **_faithfulness_options(options), **_inside_options(options)}))
 
 
 def _faithfulness_options(options: RunOptions) -> dict:
@@ -93,6 +94,16 @@ def _faithfulness_options(options: RunOptions) -> dict:
             "perturbation": protocols[0] if len(protocols) == 1 else protocols,
             **({"steps": options.steps} if options.steps != 11 else {}), "sanity": options.sanity,
             "faithfulness_class": "predicted" if target is None else target.describe()["name"]}
+
+
+def _inside_options(options: RunOptions) -> dict:
+    """What the inside values depend on (nothing when none are asked for)."""
+    request = options.inside
+    if request is None:
+        return {}
+    describe = lambda target: None if target is None else target.describe()["name"]     # noqa: E731
+    return {"inside_views": list(request.views), "inside_target": describe(request.target),
+            "inside_contrast": describe(request.contrast), "inside_ablation": request.ablation}
 
 
 def run_info(loaded, options: RunOptions, processes: Processes, device: torch.device) -> dict:
@@ -197,13 +208,17 @@ def _analyse_batch(loaded, entries, batch, options: RunOptions, write_image: Ima
                            protocols=options.perturbation, sanity=options.sanity, points=options.steps,
                            labels=loaded.labels)
                for b in range(len(batch.indices))] if options.faithfulness else None
+    inside = _inside_values(loaded, x, [entries[i].label for i in batch.indices], options) if options.inside else None
     if write_image is not None:
         B = len(batch.indices)
         timings = {"preprocess": (t1 - t0) / B, **{k: v / B for k, v in captured.timings.items()}, "batch_size": B}
         images = [Image.fromarray(pixels.numpy()) for pixels in batch.pixels]
         for b, (a, index, decode_s) in enumerate(zip(analyses(loaded, captured, images, timings), batch.indices,
                                                      batch.decode_s)):
-            write_image(entries[index], a, decode_s, *([reports[b]] if reports else []))
+            extras = {"trust": reports[b]} if reports else {}
+            if inside and "inside.head_importance" in inside[b]:   # computed once, for the summary and the files
+                extras["head_importance"] = inside[b]["inside.head_importance"]
+            write_image(entries[index], a, decode_s, **extras)
     for b, index in enumerate(batch.indices):
         mine.done[index] = True
         if not options.summary:                    # one image: its files are all there is
@@ -214,7 +229,18 @@ def _analyse_batch(loaded, entries, batch, options: RunOptions, write_image: Ima
             mine.scores[index] = image_scores(reports[b], score_columns(options.perturbation, options.faithfulness))
         if options.chefer and entries[index].label is not None:
             values.update(chefer_values(loaded, x[b:b + 1].float(), entries[index].label, options))
+        if inside:
+            values.update(inside[b])
         mine.statistics.add_image(values)
+
+
+def _inside_values(loaded, x: torch.Tensor, labels: list[int | None], options: RunOptions) -> list[dict]:
+    """Each image's "inside.head_importance" (L, H) and, when labelled, "inside.lens_top1" (L,): one batch."""
+    from ..analysis.inside import dataset_values
+
+    request = options.inside
+    return dataset_values(loaded.model, x.float(), labels, request.target, request.contrast, request.views,
+                          loaded.labels, request.means)
 
 
 def faithfulness_values(report) -> dict[str, np.ndarray]:

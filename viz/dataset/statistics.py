@@ -20,7 +20,10 @@ images are reported for every one:
 - ``faithfulness.<method>.<score>``: **where the Explain methods' per-image scores go** (e.g.
   ``faithfulness.rollout.deletion_auc``): any per-image value whose name starts with ``FAITHFULNESS`` is summed
   like the others, combined across processes, kept across ``--resume`` and reported as the faithfulness
-  table (``viz.dataset.report``). Add them to the dict ``image_values`` returns, in ``viz.dataset.run``.
+  table (``viz.dataset.report``). Add them to the dict ``image_values`` returns, in ``viz.dataset.run``;
+- ``inside.head_importance`` (L, H), ``inside.lens_top1`` (L,): with ``--inside``, the change of each image's target
+  logit when each head alone is ablated, and 1 or 0 per layer where the logit lens's top-1 is the label (labelled
+  images only); ``viz.analysis.inside.dataset_values``, reported as statistics.json's "inside".
 """
 from __future__ import annotations
 
@@ -35,6 +38,7 @@ from ..maps.statistics import key_share, patch_keys, prefix_keys
 
 FAITHFULNESS = "faithfulness."     # prefix of the per-image scores of the explanation methods
 CHEFER = "chefer."                 # prefix of the per-image hits of --protocol chefer2021: "chefer.<sign>.<method>"
+INSIDE = "inside."                 # prefix of the inside views' per-image values
 FRACTION_BITS = 52                 # fixed point: 2⁻⁵² ≈ 2.2e-16 resolution of the fractional part
 _ONE = 1 << FRACTION_BITS
 

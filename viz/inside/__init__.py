@@ -1,0 +1,11 @@
+"""The inside views' viz side: what ``viz.analysis.inside`` found for a photo (``report``: numpy containers and
+result.json's "inside" entry) and its pictures (``pictures``: the logit lens strip and patch maps, the DLA table with
+a head's source map, head importance, activation patching), in English and Chinese. The model side is
+``vit.inside``."""
+from .pictures import (dla_figure, head_sources_figure, heads_figure, lens_figure, lens_strip_figure,
+                       patch_figure, patch_lens_figure)
+from .report import VIEWS, AblatedView, DLAView, HeadsView, InsideReport, LensView, PatchedView, TopK
+
+__all__ = ["VIEWS", "AblatedView", "DLAView", "HeadsView", "InsideReport", "LensView", "PatchedView", "TopK",
+           "dla_figure", "head_sources_figure", "heads_figure", "lens_figure", "lens_strip_figure", "patch_figure",
+           "patch_lens_figure"]

@@ -47,6 +47,7 @@ except ImportError:  # the bench's photos come from scikit-image, today's pipeli
 
 import vit
 from bench.measure import interleaved, median, peak_rss_delta_mb, proc_status_kb
+from bench.trust import thorough_rows
 from vit.image_file import open_image
 
 MB = 2 ** 20
@@ -348,11 +349,11 @@ def explain_rows(loaded, photo: Path, rounds: int) -> list[Row]:
 
 
 def trust_rows(loaded, photo: Path, rounds: int) -> list[Row]:
-    """Faithfulness curves and the comparison of every method (viz.analysis.trust), each ÷ one plain forward of
+    """Faithfulness curves and the comparison of every method (viz.trust.job), each ÷ one plain forward of
     the same model, batched as the CLI runs them (8 packed rows per step) and as the page does (1 row per step, so
     a step never holds another visitor back by more than one forward); and the whole comparison on a ViT-Ti
     (random init: the cost does not depend on the weights)."""
-    from viz.analysis.trust import ROWS_PER_STEP, TrustJob
+    from viz.trust.job import ROWS_PER_STEP, TrustJob
     from vit.explain import ClassTarget
 
     x = loaded.preprocess(open_image(photo))
@@ -384,7 +385,7 @@ def trust_rows(loaded, photo: Path, rounds: int) -> list[Row]:
             "all curves, as the CLI runs it)", f"{ratio['compare']:.1f}", "≤ 80", ratio["compare"] <= 80),
         Row("&nbsp;&nbsp;the same, one row per step (the page; one round)", f"{ratio['page compare']:.1f}"),
         Row(f"whole comparison of {methods} methods, ViT-Ti/16 at 224 on this CPU (÷ its plain forward of "
-            f"{ms(tiny_plain)}: {tiny_s / tiny_plain:.1f})", f"{tiny_s:.2f} s", "< 2 s", tiny_s < 2),
+            f"{ms(tiny_plain)}: {tiny_s / tiny_plain:.1f}; measured, not a target)", f"{tiny_s:.2f} s"),
         Row(f"&nbsp;&nbsp;its curves alone cannot take less on this CPU: {flops / 1e9:.0f} GFLOP of matrix products "
             f"at this CPU's peak rate ({peak / 1e9:.0f} GFLOP/s, one 2048² product)", f"≥ {flops / peak:.2f} s"),
     ]
@@ -547,10 +548,12 @@ def main(argv=None) -> None:
         rows, result = speed(weights, photos[0], args.rounds, args.today_rounds)
         rows += rerender(PageEvents(build_app(weights)), result["session"], result["analysis"], max(args.rounds, 20))
         rows += cache_rows(result["analysis"])
-        rows += explain_rows(state.MODELS.get(weights).loaded, photos[0], args.rounds)
-        rows += trust_rows(state.MODELS.get(weights).loaded, photos[0], max(3, args.rounds // 2))
+        loaded = state.MODELS.get(weights).loaded
+        rows += explain_rows(loaded, photos[0], args.rounds)
+        rows += trust_rows(loaded, photos[0], max(3, args.rounds // 2))
+        rows += thorough_rows(loaded, loaded.preprocess(open_image(photos[0])), 2)
         from bench.inside import inside_rows   # the inside views (bench/inside.py): cat, patched from the coffee
-        rows += inside_rows(state.MODELS.get(weights).loaded, photos[0], photos[2], max(3, args.rounds // 2))
+        rows += inside_rows(loaded, photos[0], photos[2], max(3, args.rounds // 2))
         if not args.no_app:
             from viz.explorer import cached_bytes
             fill = cropped_photos(photos[0], state.ANALYSES_MEMORY // cached_bytes(result["analysis"]) + 4, tmp)

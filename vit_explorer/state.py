@@ -166,7 +166,7 @@ def series_key(key: tuple[str, str, str]):
 
 
 SERIES = Cache(series_key, SERIES_MEMORY, weigh=lambda view: nbytes(view.series))
-TRUST = Cache(None, TRUST_MEMORY)   # MethodTrust per viz.analysis.trust.cache_key, filled by TrustJob
+TRUST = Cache(None, TRUST_MEMORY)   # MethodTrust per viz.trust.job.cache_key, filled by TrustJob
 INSIDE = Cache(None, INSIDE_MEMORY)  # InsideReports per (view, photo, model, pick, contrast, …): vit_explorer.tabs.inside
 REFUSED: dict[str, str] = {}        # browser session -> the last photo refused in it (a refusal is said once)
 

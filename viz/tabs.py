@@ -1,12 +1,13 @@
-"""What the page's Learn, Explain, Compare and Trust tabs show, from cached results. No Gradio here.
+"""What the page's Learn, Explain and Compare tabs show, from cached results. No Gradio here.
 
 - Learn: one step of the guided walk (``viz.drawing.walk_steps``) on the photo, with this model's real shapes;
 - Explain: every method of ``viz.explain.METHODS`` for one target, computed once per (photo, model, target) by
   ``explanations`` (each model pass once) and re-drawn in milliseconds when the method, contrast or opacity
   changes;
 - Compare: two checkpoints on the same photo (``viz.compare``), the depth animation (``viz.animate``) and a
-  training run's snapshots (``viz.dynamics``);
-- Trust: a ``viz.trust.TrustReport`` (run in steps by ``viz.analysis.trust.TrustJob``) as a table and a figure.
+  training run's snapshots (``viz.dynamics``).
+
+The Trust tab's texts and figure are in ``viz.trust.view``.
 """
 from __future__ import annotations
 
@@ -17,13 +18,10 @@ from PIL import Image
 
 from .analysis.walkthrough import Walkthrough
 from .drawing import walk_steps
-from .drawing.plots import figure_to_image
-from .drawing.trust import trust_figure
 from .explain import METHODS
 from .explain.panels import contrast_panel, explanation_panel, methods_row
 from .i18n import t
 from .records import Analysis
-from .trust.report import TrustReport
 
 LEARN_SIZE = 560   # pixels of the Learn tab's pictures
 STEPS = ("crop", "patches", "flatten", "projection", "cls", "position", "layers", "output", "logits")
@@ -127,25 +125,3 @@ def methods_view(a: Analysis, e: Explained, alpha: float = 0.6) -> Image.Image |
     if not e.maps:
         return None
     return methods_row(a.image, e.maps, cell=140, alpha=alpha, title=str(e.target["name"]))
-
-
-# --- Trust ------------------------------------------------------------------------------------------------------
-
-def trust_table(report: TrustReport, lang: str = "en") -> str:
-    """A ``TrustReport`` -> the Trust tab's Markdown table: one row per method, most faithful first, with both
-    AUCs, the gains over the random map and (after a sanity run) ρ with every layer randomised, flagged."""
-    head = [t(f"trust.table.{k}", lang) for k in ("method", "deletion", "insertion", "gains", "sanity")]
-    rows = [t("trust.table.target", lang, target=report.target["name"], probability=report.probability), "",
-            "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for name in report.ranking():
-        m = report.methods[name]
-        gains = report.gains(name)
-        rho = "—" if m.sanity is None else f"{m.sanity[-1]:.2f}" + (f" {t('trust.flagged', lang)}" if m.flagged else "")
-        rows.append(f"| {name} | {m.faithfulness.deletion_auc:.3f} | {m.faithfulness.insertion_auc:.3f} | "
-                    f"{gains['deletion_gain']:+.3f} / {gains['insertion_gain']:+.3f} | {rho} |")
-    return "\n".join(rows)
-
-
-def trust_view(report: TrustReport, a: Analysis, lang: str = "en") -> Image.Image:
-    """The comparison figure (``viz.drawing.trust``) of a report, on the photo the model saw."""
-    return figure_to_image(trust_figure(report, np.asarray(a.image.convert("RGB")), lang=lang))

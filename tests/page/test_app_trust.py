@@ -1,10 +1,13 @@
-"""Protects the page's Trust tab (``vit_explorer.tabs.trust``): it shows what ``viz.analysis.trust`` computes for the
-Explain tab's target, reports progress step by step, reuses its cache, and — served — a trust check never holds
-another visitor's analysis back by more than one analysis (issue 14, "Cost and serving")."""
+"""Protects the page's Trust tab (``vit_explorer.tabs.trust``): it shows what ``viz.trust.job`` computes for the
+Explain tab's target, fast (one protocol) and thorough (all four), with each method's verdict in words, every AUC
+with its error and the protocols' agreement; it reports progress step by step, reuses its cache (fast results
+serve thorough), quotes what each choice costs, and — served — a trust check never holds another visitor's
+analysis back by more than one analysis."""
 from __future__ import annotations
 
 import threading
 import time
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -14,7 +17,9 @@ from PIL import Image
 import app_server
 import vit
 from vit.explain import class_target
-from viz.analysis.trust import trust_report
+from viz.trust import PROTOCOLS, ProtocolsReport
+from viz.trust.job import check_steps, protocols_report, trust_report
+from viz.trust.view import cell_mark, verdict_kind, verdict_words
 from viz.cache import Cache
 from vit_explorer import api, state
 from vit_explorer.layout import build_app
@@ -39,7 +44,8 @@ def cat_path(tmp_path_factory, cat) -> str:
 
 
 def _rows(table: str) -> dict[str, list[str]]:
-    """The Markdown table's method rows: {method: [deletion AUC, insertion AUC, gains, sanity]}."""
+    """The Markdown table's method rows: {method: [the other cells]} (fast: verdict, deletion AUC ± error,
+    insertion AUC ± error, gain over random ± margin, sanity; thorough: the gain under each protocol)."""
     cells = [[c.strip() for c in line.strip("|").split("|")] for line in table.splitlines() if line.startswith("| ")]
     return {row[0]: row[1:] for row in cells[1:]}
 
@@ -49,32 +55,79 @@ def test_the_trust_tab_shows_the_librarys_numbers_for_the_chosen_class_with_prog
     monkeypatch.setattr(state, "TRUST", Cache(None, 8 * 2**20))      # nothing cached by earlier tests of the same photo
     session = api.analyze(cat_path, augreg)[0]
     seen: list[float] = []
-    values = trust.check(session, "tabby", "", False, False, "en", progress=lambda f, desc=None: seen.append(f))
+    values = trust.check(session, "tabby", "", False, False, trust.FAST, "en",
+                         progress=lambda f, desc=None: seen.append(f))
     rows = _rows(values["trust_table"])
 
     loaded = vit.load(augreg)
     x = loaded.preprocess.to_tensor(state.ANALYSES.get(session.key).image)
     report = trust_report(loaded.model, x, class_target(loaded.labels, "tabby"), labels=loaded.labels)
+    verdicts = ProtocolsReport({"tokens": report}).verdicts()
     assert list(rows) == report.ranking() and "random" in rows and "gae" in rows
     for name, m in report.methods.items():
-        assert rows[name][0] == f"{m.faithfulness.deletion_auc:.3f}", name
-        assert rows[name][1] == f"{m.faithfulness.insertion_auc:.3f}", name
-    assert "tabby" in values["trust_table"]
+        f = m.faithfulness
+        assert rows[name][1] == f"{f.deletion_auc:.3f} ± {f.auc_error['deletion']:.3f}", name
+        assert rows[name][2] == f"{f.insertion_auc:.3f} ± {f.auc_error['insertion']:.3f}", name
+        if name != "random":
+            v = verdicts[name]
+            assert rows[name][0] == verdict_words(v, "en") and rows[name][0].endswith("(one protocol)"), name
+            assert rows[name][3] == f"{v.abpc_gain['tokens']:+.3f} ± {v.margin['tokens']:.3f}", name
+    assert "tabby" in values["trust_table"] and "**Thorough** runs all 4" in values["trust_table"]
+    assert values["trust_more"].visible is False and values["trust_aucs"] == ""
+    shown = SimpleNamespace(analysis=state.ANALYSES.get(session.key), session=session, lang="en")
+    cost, steps = trust.show(shown)["trust_cost"], check_steps(loaded.model, (224, 224))   # quoted before a run
+    assert f"fast about {steps['tokens']} forward passes" in cost
+    assert f"thorough about {sum(steps.values())}, {steps['road']} of them on ROAD images" in cost
     assert len(seen) > 10 and seen == sorted(seen) and seen[-1] == pytest.approx(1.0)
     assert isinstance(values["trust_picture"], Image.Image) and values["trust_picture"].width >= 800
 
     cached = len(state.TRUST)
     again: list[float] = []
-    assert trust.check(session, "tabby", "", False, False, "en",
-                          progress=lambda f, desc=None: again.append(f))["trust_table"] == values["trust_table"]
+    repeated = trust.check(session, "tabby", "", False, False, trust.FAST, "en",
+                           progress=lambda f, desc=None: again.append(f))["trust_table"]
+    assert repeated.split("\n")[1:] == values["trust_table"].split("\n")[1:]   # all but the time it took
     assert len(state.TRUST) == cached and len(again) < len(seen)       # every method's curves came from the cache
+
+
+@pytest.mark.slow    # thorough twice (the page's and the library's): minutes on a shared CPU
+def test_a_thorough_check_gives_every_verdict_its_gains_auc_tables_and_agreement(augreg, cat_path):
+    """Thorough runs the four protocols (the fast ones come from the cache), in steps of one forward or one image,
+    and the page says, per method, what the library's verdict says, with the gain under each protocol."""
+    build_app(augreg)
+    session = api.analyze(cat_path, augreg)[0]
+    trust.check(session, "tabby", "", False, False, trust.FAST, "en", progress=lambda f, desc=None: None)
+    seen: list[str] = []
+    values = trust.check(session, "tabby", "", False, False, trust.THOROUGH, "en",
+                         progress=lambda f, desc=None: seen.append(desc))
+    loaded = vit.load(augreg)
+    x = loaded.preprocess.to_tensor(state.ANALYSES.get(session.key).image)
+    report = protocols_report(loaded.model, x, class_target(loaded.labels, "tabby"), protocols="all",
+                              labels=loaded.labels)
+    table = values["trust_table"]
+    for name, v in report.verdicts().items():
+        assert f"- **{name}**: {verdict_words(v, 'en')}" in table, name
+        cells = [f"{v.abpc_gain[p]:+.3f} ± {v.margin[p]:.3f} {cell_mark(v.abpc_gain[p], v.margin[p])}" for p in PROTOCOLS]
+        assert _rows(table)[name] == cells, name
+    kinds = {verdict_kind(v) for v in report.verdicts().values()}
+    assert "depends_on_protocol" in kinds and "faithful" in kinds       # the cat: some methods pass every protocol
+    assert "under all 4 ways of removing patches" in table and "depends on how patches are removed" in table
+    protocols, tau = report.agreement()
+    assert f"tokens–ROAD {tau[0, 3]:+.2f}" in table and "Kendall τ" in table
+    assert values["trust_more"].visible is True
+    for p, r in report.reports.items():
+        f = r.methods["gae"].faithfulness
+        assert f"| gae | {f.deletion_auc:.3f} ± {f.auc_error['deletion']:.3f} |" in values["trust_aucs"], p
+    assert any("ROAD" in d for d in seen) and any("mean colour" in d for d in seen)
+    steps = check_steps(loaded.model, (224, 224))                     # what the page quotes as the cost
+    assert len(seen) == steps["mean_colour"] + steps["blur"] + steps["road"]    # tokens: all from the cache
 
 
 def test_the_trust_tab_speaks_chinese(augreg, cat_path):
     build_app(augreg)
     session = api.analyze(cat_path, augreg)[0]
-    table = trust.check(session, TOP1, "", False, False, "zh-CN", progress=lambda f, desc=None: None)
+    table = trust.check(session, TOP1, "", False, False, trust.FAST, "zh-CN", progress=lambda f, desc=None: None)
     assert "删除 AUC" in table["trust_table"] and "插入 AUC" in table["trust_table"]
+    assert "（单一协议）" in table["trust_table"] and "**全面**检验" in table["trust_table"]
 
 
 def _fresh_photos(cat: Image.Image, folder, n: int) -> list[str]:
@@ -103,7 +156,7 @@ def test_a_trust_check_holds_another_visitors_analysis_back_by_at_most_one_analy
         alone = max(analysis(fresh[1]), analysis(fresh[2]))          # one analysis, nothing else running
         checker.predict(handle_file(fresh[4]), api_name="/analyze")
         finished = threading.Event()
-        job = checker.submit("tabby", "", False, True, api_name="/trust")
+        job = checker.submit("tabby", "", False, True, trust.FAST, api_name="/trust")
         job.add_done_callback(lambda _: finished.set())
         deadline = time.monotonic() + 60
         while job.status().code.name not in ("PROCESSING", "PROGRESS") and time.monotonic() < deadline:
@@ -111,9 +164,9 @@ def test_a_trust_check_holds_another_visitors_analysis_back_by_at_most_one_analy
         time.sleep(0.5)                                              # well inside the check's steps
         during = analysis(fresh[3])
         assert not finished.is_set(), "the trust check ended before the other visitor's analysis: nothing measured"
-        table, _ = job.result(timeout=300)
+        table, *_ = job.result(timeout=300)
     # its own time, plus at most one analysis' time (one trust step is about one forward pass), plus slack for
     # a loaded 2-core machine
     assert during <= 2 * alone + 1.0, f"analysis took {during:.2f} s during a trust check, {alone:.2f} s alone"
-    sanity = {name: row[3] for name, row in _rows(table).items()}
+    sanity = {name: row[4] for name, row in _rows(table).items()}
     assert "⚠" in sanity["random"] and "⚠" not in sanity["gae"]   # random ignores the model, GAE does not

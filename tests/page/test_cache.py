@@ -89,7 +89,7 @@ def test_capacity_must_be_positive():
 
 
 def test_a_cache_without_computation_looks_stores_and_computes_what_it_is_told():
-    """The trust checks' store (get/put, as viz.analysis.trust.TrustJob uses it) and the drawings keyed by an
+    """The trust checks' store (get/put, as viz.trust.job.TrustJob uses it) and the drawings keyed by an
     object the key cannot hold (get(key, compute), as viz.panels' display photos and heads grids use it)."""
     cache = Cache(None, capacity=100, weigh=len)
     assert cache.get("a") is None and "a" not in cache

@@ -12,7 +12,7 @@ from PIL import Image
 
 import vit
 from tiny_models import tiny
-from viz.analysis.trust import trust_report
+from viz.trust.job import trust_report
 from viz.cli import main
 
 METHODS = ["gae", "attention", "random"]
@@ -43,7 +43,7 @@ def test_one_image_gets_the_contracted_faithfulness_and_sanity_keys(weights, pho
     assert list(explain["faithfulness"]) == METHODS
     for method in METHODS:
         entry = explain["faithfulness"][method]
-        assert list(entry) == ["deletion_auc", "insertion_auc", "deletion", "insertion"]
+        assert list(entry) == ["deletion_auc", "insertion_auc", "deletion", "insertion", "auc_error"]
         assert len(entry["deletion"]) == len(entry["insertion"]) == 11
         assert entry["deletion_auc"] == pytest.approx(np.trapezoid(entry["deletion"], np.linspace(0, 1, 11)))
         assert len(explain["sanity"][method]) == 2                              # after 1 and 2 randomised layers

@@ -1,4 +1,4 @@
-"""Protects the faithfulness protocol and the sanity formulas (viz.trust) and their runner (viz.analysis.trust):
+"""Protects the faithfulness protocol and the sanity formulas (viz.trust) and their runner (viz.trust.job):
 exact curves and AUCs on a hand-built model whose class depends on known patches, the order and rounding rules,
 Spearman against scipy, the report's ranking and JSON, the steps' size and progress, the cache, every family.
 """
@@ -13,7 +13,8 @@ from scipy import stats
 
 import vit
 from tiny_models import FAMILIES, tiny
-from viz.analysis.trust import TrustCache, TrustJob, cache_key, first_fit, photo_key, trust_report
+from viz.cache import Cache
+from viz.trust.job import TrustJob, cache_key, first_fit, photo_key, trust_report
 from viz.explain import METHODS
 from viz.trust import (FLAG_THRESHOLD, FRACTIONS, Faithfulness, MethodTrust, TrustReport, average_ranks, flagged,
                        keep_sets, patch_order, removed_counts, spearman)
@@ -121,7 +122,7 @@ def test_the_report_ranks_scores_against_random_correlates_and_writes_the_cli_js
     assert r.methods["a"].flagged is True and r.methods["c"].flagged is False and r.methods["b"].flagged is None
     j = r.as_json()
     assert set(j) == {"faithfulness", "sanity"} and list(j["sanity"]) == ["a", "c"]
-    assert set(j["faithfulness"]["a"]) == {"deletion_auc", "insertion_auc", "deletion", "insertion"}
+    assert set(j["faithfulness"]["a"]) == {"deletion_auc", "insertion_auc", "deletion", "insertion", "auc_error"}
     assert len(j["faithfulness"]["a"]["deletion"]) == 11
 
 
@@ -144,14 +145,14 @@ def test_steps_stay_within_one_forward_report_progress_and_the_cache_skips_known
     model = tiny()
     x = torch.randn(1, 3, 32, 32, generator=torch.Generator().manual_seed(1))
     calls, seen = [], []
-    real = __import__("viz.analysis.trust", fromlist=["forward_packed"]).forward_packed
+    real = __import__("viz.trust.job", fromlist=["forward_packed"]).forward_packed
 
     def counting(m, xx, rows):
         calls.append([sum(1 + len(keep) for keep in row) for row in rows])   # tokens of each row
         return real(m, xx, rows)
 
-    monkeypatch.setattr("viz.analysis.trust.forward_packed", counting)
-    cache = TrustCache()
+    monkeypatch.setattr("viz.trust.job.forward_packed", counting)
+    cache = Cache(None, 2**20)
     r = trust_report(model, x, None, ["gae", "rollout"], progress=lambda d, t, w: seen.append((d, t)), sanity=True,
                      cache=cache, model_id="tiny", rows_per_step=1)
     assert all(len(rows) == 1 for rows in calls)                          # one row per step, as the page runs it
@@ -174,18 +175,19 @@ def test_curve_lengths_are_the_token_counts_the_curves_run(monkeypatch):
     model = tiny()
     x = torch.randn(1, 3, 32, 32, generator=torch.Generator().manual_seed(1))
     ran = []
-    real = __import__("viz.analysis.trust", fromlist=["forward_packed"]).forward_packed
+    real = __import__("viz.trust.job", fromlist=["forward_packed"]).forward_packed
 
     def counting(m, xx, rows):
         ran.extend(1 + len(keep) for row in rows for keep in row)             # prefix + kept patches, per sequence
         return real(m, xx, rows)
 
-    monkeypatch.setattr("viz.analysis.trust.forward_packed", counting)
+    monkeypatch.setattr("viz.trust.job.forward_packed", counting)
     job = TrustJob(model, x, None, ["gae", "random"])
     lengths = job.curve_lengths()
     job.result()
     assert sorted(lengths) == sorted(ran) and len(lengths) == 2 * 18 + 1     # 2 maps × 18 sequences + the prefix
-    assert TrustJob(model, x, None, ["gae"], variant="blur").curve_lengths() == [17] * 2 * 22   # whole images
+    # pixel protocols: whole images, the 18 inner ones per map and the all-filled one (the whole photo: gae's pass)
+    assert TrustJob(model, x, None, ["gae"], protocol="blur").curve_lengths() == [17] * (2 * 18 + 1)
 
 
 def test_first_fit_packs_the_longest_first_into_the_first_bin_with_room():
@@ -194,16 +196,16 @@ def test_first_fit_packs_the_longest_first_into_the_first_bin_with_room():
     assert first_fit([], 198) == []
 
 
-def test_the_pixel_variants_are_named_and_keep_the_whole_sequence():
+def test_the_pixel_protocols_are_named_and_keep_the_whole_sequence():
     model = tiny()
     x = torch.randn(1, 3, 32, 32, generator=torch.Generator().manual_seed(1))
     tokens = trust_report(model, x, None, ["gae", "random"])
-    for variant in ("mean_colour", "blur"):
-        r = trust_report(model, x, None, ["gae", "random"], variant=variant)
-        assert r.variant == variant
+    for protocol in ("mean_colour", "blur", "road"):
+        r = trust_report(model, x, None, ["gae", "random"], protocol=protocol)
+        assert r.protocol == protocol
         f = r.methods["gae"].faithfulness
         assert f.deletion[0] == pytest.approx(tokens.methods["gae"].faithfulness.deletion[0], abs=1e-5)
         assert f.deletion[-1] != pytest.approx(tokens.methods["gae"].faithfulness.deletion[-1], abs=1e-4)
-    with pytest.raises(ValueError, match="Unknown variant 'grey'"):
-        TrustJob(model, x, None, ["gae"], variant="grey")
+    with pytest.raises(ValueError, match="Unknown protocol 'grey'"):
+        TrustJob(model, x, None, ["gae"], protocol="grey")
     assert set(METHODS) >= {"gae", "random"}

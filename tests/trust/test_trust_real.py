@@ -13,7 +13,7 @@ import pytest
 import vit
 from skimage import data
 
-from viz.analysis.trust import occlusion_map, trust_report
+from viz.trust.job import occlusion_map, trust_report
 from viz.explain import METHODS
 from viz.explain.methods import Method
 from viz.trust import FLAG_THRESHOLD

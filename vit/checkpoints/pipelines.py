@@ -79,8 +79,8 @@ def huggingface_preprocess(settings: dict | None, model_type: str, img_size: tup
     crop = None
     if s.get("do_center_crop"):
         if s.get("crop_size") is None:
-            raise ValueError(f"preprocessor_config.json asks for a centre crop (do_center_crop true) but gives no "
-                             f"crop_size! Expected crop_size as {{\"height\", \"width\"}} or a number.")
+            raise ValueError("preprocessor_config.json asks for a centre crop (do_center_crop true) but gives no "
+                             "crop_size! Expected crop_size as {\"height\", \"width\"} or a number.")
         crop = _size_dict(s["crop_size"], True, "crop_size")
     common = dict(interpolation=_resample(s["resample"]), centre="floor",
                   rescale=float(s["rescale_factor"]) if s["do_rescale"] else 1.0,

@@ -50,7 +50,7 @@ TABS: tuple[Tab, ...] = (
     Tab("distance", distance.build, distance.OUTPUTS, distance.OUTPUTS, distance.show),
     Tab("norms", norms.build, norms.OUTPUTS, norms.OUTPUTS, norms.show),
     Tab("model", model.build, model.OUTPUTS, model.OUTPUTS, model.show),
-    Tab("trust", trust.build, trust.OUTPUTS, wire=trust.wire),
+    Tab("trust", trust.build, trust.OUTPUTS, trust.SHOWS, trust.show, wire=trust.wire),
     Tab(inside.ID, inside.build, inside.OUTPUTS, inside.SHOWS, inside.show, wire=inside.wire),
 )
 TAB_IDS = tuple(tab.id for tab in TABS)

@@ -1,61 +1,96 @@
 """The Trust tab: can the maps be trusted: every method's deletion and insertion curves (and, ticked, the sanity
-check) for the Explain tab's target, run step by step with progress. Each step (about one forward pass) takes the
-model turn, so another visitor's analysis waits for at most one step, never for a whole check."""
+check) for the Explain tab's target, under one way of removing patches (fast: dropped from the tokens) or all
+four (thorough), with a verdict per method. Run step by step with progress; each step (about one forward pass,
+or one ROAD image) takes the model turn, so another visitor's analysis waits for at most one step, never for a
+whole check. Results are cached per (photo, model, target, method, protocol): fast ones are reused by thorough."""
 from __future__ import annotations
+
+import functools
+import time
 
 import gradio as gr
 
-from viz import tabs
-from viz.analysis.trust import TrustJob
 from viz.i18n import t
+from viz.trust import PROTOCOLS
+from viz.trust.job import ProtocolsJob, check_steps
+from viz.trust.view import auc_tables, cost_line, protocol_name, trust_table, trust_view
 
 from .. import state
 from ..components import picture
 from ..state import Pick
 from .explain import pick, typed
 
-OUTPUTS = ("trust_table", "trust_picture")
+OUTPUTS = ("trust_table", "trust_aucs", "trust_more", "trust_picture")
+SHOWS = ("trust_cost",)           # a new photo, model or language: what fast and thorough cost on it
+FAST, THOROUGH = "fast", "thorough"
+DEPTHS = {FAST: ("tokens",), THOROUGH: tuple(PROTOCOLS)}
 
 
 def build(page) -> None:
     i18n = page.i18n
     gr.Markdown(i18n("about.trust"))
     with gr.Row(equal_height=True):
-        page.add("trust_sanity", gr.Checkbox(False, label=i18n("control.trust_sanity"), info=i18n("help.trust_sanity"),
-                                             scale=3))
-        page.add("trust_button", gr.Button(i18n("button.trust"), variant="primary", scale=1, min_width=90,
-                                           elem_id="trust-button"))
+        page.add("trust_depth", gr.Radio([(i18n("choice.trust_fast"), FAST), (i18n("choice.trust_thorough"), THOROUGH)],
+                                         value=FAST, label=i18n("control.trust_depth"), info=i18n("help.trust_depth"),
+                                         elem_id="trust-depth", scale=3))
+        with gr.Column(scale=1, min_width=160):
+            page.add("trust_sanity", gr.Checkbox(False, label=i18n("control.trust_sanity"),
+                                                 info=i18n("help.trust_sanity")))
+            page.add("trust_button", gr.Button(i18n("button.trust"), variant="primary", min_width=90,
+                                               elem_id="trust-button"))
+    page.add("trust_cost", gr.Markdown(elem_id="trust-cost"))
     page.add("trust_table", gr.Markdown(elem_id="trust-table"))
+    with gr.Accordion(i18n("label.trust_aucs"), open=False, visible=False, elem_id="trust-more") as more:
+        page.add("trust_aucs", gr.Markdown(elem_id="trust-aucs"))
+    page.add("trust_more", more)
     page.add("trust_picture", picture(i18n, "picture.trust", enlarge=False, elem_id="trust-image"))
 
 
-def check(session, target, texts, use_text, trust_sanity, lang, progress=gr.Progress()):
-    """Every method's curves (and sanity) for the Explain tab's target on the session's photo, cached per (model
-    input, model, target, method): the input's hash stands for the photo, so the same photo through another
-    preprocessing is another key."""
+def show(shown) -> dict:
+    """What fast and thorough cost on this model at this photo's size (nothing runs)."""
+    width, height = shown.analysis.image.size
+    return {"trust_cost": cost_line(dict(_steps(shown.session.key.model, height, width)), shown.lang)}
+
+
+@functools.lru_cache(maxsize=32)
+def _steps(source: str, height: int, width: int) -> tuple:
+    """``check_steps`` of a served model at an input size (~30 ms of planning, so once, not for every photo)."""
+    return tuple(check_steps(state.MODELS.get(source).loaded.model, (height, width)).items())
+
+
+def check(session, target, texts, use_text, trust_sanity, trust_depth, lang, progress=gr.Progress()):
+    """Every method's curves (and sanity) for the Explain tab's target on the session's photo, under the chosen
+    protocols, with each method's verdict; cached per (model input, model, target, method, protocol): the input's
+    hash stands for the photo, so the same photo through another preprocessing is another key."""
     if session is None:
         return {}
     loaded = state.model_of(session.key).loaded
     a = state.analysis(session.key, lang)
     words = typed(texts)
     chosen = Pick(words[0], tuple(words), text=True) if use_text and words else (pick(target) or Pick())
+    started = time.perf_counter()
     try:
         with state.MODEL_TURN:
-            job = TrustJob(loaded.model, loaded.preprocess.to_tensor(a.image), chosen.resolve(loaded),
-                           sanity=bool(trust_sanity), cache=state.TRUST, model_id=session.key.model,
-                           labels=loaded.labels, rows_per_step=1)   # a step: one forward at most
+            job = ProtocolsJob(loaded.model, loaded.preprocess.to_tensor(a.image), chosen.resolve(loaded),
+                               protocols=DEPTHS.get(trust_depth, DEPTHS[FAST]), sanity=bool(trust_sanity),
+                               cache=state.TRUST, model_id=session.key.model, labels=loaded.labels,
+                               rows_per_step=1)   # a step: one forward, or one image, at most
         steps = job.steps()
         while True:
             with state.MODEL_TURN:
                 step = next(steps, None)
             if step is None:
                 break
-            done, total, what = step
-            progress(done / max(total, 1), desc=f"{t('trust.progress', lang)}: {what}")
+            done, total, _ = step
+            progress(done / max(total, 1), desc=f"{t('trust.progress', lang)} · {protocol_name(job.running, lang)} "
+                                                f"· {done}/{total}")
         report = job.result()
     except ValueError as err:
         raise gr.Error(t("message.trust_failed", lang, error=err), print_exception=False) from None
-    return dict(trust_table=tabs.trust_table(report, lang), trust_picture=tabs.trust_view(report, a, lang))
+    thorough = len(report.protocols) > 1
+    return dict(trust_table=trust_table(report, lang, time.perf_counter() - started),
+                trust_aucs=auc_tables(report, lang) if thorough else "", trust_more=gr.Accordion(visible=thorough),
+                trust_picture=trust_view(report, a, lang))
 
 
 def wire(page) -> None:

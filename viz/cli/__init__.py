@@ -9,7 +9,7 @@ process or many (``torchrun --nproc-per-node N -m viz FOLDER ...``), and resume 
 
 What else a run can add, one module each: ``--inside`` (logit lens, direct logit attribution, head importance,
 ``--ablate``, ``--patch-from``: ``inside``), ``--explain`` (class-specific maps, ``explain``; with
-``--faithfulness`` / ``--sanity`` their perturbation curves and randomisation check, ``viz.analysis.trust``), ``--texts`` (CLIP
+``--faithfulness`` / ``--sanity`` their perturbation curves and randomisation check, ``viz.trust.job``), ``--texts`` (CLIP
 zero-shot probabilities in result.json, ``write``), ``--animate`` (attention through depth, ``write``) and
 ``--compare B`` (two checkpoints on the same photos instead of the panels, ``compare``). The options are in
 ``options``.
@@ -50,10 +50,15 @@ def check_run(args, loaded) -> None:
 def trust_options(request, data_set: bool) -> dict:
     """The RunOptions fields of --faithfulness / --sanity: a data-set run scores every image once, for the summary
     and for the image's files (a single image is scored by its writer alone)."""
-    if not (data_set and request and (request.faithfulness or request.sanity)):
+    if not (data_set and request):
         return {}
-    return {"faithfulness": tuple(request.methods), "faithfulness_target": request.target,
-            "perturbation": request.perturbation, "sanity": request.sanity}
+    out = {}
+    if request.chefer:
+        out.update(chefer=request.chefer, chefer_methods=tuple(request.methods))
+    if request.faithfulness or request.sanity:
+        out.update(faithfulness=tuple(request.methods), faithfulness_target=request.target,
+                   perturbation=tuple(request.perturbation), steps=request.steps, sanity=request.sanity)
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -79,6 +84,9 @@ def main(argv: list[str] | None = None) -> int:
         if not entries:
             raise ValueError("no images found in " + ", ".join(args.images))
         check_run(args, loaded)
+        if request and request.chefer and (len(entries) < 2 or any(e.label is None for e in entries)):
+            raise ValueError("--protocol chefer2021 measures top-1 accuracy over a labelled folder: every image in a "
+                             "sub-folder named for its class (index, WordNet ID or name), at least two images.")
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

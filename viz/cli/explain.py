@@ -24,9 +24,11 @@ class ExplainRequest:
     methods: list[str]
     target: object = None        # vit.explain.ClassTarget or TextTarget, or None for each image's top-1 class
     contrast: object = None      # vit.explain.ClassTarget or TextTarget, or None
-    faithfulness: bool = False   # --faithfulness: deletion / insertion curves of every method (viz.analysis.trust)
+    faithfulness: bool = False   # --faithfulness: deletion / insertion curves of every method (viz.trust.job)
     sanity: bool = False         # --sanity: the cascading model-randomisation check of every method
-    perturbation: str = "tokens"  # --perturbation: how a removed patch is removed
+    perturbation: tuple[str, ...] = ("tokens",)  # --perturbation: how a removed patch is removed, one or several ways
+    steps: int = 11              # --steps: points per curve
+    chefer: str | None = None    # --protocol chefer2021: "predicted" or "target" (--target label), else None
 
 
 def explain_request(args: argparse.Namespace, loaded) -> ExplainRequest | None:
@@ -37,6 +39,8 @@ def explain_request(args: argparse.Namespace, loaded) -> ExplainRequest | None:
     from ..analysis import resolve_target
 
     if not args.explain:
+        if args.protocol:
+            raise ValueError("--protocol chefer2021 scores the maps of --explain; give --explain METHODS too.")
         if (args.target is not None or args.contrast is not None) and not inside_asked(args):
             raise ValueError("--target and --contrast choose the class for --explain or --inside; give --explain "
                              "METHODS too (or --inside VIEWS).")
@@ -46,29 +50,43 @@ def explain_request(args: argparse.Namespace, loaded) -> ExplainRequest | None:
         return None
     texts = getattr(args, "texts", None) or ()
     methods = method_names(args.explain)
-    return ExplainRequest(methods, resolve_target(loaded, args.target, texts),
-                          None if args.contrast is None else resolve_target(loaded, args.contrast, texts),
-                          args.faithfulness, args.sanity, args.perturbation)
+    chefer = None
+    if args.protocol == "chefer2021":
+        if loaded.text is not None or not loaded.labels:
+            raise ValueError("--protocol chefer2021 measures top-1 accuracy: it needs a classifier with classes.")
+        chefer = "target" if args.target == "label" else "predicted"
+    elif args.target == "label":
+        raise ValueError("--target label (each image's own label) is for --protocol chefer2021.")
+    target = None if args.target == "label" else resolve_target(loaded, args.target, texts)
+    return ExplainRequest(methods, target, None if args.contrast is None else resolve_target(loaded, args.contrast, texts),
+                          args.faithfulness, args.sanity, tuple(args.perturbation), args.steps, chefer)
 
 
 def trust_of(loaded, x, request: ExplainRequest):
-    """``viz.analysis.trust.trust_report`` for one model input (1, C, H, W) as --faithfulness / --sanity ask."""
-    from ..analysis.trust import trust_report
+    """``viz.trust.job.trust_check`` of one model input (1, C, H, W) as --faithfulness / --sanity / --perturbation /
+    --steps ask: a ``viz.trust.TrustReport`` for one protocol, a ``viz.trust.ProtocolsReport`` for several."""
+    from ..trust.job import trust_check
 
-    return trust_report(loaded.model, x, request.target, request.methods, sanity=request.sanity,
-                        variant=request.perturbation, labels=loaded.labels)
+    return trust_check(loaded.model, x, request.target, request.methods, protocols=request.perturbation,
+                       sanity=request.sanity, points=request.steps, labels=loaded.labels)
 
 
 def trust_entries(report, lang: str = "en", photo=None) -> tuple[dict, dict]:
-    """A ``TrustReport`` -> (PNG panels {"trust": comparison figure}, the keys it adds to result.json's "explain")."""
+    """A ``TrustReport`` or ``ProtocolsReport`` -> (PNG panels {"trust": comparison figure of the first protocol},
+    the keys it adds to result.json's "explain": one protocol keeps the single-protocol shape, several add
+    "faithfulness_by_protocol", "fractions", "verdicts" and "protocol_agreement")."""
     from ..drawing.plots import figure_to_image
     from ..drawing.trust import trust_figure
+    from ..trust import ProtocolsReport
 
-    info = {**report.as_json(), "perturbation": report.variant,
-            "gains": {n: report.gains(n) for n in report.methods}}
+    first = report.first if isinstance(report, ProtocolsReport) else report
+    info = {**first.as_json(), "perturbation": first.protocol,
+            "gains": {n: first.gains(n) for n in first.methods}}
     if "sanity" in info:
-        info["sanity_flagged"] = {n: bool(m.flagged) for n, m in report.methods.items() if m.sanity is not None}
-    return {"trust": figure_to_image(trust_figure(report, photo, lang=lang))}, info
+        info["sanity_flagged"] = {n: bool(m.flagged) for n, m in first.methods.items() if m.sanity is not None}
+    if isinstance(report, ProtocolsReport):
+        info.update(report.as_json())
+    return {"trust": figure_to_image(trust_figure(first, photo, lang=lang))}, info
 
 
 def explanation_outputs(loaded, a: Analysis, request: ExplainRequest,

@@ -10,7 +10,6 @@ from ..animate import ANIMATED_MAPS, FRAME_MS
 from ..explain import METHODS
 from ..i18n import LANGUAGES
 from ..maps.rollout import FUSIONS
-from ..trust.curves import VARIANTS
 
 PREPROCESS_CHOICES = ("own", "crop", "squash")  # vit.preprocess.CHOICES, without importing torch for --help
 
@@ -60,11 +59,17 @@ heads adds "inside": {"head_importance": L x H, "lens_top1": L (labelled folders
 With --faithfulness also trust.png (every method's map with its AUCs, the curves, the correlations between
 methods) and, in result.json's "explain": "faithfulness": {method: {"deletion_auc", "insertion_auc",
 "deletion": [11], "insertion": [11]}} (target probability at fractions 0, 0.1, ..., 1 of the patches removed /
-kept, most relevant first), "perturbation" ("tokens", "mean_colour" or "blur"), and per method "gains" over the
-random map {"deletion_gain", "insertion_gain"}. --sanity adds "sanity": {method: [Spearman rho after 1, 2, ...,
+kept, most relevant first; --steps N values), "auc_error" {"deletion", "insertion", "abpc"}: each area's
+|AUC(all points) - AUC(every other point)|, "perturbation" ("tokens", "mean_colour", "blur" or "road"), and per
+method "gains" over the random map {"deletion_gain", "insertion_gain"}. Several --perturbation protocols add
+"faithfulness_by_protocol" {protocol: {method: {...}}}, "fractions", "verdicts" {method: {"verdict": "faithful" |
+"not_faithful" | "depends_on_protocol", "abpc_gain": {protocol: g}, "margin": {protocol: m}}} and
+"protocol_agreement" {"protocols", "kendall_tau"}; "faithfulness" is then the first protocol's. --sanity adds "sanity": {method: [Spearman rho after 1, 2, ...,
 L layers randomised from the top]} and "sanity_flagged": {method: true when rho stays >= 0.5 with all layers
 randomised}. A folder run adds DIR/summary/faithfulness.json ({method: {"deletion_auc", "insertion_auc" (means
-over images), their "_std", "deletion", "insertion" (mean curves), "images"}}) and faithfulness.md.
+over images), their "_std", "deletion", "insertion" (mean curves), "images", "abpc", "ci95" {score: [low, high]}
+(95 % bootstrap interval over images, 1,000 seeded resamples), "verdict" (over the folder), "by_protocol" with
+several protocols}}) and faithfulness.md. --protocol chefer2021 adds DIR/summary/chefer2021.json and .md.
 
 With several images (or --stats-only), DIR/summary/ holds statistics.json (images, mean_distance L x H,
 entropy L x H, prefix_share L, high_norm_share L, top1/top5 for a folder labelled by sub-folder, with their
@@ -105,6 +110,24 @@ def fraction(text: str) -> float:
     value = float(text)
     if not 0.0 <= value <= 1.0:
         raise argparse.ArgumentTypeError(f"expected a number between 0 and 1 but got {text}")
+    return value
+
+
+def protocols_arg(text: str) -> list[str]:
+    """--perturbation: comma-separated protocols or "all" (``viz.trust.protocols.protocol_list``)."""
+    from ..trust.protocols import protocol_list
+
+    try:
+        return protocol_list(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def curve_points(text: str) -> int:
+    """--steps: a whole number of at least 3 (every other point of the curve must still span 0 … 1)."""
+    value = int(text)
+    if value < 3:
+        raise argparse.ArgumentTypeError(f"expected at least 3 points per curve but got {text}")
     return value
 
 
@@ -223,9 +246,20 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--sanity", action="store_true",
                    help="model-randomisation sanity check: Spearman correlation of every --explain map with its map "
                         "after 1 … L layers re-initialised from the top, in result.json's explain.sanity")
-    g.add_argument("--perturbation", choices=tuple(VARIANTS), default=next(iter(VARIANTS)),
-                   help="how --faithfulness removes a patch: dropped from the tokens (default), or in pixel space "
-                        "replaced by the photo's mean colour or by the blurred photo")
+    g.add_argument("--perturbation", type=protocols_arg, default=["tokens"], metavar="P1,P2,...|all",
+                   help="how --faithfulness removes a patch: tokens (dropped from the sequence; default), or in pixel "
+                        "space mean_colour (the photo's mean colour), blur (the blurred photo), road (imputed from the "
+                        "neighbouring pixels, ROAD); several, comma-separated, or all: each method then gets a verdict "
+                        "that holds under every protocol (faithful / not_faithful / depends_on_protocol) and the "
+                        "protocols' agreement on the ranking (Kendall tau)")
+    g.add_argument("--steps", type=curve_points, default=11, metavar="N",
+                   help="points per curve: fractions 0, 1/(N-1), ..., 1 of the patches removed / kept (default: 11); "
+                        "every AUC comes with its error |AUC(all points) - AUC(every other point)|")
+    g.add_argument("--protocol", choices=("chefer2021",),
+                   help="chefer2021: over a labelled folder, Chefer et al. 2021's positive and negative perturbation "
+                        "test (top-1 accuracy against the fraction of pixels removed, 0 to 90 %%; AUC = "
+                        "np.trapz(acc, x) * 100) of every --explain map, for each image's predicted class, or its "
+                        "own label with --target label; DIR/summary/chefer2021.json and .md")
     g = p.add_argument_group("compare and animate")
     g.add_argument("--compare", metavar="B",
                    help="compare the --weights model (A) with this checkpoint (B) on each image: writes compare.png "

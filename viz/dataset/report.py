@@ -32,7 +32,9 @@ import numpy as np
 
 from ..drawing.dataset_plots import heads_by_depth_plot, shares_plot
 from ..drawing.plots import figure_to_image
-from .statistics import FAITHFULNESS, INSIDE, Statistics
+from ..trust.chefer import SIGNS, chefer_markdown, chefer_summary
+from ..trust.dataset import folder_agreement, folder_table, folder_verdicts
+from .statistics import CHEFER, FAITHFULNESS, INSIDE, Statistics
 
 PER_IMAGE = ("mean_distance", "entropy", "prefix_share", "high_norm_share", "high_norm_patches")
 
@@ -137,15 +139,22 @@ def markdown(s: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write(folder: Path, stats: Statistics, info: dict) -> dict:
-    """Write statistics.json, statistics.md and the plots into ``folder``; returns the JSON's contents."""
+def write(folder: Path, stats: Statistics, info: dict, scores: tuple[list, np.ndarray] | None = None) -> dict:
+    """Write statistics.json, statistics.md and the plots into ``folder``; returns the JSON's contents. ``scores``:
+    the per-image AUC table (columns, (images, columns)) of the faithfulness run, for its intervals and verdicts;
+    with --protocol chefer2021 also chefer2021.json and .md."""
     folder.mkdir(parents=True, exist_ok=True)
     s = summary(stats, info)
+    if scores is not None and len(scores[1]):
+        protocols, tau = folder_agreement(folder_table(*scores))
+        s["protocol_agreement"] = {"protocols": protocols, "kendall_tau": _plain(tau)}
     lines = [f" {json.dumps(key)}: {json.dumps(value)}" for key, value in s.items()]  # one key per line
     (folder / "statistics.json").write_text("{\n" + ",\n".join(lines) + "\n}\n")
     (folder / "statistics.md").write_text(markdown(s))
     if "faithfulness" in s:
-        write_faithfulness(folder, s)
+        write_faithfulness(folder, s, scores)
+    if info.get("chefer2021"):
+        write_chefer(folder, stats, s)
     if s["images"]:
         n = f"mean over {s['images']} images, ± std"
         figures = {
@@ -163,10 +172,14 @@ def write(folder: Path, stats: Statistics, info: dict) -> dict:
     return s
 
 
-def faithfulness_table(s: dict) -> dict:
+def faithfulness_table(s: dict, per_image: tuple[list, np.ndarray] | None = None) -> dict:
     """statistics.json's "faithfulness" -> faithfulness.json: {method: {"deletion_auc", "insertion_auc" (means over
-    images), "deletion_auc_std", "insertion_auc_std", "deletion", "insertion" (mean curves, 11 values),
-    ["sanity" (mean ρ after 1 … L randomised layers)], "images"}}, methods in the order they were asked for."""
+    images), "deletion_auc_std", "insertion_auc_std", "deletion", "insertion" (mean curves, points values),
+    ["sanity" (mean ρ after 1 … L randomised layers)], "images"}}, methods in the order they were asked for; with
+    the ``per_image`` AUC table also "abpc" (mean insertion − deletion AUC), "ci95" {"deletion_auc", "insertion_auc",
+    "abpc": [low, high]} (95 % bootstrap over images, ``viz.trust.dataset``) and "verdict" (over the folder and
+    every protocol; null for the random baseline), and with several protocols "by_protocol" {protocol:
+    {"deletion_auc", "insertion_auc", "abpc", "ci95"}}. The curves and stds are the first protocol's."""
     table = {}
     for method, scores in s["faithfulness"].items():
         row = {}
@@ -178,30 +191,83 @@ def faithfulness_table(s: dict) -> dict:
         row["images"] = scores["deletion_auc"]["images"]
         table[method] = row
     order = s.get("faithfulness_order") or list(table)
-    return {m: table[m] for m in order if m in table}
+    table = {m: table[m] for m in order if m in table}
+    if per_image is not None and len(per_image[1]):
+        by_protocol = folder_table(*per_image)
+        verdicts = folder_verdicts(by_protocol)
+        first = next(iter(by_protocol.values()))
+        for m, row in table.items():
+            row["abpc"], row["ci95"] = first[m]["abpc"], first[m]["ci95"]
+            row["verdict"] = verdicts.get(m)
+            if len(by_protocol) > 1:
+                row["by_protocol"] = {p: rows[m] for p, rows in by_protocol.items()}
+    return table
+
+
+def _ci(row: dict, score: str) -> str:
+    low, high = row["ci95"][score]
+    return f" [{low:.3f}, {high:.3f}]"
 
 
 def faithfulness_markdown(table: dict, s: dict) -> str:
     """faithfulness.md: Table 2 of Chefer et al. 2021 laid out for this run: methods as rows, the mean deletion
-    (lower is better) and insertion (higher is better) AUC for the explained class, ± standard deviation."""
+    (lower is better) and insertion (higher is better) AUC for the explained class, ± standard deviation, with
+    the 95 % bootstrap interval, the ABPC and the verdict over the folder when they were computed."""
     what = s.get("faithfulness_class", "predicted")
     cls = "the predicted class" if what == "predicted" else f"the class {what}"
+    protocols = s.get("perturbation", "tokens")
+    protocols = [protocols] if isinstance(protocols, str) else list(protocols)
+    how = ("dropped from the token sequence" if protocols[0] == "tokens"
+           else f"replaced in pixel space ({protocols[0]})")
+    intervals = any("ci95" in row for row in table.values())
     lines = [f"# Faithfulness over {s['images']} images", "",
-             f"Model **{s['model']}**; patches {'dropped from the token sequence' if s.get('perturbation', 'tokens') == 'tokens' else 'replaced in pixel space (' + s['perturbation'] + ')'}, "
-             f"most relevant first, 11 fractions; area under the probability of {cls} (`np.trapezoid`, not "
-             "normalised), mean ± standard deviation over images.", "",
-             f"| method | deletion AUC ↓ ({what}) | insertion AUC ↑ ({what}) |", "|---|---:|---:|"]
+             f"Model **{s['model']}**; patches {how}, most relevant first, {s.get('steps', 11)} fractions; area under "
+             f"the probability of {cls} (`np.trapezoid`, not normalised), mean ± standard deviation over images"
+             + (", [95 % bootstrap interval of the mean] (1,000 seeded resamples of the images)" if intervals else "")
+             + ".", "",
+             f"| method | deletion AUC ↓ ({what}) | insertion AUC ↑ ({what}) |"
+             + (" ABPC ↑ | verdict |" if intervals else ""),
+             "|---|---:|---:|" + ("---:|---|" if intervals else "")]
     for method, row in table.items():
-        lines.append(f"| {method} | {_f(row['deletion_auc'])} ± {_f(row['deletion_auc_std'])} "
-                     f"| {_f(row['insertion_auc'])} ± {_f(row['insertion_auc_std'])} |")
+        cells = [f"{_f(row['deletion_auc'])} ± {_f(row['deletion_auc_std'])}", 
+                 f"{_f(row['insertion_auc'])} ± {_f(row['insertion_auc_std'])}"]
+        if intervals:
+            cells = [cells[0] + _ci(row, "deletion_auc"), cells[1] + _ci(row, "insertion_auc"),
+                     f"{row['abpc']:.3f}" + _ci(row, "abpc"), (row["verdict"] or "baseline").replace("_", " ")]
+        lines.append(f"| {method} | " + " | ".join(cells) + " |")
+    if intervals:
+        lines += ["", f"The verdict holds over the folder under every protocol run ({', '.join(protocols)}): "
+                      "faithful when the ABPC interval's lower bound lies above the random map's upper bound under "
+                      "each, not faithful when its upper bound lies below random's lower bound under each, else "
+                      "depends on the protocol."]
+    agreement = s.get("protocol_agreement")
+    if agreement and len(agreement["protocols"]) > 1:
+        names, tau = agreement["protocols"], agreement["kendall_tau"]
+        pairs = [f"{names[i]}–{names[j]} {_f(tau[i][j], 2)}" for i in range(len(names)) for j in range(i + 1, len(names))]
+        lines += ["", "Protocols' agreement on the ranking by mean ABPC (Kendall τ): " + ", ".join(pairs) + "."]
     return "\n".join(lines) + "\n"
 
 
-def write_faithfulness(folder: Path, s: dict) -> None:
+def write_faithfulness(folder: Path, s: dict, scores: tuple[list, np.ndarray] | None = None) -> None:
     """DIR/summary/faithfulness.json and faithfulness.md (see ``faithfulness_table``)."""
-    table = faithfulness_table(s)
+    table = faithfulness_table(s, scores)
     (folder / "faithfulness.json").write_text(json.dumps(table, indent=1) + "\n")
     (folder / "faithfulness.md").write_text(faithfulness_markdown(table, s))
+
+
+def write_chefer(folder: Path, stats: Statistics, s: dict) -> None:
+    """DIR/summary/chefer2021.json and chefer2021.md from the summed per-image hits (``viz.trust.chefer``)."""
+    accuracy = {sign: {} for sign in SIGNS}
+    images = 0
+    for name in sorted(n for n in stats.sums if n.startswith(CHEFER)):
+        sign, method = name[len(CHEFER):].split(".", 1)
+        accuracy[sign][method] = stats.sums[name].mean()
+        images = stats.sums[name].count
+    order = s.get("chefer_methods") or list(accuracy["positive"])
+    accuracy = {sign: {m: accuracy[sign][m] for m in order if m in accuracy[sign]} for sign in SIGNS}
+    out = chefer_summary(accuracy, s["chefer2021"], images, s.get("chefer_classes") == 1000)
+    (folder / "chefer2021.json").write_text(json.dumps(out, indent=1) + "\n")
+    (folder / "chefer2021.md").write_text(chefer_markdown(out, s["model"]))
 
 
 def write_distance_npz(folder: Path, stats: Statistics, names: list[str], per_image: list[np.ndarray] | None) -> None:

@@ -20,14 +20,16 @@ import torch
 from PIL import Image
 from tqdm import tqdm
 
-from ..analysis import analyses, capture, model_input
-from ..analysis.trust import trust_report
+from ..analysis import analyses, capture, explain_tensor, model_input
 from ..maps.distance import patch_distances
+from ..trust.chefer import SIGNS, black_pixel, chefer_hits
+from ..trust.dataset import image_scores, score_columns
+from ..trust.job import trust_check
 from . import distributed, report, state
 from .distributed import Processes
 from .files import ImageEntry
 from .loader import image_loader, shard
-from .statistics import FAITHFULNESS, Statistics, image_values, uniform_entropy
+from .statistics import CHEFER, FAITHFULNESS, Statistics, image_values, uniform_entropy
 
 # (entry, its analysis, seconds to decode[, its viz.trust.TrustReport with RunOptions.faithfulness]) -> files
 ImageWriter = Callable[..., None]
@@ -46,10 +48,13 @@ class RunOptions:
     distance_renormalise: bool = False      # which mean distance (--distance-renormalise)
     progress: bool = True                   # a progress bar (on the first process only)
     weights: str = ""                       # --weights, as given (recorded in statistics.json)
-    faithfulness: tuple[str, ...] = ()      # --explain methods scored per image (--faithfulness; viz.analysis.trust)
+    faithfulness: tuple[str, ...] = ()      # --explain methods scored per image (--faithfulness; viz.trust.job)
     faithfulness_target: object = None      # their class (vit.explain.ClassTarget); None: each image's predicted class
-    perturbation: str = "tokens"            # --perturbation
+    perturbation: tuple[str, ...] = ("tokens",)   # --perturbation: one protocol or several
+    steps: int = 11                         # --steps: points per curve
     sanity: bool = False                    # --sanity: the randomisation curves too
+    chefer: str | None = None               # --protocol chefer2021: "predicted" or "target" (each image's label)
+    chefer_methods: tuple[str, ...] = ()    # the --explain methods it scores
     inside: object = None                   # viz.cli.inside.InsideRequest: head importance and the lens's accuracy
 
 
@@ -78,10 +83,16 @@ def fingerprint(entries: Sequence[ImageEntry], loaded, options: RunOptions, writ
 
 def _faithfulness_options(options: RunOptions) -> dict:
     """What the faithfulness scores depend on (nothing when none are asked for, so older runs resume unchanged)."""
+    out = {}
+    if options.chefer:
+        out.update(chefer2021=options.chefer, chefer_methods=list(options.chefer_methods))
     if not options.faithfulness:
-        return {}
+        return out
     target = options.faithfulness_target
-    return {"faithfulness_order": list(options.faithfulness), "perturbation": options.perturbation, "sanity": options.sanity,
+    protocols = list(options.perturbation)
+    return {**out, "faithfulness_order": list(options.faithfulness),
+            "perturbation": protocols[0] if len(protocols) == 1 else protocols,
+            **({"steps": options.steps} if options.steps != 11 else {}), "sanity": options.sanity,
             "faithfulness_class": "predicted" if target is None else target.describe()["name"]}
 
 
@@ -159,6 +170,9 @@ def run(loaded, entries: Sequence[ImageEntry], options: RunOptions, processes: P
     bar.close()
 
     statistics = _combined(processes, mine.statistics, previous.statistics)
+    scores = dict(previous.scores)
+    for part in distributed.gather_objects(processes, mine.scores):
+        scores.update(part)
     failed_all = [item for part in distributed.gather_objects(processes, failed) for item in part]
     failed_set = {index for index, _ in failed_all}
     done = [i for i in range(count) if i not in failed_set]
@@ -167,7 +181,13 @@ def run(loaded, entries: Sequence[ImageEntry], options: RunOptions, processes: P
         folder = options.out / "summary"
         info = {**run_info(loaded, options, processes, device), "failed": len(failed_all),
                 **_faithfulness_options(options)}
-        summary = report.write(folder, statistics, info)
+        if options.chefer:
+            info["chefer_classes"] = loaded.model.cfg.num_classes
+        table = None
+        if options.faithfulness:
+            columns = score_columns(options.perturbation, options.faithfulness)
+            table = (columns, np.array([scores[i] for i in sorted(scores)]).reshape(-1, len(columns)))
+        summary = report.write(folder, statistics, info, table)
         per_image = None if write_image is None else [_saved_distance(options.out / entries[i].name) for i in done]
         report.write_distance_npz(folder, statistics, [str(entries[i].path) for i in done], per_image)
     distributed.barrier(processes)
@@ -184,8 +204,9 @@ def _analyse_batch(loaded, entries, batch, options: RunOptions, write_image: Ima
                        statistics=options.summary, dtype=options.dtype,
                        distance_renormalise=options.distance_renormalise)
     # the explanation methods' curves, once per image, for the summary and for the image's own files
-    reports = [trust_report(loaded.model, x[b:b + 1].float(), options.faithfulness_target, list(options.faithfulness),
-                            sanity=options.sanity, variant=options.perturbation, labels=loaded.labels)
+    reports = [trust_check(loaded.model, x[b:b + 1].float(), options.faithfulness_target, list(options.faithfulness),
+                           protocols=options.perturbation, sanity=options.sanity, points=options.steps,
+                           labels=loaded.labels)
                for b in range(len(batch.indices))] if options.faithfulness else None
     inside = _inside_values(loaded, x, [entries[i].label for i in batch.indices], options) if options.inside else None
     if write_image is not None:
@@ -205,6 +226,9 @@ def _analyse_batch(loaded, entries, batch, options: RunOptions, write_image: Ima
         values = image_values(captured, b, entries[index].label, options.norm_ratio, options.distance_renormalise)
         if reports:   # summed, combined, resumed and reported like the rest (viz.dataset.statistics)
             values.update(faithfulness_values(reports[b]))
+            mine.scores[index] = image_scores(reports[b], score_columns(options.perturbation, options.faithfulness))
+        if options.chefer and entries[index].label is not None:
+            values.update(chefer_values(loaded, x[b:b + 1].float(), entries[index].label, options))
         if inside:
             values.update(inside[b])
         mine.statistics.add_image(values)
@@ -220,9 +244,11 @@ def _inside_values(loaded, x: torch.Tensor, labels: list[int | None], options: R
 
 
 def faithfulness_values(report) -> dict[str, np.ndarray]:
-    """A ``viz.trust.TrustReport`` -> per-image values "faithfulness.<method>.<score>": deletion_auc and
-    insertion_auc (), the deletion and insertion curves (11,), the sanity curve (L,) when it was run."""
+    """A ``viz.trust.TrustReport`` (or a ``ProtocolsReport``: its first protocol's) -> per-image values
+    "faithfulness.<method>.<score>": deletion_auc and insertion_auc (), the deletion and insertion curves
+    (points,), the sanity curve (L,) when it was run."""
     values = {}
+    report = getattr(report, "first", report)
     for name, m in report.methods.items():
         f, key = m.faithfulness, f"{FAITHFULNESS}{name}."
         values.update({key + "deletion_auc": np.float64(f.deletion_auc), key + "insertion_auc": np.float64(f.insertion_auc),
@@ -230,6 +256,18 @@ def faithfulness_values(report) -> dict[str, np.ndarray]:
         if m.sanity is not None:
             values[key + "sanity"] = np.array(m.sanity)
     return values
+
+
+def chefer_values(loaded, x: torch.Tensor, label: int, options: RunOptions) -> dict[str, np.ndarray]:
+    """One labelled image's hits under Chefer et al. 2021's test (``viz.trust.chefer``), as per-image values summed
+    like every other (their mean over the images is the accuracy curve)."""
+    from vit.explain import ClassTarget
+
+    target = ClassTarget(label) if options.chefer == "target" else ClassTarget()
+    e = explain_tensor(loaded.model, x, target, list(options.chefer_methods), loaded.labels)
+    hits = chefer_hits(loaded.model, x, label, {m: e.map(m) for m in options.chefer_methods},
+                       black_pixel(loaded.preprocess.mean, loaded.preprocess.std), loaded.model.cfg.patch_size)
+    return {f"{CHEFER}{sign}.{m}": hits[sign][m] for sign in SIGNS for m in options.chefer_methods}
 
 
 def _combined(processes: Processes, mine: Statistics, previous: Statistics) -> Statistics:

@@ -36,6 +36,8 @@ class Progress:
     done: np.ndarray = None                           # (count,) bool: finished, counted in ``statistics``
     statistics: Statistics = field(default_factory=Statistics)
     session: int = 0                                  # sessions found before this one
+    scores: dict = field(default_factory=dict)        # image index -> its row of AUCs (viz.trust.dataset), kept
+                                                      # per image: the bootstrap resamples images, not sums
 
     def __post_init__(self):
         if self.done is None:
@@ -72,6 +74,8 @@ def load(out: Path, fingerprint: dict, count: int) -> Progress:
                                  f"Were two runs writing into {out} at once? Run again without --resume.")
             total.done |= done
             total.statistics.merge(Statistics.from_arrays({k: saved[k] for k in saved.files if "|" in k}))
+            if "scores_index" in saved.files:
+                total.scores.update(zip(saved["scores_index"].tolist(), saved["scores"]))
         total.session = max(total.session, int(match.group(1)) + 1)
     return total
 
@@ -82,6 +86,8 @@ def save(out: Path, session: int, rank: int, fingerprint: dict, mine: Progress) 
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"session-{session:03d}-rank-{rank:05d}.npz"
     temporary = path.with_name(f".{path.stem}.tmp.npz")
+    index = sorted(mine.scores)
+    scores = {"scores_index": np.array(index, dtype=np.int64), "scores": np.array([mine.scores[i] for i in index])}
     np.savez(temporary, fingerprint=np.array(json.dumps(fingerprint, sort_keys=True)),
-             done=np.packbits(mine.done), **mine.statistics.to_arrays())
+             done=np.packbits(mine.done), **mine.statistics.to_arrays(), **(scores if index else {}))
     os.replace(temporary, path)

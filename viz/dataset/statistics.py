@@ -37,6 +37,7 @@ from ..maps.norms import artifact_mask, flag_high_norm
 from ..maps.statistics import key_share, patch_keys, prefix_keys
 
 FAITHFULNESS = "faithfulness."     # prefix of the per-image scores of the explanation methods
+CHEFER = "chefer."                 # prefix of the per-image hits of --protocol chefer2021: "chefer.<sign>.<method>"
 INSIDE = "inside."                 # prefix of the inside views' per-image values
 FRACTION_BITS = 52                 # fixed point: 2⁻⁵² ≈ 2.2e-16 resolution of the fractional part
 _ONE = 1 << FRACTION_BITS

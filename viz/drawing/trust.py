@@ -28,7 +28,7 @@ def trust_figure(report: TrustReport, photo: np.ndarray | None = None, lang: str
     width = max(3.0 * panels, 1.7 * M)
     fig = new_figure(width, 7.2)
     fig.suptitle(t("trust.title", lang, target=report.target.get("name") or report.target,
-                   probability=report.probability, variant=t(f"trust.variant.{report.variant}", lang)), fontsize=11)
+                   probability=report.probability, variant=t(f"trust.variant.{report.protocol}", lang)), fontsize=11)
     colours = matplotlib.colormaps["tab10"]
     colour = {n: colours(i % 10) for i, n in enumerate(report.methods)}
     # top row: the maps

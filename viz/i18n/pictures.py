@@ -85,6 +85,7 @@ PICTURES: dict[str, tuple[str, str]] = {
     "trust.variant.tokens": ("patches dropped from the tokens", "图块从词元序列中移除"),
     "trust.variant.mean_colour": ("patches painted in the mean colour", "图块涂成平均颜色"),
     "trust.variant.blur": ("patches blurred", "图块被模糊"),
+    "trust.variant.road": ("patches imputed from their neighbours (ROAD)", "图块由相邻像素插补（ROAD）"),
     "trust.aucs": ("del {deletion:.2f} ↓  ins {insertion:.2f} ↑", "删除 {deletion:.2f} ↓  插入 {insertion:.2f} ↑"),
     "trust.flagged": ("⚠ ignores the model", "⚠ 不依赖模型"),
     "trust.deletion": ("Deletion: most relevant removed first", "删除：最相关的图块先移除"),

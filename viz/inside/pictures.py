@@ -377,7 +377,6 @@ def patch_figure(report: InsideReport, lang: str = "en") -> Figure:
     if patched is None:
         raise ValueError("This report has no patching: give a second photo.")
     L, H = patched.heads.shape
-    T = patched.residual.shape[1]
     fig = new_figure(max(8.5, 0.5 * H + 6.5), max(4.4, 0.3 * L + 1.8))
     ax = fig.add_axes((0.06, 0.14, 0.22, 0.70))
     image = _heatmap(ax, patched.heads, _symmetric(patched.heads), [str(h) for h in range(H)], lang,

@@ -1,22 +1,29 @@
-"""Perturbation curves of a map, as pure formulas (the model runs in ``viz.analysis.trust``).
+"""Perturbation curves of a map, as pure formulas (the model runs in ``viz.trust.job``).
 
 The protocol (Petsiuk et al. 2018, "RISE"; Chefer et al. 2021, "Transformer Interpretability Beyond Attention
 Visualization", Sec. 4.2, positive and negative perturbation), made ViT-native:
 
 - order the N patches by relevance, highest first, ties broken by patch index: ``patch_order``;
-- for each fraction f of ``FRACTIONS`` (0, 0.1, …, 1), with r = round(f·N) (half to even, as Python's ``round``):
+- for each fraction f of ``fractions(points)`` (0, 1/(points − 1), …, 1; 11 points by default: 0, 0.1, …, 1),
+  with r = round(f·N) (half to even, as Python's ``round``):
   **deletion** keeps every patch except the first r of the order (the most relevant go first),
   **insertion** keeps only those first r: ``keep_sets``;
-- the model runs on the prefix tokens plus the kept patches (removed patches are dropped from the sequence, the
-  kept ones keep their positions), and the curve is the target's softmax probability at each fraction;
-- the area under it, ``auc(curve) = np.trapezoid(curve, FRACTIONS)`` (not normalised): deletion, lower is
-  better (the probability falls at once when the map is right), insertion, higher is better.
+- the model sees the kept patches and not the removed ones (how a patch is removed is the *protocol*:
+  ``viz.trust.protocols``), and the curve is the target's softmax probability at each fraction;
+- the area under it, ``auc(curve) = np.trapezoid(curve, fractions)`` (not normalised): deletion, lower is
+  better (the probability falls at once when the map is right), insertion, higher is better;
+- **every AUC comes with its error**, the discretisation error of its own curve:
+  ``auc_error = |AUC(all points) − AUC(every other point)|`` (``auc_error``; free, no model run). The trapezoid
+  rule's error falls as 1/points², so the coarser sum's difference is a conservative estimate of the finer one's
+  error; ``--steps`` (``points``) buys finer curves where it matters.
 
 Beside the raw AUCs, the **gains over the random baseline on the same photo** say whether a map beats chance:
 ``deletion_gain = random_deletion_auc − deletion_auc`` and ``insertion_gain = insertion_auc − random_insertion_auc``
-(both positive when the map beats the random order), and the **faithfulness** used to sort methods is
-``insertion_auc − deletion_auc`` (high when the map's top patches alone keep the class and removing them loses
-it: both curves in one number).
+(both positive when the map beats the random order), and the **area between the perturbation curves**,
+``abpc = insertion_auc − deletion_auc`` (Blücher et al. 2024; Achtibat et al. 2024: keeping the most relevant k
+patches is removing the least relevant N − k first, so the insertion curve is the least-relevant-first curve
+read backwards), sorts the methods: high when the map's top patches alone keep the class and removing them loses
+it, both curves in one number. Its own error is ``auc_error`` of the difference curve.
 """
 from __future__ import annotations
 
@@ -24,13 +31,23 @@ from dataclasses import dataclass
 
 import numpy as np
 
-FRACTIONS = np.linspace(0.0, 1.0, 11)        # f = 0, 0.1, …, 1.0: the 11 points of every curve
+POINTS = 11                                  # default points per curve (the CLI's --steps)
+FRACTIONS = np.linspace(0.0, 1.0, POINTS)    # f = 0, 0.1, …, 1.0: the 11 points of a default curve
 KINDS = ("deletion", "insertion")
-VARIANTS = {  # how removed patches are removed (the JSON, the CLI's --perturbation and the page name the variant)
-    "tokens": "dropped from the token sequence (the default: no out-of-distribution pixels)",
-    "mean_colour": "pixel space: replaced by the photo's mean colour (channel means of the model input)",
-    "blur": "pixel space: replaced by the photo blurred with a Gaussian of σ = patch size / 2",
-}
+
+
+def fractions(points: int = POINTS) -> np.ndarray:
+    """The fractions of a curve of ``points`` points: 0, 1/(points − 1), …, 1 (points ≥ 3, so that "every other
+    point" still spans [0, 1] and the error is defined)."""
+    if int(points) != points or points < 3:
+        raise ValueError(f"A curve needs at least 3 points (--steps 3) but got {points}!")
+    return np.linspace(0.0, 1.0, int(points))
+
+
+def every_other(count: int) -> np.ndarray:
+    """Indices of every other point of a curve of ``count`` points, the last one always included (an even count
+    ends on a shorter interval): 11 points -> 0, 2, …, 10; 10 points -> 0, 2, 4, 6, 8, 9."""
+    return np.unique(np.r_[np.arange(0, count, 2), count - 1])
 
 
 def patch_order(relevance: np.ndarray) -> np.ndarray:
@@ -61,6 +78,13 @@ def auc(curve, fractions: np.ndarray = FRACTIONS) -> float:
     return float(np.trapezoid(curve, fractions))
 
 
+def auc_error(curve, fractions: np.ndarray = FRACTIONS) -> float:
+    """|AUC(all points) − AUC(every other point)|: how much the area still depends on the sampling."""
+    curve, fractions = np.asarray(curve, dtype=np.float64), np.asarray(fractions, dtype=np.float64)
+    half = every_other(len(fractions))
+    return abs(auc(curve, fractions) - float(np.trapezoid(curve[half], fractions[half])))
+
+
 @dataclass(frozen=True)
 class Faithfulness:
     """A map's two perturbation curves on one photo and their areas (the CLI's JSON entry, ``as_json``)."""
@@ -68,16 +92,25 @@ class Faithfulness:
     insertion: tuple[float, ...]             # … as only the top patches are kept
     deletion_auc: float                      # lower is better
     insertion_auc: float                     # higher is better
+    fractions: tuple[float, ...] = tuple(float(f) for f in FRACTIONS)   # where the curves were sampled
 
     @classmethod
     def from_curves(cls, deletion, insertion, fractions: np.ndarray = FRACTIONS) -> "Faithfulness":
         return cls(tuple(float(v) for v in deletion), tuple(float(v) for v in insertion),
-                   auc(deletion, fractions), auc(insertion, fractions))
+                   auc(deletion, fractions), auc(insertion, fractions), tuple(float(f) for f in fractions))
 
     @property
-    def score(self) -> float:
-        """insertion_auc − deletion_auc: the one number methods are sorted by (higher is more faithful)."""
+    def abpc(self) -> float:
+        """The area between the perturbation curves, insertion_auc − deletion_auc: the one number methods are
+        sorted by (higher is more faithful)."""
         return self.insertion_auc - self.deletion_auc
+
+    @property
+    def auc_error(self) -> dict[str, float]:
+        """{"deletion", "insertion", "abpc"}: each area's discretisation error (``auc_error``)."""
+        x = np.asarray(self.fractions)
+        d, i = np.asarray(self.deletion), np.asarray(self.insertion)
+        return {"deletion": auc_error(d, x), "insertion": auc_error(i, x), "abpc": auc_error(i - d, x)}
 
     def gains(self, random: "Faithfulness") -> dict[str, float]:
         """How much better than the random map on the same photo: both positive when this map beats it."""
@@ -85,6 +118,7 @@ class Faithfulness:
                 "insertion_gain": self.insertion_auc - random.insertion_auc}
 
     def as_json(self) -> dict:
-        """``{"deletion_auc", "insertion_auc", "deletion": [11], "insertion": [11]}``: the CLI contract (issue 14)."""
+        """``{"deletion_auc", "insertion_auc", "deletion": [points], "insertion": [points], "auc_error":
+        {"deletion", "insertion", "abpc"}}``: the CLI's result.json entry of one method."""
         return {"deletion_auc": self.deletion_auc, "insertion_auc": self.insertion_auc,
-                "deletion": list(self.deletion), "insertion": list(self.insertion)}
+                "deletion": list(self.deletion), "insertion": list(self.insertion), "auc_error": self.auc_error}

@@ -36,13 +36,14 @@ class TrustReport:
     probability: float                    # the target's probability on the whole photo
     methods: dict[str, MethodTrust]       # in the order asked for
     random: Faithfulness                  # the "random" method's curves on the same photo
-    variant: str = "tokens"               # how patches were removed: "tokens" (dropped) or a pixel fill
+    protocol: str = "tokens"              # how patches were removed (``viz.trust.protocols.PROTOCOLS``)
     fractions: tuple[float, ...] = field(default_factory=lambda: tuple(float(f) for f in FRACTIONS))
 
     def ranking(self) -> list[str]:
-        """Method names, most faithful first (insertion_auc − deletion_auc, ties in the order asked for)."""
+        """Method names, most faithful first (the area between the curves, insertion_auc − deletion_auc, ties in the
+        order asked for)."""
         names = list(self.methods)
-        return sorted(names, key=lambda n: (-self.methods[n].faithfulness.score, names.index(n)))
+        return sorted(names, key=lambda n: (-self.methods[n].faithfulness.abpc, names.index(n)))
 
     def gains(self, name: str) -> dict[str, float]:
         """The method's deletion and insertion gains over the random map (positive: better than random)."""
@@ -59,8 +60,9 @@ class TrustReport:
         return names, matrix
 
     def as_json(self) -> dict:
-        """``{"faithfulness": {method: {deletion_auc, insertion_auc, deletion, insertion}}, "sanity": {method: [ρ
-        after 1 … L randomised blocks]}}`` ("sanity" only for methods that ran it): the CLI's result.json entries."""
+        """``{"faithfulness": {method: {deletion_auc, insertion_auc, deletion, insertion, auc_error}}, "sanity":
+        {method: [ρ after 1 … L randomised blocks]}}`` ("sanity" only for methods that ran it): the CLI's
+        result.json entries."""
         out = {"faithfulness": {n: m.faithfulness.as_json() for n, m in self.methods.items()}}
         sanity = {n: list(m.sanity) for n, m in self.methods.items() if m.sanity is not None}
         if sanity:

@@ -1,45 +1,52 @@
-"""The model-running half of "can this map be trusted?": each method's map, its deletion / insertion curves and its
-sanity curve, computed in steps of about one model pass so that a server can interleave them with other visitors'
-work, with progress, and cached per (photo, model, target, method).
+"""The model-running half of "can this map be trusted?": each method's map, its deletion / insertion curves under
+one or several protocols and its sanity curve, computed in steps of about one model pass so that a server can
+interleave them with other visitors' work, with progress, and cached per (photo, model, target, method, protocol).
 
-    job = TrustJob(model, x, target, ["gae", "attention", "random"], sanity=True)
+    job = TrustJob(model, x, target, ["gae", "attention", "random"], sanity=True)   # one protocol ("fast")
     for done, total, what in job.steps():       # each step: one forward (or one forward + backward)
         ...                                      # report progress, yield the lock to another request, …
     report = job.result()                        # viz.trust.TrustReport
 
-``trust_report(model, x, target, methods, progress=None)`` runs a whole job at once. The formulas (orders, AUCs,
-Spearman, the flag) are in ``viz.trust``; the token dropping and the randomisation in ``vit.explain.perturb``.
+    job = ProtocolsJob(model, x, target, methods, protocols=PROTOCOLS)                # every protocol ("thorough")
+    for done, total, what in job.steps(): ...    # the same steps, protocol after protocol, the maps computed once
+    report = job.result()                        # viz.trust.ProtocolsReport: verdicts, agreement
 
-How the curves are batched: a method's 22 curve points need 18 sequences besides the whole photo and the empty
-one (shared by every method, and the whole photo's probability comes free with a map's own model pass). The
-sequences are packed end to end into rows of about one forward's tokens (first fit, longest first: deletion at f
-and insertion at f together hold every patch once, so they fill a row), a mask keeping each sequence to itself
-(``vit.explain.perturb.forward_packed``), and ``rows_per_step`` rows run as one batch: 8 by default, for
-throughput (the CLI, data sets); the page runs 1, so that a step never holds another visitor's analysis back by
-more than one forward. The curves of one map thus cost about 9 forwards' worth of tokens in full-size matrices.
+``trust_report`` and ``protocols_report`` run a whole job at once. The formulas (orders, AUCs, errors, Spearman,
+the flag, the verdicts) are in ``viz.trust``; the fills in ``viz.trust.protocols``; the token dropping and the
+randomisation in ``vit.explain.perturb``.
+
+How the curves are batched: a method's 2 × points curve values need 2 × (points − 2) sequences besides the whole
+photo and the empty one (shared by every method, and the whole photo's probability comes free with a map's own
+model pass). Under ``tokens`` the sequences are packed end to end into rows of about one forward's tokens (first
+fit, longest first: deletion at f and insertion at f together hold every patch once, so they fill a row), a mask
+keeping each sequence to itself (``vit.explain.perturb.forward_packed``); under a pixel protocol each is a whole
+image. ``rows_per_step`` rows (images) run as one batch: 8 by default, for throughput (the CLI, data sets); the
+page runs 1, so that a step never holds another visitor's analysis back by more than one forward. With the
+default 11 points the curves of one map cost about 9 forwards' worth of tokens under ``tokens`` and 18 forwards
+under each pixel protocol (plus, for ``road``, 18 sparse solves).
 """
 from __future__ import annotations
 
 import hashlib
-import threading
-from collections import OrderedDict
 from typing import Callable, Iterator, Sequence
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 from vit.explain import RULE_SETS, ClassTarget, Target
 from vit.explain.perturb import cascading_randomization, forward_kept, forward_packed
 from vit.explain.rules import rule_view, without_parameter_grads
 from vit.model import PatchEmbed
 
+from ..analysis.explainer import concrete_target, explain_tensor
+from ..cache import Cache
 from ..explain.arrays import ExplainArrays
 from ..explain.methods import FAMILIES, METHODS, families_of, method_names, served_by
-from ..trust.curves import FRACTIONS, KINDS, VARIANTS, Faithfulness, keep_sets, removed_counts
-from ..trust.report import MethodTrust, TrustReport
-from ..trust.sanity import spearman
-from .explainer import concrete_target, explain_tensor
+from .curves import KINDS, POINTS, Faithfulness, fractions, keep_sets, removed_counts
+from .protocols import PIXEL, PROTOCOLS, fill, perturbed, protocol_list
+from .report import MethodTrust, TrustReport
+from .sanity import spearman
+from .verdicts import ProtocolsReport
 
 Progress = Callable[[int, int, str], None]      # (steps done, steps in all, what the last step did)
 ROWS_PER_STEP = 8   # rows of about one forward batched per step by default: larger matrix products, ~15 % faster
@@ -51,37 +58,11 @@ def photo_key(x: torch.Tensor) -> str:
     return hashlib.sha256(x.detach().float().cpu().contiguous().numpy().tobytes()).hexdigest()
 
 
-def cache_key(photo: str, model: str, target_index: int, method: str, variant: str = "tokens",
-              seed: int = 0) -> tuple:
+def cache_key(photo: str, model: str, target_index: int, method: str, protocol: str = "tokens",
+              seed: int = 0, points: int = POINTS) -> tuple:
     """The key one ``MethodTrust`` is cached under: (photo_key(x), a model id such as the checkpoint's sha256,
-    the class index, the method, the removal variant, the randomisation seed)."""
-    return (photo, model, int(target_index), method, variant, int(seed))
-
-
-class TrustCache:
-    """A thread-safe LRU store of ``MethodTrust`` (a few kB each: a (gh, gw) map and 22 + L floats)."""
-
-    def __init__(self, max_entries: int = 512):
-        self.max_entries = max_entries
-        self._items: OrderedDict = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, key):
-        with self._lock:
-            if key in self._items:
-                self._items.move_to_end(key)
-                return self._items[key]
-        return None
-
-    def put(self, key, value: MethodTrust) -> None:
-        with self._lock:
-            self._items[key] = value
-            self._items.move_to_end(key)
-            while len(self._items) > self.max_entries:
-                self._items.popitem(last=False)
-
-    def __len__(self) -> int:
-        return len(self._items)
+    the class index, the method, the protocol, the seed (randomisation, ROAD's noise), the points per curve)."""
+    return (photo, model, int(target_index), method, protocol, int(seed), int(points))
 
 
 def unsupported(model, names: Sequence[str]) -> dict[str, str]:
@@ -97,21 +78,6 @@ def unsupported(model, names: Sequence[str]) -> dict[str, str]:
             except ValueError as error:
                 out[name] = str(error)
     return out
-
-
-def _fill(x: torch.Tensor, variant: str, patch: int) -> torch.Tensor:
-    """The pixels a removed patch shows in a pixel-space variant: (1, C, H, W)."""
-    if variant == "mean_colour":
-        return x.mean(dim=(2, 3), keepdim=True).expand_as(x)
-    sigma = patch / 2
-    size = 2 * patch + 1                                     # ±2σ
-    r = torch.arange(size, dtype=x.dtype, device=x.device) - patch
-    g = torch.exp(-r ** 2 / (2 * sigma ** 2))
-    g = g / g.sum()
-    C = x.shape[1]
-    padded = F.pad(x, (patch, patch, patch, patch), mode="reflect")
-    h = F.conv2d(padded, g.view(1, 1, 1, size).expand(C, 1, 1, size).contiguous(), groups=C)
-    return F.conv2d(h, g.view(1, 1, size, 1).expand(C, 1, size, 1).contiguous(), groups=C)
 
 
 def first_fit(sizes: Sequence[int], capacity: int) -> list[list[int]]:
@@ -132,28 +98,35 @@ def first_fit(sizes: Sequence[int], capacity: int) -> list[list[int]]:
 
 
 class TrustJob:
-    """Maps, curves and (optionally) sanity curves of ``methods`` for one image and target, as a sequence of steps.
+    """Maps, curves and (optionally) sanity curves of ``methods`` for one image and target under one protocol, as a
+    sequence of steps.
 
     model: a ``VisionTransformer`` in eval mode; x: one preprocessed image (1, C, H, W); target: a ``Target``
     (default: the top-1 class); methods: names of ``viz.explain.METHODS`` (default: every method this model can
-    run; the others are listed in ``job.unsupported``, an explicit unsupported one raises ValueError). ``sanity``: also the
-    cascading randomisation (L more steps per model pass family). ``variant``: a key of ``VARIANTS``.
-    ``rows_per_step``: rows of about one forward's tokens per curve step (1 where a step must stay one forward). ``cache``
-    (a ``TrustCache``) with ``model_id``: methods found under ``cache_key`` are not run again. The random
-    baseline is computed (or taken from the cache) whether asked for or not: the gains are measured against it.
-    ``maps``: further named (gh, gw) maps to score the same way (the CLS attention of a chosen layer and head, an
-    occlusion map, …): curves only (no sanity check, which needs a method to recompute), never cached.
+    run; the others are listed in ``job.unsupported``, an explicit unsupported one raises ValueError). ``sanity``:
+    also the cascading randomisation (L more steps per model pass family). ``protocol``: a key of
+    ``viz.trust.protocols.PROTOCOLS``; ``points``: values per curve (``viz.trust.curves.fractions``; the CLI's
+    --steps); ``seed``: of the randomisation and of ROAD's noise. ``rows_per_step``: rows of about one forward's
+    tokens (or images) per curve step (1 where a step must stay one forward). ``cache`` (a ``viz.cache.Cache``) with
+    ``model_id``: methods found under ``cache_key`` are not run again. The random baseline is computed (or taken
+    from the cache) whether asked for or not: the gains are measured against it. ``maps``: further named (gh, gw)
+    maps to score the same way (the CLS attention of a chosen layer and head, an occlusion map, …): curves only
+    (no sanity check, which needs a method to recompute), never cached. ``source``: another job on the same photo
+    and target, run before this one, whose maps and whole-photo probability this one reuses (no map pass of its
+    own): how ``ProtocolsJob`` runs one protocol after another.
     """
 
     def __init__(self, model, x: torch.Tensor, target: Target | None = None, methods: Sequence[str] | str | None = None,
-                 *, sanity: bool = False, variant: str = "tokens", seed: int = 0, rows_per_step: int = ROWS_PER_STEP,
-                 cache: TrustCache | None = None, model_id: str = "", labels: Sequence[str] = (),
-                 maps: dict[str, np.ndarray] | None = None):
+                 *, sanity: bool = False, protocol: str = "tokens", points: int = POINTS, seed: int = 0,
+                 rows_per_step: int = ROWS_PER_STEP, cache: Cache | None = None, model_id: str = "",
+                 labels: Sequence[str] = (), maps: dict[str, np.ndarray] | None = None,
+                 source: "TrustJob | None" = None):
         if x.ndim != 4 or x.shape[0] != 1:
             raise ValueError(f"Wrong input shape! Expected one image (1, C, H, W) but got {tuple(x.shape)}.")
-        if variant not in VARIANTS:
-            raise ValueError(f"Unknown variant {variant!r}! Expected one of {', '.join(VARIANTS)}.")
-        self.model, self.labels = model, labels
+        if protocol not in PROTOCOLS:
+            raise ValueError(f"Unknown protocol {protocol!r}! Expected one of {', '.join(PROTOCOLS)}.")
+        self.fractions = fractions(points)
+        self.model, self.labels, self.source = model, labels, source
         self.x = x.to(next(model.parameters()).device)
         self.extra = {k: np.asarray(v, dtype=np.float32) for k, v in (maps or {}).items()}
         self.names = [] if self.extra and not methods and methods is not None else \
@@ -165,7 +138,7 @@ class TrustJob:
         clash = sorted(set(self.extra) & set(METHODS))
         if clash:
             raise ValueError(f"Extra maps may not take a method's name: {', '.join(clash)}!")
-        self.sanity, self.variant, self.seed = sanity, variant, seed
+        self.sanity, self.protocol, self.seed = sanity and source is None, protocol, seed
         self.layout = model.token_layout(x.shape[-2], x.shape[-1])
         self.N = self.layout.grid[0] * self.layout.grid[1]
         if rows_per_step < 1:
@@ -187,19 +160,22 @@ class TrustJob:
             self._photo = photo_key(self.x)
             for name in self.all:
                 hit = cache.get(self._key(name))
-                if hit is not None and (hit.sanity is not None or not sanity or name not in self.names):
+                if hit is not None and (hit.sanity is not None or not self.sanity or name not in self.names):
                     self.cached[name] = hit
         self.to_map = [n for n in self.all if n not in self.cached] + list(self.extra)
-        self.to_check = [n for n in self.names if sanity and n not in self.cached]
+        self.to_check = [n for n in self.names if self.sanity and n not in self.cached]
         self.maps: dict[str, np.ndarray] = {**{n: m.map for n, m in self.cached.items()}, **self.extra}
-        self.points: dict[tuple[str, str], np.ndarray] = {}      # (method, kind) -> (11,) probabilities
+        self.points: dict[tuple[str, str], np.ndarray] = {}      # (method, kind) -> (points,) probabilities
         self.rho: dict[str, list[float]] = {}
+        self._sets: dict[str, dict] = {}
+        self._filled: torch.Tensor | None = None
         self._report: TrustReport | None = None
 
     # --- the plan ----------------------------------------------------------------------------------------------
 
     def _key(self, name: str) -> tuple:
-        return cache_key(self._photo, self.model_id, self.target.index, name, self.variant, self.seed)
+        return cache_key(self._photo, self.model_id, self.target.index, name, self.protocol, self.seed,
+                         len(self.fractions))
 
     def _groups(self, names: list[str]) -> list[list[str]]:
         """The methods a single model pass serves together (one backward for gae, grad_rollout and gradcam)."""
@@ -212,37 +188,44 @@ class TrustJob:
             groups.append([n for n in names if not self._runs_model(n)])
         return groups
 
-    def _map_passes(self) -> bool:
-        """Whether a model pass on the whole photo computes a map (and so gives its probability for free)."""
-        return any(self._runs_model(n) for n in self._methods_to_map())
-
     @staticmethod
     def _runs_model(name: str) -> bool:
         return FAMILIES[METHODS[name].family].runs_model
 
+    def _methods_to_map(self) -> list[str]:
+        """The methods whose map this job computes itself (none when a source job computed them)."""
+        return [] if self.source is not None else [n for n in self.to_map if n in METHODS]
+
+    def _probability_known(self) -> bool:
+        """Whether the whole photo's probability is known without a forward of its own: from the top-1 forward,
+        a map's own model pass, or the source job."""
+        return (self.probability is not None or self.source is not None
+                or any(self._runs_model(n) for n in self._methods_to_map()))
+
     def _sequences(self) -> list[CurvePoint]:
-        """Every curve point that needs a model run: a method's 18 inner points (the pixel variants: all 22), the
-        whole photo unless its probability is known, and the prefix alone when a class token can read it."""
-        counts = removed_counts(self.N, FRACTIONS)
+        """Every curve point that needs a model run: a method's 2 × (points − 2) inner points, the whole photo unless
+        its probability is known, and the empty input (the prefix alone, when a class token can read it, or the
+        image with every patch filled), shared by every method."""
+        counts = removed_counts(self.N, self.fractions)
         items = []
         for name in self.to_map:
             for kind in KINDS:
                 for i, r in enumerate(counts):
                     K = self.N - r if kind == "deletion" else r
-                    if 0 < K < self.N or self.variant != "tokens":
+                    if 0 < K < self.N:
                         items.append((name, kind, i, K))
-        if self.variant == "tokens" and self.to_map:
-            if self.probability is None and not self._map_passes():
+        if self.to_map:
+            if not self._probability_known():
                 items.append(("", "full", 0, self.N))
-            if self.model.cfg.global_pool == "token":
+            if self.protocol in PIXEL or self.model.cfg.global_pool == "token":
                 items.append(("", "empty", 0, 0))
         return items
 
     def _plan(self) -> list[list[list[CurvePoint]]]:
         """The curve sequences packed into rows (``first_fit``) and the rows into steps: plan[step][row] = the
-        sequences of that row. A pixel-variant sequence is a whole image: one per row."""
+        sequences of that row. A pixel-protocol sequence is a whole image: one per row."""
         items = self._sequences()
-        if self.variant == "tokens":
+        if self.protocol == "tokens":
             n = self.layout.num_prefix
             rows = [[items[i] for i in b] for b in first_fit([n + K for *_, K in items], self.row_tokens)]
         else:
@@ -253,7 +236,7 @@ class TrustJob:
         """Tokens of every curve sequence that needs a model run (prefix included): what the curves cost whatever
         the packing (bench.run turns it into a lower bound on their time)."""
         sequences = [item for step in self._plan() for row in step for item in row]
-        if self.variant != "tokens":                       # pixel variants: a whole image each
+        if self.protocol != "tokens":                      # pixel protocols: a whole image each
             return [self.layout.num_tokens] * len(sequences)
         return [self.layout.num_prefix + K for *_, K in sequences]
 
@@ -262,15 +245,15 @@ class TrustJob:
         check = len(self.model.blocks) * len(self._groups(self.to_check)) if self.to_check else 0
         return len(self._groups(self._methods_to_map())) + len(self._plan()) + check
 
-    def _methods_to_map(self) -> list[str]:
-        return [n for n in self.to_map if n in METHODS]
-
     # --- the steps ---------------------------------------------------------------------------------------------
 
     def steps(self) -> Iterator[tuple[int, int, str]]:
         """Run the job; after each step yield (steps done, steps in all, what it did). Each step is one model pass
         (a forward, or a forward + backward for the gradient and LRP methods) or ``rows_per_step`` packed rows."""
         total, done = self.total(), 0
+        if self.source is not None:
+            self.maps.update({n: self.source.maps[n] for n in self.to_map if n in METHODS})
+            self.probability = self.source.probability
         for group in self._groups(self._methods_to_map()):
             maps, probability = self._explain(self.model, group)
             self.maps.update(maps)
@@ -287,10 +270,10 @@ class TrustJob:
                 elif kind == "empty":
                     empty = value
                 else:
-                    self.points.setdefault((name, kind), np.full(len(FRACTIONS), np.nan))[i] = value
+                    self.points.setdefault((name, kind), np.full(len(self.fractions), np.nan))[i] = value
             done += 1
-            yield done, total, f"curves: {len(sequences)} sequences in {len(rows)} rows"
-        if self.to_map and self.variant == "tokens":
+            yield done, total, f"curves ({self.protocol}): {len(sequences)} sequences in {len(rows)} rows"
+        if self.to_map:
             self._fill_shared(self.probability, self._empty_probability() if empty is None else empty)
         if self.to_check:
             groups = self._groups(self.to_check)
@@ -322,7 +305,7 @@ class TrustJob:
         """The target's probability for every sequence of these rows, in row-major order: one batched model run."""
         kept = [[self._kept(item) for item in row] for row in rows]
         with torch.inference_mode():
-            if self.variant == "tokens":
+            if self.protocol == "tokens":
                 output = forward_packed(self.model, self.x, kept)
             else:
                 output = self.model(self._pixels([row[0] for row in kept]))
@@ -334,32 +317,23 @@ class TrustJob:
             return np.arange(self.N)
         if kind == "empty":
             return np.zeros(0, dtype=np.int64)
-        return self._keep_sets(name)[kind][i]
-
-    def _keep_sets(self, name: str) -> dict:
-        if not hasattr(self, "_sets"):
-            self._sets = {}
         if name not in self._sets:
-            self._sets[name] = keep_sets(self.maps[name], FRACTIONS)
-        return self._sets[name]
+            self._sets[name] = keep_sets(self.maps[name], self.fractions)
+        return self._sets[name][kind][i]
 
     def _pixels(self, keep: list[np.ndarray]) -> torch.Tensor:
-        """Pixel-space variant: (B, C, H, W) images whose patches outside each keep set show the fill."""
-        if not hasattr(self, "_fill_pixels"):
-            self._fill_pixels = _fill(self.x, self.variant, self.model.cfg.patch_size)
-        gh, gw = self.layout.grid
+        """Pixel-space protocol: (B, C, H, W) images whose patches outside each keep set are filled."""
         P = self.model.cfg.patch_size
-        mask = torch.zeros(len(keep), self.N, dtype=self.x.dtype, device=self.x.device)
-        for b, k in enumerate(keep):
-            mask[b, torch.as_tensor(k, dtype=torch.long)] = 1.0
-        mask = mask.view(-1, 1, gh, gw).repeat_interleave(P, 2).repeat_interleave(P, 3)  # (B, 1, H, W)
-        return self.x * mask + self._fill_pixels * (1 - mask)
+        if self._filled is None and self.protocol != "road":
+            self._filled = fill(self.x, self.protocol, P)
+        return perturbed(self.x, keep, self.protocol, tuple(self.layout.grid), P, self.seed, self._filled)
 
     def _fill_shared(self, full: float, empty: float) -> None:
-        counts = removed_counts(self.N, FRACTIONS)
+        """The two ends every curve shares: the whole photo (nothing removed) and nothing kept."""
+        counts = removed_counts(self.N, self.fractions)
         for name in self.to_map:
             for kind in KINDS:
-                curve = self.points.setdefault((name, kind), np.full(len(FRACTIONS), np.nan))
+                curve = self.points.setdefault((name, kind), np.full(len(self.fractions), np.nan))
                 for i, r in enumerate(counts):
                     K = self.N - r if kind == "deletion" else r
                     if K == self.N:
@@ -375,7 +349,8 @@ class TrustJob:
         for name in self.to_map:
             old = self.cached.get(name)
             methods[name] = MethodTrust(name, self.maps[name], Faithfulness.from_curves(
-                self.points[(name, "deletion")], self.points[(name, "insertion")]), old.sanity if old else None)
+                self.points[(name, "deletion")], self.points[(name, "insertion")], self.fractions),
+                old.sanity if old else None)
         for name in self.names:
             m = methods[name]
             if name in self.rho:
@@ -384,8 +359,9 @@ class TrustJob:
             for name, m in methods.items():
                 if name in METHODS:
                     self.cache.put(self._key(name), m)
-        return TrustReport(self.target.describe(), self.probability, {n: methods[n] for n in self.names + list(self.extra)},
-                           methods["random"].faithfulness, self.variant)
+        return TrustReport(self.target.describe(), self.probability,
+                           {n: methods[n] for n in self.names + list(self.extra)}, methods["random"].faithfulness,
+                           self.protocol, tuple(float(f) for f in self.fractions))
 
     def result(self) -> TrustReport:
         """The ``TrustReport`` (runs the remaining steps first if ``steps()`` was not exhausted)."""
@@ -395,11 +371,85 @@ class TrustJob:
         return self._report
 
 
+class ProtocolsJob:
+    """The same methods under several protocols ("thorough"), as one sequence of steps: the first protocol's job
+    computes the maps (and the sanity check, if asked for), every later one reuses them and runs its curves
+    alone. Arguments as ``TrustJob``'s, with ``protocols`` (a list, or "tokens,blur" / "all") in place of
+    ``protocol``; each protocol's methods are cached under their own key, so "fast" (tokens) results are reused
+    by "thorough" and the other way round."""
+
+    def __init__(self, model, x: torch.Tensor, target: Target | None = None, methods: Sequence[str] | str | None = None,
+                 *, protocols: Sequence[str] | str = tuple(PROTOCOLS), **options):
+        self.protocols = protocol_list(protocols)
+        first = TrustJob(model, x, target, methods, protocol=self.protocols[0], **options)
+        options = {k: v for k, v in options.items() if k != "sanity"}
+        self.jobs = [first] + [TrustJob(model, x, first.target, methods, protocol=p, source=first, **options)
+                               for p in self.protocols[1:]]
+        self.unsupported = first.unsupported
+        self.running = self.protocols[0]           # the protocol whose steps run now (for a progress bar)
+        self._report: ProtocolsReport | None = None
+
+    def total(self) -> int:
+        return sum(job.total() for job in self.jobs)
+
+    def totals(self) -> dict[str, int]:
+        """Steps per protocol (the first also computes the maps and the sanity check)."""
+        return {job.protocol: job.total() for job in self.jobs}
+
+    def steps(self) -> Iterator[tuple[int, int, str]]:
+        """Every protocol's steps in turn, counted as one job: (steps done, steps in all, what it did)."""
+        total, offset = self.total(), 0
+        for job in self.jobs:
+            self.running = job.protocol
+            for done, _, what in job.steps():
+                yield offset + done, total, what
+            offset += job.total()
+        self._report = ProtocolsReport({job.protocol: job.result() for job in self.jobs})
+
+    def result(self) -> ProtocolsReport:
+        if self._report is None:
+            for _ in self.steps():
+                pass
+        return self._report
+
+
+def check_steps(model, size: tuple[int, int], protocols: Sequence[str] | str = tuple(PROTOCOLS),
+                methods: Sequence[str] | str | None = None, *, sanity: bool = False, points: int = POINTS,
+                rows_per_step: int = 1) -> dict[str, int]:
+    """What a check costs before anything is cached: {protocol: steps} for every method this model can run on an
+    input of ``size`` (H, W), as ``ProtocolsJob.totals`` counts them (a step: about one forward pass, or one image
+    under a pixel protocol; ROAD's also solves for its removed pixels). Runs nothing: the target is a fixed class."""
+    x = torch.zeros(1, model.cfg.in_chans, *size, device=next(model.parameters()).device)
+    return ProtocolsJob(model, x, ClassTarget(0), methods, protocols=protocols, sanity=sanity, points=points,
+                        rows_per_step=rows_per_step).totals()
+
+
 def trust_report(model, x: torch.Tensor, target: Target | None = None, methods: Sequence[str] | str | None = None,
                  progress: Progress | None = None, **options) -> TrustReport:
-    """Run a whole ``TrustJob`` (``options``: sanity, variant, seed, rows_per_step, cache, model_id, labels),
-    calling ``progress(done, total, what)`` after each step."""
-    job = TrustJob(model, x, target, methods, **options)
+    """Run a whole ``TrustJob`` (``options``: sanity, protocol, points, seed, rows_per_step, cache, model_id, labels,
+    maps), calling ``progress(done, total, what)`` after each step."""
+    return _run(TrustJob(model, x, target, methods, **options), progress)
+
+
+def protocols_report(model, x: torch.Tensor, target: Target | None = None,
+                     methods: Sequence[str] | str | None = None, progress: Progress | None = None,
+                     **options) -> ProtocolsReport:
+    """Run a whole ``ProtocolsJob`` (``options``: protocols and those of ``trust_report``)."""
+    return _run(ProtocolsJob(model, x, target, methods, **options), progress)
+
+
+def trust_check(model, x: torch.Tensor, target: Target | None = None, methods: Sequence[str] | str | None = None,
+                *, protocols: Sequence[str] | str = ("tokens",), progress: Progress | None = None,
+                **options) -> TrustReport | ProtocolsReport:
+    """One protocol -> ``trust_report``'s ``TrustReport``; several -> ``protocols_report``'s ``ProtocolsReport``
+    (what the CLI and data-set runs write)."""
+    protocols = protocol_list(protocols)
+    if len(protocols) == 1:
+        return trust_report(model, x, target, methods, progress, protocol=protocols[0], **options)
+    return protocols_report(model, x, target, methods, progress, protocols=protocols, **options)
+
+
+def _run(job, progress: Progress | None):
     for done, total, what in job.steps():
         if progress is not None:
             progress(done, total, what)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import torch
 
-from bench.measure import interleaved, median
+from bench.measure import Row, interleaved, median, ms, table
 from vit.image_file import open_image
 
 TARGETS = {"lens + DLA": 1.5, "heads estimate": 3.0, "heads exact": 80.0, "patch exact": 80.0, "residual": 3.0}
@@ -21,7 +21,6 @@ TARGETS = {"lens + DLA": 1.5, "heads estimate": 3.0, "heads exact": 80.0, "patch
 def inside_rows(loaded, photo: Path, other_photo: Path, rounds: int) -> list:
     """The inside rows for one model: medians of interleaved rounds (the exact tables, about 60 forwards each, get
     at most 3 rounds)."""
-    from bench.run import Row, ms
     from viz.analysis.inside import InsideJob
     from vit.inside import (classes_for, head_importance, patch_heads, patch_residual_estimate, score_for, trace)
 
@@ -68,7 +67,7 @@ def inside_rows(loaded, photo: Path, other_photo: Path, rounds: int) -> list:
 
 
 def main(argv=None) -> None:
-    from bench.run import random_vit_checkpoint, table, write_photos
+    from bench.run import random_vit_checkpoint, write_photos
 
     p = argparse.ArgumentParser(prog="python -m bench.inside", description=__doc__.split("\n")[0])
     p.add_argument("--weights", help="checkpoint instead of a randomly initialised ViT-B/16")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import ctypes
 import statistics
 import time
+from dataclasses import dataclass
 from typing import Callable
 
 
@@ -67,3 +68,28 @@ def peak_rss_delta_mb(fn: Callable[[], object]) -> tuple[float, object]:
     before = proc_status_kb("VmRSS")
     result = fn()
     return (proc_status_kb("VmHWM") - before) / 1024, result
+
+
+# --- the table every bench command prints: one Row per measure (bench.run, bench.trust and bench.inside share this
+# one class, whichever of them runs as __main__) ---
+
+@dataclass
+class Row:
+    measure: str
+    value: str
+    target: str = ""
+    met: bool | None = None
+
+    def cells(self) -> list[str]:
+        verdict = "" if self.met is None else ("yes" if self.met else "**no**")
+        return [self.measure, self.value, self.target, verdict]
+
+
+def table(rows: list[Row], header=("measure", "value", "target", "met")) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(["---"] + ["---:"] * (len(header) - 1)) + "|"]
+    lines += ["| " + " | ".join(r.cells() if isinstance(r, Row) else r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def ms(seconds: float) -> str:
+    return f"{seconds * 1000:.0f} ms" if seconds >= 0.1 else f"{seconds * 1000:.1f} ms"

@@ -33,7 +33,6 @@ import platform
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -46,33 +45,11 @@ except ImportError:  # the bench's photos come from scikit-image, today's pipeli
              "pip install -r requirements-test.txt")
 
 import vit
-from bench.measure import interleaved, median, peak_rss_delta_mb, proc_status_kb
+from bench.measure import Row, interleaved, median, ms, peak_rss_delta_mb, proc_status_kb, table
 from bench.trust import thorough_rows
 from vit.image_file import open_image
 
 MB = 2 ** 20
-
-
-@dataclass
-class Row:
-    measure: str
-    value: str
-    target: str = ""
-    met: bool | None = None
-
-    def cells(self) -> list[str]:
-        verdict = "" if self.met is None else ("yes" if self.met else "**no**")
-        return [self.measure, self.value, self.target, verdict]
-
-
-def table(rows: list[Row], header=("measure", "value", "target", "met")) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(["---"] + ["---:"] * (len(header) - 1)) + "|"]
-    lines += ["| " + " | ".join(r.cells() if isinstance(r, Row) else r) + " |" for r in rows]
-    return "\n".join(lines)
-
-
-def ms(seconds: float) -> str:
-    return f"{seconds * 1000:.0f} ms" if seconds >= 0.1 else f"{seconds * 1000:.1f} ms"
 
 
 def machine() -> str:

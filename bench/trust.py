@@ -21,7 +21,7 @@ from pathlib import Path
 
 import torch
 
-from bench.measure import interleaved, median
+from bench.measure import Row, interleaved, median, table
 
 TARGET_CURVES = 40      # one map's curves under all four protocols, ÷ one plain forward
 TARGET_THOROUGH = 300   # the whole thorough comparison of 8 methods, ÷ one plain forward
@@ -72,7 +72,7 @@ def timed_imputations(seconds: list[float]):
 
 def thorough_rows(loaded, x: torch.Tensor, rounds: int) -> list:
     """The rows (``bench.run.Row``) of the thorough check on ``loaded`` (a ViT-B/16) for one model input x."""
-    from bench.run import Row, matmul_rate
+    from bench.run import matmul_rate
     from viz.trust.job import ProtocolsJob
     from vit.explain import ClassTarget
 
@@ -109,7 +109,6 @@ def thorough_rows(loaded, x: torch.Tensor, rounds: int) -> list:
 def floor_row(job, peak: float, road_s: float, plain_s: float):
     """The floor under a measured row, in plain forwards: its curves' matrix products at peak rate + ROAD's
     imputations as the run measured them."""
-    from bench.run import Row
 
     pixel = sum(len(images(j)) for j in job.jobs if j.protocol != "tokens")
     tokens = sum(sum(j.curve_lengths()) for j in job.jobs if j.protocol == "tokens") / job.jobs[0].layout.num_tokens
@@ -126,7 +125,7 @@ def main(argv=None) -> None:
     p.add_argument("--rounds", type=int, default=2, help="timed rounds of the plain forward and of one map's curves")
     args = p.parse_args(argv)
     import vit
-    from bench.run import machine, random_vit_checkpoint, table, write_photos
+    from bench.run import machine, random_vit_checkpoint, write_photos
     from vit.image_file import open_image
 
     print(f"# python -m bench.trust {' '.join(sys.argv[1:])}".rstrip())

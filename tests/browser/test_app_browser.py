@@ -9,15 +9,13 @@ Learn tabs answer their controls. Screenshots are kept in tests/artifacts/ (git-
 from __future__ import annotations
 
 import io
-from pathlib import Path
 
 import numpy as np
 import pytest
 from PIL import Image
-from playwright.sync_api import Page, sync_playwright
+from playwright.sync_api import Page
 
-from app_server import running_app
-from browser_setup import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, TIMEOUT_MS, TOP1
+from browser_setup import ARTIFACTS, TIMEOUT_MS, TOP1, app_in_browser
 from viz import explorer
 from vit_explorer import state  # after app_server: it gives the process its own GRADIO_TEMP_DIR first
 from vit_explorer.controls import ControlValues
@@ -34,19 +32,12 @@ TABS = TAB_IDS   # the page's tabs, in order
 
 @pytest.fixture(scope="module")
 def server(real_weights_dir, tmp_path_factory, cat):
-    if not Path(CHROMIUM).is_file():
-        pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium (apt-get install chromium); "
-                    f"the test never downloads a browser.", pytrace=False)
     folder = tmp_path_factory.mktemp("browser")
     cat.save(folder / "cat.jpg", quality=95)
     (folder / "notes.jpg").write_text("<!DOCTYPE html><html><body>Not a photo</body></html>")
     (folder / "holiday.pth").write_text("not weights")
-    ARTIFACTS.mkdir(exist_ok=True)
-    with running_app(str(real_weights_dir / "vit_tiny_patch16_224.augreg_in21k_ft_in1k.safetensors")) as url, \
-            sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+    with app_in_browser(str(real_weights_dir / "vit_tiny_patch16_224.augreg_in21k_ft_in1k.safetensors")) as (url, browser):
         yield {"url": url, "browser": browser, "folder": folder}
-        browser.close()
 
 
 def _open(server, locale: str, viewport: dict, upload: bool = True) -> Page:

@@ -9,10 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Page, sync_playwright
+from playwright.sync_api import Page
 
-from app_server import running_app
-from browser_setup import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, TIMEOUT_MS, TOP1
+from browser_setup import ARTIFACTS, TIMEOUT_MS, TOP1, app_in_browser
 from viz.i18n import t
 from viz.inside import views
 from vit_explorer import state  # after app_server: it gives the process its own GRADIO_TEMP_DIR first
@@ -26,16 +25,9 @@ PHONE = {"width": 390, "height": 844}
 
 @pytest.fixture(scope="module")
 def server(real_weights_dir):
-    if not Path(CHROMIUM).is_file():
-        pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium (apt-get install chromium); "
-                    f"the test never downloads a browser.", pytrace=False)
     folder = REPO / "examples"          # the photos docs/inside.md works through: its screenshot shows its numbers
-    ARTIFACTS.mkdir(exist_ok=True)
-    with running_app(str(real_weights_dir / "vit_tiny_patch16_224.augreg_in21k_ft_in1k.safetensors")) as url, \
-            sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+    with app_in_browser(str(real_weights_dir / "vit_tiny_patch16_224.augreg_in21k_ft_in1k.safetensors")) as (url, browser):
         yield {"url": url, "browser": browser, "folder": folder}
-        browser.close()
 
 
 def _open_inside(server, locale: str, viewport: dict) -> Page:

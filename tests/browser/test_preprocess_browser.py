@@ -6,17 +6,15 @@ squash. Screenshots go to tests/artifacts/ for people to look at."""
 from __future__ import annotations
 
 import io
-from pathlib import Path
 
 import numpy as np
 import pytest
 from PIL import Image
-from playwright.sync_api import Page, sync_playwright
+from playwright.sync_api import Page
 from skimage import data
 
 import vit
-from app_server import running_app
-from browser_setup import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, TIMEOUT_MS, TOP1
+from browser_setup import ARTIFACTS, TIMEOUT_MS, TOP1, app_in_browser
 from viz.analysis.capture import analyze
 from viz.i18n import t
 
@@ -34,16 +32,10 @@ def coffee() -> Image.Image:
 
 @pytest.fixture(scope="module")
 def server(real_weights_dir, tmp_path_factory, coffee):
-    if not Path(CHROMIUM).is_file():
-        pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium (apt-get install chromium); "
-                    f"the test never downloads a browser.", pytrace=False)
     folder = tmp_path_factory.mktemp("browser_preprocess")
     coffee.save(folder / "coffee.png")
-    ARTIFACTS.mkdir(exist_ok=True)
-    with running_app(str(real_weights_dir / AUGREG)) as url, sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+    with app_in_browser(str(real_weights_dir / AUGREG)) as (url, browser):
         yield {"url": url, "browser": browser, "photo": folder / "coffee.png"}
-        browser.close()
 
 
 @pytest.fixture(scope="module")

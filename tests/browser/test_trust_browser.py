@@ -7,13 +7,11 @@ agreement; the AUC tables open below; the Chinese page says the same in Chinese.
 """
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
-from playwright.sync_api import Page, sync_playwright
+from playwright.sync_api import Page
 
-from app_server import running_app
-from browser_setup import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, TIMEOUT_MS, TOP1
+from browser_setup import ARTIFACTS, TIMEOUT_MS, TOP1, app_in_browser
 from viz.i18n import t
 
 DESKTOP = {"width": 1400, "height": 900}
@@ -24,17 +22,10 @@ pytestmark = pytest.mark.slow      # a thorough check of 8 methods on a CPU: abo
 
 @pytest.fixture(scope="module")
 def server(real_weights_dir, tmp_path_factory, cat):
-    if not Path(CHROMIUM).is_file():
-        pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium (apt-get install chromium); "
-                    f"the test never downloads a browser.", pytrace=False)
     folder = tmp_path_factory.mktemp("trust_browser")
     cat.save(folder / "cat.jpg", quality=95)
-    ARTIFACTS.mkdir(exist_ok=True)
-    with running_app(str(real_weights_dir / "vit_tiny_patch16_224.augreg_in21k_ft_in1k.safetensors")) as url, \
-            sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+    with app_in_browser(str(real_weights_dir / "vit_tiny_patch16_224.augreg_in21k_ft_in1k.safetensors")) as (url, browser):
         yield {"url": url, "browser": browser, "photo": folder / "cat.jpg"}
-        browser.close()
 
 
 def _trust_tab(server, lang: str, viewport: dict) -> Page:

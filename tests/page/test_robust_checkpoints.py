@@ -25,10 +25,8 @@ from vit_explorer.controls import ControlValues
 from vit_explorer.server import only_this_machine
 import vit
 from api_client import CAT_CLASSES, analyze, top5
+from browser_setup import CHROMIUM, CHROMIUM_ARGS
 from vit.checkpoints.files import OWN_FORMAT, OWN_VERSION
-
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
 
 
 class Payload:

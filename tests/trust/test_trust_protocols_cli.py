@@ -12,28 +12,11 @@ import pytest
 from PIL import Image
 
 import vit
-from tiny_models import tiny
 from viz.cli import main
 from viz.trust.dataset import bootstrap_ci
 from viz.trust.job import protocols_report
 
 METHODS = ["gae", "attention", "random"]
-
-
-@pytest.fixture(scope="module")
-def weights(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("tiny")
-    return str(vit.save_checkpoint(folder / "tiny.pt", tiny(), [f"class {i}" for i in range(5)],
-                                   vit.Preprocess(32, 32)))
-
-
-@pytest.fixture(scope="module")
-def photos(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("photos")
-    rng = np.random.default_rng(0)
-    for name in ("a", "b", "c"):
-        Image.fromarray(rng.integers(0, 255, (40, 48, 3), dtype=np.uint8)).save(folder / f"{name}.png")
-    return folder
 
 
 def model_input(weights, path):

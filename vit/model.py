@@ -505,6 +505,15 @@ class VisionTransformer(nn.Module):
                              f"but got {height}×{width}.")
         return layout
 
+    def eval_layout(self, x: torch.Tensor, purpose: str) -> TokenLayout:
+        """Token layout of images x (B, C, H, W) for a ``purpose`` ("Explanations", "Looking inside the model") that
+        must see the model as it predicts: ValueError in training mode (dropout on) or for a wrong shape."""
+        if self.training:
+            raise ValueError(f"{purpose} need the model in eval mode (dropout off)! Call model.eval() first.")
+        if x.ndim != 4:
+            raise ValueError(f"Wrong input shape! Expected images (B, C, H, W) but got {tuple(x.shape)}.")
+        return self.token_layout(x.shape[-2], x.shape[-1])
+
     def token_positions(self, height: int, width: int, device=None) -> TokenPositions | None:
         """Rotary angles and relative-position rows for an input of height×width pixels (None for the plain ViT)."""
         cfg = self.cfg

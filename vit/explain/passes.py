@@ -156,14 +156,6 @@ class _GraphStart(nn.Module):
         return y
 
 
-def _check(model: VisionTransformer, x: torch.Tensor) -> TokenLayout:
-    if model.training:
-        raise ValueError("Explanations need the model in eval mode (dropout off)! Call model.eval() first.")
-    if x.ndim != 4:
-        raise ValueError(f"Wrong input shape! Expected images (B, C, H, W) but got {tuple(x.shape)}.")
-    return model.token_layout(x.shape[-2], x.shape[-1])
-
-
 def _differentiable(x: torch.Tensor) -> torch.Tensor:
     """A copy usable in autograd even if ``x`` was made under torch.inference_mode()."""
     return x.clone() if x.is_inference() else x
@@ -175,7 +167,7 @@ def gradient_pass(model: VisionTransformer, x: torch.Tensor, target: Target | No
     One forward with the explicit softmax (so every block's attention is a tensor of the graph) and one
     ``autograd.grad`` towards those L attention maps and the last block's norm1 output.
     """
-    layout = _check(model, x)
+    layout = model.eval_layout(x, "Explanations")
     target = target if target is not None else ClassTarget()
     maps: list[torch.Tensor] = []
     store: dict[str, torch.Tensor] = {}
@@ -216,7 +208,7 @@ def relevance_pass(model: VisionTransformer, x: torch.Tensor, target: Target | N
     linear, so the two are equal), i.e. lxt's pixel heatmap summed per patch. The bias, the position
     embeddings and the prefix tokens are model constants, not input, and get no share.
     """
-    layout = _check(model, x)
+    layout = model.eval_layout(x, "Explanations")
     target = target if target is not None else ClassTarget()
     store: dict[str, torch.Tensor] = {}
 

@@ -56,15 +56,6 @@ class Trace:
         return len(self.heads)
 
 
-def check_input(model: VisionTransformer, x: torch.Tensor) -> TokenLayout:
-    """The token layout of images x (B, C, H, W); ValueError for a model in training mode or a wrong shape."""
-    if model.training:
-        raise ValueError("Looking inside the model needs it in eval mode (dropout off)! Call model.eval() first.")
-    if x.ndim != 4:
-        raise ValueError(f"Wrong input shape! Expected images (B, C, H, W) but got {tuple(x.shape)}.")
-    return model.token_layout(x.shape[-2], x.shape[-1])
-
-
 def finish_block(block: Block, x: torch.Tensor, heads: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """The rest of a block once its heads are known: stream x (B, Tq, D) at the rows ``heads`` (B, H, Tq, Dh) were
     computed for -> (the stream after the block (B, Tq, D), its MLP branch (B, Tq, D))."""
@@ -92,7 +83,7 @@ def trace(model: VisionTransformer, x: torch.Tensor, attention: bool = False,
     weight gradient is ever computed) and ``heads_grad``, ``residual_grad`` and ``score`` are filled: the
     gradients attribution patching multiplies by a difference of activations.
     """
-    layout = check_input(model, x)
+    layout = model.eval_layout(x, "Views inside the model")
     if score is None:
         with torch.inference_mode():
             return _forward(model, x, layout, attention, None)
@@ -136,7 +127,7 @@ def run_edited(model: VisionTransformer, x: torch.Tensor, heads: dict[int, HeadE
     """Images (B, C, H, W) -> the model's output (B, K) with pieces replaced: ``heads[l]`` maps block l's heads
     (B, H, T, Dh) to the heads it continues with (ablation, patching), ``mlps[l]`` (B, T, D) replaces block l's MLP
     branch, ``embedding`` (B, T, D) the stream entering block 0. Nothing replaced: the model's own forward."""
-    check_input(model, x)
+    model.eval_layout(x, "Views inside the model")
     heads, mlps = heads or {}, mlps or {}
     wrong = sorted(l for l in {*heads, *mlps} if not 0 <= l < len(model.blocks))
     if wrong:

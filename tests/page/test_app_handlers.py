@@ -22,7 +22,6 @@ from vit_explorer import api, events, state, views
 from vit_explorer.components import PhotoInput
 from vit_explorer.controls import NAMES as CONTROL_NAMES
 from vit_explorer.controls import ControlValues
-from vit_explorer.layout import build_app
 from vit_explorer.server import parse_args
 from vit_explorer.state import Pick
 from vit_explorer.tabs import attention, compare, explain, heads, learn, query
@@ -42,16 +41,6 @@ OUTPUTS = api.API_OUTPUTS
 
 
 @pytest.fixture(scope="module")
-def augreg(real_weights_dir) -> str:
-    return str(real_weights_dir / AUGREG)
-
-
-@pytest.fixture(scope="module")
-def demo(augreg) -> gr.Blocks:
-    return build_app(augreg)
-
-
-@pytest.fixture(scope="module")
 def photos(tmp_path_factory, cat, camera) -> dict[str, str]:
     folder = tmp_path_factory.mktemp("photos")
     paths = {"cat": folder / "cat.jpg", "camera": folder / "camera.png", "notes": folder / "notes.jpg",
@@ -68,8 +57,8 @@ def _analyze(*args, **kwargs) -> dict:
 
 
 @pytest.fixture(scope="module")
-def cat_result(demo, photos, augreg) -> dict:
-    return _analyze(photos["cat"], augreg)
+def cat_result(demo, photos, augreg_weights) -> dict:
+    return _analyze(photos["cat"], augreg_weights)
 
 
 def _cached(session: explorer.Session):
@@ -114,9 +103,9 @@ def test_cat_photo_is_classified_as_a_cat_with_every_panel_at_display_size(cat_r
     assert explorer.cached_bytes(a) == (12 * 3 + 3 * 12) * 197 * 197 * 2 + 12 * 197 * 4 + 224 * 224 * 3
 
 
-def test_same_photo_and_model_reuse_the_cached_analysis(cat_result, photos, augreg):
+def test_same_photo_and_model_reuse_the_cached_analysis(cat_result, photos, augreg_weights):
     session = cat_result["session"]
-    again = _analyze(photos["cat"], augreg, layer=3, session=session)
+    again = _analyze(photos["cat"], augreg_weights, layer=3, session=session)
     assert again["session"].key == session.key and _cached(again["session"]) is _cached(session)  # no second forward
     assert not np.array_equal(_pixels(again["attention"]), _pixels(cat_result["attention"]))  # the layer-3 map
 
@@ -129,18 +118,18 @@ def test_another_model_runs_again(cat_result, photos, real_weights_dir):
     assert other["session"].key == (photos["cat"], deit, "own") and list(other["top5"])[0] in CAT_CLASSES
 
 
-def test_grayscale_photo_is_classified(demo, photos, augreg):
-    assert list(_analyze(photos["camera"], augreg)["top5"])[0] == "tripod"
+def test_grayscale_photo_is_classified(demo, photos, augreg_weights):
+    assert list(_analyze(photos["camera"], augreg_weights)["top5"])[0] == "tripod"
 
 
-def test_cleared_photo_clears_the_api_answer(demo, augreg):
-    assert api.analyze(None, augreg) == (None,) * 15
+def test_cleared_photo_clears_the_api_answer(demo, augreg_weights):
+    assert api.analyze(None, augreg_weights) == (None,) * 15
 
 
-def test_api_unreadable_upload_is_a_plain_error_and_the_next_one_works(demo, photos, augreg):
+def test_api_unreadable_upload_is_a_plain_error_and_the_next_one_works(demo, photos, augreg_weights):
     with pytest.raises(gr.Error, match="looks like a text file"):
-        api.analyze(photos["notes"], augreg)
-    assert list(_analyze(photos["cat"], augreg)["top5"])[0] in CAT_CLASSES
+        api.analyze(photos["notes"], augreg_weights)
+    assert list(_analyze(photos["cat"], augreg_weights)["top5"])[0] in CAT_CLASSES
 
 
 def test_api_unknown_model_is_a_plain_error(demo, photos, tmp_path):
@@ -150,8 +139,8 @@ def test_api_unknown_model_is_a_plain_error(demo, photos, tmp_path):
         api.analyze(photos["cat"], str(fake))
 
 
-def test_out_of_range_api_values_are_clamped(cat_result, photos, augreg):
-    wild = _analyze(photos["cat"], augreg, layer=99, head=7, mean_of_heads=False, start_layer=-40,
+def test_out_of_range_api_values_are_clamped(cat_result, photos, augreg_weights):
+    wild = _analyze(photos["cat"], augreg_weights, layer=99, head=7, mean_of_heads=False, start_layer=-40,
                     discard_ratio=3.0, session=cat_result["session"])
     expected = panels.attention_map_panel(_cached(cat_result["session"]), 11, 2,
                                           display=panels.Display(explorer.DISPLAY_SIZE, "en"))
@@ -164,33 +153,33 @@ def _page(photo, model, session=None, lang="en", **controls) -> dict:
     return views.page_analyze(None, photo, model, _controls(**controls), session, lang)
 
 
-def test_a_bad_upload_warns_once_and_changes_nothing_but_the_photo_back(cat_result, photos, augreg):
-    good = _page(photos["cat"], augreg)
+def test_a_bad_upload_warns_once_and_changes_nothing_but_the_photo_back(cat_result, photos, augreg_weights):
+    good = _page(photos["cat"], augreg_weights)
     with pytest.warns(UserWarning, match="looks like a text file") as warned:
-        refused = _page(photos["notes"], augreg, session=good["session"])
+        refused = _page(photos["notes"], augreg_weights, session=good["session"])
     assert len(warned) == 1
     assert refused == {"photo": photos["cat"]}             # the previous photo back; every other output untouched
-    page = events.Page(I18N, state.MODELS.get(augreg))
+    page = events.Page(I18N, state.MODELS.get(augreg_weights))
     names = [*api.API_OUTPUTS, "photo", "model", "lang", "preprocess", *CONTROL_NAMES]
     page.components.update({n: n for n in names})
     handler = page.wire(views.page_analyze, [*api.API_OUTPUTS, "photo"])["fn"]
     controls = _controls()
-    values = handler(None, photos["notes"], augreg, *(getattr(controls, n) for n in CONTROL_NAMES), good["session"],
+    values = handler(None, photos["notes"], augreg_weights, *(getattr(controls, n) for n in CONTROL_NAMES), good["session"],
                      "en", "own")
     assert values[:-1] == (gr.skip(),) * len(api.API_OUTPUTS) and values[-1] == photos["cat"]
 
 
-def test_a_refused_model_warns_once_and_only_the_picker_goes_back(cat_result, photos, augreg, tmp_path):
+def test_a_refused_model_warns_once_and_only_the_picker_goes_back(cat_result, photos, augreg_weights, tmp_path):
     fake = tmp_path / "holiday.pth"
     fake.write_text("not weights")
     with pytest.warns(UserWarning, match="not a checkpoint") as warned:
-        values = views.switch_model(str(fake), augreg, photos["cat"], cat_result["session"], _controls(), "en")
-    assert len(warned) == 1 and list(values) == ["model"] and values["model"].value == augreg
+        values = views.switch_model(str(fake), augreg_weights, photos["cat"], cat_result["session"], _controls(), "en")
+    assert len(warned) == 1 and list(values) == ["model"] and values["model"].value == augreg_weights
 
 
-def test_the_same_photo_again_changes_nothing(cat_result, photos, augreg):
-    good = _page(photos["cat"], augreg)
-    assert _page(photos["cat"], augreg, session=good["session"]) == {}
+def test_the_same_photo_again_changes_nothing(cat_result, photos, augreg_weights):
+    good = _page(photos["cat"], augreg_weights)
+    assert _page(photos["cat"], augreg_weights, session=good["session"]) == {}
 
 
 def test_controls_before_any_photo_only_warn(demo):
@@ -202,8 +191,8 @@ def test_controls_before_any_photo_only_warn(demo):
 
 # ---- the page: language, maps, clicks --------------------------------------------------------------------------
 
-def test_pictures_and_texts_follow_the_language(cat_result, photos, augreg):
-    en = _page(photos["cat"], augreg)
+def test_pictures_and_texts_follow_the_language(cat_result, photos, augreg_weights):
+    en = _page(photos["cat"], augreg_weights)
     zh = views.switch_language("zh-CN", en["session"], photos["cat"], _controls())
     assert zh["lang"] == "zh-CN" and "词元" in zh["summary"] and "Token" not in zh["summary"]
     assert zh["tab_learn"].label == t("tab.learn", "zh-CN")
@@ -213,8 +202,8 @@ def test_pictures_and_texts_follow_the_language(cat_result, photos, augreg):
     assert "伪影" in zh["attention_note"] and "artifact" in en["attention_note"]
 
 
-def test_every_cls_view_notes_the_dominating_artifacts_and_masks_them(cat_result, photos, augreg):
-    en = _page(photos["cat"], augreg)
+def test_every_cls_view_notes_the_dominating_artifacts_and_masks_them(cat_result, photos, augreg_weights):
+    en = _page(photos["cat"], augreg_weights)
     for note in ("rollout_note", "attention_note", "heads_note"):
         assert "high-norm artifact tokens" in en[note], note
     masked = _redraw(en["session"], "mask_artifacts", mask_artifacts=True, dino_mask=True)
@@ -270,15 +259,15 @@ def test_clicking_the_photo_queries_that_patch(cat_result):
     assert not np.array_equal(_pixels(rolled["query_out"]), _pixels(attends_to))
 
 
-def test_the_crop_is_outlined_and_a_tiny_upload_gets_a_note(demo, photos, augreg):
-    cat = _page(photos["cat"], augreg)
+def test_the_crop_is_outlined_and_a_tiny_upload_gets_a_note(demo, photos, augreg_weights):
+    cat = _page(photos["cat"], augreg_weights)
     assert "224×224" in cat["crop_note"] and cat["crop"].size == (320, 213)
-    tiny = _page(photos["tiny"], augreg)
+    tiny = _page(photos["tiny"], augreg_weights)
     assert "60×40" in tiny["crop_note"] and "enlarged" in tiny["crop_note"]
 
 
-def test_sessions_with_the_same_photo_and_model_share_one_analysis(cat_result, photos, augreg):
-    visitor = _analyze(photos["cat"], augreg)  # session None: a new visitor
+def test_sessions_with_the_same_photo_and_model_share_one_analysis(cat_result, photos, augreg_weights):
+    visitor = _analyze(photos["cat"], augreg_weights)  # session None: a new visitor
     assert visitor["session"] is not cat_result["session"] and visitor["session"].key == cat_result["session"].key
     assert _cached(visitor["session"]) is _cached(cat_result["session"])
 
@@ -291,34 +280,34 @@ def small_cache(monkeypatch):
     return cache
 
 
-def test_analyses_are_bounded_in_bytes_and_recomputed_when_dropped(demo, photos, augreg, small_cache):
-    cat = _analyze(photos["cat"], augreg)
+def test_analyses_are_bounded_in_bytes_and_recomputed_when_dropped(demo, photos, augreg_weights, small_cache):
+    cat = _analyze(photos["cat"], augreg_weights)
     first = _cached(cat["session"])
-    camera = _analyze(photos["camera"], augreg)
+    camera = _analyze(photos["camera"], augreg_weights)
     assert small_cache.keys() == [camera["session"].key] and small_cache.weight <= small_cache.capacity
     again = _redraw(cat["session"], "fusion")["rollout"]
     assert np.array_equal(_pixels(again), _pixels(cat["rollout"]))
     assert small_cache.keys() == [cat["session"].key] and _cached(cat["session"]) is not first
 
 
-def test_dropped_analysis_of_a_vanished_photo_is_a_plain_error(demo, photos, augreg, small_cache, tmp_path):
+def test_dropped_analysis_of_a_vanished_photo_is_a_plain_error(demo, photos, augreg_weights, small_cache, tmp_path):
     gone = tmp_path / "gone.jpg"
     Image.open(photos["cat"]).save(gone)
-    session = _analyze(str(gone), augreg)["session"]
-    _analyze(photos["camera"], augreg)  # drops the analysis of gone.jpg
+    session = _analyze(str(gone), augreg_weights)["session"]
+    _analyze(photos["camera"], augreg_weights)  # drops the analysis of gone.jpg
     gone.unlink()
     with pytest.raises(gr.Error, match=r"does not exist \(any more\)\. Please upload it again"):
         _redraw(session, "fusion")
 
 
-def test_model_change_fits_the_sliders(demo, augreg, real_weights_dir):
+def test_model_change_fits_the_sliders(demo, augreg_weights, real_weights_dir):
     deit = str(real_weights_dir / DEIT)
-    values = views.switch_model(deit, augreg, None, None, _controls(head=2), "en")
+    values = views.switch_model(deit, augreg_weights, None, None, _controls(head=2), "en")
     current, picker, layer, head, start = (values[k] for k in ("current_model", "model", "layer", "head", "start_layer"))
     assert current == deit and picker.value == deit and deit in picker.choices[-1]
     assert (layer.maximum, layer.value, head.maximum, head.value, start.maximum) == (11, 11, 2, 2, 11)
     with pytest.warns(UserWarning, match="Could not load the model 'no-such-model'"):
-        assert views.switch_model("no-such-model", augreg, None, None, _controls(), "en")["model"].value == augreg
+        assert views.switch_model("no-such-model", augreg_weights, None, None, _controls(), "en")["model"].value == augreg_weights
 
 
 # ---- Learn -----------------------------------------------------------------------------------------------------
@@ -365,7 +354,7 @@ def test_the_learn_step_buttons_stay_inside_the_walk():
 # ---- Explain -----------------------------------------------------------------------------------------------------
 
 @pytest.mark.slow
-def test_explain_follows_the_class_and_the_method_and_equals_the_library(cat_result, augreg):
+def test_explain_follows_the_class_and_the_method_and_equals_the_library(cat_result, augreg_weights):
     session = cat_result["session"]
     top1 = explain.explain(session, "gae", TOP1, NO_CONTRAST, "", False, 0.6, "en")
     tabby = explain.explain(session, "gae", "tabby", NO_CONTRAST, "", False, 0.6, "en")
@@ -377,17 +366,17 @@ def test_explain_follows_the_class_and_the_method_and_equals_the_library(cat_res
     for i in range(4):
         for j in range(i):
             assert not np.array_equal(pictures[i], pictures[j]), (i, j)
-    loaded = state.MODELS.get(augreg).loaded
+    loaded = state.MODELS.get(augreg_weights).loaded
     x = loaded.preprocess.to_tensor(_cached(session).image)
     expected = explain_tensor(loaded.model, x, vit.explain.class_target(loaded.labels, "tabby"), ["gae"],
                               loaded.labels).map("gae")
-    got = state.EXPLANATIONS.get((session.key.photo, augreg, "own", Pick("tabby"))).maps["gae"]
+    got = state.EXPLANATIONS.get((session.key.photo, augreg_weights, "own", Pick("tabby"))).maps["gae"]
     np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
     assert tabby["methods_row"].width > 5 * 140                                # every method side by side
 
 
 @pytest.mark.slow
-def test_explain_endpoint_returns_the_picture_and_the_numbers(cat_result, photos, augreg):
+def test_explain_endpoint_returns_the_picture_and_the_numbers(cat_result, photos, augreg_weights):
     picture, numbers = api.explain(photos["cat"], "gradcam", "281")
     assert numbers["target"] == {"index": 281, "name": "tabby"} and numbers["grid"] == [14, 14]
     assert np.asarray(numbers["map"]).shape == (14, 14) and 0 < numbers["probability"] < 1
@@ -442,17 +431,6 @@ def test_command_line_defaults_and_flags():
 
 
 # ---- CLIP: typed texts ------------------------------------------------------------------------------------------
-
-@pytest.fixture(scope="module")
-def clip_path(tmp_path_factory):
-    """A tiny random CLIP in OpenAI's layout (image and text towers), as tests/model/test_clip.py builds it."""
-    from reference_models import open_clip_tiny
-    state = {**open_clip_tiny().state_dict(), "input_resolution": torch.tensor(64),
-             "context_length": torch.tensor(77), "vocab_size": torch.tensor(49408)}
-    path = tmp_path_factory.mktemp("clip") / "ViT-tiny.pt"
-    torch.save(state, path)
-    return str(path)
-
 
 def test_clip_texts_are_scored_and_explained(demo, photos, clip_path, cat):
     from vit.clip import zero_shot

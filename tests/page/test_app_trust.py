@@ -28,12 +28,6 @@ from vit_explorer.tabs.explain import TOP1
 
 pytestmark = pytest.mark.slow   # trust checks through a served app
 
-AUGREG = "vit_tiny_patch16_224.augreg_in21k_ft_in1k.safetensors"
-
-
-@pytest.fixture(scope="module")
-def augreg(real_weights_dir) -> str:
-    return str(real_weights_dir / AUGREG)
 
 
 @pytest.fixture(scope="module")
@@ -50,16 +44,16 @@ def _rows(table: str) -> dict[str, list[str]]:
     return {row[0]: row[1:] for row in cells[1:]}
 
 
-def test_the_trust_tab_shows_the_librarys_numbers_for_the_chosen_class_with_progress(augreg, cat_path, monkeypatch):
-    build_app(augreg)
+def test_the_trust_tab_shows_the_librarys_numbers_for_the_chosen_class_with_progress(augreg_weights, cat_path, monkeypatch):
+    build_app(augreg_weights)
     monkeypatch.setattr(state, "TRUST", Cache(None, 8 * 2**20))      # nothing cached by earlier tests of the same photo
-    session = api.analyze(cat_path, augreg)[0]
+    session = api.analyze(cat_path, augreg_weights)[0]
     seen: list[float] = []
     values = trust.check(session, "tabby", "", False, False, trust.FAST, "en",
                          progress=lambda f, desc=None: seen.append(f))
     rows = _rows(values["trust_table"])
 
-    loaded = vit.load(augreg)
+    loaded = vit.load(augreg_weights)
     x = loaded.preprocess.to_tensor(state.ANALYSES.get(session.key).image)
     report = trust_report(loaded.model, x, class_target(loaded.labels, "tabby"), labels=loaded.labels)
     verdicts = ProtocolsReport({"tokens": report}).verdicts()
@@ -90,16 +84,16 @@ def test_the_trust_tab_shows_the_librarys_numbers_for_the_chosen_class_with_prog
 
 
 @pytest.mark.slow    # thorough twice (the page's and the library's): minutes on a shared CPU
-def test_a_thorough_check_gives_every_verdict_its_gains_auc_tables_and_agreement(augreg, cat_path):
+def test_a_thorough_check_gives_every_verdict_its_gains_auc_tables_and_agreement(augreg_weights, cat_path):
     """Thorough runs the four protocols (the fast ones come from the cache), in steps of one forward or one image,
     and the page says, per method, what the library's verdict says, with the gain under each protocol."""
-    build_app(augreg)
-    session = api.analyze(cat_path, augreg)[0]
+    build_app(augreg_weights)
+    session = api.analyze(cat_path, augreg_weights)[0]
     trust.check(session, "tabby", "", False, False, trust.FAST, "en", progress=lambda f, desc=None: None)
     seen: list[str] = []
     values = trust.check(session, "tabby", "", False, False, trust.THOROUGH, "en",
                          progress=lambda f, desc=None: seen.append(desc))
-    loaded = vit.load(augreg)
+    loaded = vit.load(augreg_weights)
     x = loaded.preprocess.to_tensor(state.ANALYSES.get(session.key).image)
     report = protocols_report(loaded.model, x, class_target(loaded.labels, "tabby"), protocols="all",
                               labels=loaded.labels)
@@ -122,9 +116,9 @@ def test_a_thorough_check_gives_every_verdict_its_gains_auc_tables_and_agreement
     assert len(seen) == steps["mean_colour"] + steps["blur"] + steps["road"]    # tokens: all from the cache
 
 
-def test_the_trust_tab_speaks_chinese(augreg, cat_path):
-    build_app(augreg)
-    session = api.analyze(cat_path, augreg)[0]
+def test_the_trust_tab_speaks_chinese(augreg_weights, cat_path):
+    build_app(augreg_weights)
+    session = api.analyze(cat_path, augreg_weights)[0]
     table = trust.check(session, TOP1, "", False, False, trust.FAST, "zh-CN", progress=lambda f, desc=None: None)
     assert "删除 AUC" in table["trust_table"] and "插入 AUC" in table["trust_table"]
     assert "（单一协议）" in table["trust_table"] and "**全面**检验" in table["trust_table"]
@@ -142,9 +136,9 @@ def _fresh_photos(cat: Image.Image, folder, n: int) -> list[str]:
     return paths
 
 
-def test_a_trust_check_holds_another_visitors_analysis_back_by_at_most_one_analysis(augreg, cat, tmp_path):
+def test_a_trust_check_holds_another_visitors_analysis_back_by_at_most_one_analysis(augreg_weights, cat, tmp_path):
     fresh = _fresh_photos(cat, tmp_path, 5)            # the check's photo too: nothing of it in the trust cache
-    with app_server.running_app(augreg) as url:
+    with app_server.running_app(augreg_weights) as url:
         checker, visitor = Client(url, verbose=False), Client(url, verbose=False)
 
         def analysis(photo: str) -> float:

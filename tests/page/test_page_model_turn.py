@@ -29,17 +29,6 @@ def photo(tmp_path_factory, cat) -> str:
     return str(path)
 
 
-@pytest.fixture(scope="module")
-def clip_path(tmp_path_factory):
-    """A tiny random CLIP in OpenAI's layout (image and text towers), as tests/model/test_clip.py builds it."""
-    from reference_models import open_clip_tiny
-    state_dict = {**open_clip_tiny().state_dict(), "input_resolution": torch.tensor(64),
-                  "context_length": torch.tensor(77), "vocab_size": torch.tensor(49408)}
-    path = tmp_path_factory.mktemp("clip") / "ViT-tiny.pt"
-    torch.save(state_dict, path)
-    return str(path)
-
-
 def _waits_for_the_turn(job) -> dict:
     """Run ``job`` in another thread while this one holds the model's turn: it must not finish until the turn is
     free, then it must finish. Returns its result and how often it took the turn."""

@@ -16,7 +16,6 @@ import vit
 from vit.image_file import open_image
 from vit_explorer import api, state, views
 from vit_explorer.controls import ControlValues
-from vit_explorer.layout import build_app
 from vit_explorer.state import Pick
 from vit_explorer.tabs import compare, explain, learn
 from vit_explorer.tabs.explain import NO_CONTRAST, TOP1
@@ -25,19 +24,8 @@ from viz.analysis import explain_tensor
 from viz.analysis.capture import analyze
 from viz.i18n import t
 
-AUGREG = "vit_tiny_patch16_224.augreg_in21k_ft_in1k.safetensors"
 DEIT = "deit_tiny_patch16_224.pipevit_ln_fixedpoint.safetensors"
 CONTROLS = ControlValues(layer=11)
-
-
-@pytest.fixture(scope="module")
-def augreg(real_weights_dir) -> str:
-    return str(real_weights_dir / AUGREG)
-
-
-@pytest.fixture(scope="module")
-def demo(augreg) -> gr.Blocks:
-    return build_app(augreg)
 
 
 @pytest.fixture(scope="module")
@@ -49,26 +37,26 @@ def wide(tmp_path_factory) -> str:
 
 
 @pytest.fixture(scope="module")
-def shown(demo, wide, augreg) -> dict:
+def shown(demo, wide, augreg_weights) -> dict:
     """The page after a new photo (own, the default), then after the control switched it to squash, per language."""
     out = {}
     for lang in ("en", "zh-CN"):
-        own = views.page_analyze(None, wide, augreg, CONTROLS, None, lang)
+        own = views.page_analyze(None, wide, augreg_weights, CONTROLS, None, lang)
         out[lang] = {"own": own, "squash": views.switch_preprocess("squash", own["session"], CONTROLS, lang),
                      "crop": views.switch_preprocess("crop", own["session"], CONTROLS, lang)}
     return out
 
 
-def _library_top5(augreg: str, photo: str, mode: str) -> list[tuple[str, float]]:
-    return analyze(vit.load(augreg, preprocess=mode), open_image(photo)).top_k(5)
+def _library_top5(augreg_weights: str, photo: str, mode: str) -> list[tuple[str, float]]:
+    return analyze(vit.load(augreg_weights, preprocess=mode), open_image(photo)).top_k(5)
 
 
 @pytest.mark.parametrize("lang", ["en", "zh-CN"])
-def test_the_top5_outline_note_and_summary_follow_the_mode(shown, wide, augreg, lang):
+def test_the_top5_outline_note_and_summary_follow_the_mode(shown, wide, augreg_weights, lang):
     own, squash = shown[lang]["own"], shown[lang]["squash"]
-    assert own["session"].key == (wide, augreg, "own") and squash["session"].key == (wide, augreg, "squash")
+    assert own["session"].key == (wide, augreg_weights, "own") and squash["session"].key == (wide, augreg_weights, "squash")
     for page, mode in ((own, "own"), (squash, "squash")):
-        expected = _library_top5(augreg, wide, mode)
+        expected = _library_top5(augreg_weights, wide, mode)
         assert list(page["top5"]) == [label for label, _ in expected]
         np.testing.assert_allclose(list(page["top5"].values()), [p for _, p in expected], rtol=1e-6)
     assert list(own["top5"]) != list(squash["top5"])   # 5th: soup bowl (own), espresso maker (squash)
@@ -91,18 +79,18 @@ def test_crop_is_the_checkpoints_own_crop_and_says_so(shown):
     assert state.ANALYSES.get(crop["session"].key) is not state.ANALYSES.get(own["session"].key)   # its own key
 
 
-def test_two_visitors_with_different_modes_never_share_an_analysis(shown, wide, augreg):
+def test_two_visitors_with_different_modes_never_share_an_analysis(shown, wide, augreg_weights):
     own, squash = shown["en"]["own"]["session"].key, shown["en"]["squash"]["session"].key
     a_own, a_squash = state.ANALYSES.get(own), state.ANALYSES.get(squash)
     assert a_own is not a_squash and {own, squash} <= set(state.ANALYSES.keys())
-    squash_input = vit.load(augreg, preprocess="squash").preprocess.crop_image(open_image(wide))
+    squash_input = vit.load(augreg_weights, preprocess="squash").preprocess.crop_image(open_image(wide))
     assert a_squash.image.tobytes() == squash_input.tobytes() != a_own.image.tobytes()
-    visitor = views.page_analyze(None, wide, augreg, CONTROLS, None, "en", "own")    # another visitor, own mode
+    visitor = views.page_analyze(None, wide, augreg_weights, CONTROLS, None, "en", "own")    # another visitor, own mode
     assert state.ANALYSES.get(visitor["session"].key) is a_own                    # the first visitor's: no forward
 
 
 @pytest.mark.slow
-def test_explanations_walks_and_comparisons_follow_the_mode(shown, wide, augreg, real_weights_dir, monkeypatch):
+def test_explanations_walks_and_comparisons_follow_the_mode(shown, wide, augreg_weights, real_weights_dir, monkeypatch):
     own, squash = shown["en"]["own"]["session"], shown["en"]["squash"]["session"]
     for session in (own, squash):
         explain.explain(session, "gae", TOP1, NO_CONTRAST, "", False, 0.6, "en")
@@ -127,10 +115,10 @@ def test_explanations_walks_and_comparisons_follow_the_mode(shown, wide, augreg,
     assert sides == ["squash", "squash"]                  # B's input is made the way A's is
 
 
-def test_the_api_takes_the_mode_last_with_own_as_default(demo, wide, augreg):
+def test_the_api_takes_the_mode_last_with_own_as_default(demo, wide, augreg_weights):
     outputs = api.API_OUTPUTS
-    default = dict(zip(outputs, api.analyze(wide, augreg)))
-    squashed = dict(zip(outputs, api.analyze(wide, augreg, preprocess="squash")))
+    default = dict(zip(outputs, api.analyze(wide, augreg_weights)))
+    squashed = dict(zip(outputs, api.analyze(wide, augreg_weights, preprocess="squash")))
     assert default["session"].key.preprocess == "own" and t("summary.crop", "en") in default["summary"]
     assert squashed["session"].key.preprocess == "squash" and t("summary.squashed", "en") in squashed["summary"]
     assert api.ANALYZE_INPUTS[-1] == api.EXPLAIN_INPUTS[-1] == "preprocess"
@@ -138,7 +126,7 @@ def test_the_api_takes_the_mode_last_with_own_as_default(demo, wide, augreg):
     _, squash_numbers = api.explain(wide, "gae", preprocess="squash")
     assert own_numbers["probability"] != squash_numbers["probability"]
     with pytest.raises(gr.Error, match=r"Unknown preprocessing 'stretch': expected one of own, crop, squash"):
-        api.analyze(wide, augreg, preprocess="stretch")
+        api.analyze(wide, augreg_weights, preprocess="stretch")
 
 
 def test_a_stretched_photo_of_a_square_input_is_named_and_a_square_one_is_whole():

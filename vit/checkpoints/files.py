@@ -124,7 +124,8 @@ def save_checkpoint(path: str | Path, model: torch.nn.Module, labels: list[str],
                     extra: dict | None = None) -> Path:
     """Write ``model`` with its config, class names and preprocessing as one weights-only torch file.
 
-    The file is ``{"format": "vit-explorer", "version": 1, "config", "labels", "preprocess", "model", "extra"}``
+    The file is ``{"format": "vit-explorer", "version": 1, "config", "labels", "preprocess", "model", "extra"}``, and
+    ``"arch": "swin"`` for a ``vit.swin.SwinTransformer``
     and loads with ``torch.load(weights_only=True)``, so ``extra`` may only hold tensors, numbers, strings,
     lists, tuples, dicts and None; ``extra["name"]`` becomes the loaded model's display name. Written to a temporary file first, so a crash never leaves half a checkpoint.
     """
@@ -141,6 +142,8 @@ def save_checkpoint(path: str | Path, model: torch.nn.Module, labels: list[str],
         "model": {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()},
         "extra": dict(extra or {}),
     }
+    if model.cfg.family == "swin":   # which config class reads "config" (absent: a ViT, as every older file)
+        ckpt["arch"] = "swin"
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
     torch.save(ckpt, tmp)

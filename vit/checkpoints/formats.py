@@ -416,6 +416,8 @@ def load_strict(model: torch.nn.Module, state_dict: dict, source: str = "checkpo
 
 
 def describe(cfg) -> str:
-    """One line naming a config's shape, for messages."""
+    """One line naming a config's shape, for messages (a config with its own ``describe``, a Swin's, says it)."""
+    if hasattr(cfg, "describe"):
+        return cfg.describe()
     return (f"patch {cfg.patch_size}, img {cfg.img_size[0]}×{cfg.img_size[1]}, D={cfg.embed_dim}, L={cfg.depth}, "
             f"H={cfg.num_heads}, MLP={cfg.mlp_dim}, classes={cfg.num_classes}")

@@ -1,6 +1,7 @@
 """Hugging Face Hub folders: transformers' ``save_pretrained`` folders and timm's Hub folders.
 
 transformers (``model_type`` in config.json): ViTForImageClassification / DeiT / BEiT (format "huggingface"),
+Swin and Swin v2 (format "huggingface-swin", read by ``vit.checkpoints.swin_formats``),
 CLIPModel, CLIPVisionModel(WithProjection), SiglipVisionModel and SiglipModel's image tower (format
 "huggingface-clip"). Tensors are renamed by the format's filter in ``vit.checkpoints.formats``; this module
 reads what lies around them: config.json (heads, LayerNorm eps, activation, image size, id2label, the text
@@ -23,6 +24,7 @@ from pathlib import Path
 
 from .files import read_file
 from .pipelines import huggingface_preprocess, open_clip_preprocess, timm_preprocess
+from .swin_formats import huggingface_swin_config, timm_swin_config
 from ..clip.tokenizer import Tokenizer
 from ..preprocess import Preprocess
 
@@ -59,9 +61,11 @@ def read_folder(folder: Path) -> HuggingFaceFolder:
         return _read_beit_folder(folder, hf)
     if kind in CLIP_TYPES:
         return _read_clip_folder(folder, hf)
+    if kind in ("swin", "swinv2"):
+        return _read_swin_folder(folder, hf)
     raise ValueError(f"{folder}: unsupported Hugging Face model_type {kind!r}! Expected one of 'vit', 'deit', "
-                     f"'beit', {', '.join(repr(t) for t in CLIP_TYPES)}, or a timm folder (config.json with "
-                     f"'architecture').")
+                     f"'beit', {', '.join(repr(t) for t in CLIP_TYPES)}, 'swin', 'swinv2', or a timm folder "
+                     f"(config.json with 'architecture').")
 
 
 def _read_vit_folder(folder: Path, hf: dict) -> HuggingFaceFolder:
@@ -80,6 +84,13 @@ def _read_beit_folder(folder: Path, hf: dict) -> HuggingFaceFolder:
     config["mlp_act"] = _activation(folder, hf)
     return HuggingFaceFolder(_read_weights(folder), config, _labels(hf.get("id2label") or {}),
                              _processor(folder, "beit", config["img_size"]))
+
+
+def _read_swin_folder(folder: Path, hf: dict) -> HuggingFaceFolder:
+    """SwinForImageClassification / Swinv2ForImageClassification (or their bare models): vit.swin's config fields."""
+    config = huggingface_swin_config(hf, folder)
+    return HuggingFaceFolder(_read_weights(folder), config, _labels(hf.get("id2label") or {}),
+                             _processor(folder, hf["model_type"], config["img_size"]), "huggingface-swin")
 
 
 def _read_clip_folder(folder: Path, hf: dict) -> HuggingFaceFolder:
@@ -121,6 +132,7 @@ def _read_timm_folder(folder: Path, timm_cfg: dict) -> HuggingFaceFolder:
     if "input_size" in pretrained:  # else the architecture's own config, which only timm knows: the loader's default
         preprocess = timm_preprocess(pretrained)
         config["img_size"] = preprocess.crop
+    config.update(timm_swin_config(arch))   # a Swin's window: {} for other models
     labels = pretrained.get("label_names") or timm_cfg.get("label_names")
     return HuggingFaceFolder(_read_weights(folder), config, list(labels) if labels else None, preprocess, "timm")
 

@@ -24,10 +24,13 @@ from .formats import checkpoint_filter_fn, detect_format, google_num_heads, load
 from .files import CHECKPOINT_SUFFIXES, OWN_FORMAT, OWN_VERSION, read_file
 from .huggingface import read_folder as read_huggingface_folder
 from .infer import checkpoint_grid, infer_config
-from .pipelines import huggingface_preprocess, open_clip_preprocess, source_preprocess
+from .pipelines import huggingface_preprocess, open_clip_preprocess, source_preprocess, timm_preprocess, \
+    torchvision_preprocess
+from .swin_formats import SWIN_FORMATS, detect_swin, infer_swin_config, swin_filter_fn, window_from_buffers
 from ..clip import TextTower, TextTransformer, Tokenizer, bundled_tokenizer, infer_text_config
 from ..labels import default_labels, imagenet_labels
 from ..model import ViTConfig, VisionTransformer, sincos_2d_position_embedding, variant
+from ..swin import SwinConfig, SwinTransformer
 from ..preprocess import CHOICES, IMAGENET_MEAN, IMAGENET_STD, INCEPTION_MEAN, INCEPTION_STD, OPENAI_CLIP_MEAN, \
     OPENAI_CLIP_STD, Preprocess
 
@@ -45,12 +48,12 @@ WEIGHTS_DIR = weights_dir()
 
 @dataclass
 class LoadedModel:
-    model: VisionTransformer = field(repr=False)  # eval mode
+    model: VisionTransformer | SwinTransformer = field(repr=False)  # eval mode
     preprocess: Preprocess                      # PIL image -> (1, 3, H, W): what the model is shown
     labels: list[str] = field(repr=False)       # class index -> name ([] for a backbone without head)
     name: str                                   # short display name
     source: str                                 # the path or known name it came from
-    config: ViTConfig = field(repr=False)
+    config: ViTConfig | SwinConfig = field(repr=False)
     format: str                                 # checkpoint format it was read from (see vit.checkpoint.FILTERS)
     text: TextTower | None = field(default=None, repr=False)  # CLIP's text tower and tokenizer, when the file has one
     own_preprocess: Preprocess | None = field(default=None, repr=False)  # the source's own (None: ``preprocess``)
@@ -227,6 +230,9 @@ def _build(raw: dict, source: str, meta: _Meta, overrides: dict) -> LoadedModel:
     if raw.get("format") == OWN_FORMAT:
         return _build_own(raw, source, meta, overrides)
     state = unwrap_state_dict(raw)
+    swin = detect_swin(state)
+    if swin:
+        return _build_swin(state, swin, source, meta, overrides)
     fmt = meta.format or detect_format(state)
     config = {}
     if fmt == "google-npz":
@@ -245,6 +251,19 @@ def _build(raw: dict, source: str, meta: _Meta, overrides: dict) -> LoadedModel:
     if text_state:
         loaded.text = _build_text(text_state, source, meta, {"mlp_act": cfg.mlp_act} if fmt == "openai-clip" else {})
     return loaded
+
+
+def _build_swin(state: dict, fmt: str, source: str, meta: _Meta, overrides: dict) -> LoadedModel:
+    """A Swin checkpoint -> LoadedModel: windows read off saved buffers, keys renamed, config inferred, strict load.
+    torchvision's Swins are marked as padding a stage smaller than its window (refused at such sizes)."""
+    windows = {s: w for s in range(16) if (w := window_from_buffers(state, s))}
+    state = swin_filter_fn(state, fmt)
+    hints = {**({"shrink_window": False} if fmt == "torchvision-swin" else {}), **meta.config, **overrides}
+    try:
+        cfg = infer_swin_config(state, windows, **hints)
+    except TypeError as e:  # a ViT field in a sidecar or override
+        raise ValueError(f"{source}: a Swin checkpoint, whose config does not take these fields: {e}") from None
+    return _finish(state, cfg, source, meta, fmt, overrides)
 
 
 def _build_text(state: dict, source: str, meta: _Meta, defaults: dict) -> TextTower:
@@ -269,10 +288,11 @@ def _build_own(ckpt: dict, source: str, meta: _Meta, overrides: dict) -> LoadedM
     missing = {"config", "labels", "preprocess", "model"} - set(ckpt)
     if missing:
         raise ValueError(f"{source}: {OWN_FORMAT} checkpoint without {sorted(missing)}!")
+    config_class = SwinConfig if ckpt.get("arch") == "swin" else ViTConfig   # "arch" is only written for a Swin
     try:
-        saved = ViTConfig(**ckpt["config"])
+        saved = config_class(**ckpt["config"])
     except TypeError as e:  # a field this version of the code does not know
-        raise ValueError(f"{source}: its config does not fit this version of vit.ViTConfig: {e}") from None
+        raise ValueError(f"{source}: its config does not fit this version of vit.{config_class.__name__}: {e}") from None
     cfg = dataclasses.replace(saved, **overrides)
     state = _fit_pos_embed(ckpt["model"], cfg, saved.grid)
     name = (ckpt.get("extra") or {}).get("name") or meta.name
@@ -294,11 +314,11 @@ def _fit_pos_embed(state: dict, cfg: ViTConfig, old_grid: tuple[int, int]) -> di
 
 def _finish(state: dict, cfg: ViTConfig, source: str, meta: _Meta, fmt: str, overrides: dict) -> LoadedModel:
     with torch.device("meta"):  # no random init: every parameter comes from the checkpoint
-        model = VisionTransformer(cfg)
+        model = SwinTransformer(cfg) if isinstance(cfg, SwinConfig) else VisionTransformer(cfg)
     state = {k: v.float().contiguous() if torch.is_floating_point(v) else v for k, v in state.items()}
     load_strict(model, state, source, assign=True)
     if any(t.is_meta for t in [*model.parameters(), *model.buffers()]):  # a tensor no checkpoint fills
-        raise RuntimeError("VisionTransformer has tensors outside its state dict; they cannot be built on 'meta'.")
+        raise RuntimeError(f"{type(model).__name__} has tensors outside its state dict; they cannot be built on 'meta'.")
     model.eval()
     labels = meta.labels if meta.labels is not None else default_labels(cfg.num_classes)
     if len(labels) != cfg.num_classes:
@@ -320,6 +340,8 @@ def default_preprocess(fmt: str, cfg: ViTConfig) -> Preprocess:
     default configuration (224 / 0.875 -> 256 -> 224, bicubic) with the family's mean and std (timm's CLIP and
     EVA-02 use OpenAI's, SigLIP and BEiT map pixels to [-1, 1], crop_pct 0.9).
     """
+    if fmt in SWIN_FORMATS:
+        return swin_default_preprocess(fmt, cfg)
     if fmt in ("huggingface", "huggingface-clip"):
         return huggingface_preprocess(None, cfg.family if cfg.family in ("beit", "clip", "siglip") else "vit",
                                       cfg.img_size)
@@ -335,3 +357,17 @@ def default_preprocess(fmt: str, cfg: ViTConfig) -> Preprocess:
     if fmt == "google-npz":
         return Preprocess.for_crop(cfg.img_size, interpolation="bicubic", mean=INCEPTION_MEAN, std=INCEPTION_STD)
     return Preprocess.for_crop(cfg.img_size, interpolation="bicubic", mean=IMAGENET_MEAN, std=IMAGENET_STD)
+
+
+def swin_default_preprocess(fmt: str, cfg: SwinConfig) -> Preprocess:
+    """A Swin checkpoint's source convention at the model's size, when nothing names its preprocessing: timm's Swin
+    configuration (crop_pct 0.9, bicubic, ImageNet mean and std); transformers' image processor for Swin without a
+    preprocessor_config.json (ViTImageProcessor's defaults); torchvision: the transforms of its Swin weights of the
+    same version (swin_t's 232 -> 224, swin_v2_t's 260 -> 256, bicubic), resized in proportion to the model's input."""
+    if fmt == "huggingface-swin":
+        return huggingface_preprocess(None, "swinv2" if cfg.version == 2 else "swin", cfg.img_size)
+    if fmt == "timm-swin":
+        return timm_preprocess({"input_size": (3, *cfg.img_size), "crop_pct": 0.9, "interpolation": "bicubic"})
+    tiny = registry.by_name("swin_v2_t" if cfg.version == 2 else "swin_t").preprocess
+    crop = cfg.img_size[0]
+    return torchvision_preprocess(crop, round(tiny.resize * crop / tiny.crop[0]), tiny.interpolation)

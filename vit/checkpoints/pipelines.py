@@ -46,7 +46,8 @@ HF_COMMON = dict(do_resize=True, do_rescale=True, rescale_factor=1 / 255, do_nor
 HF_MODEL_PROCESSORS = {"vit": "ViTImageProcessor", "deit": "DeiTImageProcessor", "beit": "BeitImageProcessor",
                        "dinov2": "BitImageProcessor", "clip": "CLIPImageProcessor",
                        "clip_vision_model": "CLIPImageProcessor", "siglip": "SiglipImageProcessor",
-                       "siglip_vision_model": "SiglipImageProcessor"}
+                       "siglip_vision_model": "SiglipImageProcessor", "swin": "ViTImageProcessor",
+                       "swinv2": "ViTImageProcessor"}
 
 
 def huggingface_processor_name(settings: dict, model_type: str) -> str:

@@ -1,4 +1,4 @@
-"""Checkpoints we know: the files in ../shared/weights (by sha256) and torchvision's ViT weights (by file name).
+"""Checkpoints we know: the files in ../shared/weights (by sha256) and torchvision's ViT and Swin weights (by file name).
 
 A known checkpoint carries what its tensors cannot tell: its preprocessing, its number of heads where
 64 dims per head would be wrong, and where to download it. The preprocessing is its source's own: for the
@@ -92,8 +92,29 @@ def torchvision_checkpoints() -> list[KnownCheckpoint]:
             for name, filename, resize, crop, interpolation in _TORCHVISION_WEIGHTS]
 
 
+# torchvision's Swin weights as its ``Swin_*_Weights`` enums describe them (tests/swin compares every field): the
+# same columns as above. Their files hold the tensors torchvision's swin_t … swin_v2_b build from.
+_TORCHVISION_SWIN_WEIGHTS = (
+    ("swin_t.imagenet1k_v1", "swin_t-704ceda3.pth", 232, 224, "bicubic"),
+    ("swin_s.imagenet1k_v1", "swin_s-5e29d889.pth", 246, 224, "bicubic"),
+    ("swin_b.imagenet1k_v1", "swin_b-68c6b09e.pth", 238, 224, "bicubic"),
+    ("swin_v2_t.imagenet1k_v1", "swin_v2_t-b137f0e2.pth", 260, 256, "bicubic"),
+    ("swin_v2_s.imagenet1k_v1", "swin_v2_s-637d8ceb.pth", 260, 256, "bicubic"),
+    ("swin_v2_b.imagenet1k_v1", "swin_v2_b-781e5279.pth", 272, 256, "bicubic"),
+)
+
+
+def torchvision_swin_checkpoints() -> list[KnownCheckpoint]:
+    """Every torchvision Swin weight (swin_t … swin_v2_b), named as the ViTs', format "torchvision-swin"."""
+    return [KnownCheckpoint(name=name, filename=filename, format="torchvision-swin",
+                            preprocess=torchvision_preprocess(crop, resize, interpolation),
+                            config=dict(img_size=(crop, crop)), url=TORCHVISION_URL + filename,
+                            downloadable=True)
+            for name, filename, resize, crop, interpolation in _TORCHVISION_SWIN_WEIGHTS]
+
+
 def known_checkpoints() -> list[KnownCheckpoint]:
-    return list(SHARED_CHECKPOINTS) + torchvision_checkpoints()
+    return list(SHARED_CHECKPOINTS) + torchvision_checkpoints() + torchvision_swin_checkpoints()
 
 
 def by_name(name: str) -> KnownCheckpoint | None:
@@ -116,7 +137,7 @@ def identify(path: Path) -> KnownCheckpoint | None:
     for ck in SHARED_CHECKPOINTS:
         if ck.size == size and ck.sha256 == sha256(path):
             return ck
-    for ck in torchvision_checkpoints():
+    for ck in torchvision_checkpoints() + torchvision_swin_checkpoints():
         if ck.filename == path.name:
             return ck
     return None

@@ -21,6 +21,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from ..model import Attention, AttentionPool, PatchEmbed, TokenLayout, VisionTransformer
+from ..swin import refuse_swin
 from .rules import ATTN_LRP, RuleSet, rewired, rule_view, without_parameter_grads
 from .targets import ClassTarget, Target
 
@@ -52,6 +53,8 @@ def readout(model: VisionTransformer, layout: TokenLayout, probe: torch.Tensor |
     cfg = model.cfg
     T = layout.num_tokens
     w = torch.zeros(T)
+    if cfg.family == "swin":   # the average pool over the last stage, carried down to the patches: uniform
+        return Readout(torch.full((T,), 1.0 / T), "the mean of the last stage's tokens", "mean")
     if cfg.global_pool == "map":
         text, query = "the MAP probe's attention (mean of heads)", "map"
         if probe is None:
@@ -167,6 +170,7 @@ def gradient_pass(model: VisionTransformer, x: torch.Tensor, target: Target | No
     One forward with the explicit softmax (so every block's attention is a tensor of the graph) and one
     ``autograd.grad`` towards those L attention maps and the last block's norm1 output.
     """
+    refuse_swin(model, "gradient_pass (a Swin's is vit.explain.windows.window_gradient_pass)")
     layout = model.eval_layout(x, "Explanations")
     target = target if target is not None else ClassTarget()
     maps: list[torch.Tensor] = []
@@ -208,6 +212,7 @@ def relevance_pass(model: VisionTransformer, x: torch.Tensor, target: Target | N
     linear, so the two are equal), i.e. lxt's pixel heatmap summed per patch. The bias, the position
     embeddings and the prefix tokens are model constants, not input, and get no share.
     """
+    refuse_swin(model, "relevance_pass (a Swin's is vit.explain.windows.window_relevance_pass)")
     layout = model.eval_layout(x, "Explanations")
     target = target if target is not None else ClassTarget()
     store: dict[str, torch.Tensor] = {}

@@ -24,6 +24,16 @@ import torch
 import torch.nn as nn
 
 from ..positions import TokenPositions
+from ..swin import SwinTransformer
+
+TOKEN_DROPPING_SWIN = ("Token dropping does not apply to a Swin: its windows tile the whole grid and patch merging "
+                       "needs every 2×2 group, so a Swin's faithfulness curves use the pixel protocols (mean_colour, "
+                       "blur, road).")
+
+
+def token_dropping_refusal(model) -> str | None:
+    """Why ``forward_kept`` / ``forward_packed`` cannot run this model (one sentence), or None when they can."""
+    return TOKEN_DROPPING_SWIN if isinstance(model, SwinTransformer) else None
 
 
 def _positions_of(model, height: int, width: int, ids: torch.Tensor,
@@ -67,6 +77,8 @@ def forward_kept(model, x: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
     -> output (B, num_classes) (or the embedding, as ``model(x)``). K = 0 keeps the prefix tokens alone, which
     only a model that reads a class token can classify: mean and MAP pooling have nothing to pool and raise.
     """
+    if token_dropping_refusal(model):
+        raise ValueError(token_dropping_refusal(model))
     if keep.ndim != 2:
         raise ValueError(f"keep must be (B, K) patch indices but got shape {tuple(keep.shape)}!")
     B, K = keep.shape
@@ -97,6 +109,8 @@ def forward_packed(model, x: torch.Tensor, rows: list[list[torch.Tensor]]) -> to
     ``forward_kept`` on that sequence alone, up to float rounding. Shorter rows are padded; padding tokens
     attend only to padding and are never read. The head runs per sequence (pooling sees its own tokens).
     """
+    if token_dropping_refusal(model):
+        raise ValueError(token_dropping_refusal(model))
     if x.ndim != 4 or x.shape[0] != 1:
         raise ValueError(f"forward_packed takes one image (1, C, H, W) but got shape {tuple(x.shape)}!")
     layout = model.token_layout(x.shape[-2], x.shape[-1])
@@ -167,7 +181,7 @@ def randomize_block(model, index: int, seed: int = 0) -> None:
 
 def cascading_randomization(model, seed: int = 0) -> Iterator[tuple[int, object]]:
     """Yield ``(k, copy with the top k blocks randomised)`` for k = 1 … L, from the top block down (Adebayo et al.'s
-    cascading randomisation). One copy is made and randomised one more block per step (the yielded model is the
+    cascading randomisation; a Swin's blocks in forward order across its stages, its patch mergings kept). One copy is made and randomised one more block per step (the yielded model is the
     same object each time), so the whole cascade costs one copy of the weights; the caller's model is untouched."""
     randomized = copy.deepcopy(model).eval()
     L = len(model.blocks)

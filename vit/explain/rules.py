@@ -39,6 +39,8 @@ import torch.nn.functional as F
 from ..model import (Attention, AttentionPool, Block, DropPath, LayerScale, Mlp, QuickGELU, SwiGLU,
                      VisionTransformer)
 from ..positions import apply_rope, attention_bias
+from ..swin import (CosineWindowAttention, PatchEmbed as SwinPatchEmbed, PatchMerging, SwinBlock, SwinMlp, SwinStage,
+                    SwinTransformer, WindowAttention, merge_heads)
 
 IDENTITY_EPS = 1e-10  # the identity rule's f(x)/(x + eps), as lxt computes it (x = 0 gives 0, not NaN)
 
@@ -190,6 +192,43 @@ class RuleAttention(nn.Module):
         return self.proj_drop(self.proj(self.norm(x))), None
 
 
+class RuleWindowAttention(nn.Module):
+    """A Swin v1 block's window attention (``vit.swin.WindowAttention``, same weights, same values) with a bilinear
+    rule on q, k, v: windows (B, nW, N, C) and the block's bias (relative position bias + shift mask, a constant that
+    absorbs its share as every bias does) -> (B, nW, N, C). The attention runs fused; the softmax keeps its gradient.
+    lxt's rules applied to timm's Swin are these: its ``wrap_attention_forward`` scales q, k, v the same way."""
+
+    KNOWN_MODULES = {"qkv", "attn_drop", "proj", "proj_drop"}
+    walk_children = True
+
+    def __init__(self, inner: WindowAttention, qkv_scale: tuple[float, float, float]):
+        super().__init__()
+        extra = sorted(set(inner._modules) - self.KNOWN_MODULES) + \
+            sorted(set(inner._parameters) - {"relative_position_bias_table"})
+        if extra:
+            raise ValueError(f"RuleWindowAttention reproduces WindowAttention made of {', '.join(sorted(self.KNOWN_MODULES))} "
+                             f"and its bias table only, but this one also has {', '.join(extra)}; extend it for them.")
+        self.qkv, self.proj, self.proj_drop = inner.qkv, inner.proj, inner.proj_drop
+        self.num_heads, self.scale = inner.num_heads, inner.scale
+        self.position_bias = inner.position_bias                 # reads the bias table: a constant of the model
+        self.qkv_scale = qkv_scale
+
+    def forward(self, x: torch.Tensor, bias: torch.Tensor, return_attn: bool = False) -> tuple[torch.Tensor, None]:
+        B, nW, N, C = x.shape
+        qkv = self.qkv(x).reshape(B, nW, N, 3, self.num_heads, C // self.num_heads)      # (B, nW, N, 3, H, Dh)
+        scale = torch.tensor(self.qkv_scale, dtype=qkv.dtype, device=qkv.device).reshape(3, 1, 1)
+        q, k, v = scale_gradient(qkv, scale).permute(3, 0, 1, 4, 2, 5).unbind(0)        # each (B, nW, H, N, Dh)
+        heads = F.scaled_dot_product_attention(q, k, v, attn_mask=bias, scale=self.scale)
+        return self.proj_drop(self.proj(merge_heads(heads))), None
+
+
+def no_cosine_rule(module: CosineWindowAttention) -> nn.Module:
+    """Swin v2's attention has no AttnLRP or CP-LRP rule: refused in one sentence."""
+    raise ValueError("AttnLRP and CP-LRP are not defined for Swin v2: lxt has no rule for its scaled cosine attention "
+                     "(queries and keys divided by their norms), so its relevance would be a rule of our own; GAE, "
+                     "Grad-CAM, rollout and the attention map apply.")
+
+
 # The MAP probe's query is the learnt latent, a constant: its logits q·kᵀ are linear in k, so k takes all of them.
 PROBE_UNIFORM = (0.5, 0.5)
 """AttnLRP on the probe: A·v splits its relevance equally between A and v; A's half reaches k whole (q is constant)."""
@@ -264,7 +303,9 @@ class RuleSwiGLU(nn.Module):
 # LRP-0's relevance, and the containers of our model, whose forwards only chain their children with sums,
 # concatenations, token selection and means (all linear). Matched by exact type: a subclass may change forward.
 PASSTHROUGH: tuple[type, ...] = (nn.Linear, nn.Conv2d, nn.Dropout, nn.Identity, LayerScale, DropPath,
-                                 nn.Sequential, nn.ModuleList, Mlp, Block, VisionTransformer)
+                                 nn.Sequential, nn.ModuleList, Mlp, Block, VisionTransformer,
+                                 # a Swin's containers: rolls, window partitions, 2×2 concatenation, the mean pool
+                                 SwinTransformer, SwinStage, SwinBlock, SwinPatchEmbed, PatchMerging, SwinMlp)
 
 
 @dataclass(frozen=True)
@@ -287,10 +328,13 @@ ATTN_LRP = RuleSet("attnlrp", {
     SwiGLU: RuleSwiGLU,
     Attention: lambda m: RuleAttention(m, UNIFORM_SPLIT),
     AttentionPool: lambda m: RuleAttentionPool(m, PROBE_UNIFORM),
+    WindowAttention: lambda m: RuleWindowAttention(m, UNIFORM_SPLIT),
+    CosineWindowAttention: no_cosine_rule,
 })
 CP_LRP = RuleSet("cp_lrp", {**ATTN_LRP.rules, Attention: lambda m: RuleAttention(m, NO_SOFTMAX_FLOW),
                             SwiGLU: lambda m: RuleSwiGLU(m, GATE_NO_FLOW),
-                            AttentionPool: lambda m: RuleAttentionPool(m, PROBE_NO_SOFTMAX_FLOW)})
+                            AttentionPool: lambda m: RuleAttentionPool(m, PROBE_NO_SOFTMAX_FLOW),
+                            WindowAttention: lambda m: RuleWindowAttention(m, NO_SOFTMAX_FLOW)})
 RULE_SETS = {r.name: r for r in (ATTN_LRP, CP_LRP)}
 
 

@@ -19,6 +19,7 @@ import torch
 from PIL import Image
 
 from vit.device import forward_precision
+from vit.swin import refuse_swin
 
 from ..maps.distance import patch_distances
 from ..records import Analysis, ModelArrays
@@ -107,6 +108,7 @@ def capture(model, x: torch.Tensor, attention_dtype=np.float32, statistics: bool
     the entropy and key mass per block. ``distance_renormalise``: also the mean distance with rows renormalised
     over the patches. Everything stays on the device until one move to the host at the end.
     """
+    refuse_swin(model, "The attention analysis (its (L, H, T, T) maps, the page's and the CLI's views)")   # a Swin's windows: vit.swin, viz.maps.hierarchy
     device = x.device
     B = x.shape[0]
     layout = model.token_layout(x.shape[-2], x.shape[-1])

@@ -1,6 +1,6 @@
 """Explain an image for a target: the model passes of ``vit.explain``, then the formulas of ``viz.explain``.
 
-Every method of ``viz.explain.METHODS`` has the same call signature here::
+Every method of ``viz.explain.METHODS`` (a Swin's: ``WINDOW_METHODS``) has the same call signature here::
 
     explain_map(name, model, x, target) -> (gh, gw) numpy map
 
@@ -20,10 +20,12 @@ import torch
 from PIL import Image
 
 from vit.explain import RULE_SETS, ClassTarget, Target, TextTarget, class_target, gradient_pass, readout, relevance_pass
+from vit.explain.windows import window_gradient_pass, window_relevance_pass
 
 from ..explain.arrays import ExplainArrays
 from ..explain.explanation import Explanation
-from ..explain.methods import FAMILIES, METHODS, Family, families_of, method_names, served_by
+from ..explain.methods import FAMILIES, Family, families_of, method_names, method_table, served_by
+from ..explain.windows import WindowArrays
 
 
 def _numpy(t: torch.Tensor) -> np.ndarray:
@@ -53,9 +55,29 @@ def _none(model, x: torch.Tensor, target: Target, family: Family) -> tuple[None,
     return None, {}
 
 
+def _windows(model, x: torch.Tensor, target: Target, family: Family) -> tuple[torch.Tensor, dict]:
+    p = window_gradient_pass(model, x, target)
+    return p.output, {"windows": WindowArrays(p.layouts, [_numpy(a[0]) for a in p.attention],
+                                              [_numpy(g[0]) for g in p.attention_grad], _numpy(p.tokens[0]),
+                                              _numpy(p.tokens_grad[0]))}
+
+
+def _window_relevance(model, x: torch.Tensor, target: Target, family: Family) -> tuple[torch.Tensor, dict]:
+    p = window_relevance_pass(model, x, target, RULE_SETS[family.rules])
+    return p.output, {"relevance": {family.rules: _numpy(p.relevance[0])}}
+
+
+def _window_attention(model, x: torch.Tensor, target: Target, family: Family) -> tuple[torch.Tensor, dict]:
+    with torch.inference_mode():
+        capture = model.forward_with_attention(x)
+    return capture.output, {"windows": WindowArrays(capture.layouts, [_numpy(a[0]) for a in capture.attention])}
+
+
 # a family's model pass (viz.explain.Family.model_pass) -> (model, x (1, C, H, W), target, family) -> (output,
 # ExplainArrays fields)
-PASSES: dict[str, Callable] = {"gradient": _gradient, "relevance": _relevance, "attention": _attention, "none": _none}
+PASSES: dict[str, Callable] = {"gradient": _gradient, "relevance": _relevance, "attention": _attention, "none": _none,
+                               "windows": _windows, "window_relevance": _window_relevance,
+                               "window_attention": _window_attention}
 assert {f.model_pass for f in FAMILIES.values()} <= set(PASSES), "every family of viz.explain.FAMILIES needs a pass here"
 
 
@@ -75,7 +97,8 @@ def explain_tensor(model, x: torch.Tensor, target: Target | None = None, methods
                    labels: Sequence[str] = ()) -> Explanation:
     """One preprocessed image (1, C, H, W) -> ``Explanation`` with the maps of ``methods`` (default: all) and
     of every other method the same passes serve. ``target`` defaults to the top-1 class; ``labels`` name it."""
-    names = method_names(list(METHODS) if methods is None else methods)
+    table = method_table(model)                            # a Swin's methods go through its windows
+    names = method_names(list(table) if methods is None else methods, table)
     if x.ndim != 4 or x.shape[0] != 1:
         raise ValueError(f"Wrong input shape! Expected one image (1, C, H, W) but got {tuple(x.shape)}.")
     x = x.to(next(model.parameters()).device)
@@ -85,7 +108,7 @@ def explain_tensor(model, x: torch.Tensor, target: Target | None = None, methods
         raise ValueError("This model has no classifier head (a backbone: its output is features, not classes), so a "
                          "class target has nothing to explain! Give a Target that scores its features.")
     ran, fields, relevance, output, timings = ["none"], {}, {}, None, {}
-    for family in families_of(names):
+    for family in families_of(names, table):
         t0 = time.perf_counter()
         out, got = PASSES[FAMILIES[family].model_pass](model, x, target, FAMILIES[family])
         timings[family] = time.perf_counter() - t0
@@ -104,7 +127,7 @@ def explain_tensor(model, x: torch.Tensor, target: Target | None = None, methods
     arrays = ExplainArrays(num_prefix=layout.num_prefix, grid=tuple(layout.grid),
                            readout=None if ro.weights is None else _numpy(ro.weights), relevance=relevance,
                            query=ro.query, **fields)
-    maps = {m.name: np.asarray(m.formula(arrays), dtype=np.float32) for m in METHODS.values() if m.family in ran}
+    maps = {m.name: np.asarray(m.formula(arrays), dtype=np.float32) for m in table.values() if m.family in ran}
     timings["formulas"] = time.perf_counter() - t0
     with torch.no_grad():
         score, probability = float(target.score(output)[0]), float(target.probability(output)[0])

@@ -24,6 +24,7 @@ class ExplainArrays:
     tokens_grad: np.ndarray | None = None    # (T, D) ∂score/∂tokens
     relevance: dict = field(default_factory=dict)  # rule set name ("attnlrp", "cp_lrp") -> (N,) LRP relevance
     query: str = "cls"                       # the readout's query as viz.maps.readout names it: "cls", "map", "mean"
+    windows: object | None = None            # a Swin's passes: viz.explain.windows.WindowArrays (grid: stage 0's)
 
     def need(self, *names: str) -> tuple:
         """The named fields, or ValueError naming the ones missing (the pass that makes them did not run)."""

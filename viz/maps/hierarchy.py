@@ -60,20 +60,23 @@ def _index(layout) -> np.ndarray:
     return window_index(tuple(layout.grid), tuple(layout.window), tuple(layout.shift))
 
 
-def _checked(windows: np.ndarray, layout) -> np.ndarray:
+def _checked(windows: np.ndarray, layout, ndim: int | None = None) -> np.ndarray:
+    """Window matrices (nW, …, N, N) of this layout (``ndim`` dimensions in all, when given)."""
     windows = np.asarray(windows)
     (gh, gw), (wh, ww) = layout.grid, layout.window
     nW, N = (gh // wh) * (gw // ww), wh * ww
-    if windows.ndim < 3 or windows.shape[-3:] != (nW, N, N):
-        raise ValueError(f"Wrong window attention shape! Expected (…, {nW}, {N}, {N}) for {wh}×{ww} windows on a "
+    if windows.ndim < 3 or windows.shape[0] != nW or windows.shape[-2:] != (N, N) or ndim not in (None, windows.ndim):
+        extra = "" if ndim == 3 else "…, "
+        raise ValueError(f"Wrong window attention shape! Expected ({nW}, {extra}{N}, {N}) for {wh}×{ww} windows on a "
                          f"{gh}×{gw} grid but got {windows.shape}.")
     return windows
 
 
 def expand(windows: np.ndarray, layout) -> np.ndarray:
-    """A block's window matrices (…, nW, N, N) -> its stage's token matrix (…, T, T), T = gh·gw: entry (i, j) is the
-    window entry of tokens i and j when they share a window, 0 otherwise; the cyclic shift is undone."""
-    windows = _checked(windows, layout)
+    """A block's window matrices (nW, …, N, N) (e.g. (nW, H, N, N) per head, or (nW, N, N) fused) -> its stage's
+    token matrices (…, T, T), T = gh·gw: entry (i, j) is the window entry of tokens i and j when they share a window,
+    0 otherwise; the cyclic shift is undone."""
+    windows = np.moveaxis(_checked(windows, layout), 0, -3)           # (…, nW, N, N)
     index = _index(layout)                                            # (nW, N)
     T = layout.grid[0] * layout.grid[1]
     dense = np.zeros(windows.shape[:-3] + (T, T), dtype=windows.dtype)
@@ -83,7 +86,7 @@ def expand(windows: np.ndarray, layout) -> np.ndarray:
 
 def rows_through(rows: np.ndarray, windows: np.ndarray, layout) -> np.ndarray:
     """``rows @ expand(windows)`` without forming it: rows (…, T) over the stage's tokens, windows (nW, N, N)."""
-    windows = _checked(windows, layout)
+    windows = _checked(windows, layout, ndim=3)
     index = _index(layout)
     rows = np.asarray(rows, dtype=np.float32)
     per_window = np.einsum("...wi,wij->...wj", rows[..., index], windows.astype(np.float32, copy=False))
@@ -211,6 +214,6 @@ def token_distances(layout, token_size: float) -> np.ndarray:
 def attention_distance(attention: np.ndarray, layout, token_size: float) -> np.ndarray:
     """Mean attention distance in pixels of the photo of every head of one block (Figure 7 of the ViT paper, right)
     -> (H,): for each query token Σ_j A_ij · dist(i, j), averaged over the stage's tokens."""
-    attention = _checked(attention, layout)                            # (nW, H, N, N)
+    attention = _checked(attention, layout, ndim=4)                    # (nW, H, N, N)
     weighted = np.einsum("whij,wij->h", attention.astype(np.float32, copy=False), token_distances(layout, token_size))
     return weighted / (layout.grid[0] * layout.grid[1])

@@ -6,6 +6,7 @@ so that checkpoints map onto it with few renames:
 
     image (B, C, H, W)
       -> PatchEmbed (the patch partition): Conv2d(C, D, kernel=P, stride=P), LayerNorm   -> (B, gh, gw, D)
+         [+ an absolute position embedding, when the config has one]
       -> stage 0: depths[0] × SwinBlock on the gh×gw grid, width D
       -> stage s ≥ 1: PatchMerging (each 2×2 group of tokens concatenated, LayerNorm, Linear 4C -> 2C)
                       -> (B, gh/2^s, gw/2^s, 2^s·D), then depths[s] × SwinBlock
@@ -71,6 +72,10 @@ class SwinConfig:
     pretrained_window_sizes: tuple[int, ...] = (0, 0, 0, 0)  # v2: the window each stage's CPB offsets are scaled
     # to (the pretraining window of a fine-tuned model); 0: the stage's own window
     cpb_hidden: int = 512                    # v2: hidden width of the continuous position bias MLP
+    # A learnt absolute position embedding added after the patch partition (the original Swin's "ape", transformers'
+    # use_absolute_embeddings): none of the published Swins has one, but a task where only position decides the class
+    # needs it (docs/swin.md#training-a-swin-on-the-squares). Resized bicubically for another grid, as a ViT's.
+    absolute_pos_embed: bool = False
     layer_norm_eps: float = 1e-5             # every LayerNorm's epsilon (torch's default, as all three libraries)
     drop_rate: float = 0.0                   # dropout in MLPs, after attention and before the head
     attn_drop_rate: float = 0.0              # dropout on attention probabilities
@@ -469,6 +474,9 @@ class SwinTransformer(nn.Module):
         super().__init__()
         self.cfg = cfg
         self.patch_embed = PatchEmbed(cfg)
+        gh, gw = cfg.grid
+        self.absolute_pos_embed = nn.Parameter(torch.zeros(1, gh * gw, cfg.embed_dim)) if cfg.absolute_pos_embed \
+            else None                                                    # (1, gh·gw, D), row-major
         total = cfg.depth
         rates = [cfg.drop_path_rate * i / max(total - 1, 1) for i in range(total)]
         starts = [sum(cfg.depths[:s]) for s in range(cfg.num_stages)]
@@ -478,6 +486,8 @@ class SwinTransformer(nn.Module):
         self.head_drop = nn.Dropout(cfg.drop_rate)
         self.head = nn.Linear(cfg.num_features, cfg.num_classes) if cfg.num_classes else nn.Identity()
         self.apply(_init_weights)
+        if self.absolute_pos_embed is not None:
+            nn.init.trunc_normal_(self.absolute_pos_embed, std=0.02)
 
     @property
     def blocks(self) -> tuple[SwinBlock, ...]:
@@ -568,12 +578,23 @@ class SwinTransformer(nn.Module):
             raise ValueError(f"Wrong number of channels! Expected {self.cfg.in_chans} but got {C}!")
         layouts = iter(self.window_layouts(H, W))
         x = self.patch_embed(x)                                       # (B, gh, gw, D)
+        if self.absolute_pos_embed is not None:
+            x = x + self.position_embedding(x.shape[1:3])
         for layer in self.layers:
             x = layer.downsample(x)                                   # (B, gh/2, gw/2, 2C) from stage 1 on
             for block in layer.blocks:
                 layout = next(layouts)
                 x, attn = block(x, layout, return_attn)
                 yield x, attn, layout
+
+    def position_embedding(self, grid: tuple[int, int]) -> torch.Tensor:
+        """The absolute position embedding on a gh×gw grid: (1, gh, gw, D), resized bicubically from the native grid."""
+        gh0, gw0 = self.cfg.grid
+        table = self.absolute_pos_embed.reshape(1, gh0, gw0, -1)
+        if tuple(grid) == (gh0, gw0):
+            return table
+        table = F.interpolate(table.permute(0, 3, 1, 2), size=tuple(grid), mode="bicubic", align_corners=False)
+        return table.permute(0, 2, 3, 1)
 
     def forward_head(self, x: torch.Tensor) -> torch.Tensor:
         """Last stage's tokens (B, gh, gw, C) -> logits (B, num_classes), or the pooled features (B, C) without a head."""

@@ -155,11 +155,15 @@ def test_a_transformers_folder_brings_its_image_processor(tmp_path, cat):
     assert len(loaded.labels) == 5 and loaded.format == "huggingface-swin"
 
 
-def test_a_transformers_swin_with_absolute_embeddings_is_refused(tmp_path):
-    ref = reference("transformers", 1, use_absolute_embeddings=True)
+def test_a_transformers_swin_with_absolute_embeddings_opens_as_itself(tmp_path):
+    """transformers' use_absolute_embeddings (the original Swin's "ape"): a learnt table added after the patch
+    partition, read off the file (its grid gives the input size)."""
+    ref = perturbed(reference("transformers", 1, use_absolute_embeddings=True))
     save(ref, "transformers", tmp_path)
-    with pytest.raises(ValueError, match="absolute position embeddings .* is not supported"):
-        vit.load(tmp_path)
+    loaded = vit.load(tmp_path)
+    assert loaded.config.absolute_pos_embed and loaded.model.absolute_pos_embed.shape == (1, 56 * 56, 16)
+    x = pixels()
+    torch.testing.assert_close(logits(loaded.model, "ours", x), logits(ref, "transformers", x), rtol=1e-5, atol=1e-5)
 
 
 def test_our_checkpoint_keeps_a_swin_a_swin(tmp_path):

@@ -3,6 +3,7 @@
 - ``files``: the three safe readers (safetensors, weights-only torch, numpy without pickle) and our own format;
 - ``formats``: one key-swap filter per checkpoint format (timm, torchvision, DINO, Hugging Face, Google, OpenAI /
   open_clip CLIP), format detection, strict loading;
+- ``swin_formats``: the same for torchvision's, timm's and transformers' Swins, and a SwinConfig read off their tensors;
 - ``infer``: the ViTConfig read off tensor shapes;
 - ``huggingface``: Hub folders: transformers' ``save_pretrained`` folders (ViT, DeiT, BEiT, CLIP, SigLIP), timm's and
   open_clip's (config, weights, preprocessing, a CLIP tokenizer's files);

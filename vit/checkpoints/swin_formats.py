@@ -48,6 +48,7 @@ HF_SWIN_SWAPS = [
     (r"^(swin|swinv2)\.", ""),
     (r"^embeddings\.patch_embeddings\.projection\.", "patch_embed.proj."),
     (r"^embeddings\.norm\.", "patch_embed.norm."),
+    (r"^embeddings\.position_embeddings$", "absolute_pos_embed"),
     (r"^encoder\.layers\.(\d+)\.downsample\.", lambda m: f"layers.{int(m[1]) + 1}.downsample."),
     (r"^encoder\.layers\.(\d+)\.blocks\.(\d+)\.", r"layers.\1.blocks.\2."),
     (r"\.layernorm_before\.", ".norm1."),                        # v2 applies it after the attention: timm's norm1 too
@@ -145,8 +146,9 @@ def infer_swin_config(sd: dict, windows: dict[int, int] | None = None, **overrid
 
     Read off the tensors: patch size, channels and width (the patch convolution), blocks per stage, heads per stage
     (v1's bias table (…, H), v2's logit_scale (H, 1, 1)), v1's windows ((2W−1)² table rows), the version (v2 has
-    logit_scale), the MLP ratio, q/k/v biases and the classes. The input size defaults to the one at which the last
-    stage is exactly one window (224 for a window-7 Swin-T, 256 for a window-8 Swin v2-T).
+    logit_scale), the MLP ratio, q/k/v biases, an absolute position embedding and the classes. The input size is the
+    absolute position embedding's grid where there is one, else the one at which the last stage is exactly one window
+    (224 for a window-7 Swin-T, 256 for a window-8 Swin v2-T).
     """
     if "patch_embed.proj.weight" not in sd:
         raise ValueError("Cannot infer a Swin config: no patch embedding (patch_embed.proj.weight) in the checkpoint.")
@@ -178,6 +180,7 @@ def infer_swin_config(sd: dict, windows: dict[int, int] | None = None, **overrid
         mlp_ratio=sd["layers.0.blocks.0.mlp.fc1.weight"].shape[0] / D,
         qkv_bias="layers.0.blocks.0.attn.qkv.bias" in sd or "layers.0.blocks.0.attn.q_bias" in sd,
         num_classes=int(sd["head.weight"].shape[0]) if "head.weight" in sd else 0,
+        absolute_pos_embed="absolute_pos_embed" in sd,
     )
     if version == 2 and "layers.0.blocks.0.attn.cpb_mlp.0.weight" in sd:
         fields["cpb_hidden"] = int(sd["layers.0.blocks.0.attn.cpb_mlp.0.weight"].shape[0])
@@ -188,7 +191,10 @@ def infer_swin_config(sd: dict, windows: dict[int, int] | None = None, **overrid
                              "Give it: a sidecar JSON next to the file, {\"config\": {\"window_size\": 8}}, or load "
                              "its timm Hub folder, whose architecture name says it.")
         fields["window_size"] = tuple(window)
-    if "img_size" not in overrides:
+    if "img_size" not in overrides and "absolute_pos_embed" in sd:   # its table is the native grid's (square)
+        side = math.isqrt(int(sd["absolute_pos_embed"].shape[1])) * int(P)
+        fields["img_size"] = (side, side)
+    if "img_size" not in fields:
         last = fields["window_size"]
         last = last if isinstance(last, int) else last[-1]
         side = last * int(P) * 2 ** (len(stages) - 1)
@@ -215,9 +221,6 @@ def timm_swin_config(architecture: str) -> dict:
 
 def huggingface_swin_config(hf: dict, folder) -> dict:
     """SwinConfig fields of a transformers Swin / Swin v2 config.json."""
-    if hf.get("use_absolute_embeddings"):
-        raise ValueError(f"{folder}: a Swin with absolute position embeddings (use_absolute_embeddings true) is not "
-                         f"supported! Expected the relative position bias alone.")
     if hf.get("hidden_act", "gelu") != "gelu":
         raise ValueError(f"{folder}: hidden_act {hf['hidden_act']!r} is not supported! Expected 'gelu' (exact GELU).")
     size = hf.get("image_size", 224)

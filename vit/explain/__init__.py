@@ -8,7 +8,8 @@
   ``relevance_pass`` (LRP relevance per patch), one backward each, no weight gradients;
 - ``perturb``: ``forward_kept`` (the model on a subset of the patches, each keeping its position) and the
   cascading randomisation of the blocks (``cascading_randomization``): what the
-  faithfulness scores and sanity checks of ``viz.trust`` run.
+  faithfulness scores and sanity checks of ``viz.trust`` run;
+- ``windows``: a Swin's passes, ``window_gradient_pass`` and ``window_relevance_pass``.
 
 The formulas that turn these arrays into maps are in ``viz.explain``; ``viz.analysis.explainer`` runs both.
 """

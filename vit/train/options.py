@@ -7,13 +7,19 @@ import re
 from dataclasses import dataclass
 
 from ..model import POS_EMBED_KINDS, ViTConfig, variant
+from ..swin import SwinConfig
 
+ARCHS = ("vit", "swin")   # --arch: a ViT (vit.model) or a Swin (vit.swin)
+SWIN_ONLY = ("window", "depths")           # options that shape a Swin alone
+VIT_ONLY = ("depth", "mlp_dim")   # options that shape a ViT alone
+SWIN_POS_EMBED = ("none", "learned")   # a Swin's --pos-embed: none (the papers') or the original Swin's learnt one
 
 @dataclass
 class TrainOptions:
     """Everything that defines a training run. ``None`` means "choose for me" (see ``resolve``)."""
     data: str | None = None
     out: str = "weights/model.pt"
+    arch: str = "vit"                             # "vit" or "swin" (from scratch; --init keeps the checkpoint's)
     variant: str | None = None                    # scratch: "tiny", "small", "base", "tiny-8", … (default "tiny")
     init: str | None = None                       # fine-tune: any source vit.load reads
     img_size: tuple[int, int] | None = None       # default: the checkpoint's; 32 for CIFAR-10; 224 for folders
@@ -21,9 +27,11 @@ class TrainOptions:
     patch_size: int | None = None                 # default: the variant's if named ("tiny-8"), else 4 (≤ 64 px) / 16
     depth: int | None = None                      # scratch overrides, e.g. for a tiny test model
     embed_dim: int | None = None
-    num_heads: int | None = None
+    num_heads: int | tuple[int, ...] | None = None   # a Swin: one per stage (one number: every stage)
     mlp_dim: int | None = None
-    pos_embed: str | None = None                  # "learned" (default from scratch), "sincos2d" (fixed) or "none"
+    window: int | None = None                     # a Swin: windows of W×W tokens in every stage (default: the variant's 7)
+    depths: tuple[int, ...] | None = None         # a Swin: blocks per stage (default: the variant's)
+    pos_embed: str | None = None                  # "learned" (a ViT's default), "sincos2d" (fixed) or "none" (a Swin's)
     epochs: int = 30
     batch_size: int = 64
     lr: float | None = None                       # peak rate; default 5e-4 from scratch, 1e-4 fine-tuning
@@ -54,10 +62,27 @@ def flag(name: str) -> str:
 RESUME_MAY_CHANGE = ("data", "workers", "device", "download", "snapshot_every")
 
 
-def resolve(opts: TrainOptions, data_kind: str, pretrained: ViTConfig | None) -> TrainOptions:
+def _check_arch(opts: TrainOptions, arch: str) -> None:
+    """The options that shape the other architecture are refused, as are a Swin's heads given per stage to a ViT."""
+    if arch not in ARCHS:
+        raise ValueError(f"Unknown --arch {arch!r}! Expected one of {', '.join(ARCHS)}.")
+    wrong = [flag(k) for k in (VIT_ONLY if arch == "swin" else SWIN_ONLY) if getattr(opts, k) is not None]
+    if arch == "vit" and isinstance(opts.num_heads, tuple):
+        wrong.append("--heads with one number per stage")
+    if arch == "swin" and opts.pos_embed not in (None, *SWIN_POS_EMBED):
+        wrong.append(f"--pos-embed {opts.pos_embed}")
+    if wrong:
+        raise ValueError(f"{', '.join(wrong)} only apply to --arch {'vit' if arch == 'swin' else 'swin'}, not to "
+                         f"--arch {arch}!")
+
+
+def resolve(opts: TrainOptions, data_kind: str, pretrained: ViTConfig | SwinConfig | None) -> TrainOptions:
     """Fill the "choose for me" options from the data (``"folder"``/``"cifar10"``) and the pretrained config."""
     if pretrained is not None:
-        scratch_only = [flag(k) for k in ("depth", "embed_dim", "num_heads", "mlp_dim")
+        arch = "swin" if pretrained.family == "swin" else "vit"
+        if opts.arch != "vit" and opts.arch != arch:       # "vit" is the default: only a given other arch clashes
+            raise ValueError(f"--arch {opts.arch} does not fit --init's checkpoint, which is a {arch}!")
+        scratch_only = [flag(k) for k in ("depth", "embed_dim", "num_heads", "mlp_dim", "window", "depths")
                         if getattr(opts, k) is not None]
         if scratch_only:
             raise ValueError(f"{', '.join(scratch_only)} only apply to training from scratch (--variant); "
@@ -65,26 +90,32 @@ def resolve(opts: TrainOptions, data_kind: str, pretrained: ViTConfig | None) ->
         if opts.patch_size is not None and opts.patch_size != pretrained.patch_size:
             raise ValueError(f"--patch-size cannot change when fine-tuning! The checkpoint uses patches of "
                              f"{pretrained.patch_size} but got --patch-size {opts.patch_size}.")
-        if opts.pos_embed is not None and opts.pos_embed != pretrained.pos_embed_kind:
+        kind = getattr(pretrained, "pos_embed_kind", None) or \
+            ("learned" if getattr(pretrained, "absolute_pos_embed", False) else "none")
+        if opts.pos_embed is not None and opts.pos_embed != kind:
             raise ValueError(f"--pos-embed cannot change when fine-tuning! The checkpoint's position embedding is "
-                             f"{pretrained.pos_embed_kind!r} but got --pos-embed {opts.pos_embed}.")
+                             f"{kind!r} but got --pos-embed {opts.pos_embed}.")
         img_size = opts.img_size or pretrained.img_size
         patch_size = pretrained.patch_size
         lr = 1e-4 if opts.lr is None else opts.lr
         name = None
-        pos_embed = pretrained.pos_embed_kind
+        pos_embed = kind
     else:
+        arch = opts.arch
+        _check_arch(opts, arch)
         name = opts.variant or "tiny"
         img_size = opts.img_size or ((32, 32) if data_kind == "cifar10" else (224, 224))
         if opts.patch_size is not None:
             patch_size = opts.patch_size
+        elif arch == "swin":                    # Swin's patches are 4 pixels in every size
+            patch_size = 4
         elif re.search(r"\d+$", name):          # "tiny-8", "vit_b_16": the name says it
             patch_size = variant(name).patch_size
         else:
             patch_size = 4 if max(img_size) <= 64 else 16
         lr = 5e-4 if opts.lr is None else opts.lr
-        pos_embed = opts.pos_embed or "learned"
-    return dataclasses.replace(opts, variant=name, img_size=tuple(img_size), patch_size=patch_size, lr=lr,
+        pos_embed = opts.pos_embed or ("none" if arch == "swin" else "learned")
+    return dataclasses.replace(opts, arch=arch, variant=name, img_size=tuple(img_size), patch_size=patch_size, lr=lr,
                                pos_embed=pos_embed)
 
 
@@ -96,8 +127,9 @@ def merge_resumed(saved: dict, given: TrainOptions, explicit: set[str]) -> Train
     """
     fields = {f.name for f in dataclasses.fields(TrainOptions)}
     saved_opts = TrainOptions(**{k: v for k, v in saved.items() if k in fields})
-    if saved_opts.img_size is not None:
-        saved_opts.img_size = tuple(saved_opts.img_size)
+    for name in ("img_size", "depths", "num_heads"):    # tuples come back as lists from older saves
+        if isinstance(getattr(saved_opts, name), list):
+            setattr(saved_opts, name, tuple(getattr(saved_opts, name)))
     changed = []
     for name in sorted(explicit - set(RESUME_MAY_CHANGE) - {"out", "resume"}):
         new, old = getattr(given, name), getattr(saved_opts, name)
@@ -110,6 +142,24 @@ def merge_resumed(saved: dict, given: TrainOptions, explicit: set[str]) -> Train
                          f"{', '.join(changed)}! Leave them out, or start a new run without --resume.")
     keep = {name: getattr(given, name) for name in RESUME_MAY_CHANGE if name in explicit}
     return dataclasses.replace(saved_opts, **keep, out=given.out, resume=True)
+
+
+def parse_counts(text: str) -> tuple[int, ...]:
+    """"2,2,6,2" -> (2, 2, 6, 2): positive whole numbers, comma-separated."""
+    try:
+        values = tuple(int(v) for v in text.split(","))
+    except ValueError:
+        values = ()
+    if not values or min(values) < 1:
+        raise argparse.ArgumentTypeError(f"expected positive whole numbers separated by commas, like 2,2,6,2, but "
+                                         f"got {text!r}")
+    return values
+
+
+def parse_heads(text: str) -> int | tuple[int, ...]:
+    """"3" -> 3 (a ViT's heads, or every stage of a Swin); "3,6,12,24" -> one per Swin stage."""
+    values = parse_counts(text)
+    return values[0] if len(values) == 1 and "," not in text else values
 
 
 def parse_size(text: str) -> tuple[int, int]:
@@ -136,7 +186,8 @@ def build_parser() -> argparse.ArgumentParser:
     which = p.add_argument_group("model (pick one of --variant / --init)")
     model = which.add_mutually_exclusive_group()
     model.add_argument("--variant", help="train from scratch: tiny, small, base (optionally with a patch size, "
-                                         "e.g. tiny-8) [default: tiny]")
+                                         "e.g. tiny-8; with --arch swin: Swin-T/S/B/L's tiny, small, base, large) "
+                                         "[default: tiny]")
     model.add_argument("--init", help="fine-tune this checkpoint (anything vit.load reads: a file, folder, known "
                                       "name or file in weights/); a new head is sized to the data's classes")
     which.add_argument("--preprocess", choices=("own", "crop", "squash"),
@@ -144,21 +195,29 @@ def build_parser() -> argparse.ArgumentParser:
                             "(--init's own preprocessing, e.g. timm's crop_pct or a Hugging Face processor's squash; "
                             "from scratch the shorter side resized to the input), crop (keep the aspect ratio, cut "
                             "out the centre) or squash (the whole photo stretched) [default: own]")
+    p.add_argument("--arch", choices=ARCHS, help="vit: a Vision Transformer; swin: a Swin Transformer (windows, "
+                                                 "shifts, patch merging; see docs/swin.md) [default: vit]")
     arch = p.add_argument_group("model shape")
     arch.add_argument("--img-size", type=parse_size, help="input size, 32 or 160x224 [default: the checkpoint's; "
                                                           "32 for CIFAR-10; 224 for image folders]")
     arch.add_argument("--patch-size", type=int, help="patch side in pixels (scratch only) [default: 4 for images "
                                                      "of at most 64 px, else 16]")
-    arch.add_argument("--depth", type=int, help="number of blocks (scratch only) [default: the variant's]")
+    arch.add_argument("--depth", type=int, help="number of blocks (scratch only, vit) [default: the variant's]")
+    arch.add_argument("--depths", type=parse_counts, help="blocks per stage, e.g. 2,2,6,2 (scratch only, swin) "
+                                                          "[default: the variant's]")
+    arch.add_argument("--window", type=int, help="window side in tokens, every stage (scratch only, swin) "
+                                                 "[default: the variant's, 7]")
     arch.add_argument("--embed-dim", type=int, help="token width (scratch only; MLP width follows as 4x) "
                                                     "[default: the variant's]")
-    arch.add_argument("--heads", dest="num_heads", type=int, help="attention heads (scratch only) "
-                                                                  "[default: the variant's]")
+    arch.add_argument("--heads", dest="num_heads", type=parse_heads,
+                      help="attention heads (scratch only); a Swin's per stage, e.g. 3,6,12,24 "
+                           "[default: the variant's]")
     arch.add_argument("--mlp-dim", type=int, help="MLP hidden width (scratch only) [default: 4 x embed dim]")
     arch.add_argument("--pos-embed", choices=POS_EMBED_KINDS,
                       help="position embedding (the ViT paper's Appendix D.4 ablation): learned, sincos2d (the fixed "
-                           "2-D sine-cosine table, not trained) or none [default: learned from scratch; with --init "
-                           "the checkpoint's, which cannot change]")
+                           "2-D sine-cosine table, not trained) or none; a Swin: none or learned (the original Swin's "
+                           "absolute embedding) [default: learned from scratch, none for a Swin; with --init the "
+                           "checkpoint's, which cannot change]")
     opt = p.add_argument_group("optimisation")
     opt.add_argument("--epochs", type=int, help=f"epochs [default: {d.epochs}]")
     opt.add_argument("--batch-size", type=int, help=f"images per step [default: {d.batch_size}]")

@@ -27,7 +27,7 @@ from ..checkpoints.load import load
 from ..device import pick_device
 from ..model import VisionTransformer
 from ..preprocess import Preprocess
-from .build import fine_tune_model, param_groups, scratch_config, scratch_preprocess
+from .build import build_model, fine_tune_model, param_groups, scratch_config, scratch_preprocess, swin_scratch_config
 from .data import TrainData, open_data
 from .loop import Precision, evaluate, train_one_epoch
 from .options import TrainOptions, merge_resumed, resolve
@@ -102,12 +102,20 @@ def _fresh_start(opts: TrainOptions) -> _Start:
         return _Start(opts, model, pretrained.preprocess.choose(opts.preprocess), data, note=note)
     opts = resolve(opts, data.kind, None)
     torch.manual_seed(opts.seed)
-    cfg = scratch_config(opts.variant, num_classes, opts.img_size, opts.patch_size, opts.drop_path, opts.depth,
-                         opts.embed_dim, opts.num_heads, opts.mlp_dim, opts.pos_embed)
-    note = (f"ViT {opts.variant} from scratch (depth {cfg.depth}, width {cfg.embed_dim}, {cfg.num_heads} heads, "
-            f"{cfg.pos_embed_kind} position embedding)")
-    return _Start(opts, VisionTransformer(cfg), scratch_preprocess(opts.img_size).choose(opts.preprocess), data,
-                  note=note)
+    if opts.arch == "swin":
+        cfg = swin_scratch_config(opts.variant, num_classes, opts.img_size, opts.patch_size, opts.drop_path,
+                                  opts.depths, opts.embed_dim, opts.num_heads, opts.window, opts.pos_embed)
+        note = (f"Swin {opts.variant} from scratch (blocks per stage {cfg.depths}, width {cfg.embed_dim}, heads "
+                f"{cfg.num_heads}, windows of {cfg.window_size[0]}, {opts.pos_embed} absolute position embedding)")
+        model = build_model(cfg)
+        model.window_layouts(*cfg.img_size)        # a size the stages cannot take fails now, with sizes that work
+    else:
+        cfg = scratch_config(opts.variant, num_classes, opts.img_size, opts.patch_size, opts.drop_path, opts.depth,
+                             opts.embed_dim, opts.num_heads, opts.mlp_dim, opts.pos_embed)
+        note = (f"ViT {opts.variant} from scratch (depth {cfg.depth}, width {cfg.embed_dim}, {cfg.num_heads} heads, "
+                f"{cfg.pos_embed_kind} position embedding)")
+        model = build_model(cfg)
+    return _Start(opts, model, scratch_preprocess(opts.img_size).choose(opts.preprocess), data, note=note)
 
 
 def _resumed_start(given: TrainOptions, explicit: set[str], files: RunFiles) -> _Start:

@@ -1,0 +1,88 @@
+"""Benchmark rows of a Swin: ``python -m bench.swin [--rounds N] [--device cuda]`` prints them alone (``python -m
+bench.run`` prints them with the rest).
+
+Swin-T at 224 (window 7, random init: the cost does not depend on the weights), batch 1, interleaved rounds:
+
+- the forward with capture (``forward_with_attention``: every block's window attention with its layout) against
+  torchvision's ``swin_t`` plain forward (its own explicit-softmax window attention), and our plain (SDPA) forward;
+- a class map for a new target (GAE through windows and merges: one forward and one backward with the formulas,
+  ``viz.analysis.explain_tensor``) against our plain forward; rollout through the hierarchy from a capture, the
+  formulas alone.
+"""
+from __future__ import annotations
+
+import argparse
+
+import torch
+
+from bench.measure import Row, interleaved, median, ms, table
+from viz.analysis.explainer import explain_tensor
+from viz.maps import hierarchy
+from vit.explain import ClassTarget
+from vit.swin import SwinTransformer, swin_variant
+
+TARGET_CAPTURE = 1.10    # capture forward ÷ torchvision's swin_t plain forward
+TARGET_CLASS_MAP = 3.00  # a class map (GAE) ÷ our plain forward
+
+
+def synchronized(fn, device: torch.device):
+    """``fn`` that returns only when the device has finished its work (CUDA runs asynchronously)."""
+    if device.type != "cuda":
+        return fn
+
+    def run():
+        fn()
+        torch.cuda.synchronize(device)
+    return run
+
+
+def swin_rows(rounds: int = 7, device: torch.device | None = None) -> list[Row]:
+    """The Swin rows: Swin-T at 224, ours and torchvision's ``swin_t``, random init, on ``device`` (CPU default)."""
+    from torchvision.models import swin_t
+    device = device or torch.device("cpu")
+    torch.manual_seed(0)
+    theirs = swin_t().eval().to(device)
+    ours = SwinTransformer(swin_variant("swin_t")).eval().to(device)
+    x = torch.randn(1, 3, 224, 224, device=device)
+
+    def plain(model):
+        with torch.inference_mode():
+            model(x)
+
+    def capture():
+        with torch.inference_mode():
+            ours.forward_with_attention(x)
+
+    with torch.inference_mode():
+        captured = ours.forward_with_attention(x)
+    attention = [a[0].float().cpu().numpy() for a in captured.attention]
+    calls = {"torchvision": lambda: plain(theirs), "plain": lambda: plain(ours), "capture": capture,
+             "gae": lambda: explain_tensor(ours, x, ClassTarget(0), ["gae"]),
+             "rollout": lambda: hierarchy.rollout_map(attention, captured.layouts)}
+    t = interleaved({k: synchronized(fn, device) for k, fn in calls.items()}, rounds)
+    tv, our, cap, gae, roll = (median(t[k]) for k in ("torchvision", "plain", "capture", "gae", "rollout"))
+    where = device.type.upper() if device.type != "cpu" else "CPU"
+    return [
+        Row(f"torchvision `swin_t` plain forward, Swin-T @ 224, {where}", ms(tv)),
+        Row("our Swin plain forward (SDPA)", ms(our)),
+        Row("our Swin forward with capture (every block's window attention)", ms(cap)),
+        Row("**Swin capture forward ÷ torchvision `swin_t` plain forward**", f"{cap / tv:.2f}",
+            f"≤ {TARGET_CAPTURE:.2f}", cap / tv <= TARGET_CAPTURE),
+        Row("our Swin plain forward ÷ torchvision `swin_t` plain forward", f"{our / tv:.2f}"),
+        Row("Swin class map for a new target (GAE through windows and merges: forward + backward + formulas)", ms(gae)),
+        Row("**Swin class map ÷ our plain forward**", f"{gae / our:.2f}", f"≤ {TARGET_CLASS_MAP:.2f}",
+            gae / our <= TARGET_CLASS_MAP),
+        Row("rollout through the hierarchy from a capture (formulas alone)", ms(roll)),
+    ]
+
+
+def main(argv=None) -> None:
+    p = argparse.ArgumentParser(prog="python -m bench.swin", description=__doc__.split("\n")[0])
+    p.add_argument("--rounds", type=int, default=7, help="timed rounds per measurement (median reported)")
+    p.add_argument("--device", default="cpu", help="cpu or cuda [default: cpu]")
+    args = p.parse_args(argv)
+    print(table(swin_rows(args.rounds, torch.device(args.device))))
+
+
+if __name__ == "__main__":
+    main()

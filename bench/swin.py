@@ -16,6 +16,7 @@ import argparse
 import torch
 
 from bench.measure import Row, interleaved, median, ms, table
+from bench.run import synchronized
 from viz.analysis.explainer import explain_tensor
 from viz.maps import hierarchy
 from vit.explain import ClassTarget
@@ -23,17 +24,6 @@ from vit.swin import SwinTransformer, swin_variant
 
 TARGET_CAPTURE = 1.10    # capture forward ÷ torchvision's swin_t plain forward
 TARGET_CLASS_MAP = 3.00  # a class map (GAE) ÷ our plain forward
-
-
-def synchronized(fn, device: torch.device):
-    """``fn`` that returns only when the device has finished its work (CUDA runs asynchronously)."""
-    if device.type != "cuda":
-        return fn
-
-    def run():
-        fn()
-        torch.cuda.synchronize(device)
-    return run
 
 
 def swin_rows(rounds: int = 7, device: torch.device | None = None) -> list[Row]:

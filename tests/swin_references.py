@@ -14,21 +14,19 @@ import torch
 import torch.nn as nn
 from safetensors.torch import save_file
 
+from reference_models import images, randomize_
+
 SMALL = dict(patch_size=4, embed_dim=16, depths=(2, 2, 2, 2), num_heads=(1, 2, 2, 4), window_size=7)
 SOURCES = ("torchvision", "timm", "transformers")
 
 
 def perturbed(model: nn.Module, seed: int = 0, std: float = 0.05) -> nn.Module:
     """Every parameter plus Gaussian noise (biases, LayerNorm weights, bias tables and logit scales included)."""
-    g = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for p in model.parameters():
-            p.add_(std * torch.randn(p.shape, generator=g))
-    return model.eval()
+    return randomize_(model, std, seed)
 
 
 def pixels(size=(224, 224), batch: int = 2, seed: int = 1) -> torch.Tensor:
-    return torch.randn(batch, 3, *size, generator=torch.Generator().manual_seed(seed))
+    return images(batch, tuple(size), seed)
 
 
 def timm_swin(version: int, img_size=(224, 224), **overrides) -> nn.Module:

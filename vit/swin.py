@@ -47,7 +47,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from .model import DropPath, TokenLayout
+from .model import DropPath, TokenLayout, VisionTransformer
 
 SHIFT_MASK = -100.0          # the logit added between tokens a cyclic shift brought into one window (as the papers)
 LOGIT_SCALE_MAX = math.log(100.0)   # v2: τ = exp(logit_scale) is clamped at 100
@@ -559,14 +559,9 @@ class SwinTransformer(nn.Module):
         self.window_layouts(height, width)
         return TokenLayout(0, (height // self.cfg.patch_size, width // self.cfg.patch_size))
 
-    def eval_layout(self, x: torch.Tensor, purpose: str) -> TokenLayout:
-        """Stage 0's patch grid of images x (B, C, H, W) for a ``purpose`` that must see the model as it predicts:
-        ValueError in training mode (dropout on) or for a wrong shape."""
-        if self.training:
-            raise ValueError(f"{purpose} need the model in eval mode (dropout off)! Call model.eval() first.")
-        if x.ndim != 4:
-            raise ValueError(f"Wrong input shape! Expected images (B, C, H, W) but got {tuple(x.shape)}.")
-        return self.token_layout(x.shape[-2], x.shape[-1])
+    # Stage 0's patch grid of images x (B, C, H, W) for a purpose that must see the model as it predicts: the ViT's
+    # checks (eval mode, four dimensions), then this model's token_layout.
+    eval_layout = VisionTransformer.eval_layout
 
     def blocks_with_attention(self, x: torch.Tensor, return_attn: bool = True
                               ) -> Iterator[tuple[torch.Tensor, torch.Tensor | None, WindowLayout]]:

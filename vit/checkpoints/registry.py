@@ -82,14 +82,19 @@ _TORCHVISION_WEIGHTS = (
 TORCHVISION_URL = "https://download.pytorch.org/models/"
 
 
-def torchvision_checkpoints() -> list[KnownCheckpoint]:
-    """Every torchvision ViT weight (vit_b_16 … vit_h_14), named "<arch>.<weights name>" in lower case, with
-    ImageNet mean/std and the input size it was trained at."""
-    return [KnownCheckpoint(name=name, filename=filename, format="torchvision",
+def _torchvision(table: tuple, fmt: str) -> list[KnownCheckpoint]:
+    """A table of torchvision weights (name, file name, resize, crop, interpolation) -> known checkpoints of ``fmt``,
+    with ImageNet mean/std and the input size they were trained at."""
+    return [KnownCheckpoint(name=name, filename=filename, format=fmt,
                             preprocess=torchvision_preprocess(crop, resize, interpolation),
                             config=dict(img_size=(crop, crop)), url=TORCHVISION_URL + filename,
                             downloadable=True)
-            for name, filename, resize, crop, interpolation in _TORCHVISION_WEIGHTS]
+            for name, filename, resize, crop, interpolation in table]
+
+
+def torchvision_checkpoints() -> list[KnownCheckpoint]:
+    """Every torchvision ViT weight (vit_b_16 … vit_h_14), named "<arch>.<weights name>" in lower case."""
+    return _torchvision(_TORCHVISION_WEIGHTS, "torchvision")
 
 
 # torchvision's Swin weights as its ``Swin_*_Weights`` enums describe them (tests/swin compares every field): the
@@ -106,11 +111,7 @@ _TORCHVISION_SWIN_WEIGHTS = (
 
 def torchvision_swin_checkpoints() -> list[KnownCheckpoint]:
     """Every torchvision Swin weight (swin_t … swin_v2_b), named as the ViTs', format "torchvision-swin"."""
-    return [KnownCheckpoint(name=name, filename=filename, format="torchvision-swin",
-                            preprocess=torchvision_preprocess(crop, resize, interpolation),
-                            config=dict(img_size=(crop, crop)), url=TORCHVISION_URL + filename,
-                            downloadable=True)
-            for name, filename, resize, crop, interpolation in _TORCHVISION_SWIN_WEIGHTS]
+    return _torchvision(_TORCHVISION_SWIN_WEIGHTS, "torchvision-swin")
 
 
 def known_checkpoints() -> list[KnownCheckpoint]:

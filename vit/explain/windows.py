@@ -20,7 +20,7 @@ import torch.nn as nn
 
 from ..model import TokenLayout
 from ..swin import SwinTransformer, WindowLayout
-from .passes import RelevancePass, _differentiable, _GraphStart, _Record
+from .passes import RelevancePass, _differentiable, _GraphStart
 from .rules import ATTN_LRP, RuleSet, rewired, rule_view, without_parameter_grads
 from .targets import ClassTarget, Target
 
@@ -42,6 +42,19 @@ class WindowGradientPass:
     tokens: torch.Tensor                 # (B, gh, gw, C) the last block's norm1 output (Grad-CAM's activation)
     tokens_grad: torch.Tensor            # (B, gh, gw, C) ∂score/∂tokens
     layout: TokenLayout                  # stage 0's patch grid (no prefix tokens): where the maps end
+
+
+class _Record(nn.Module):
+    """Runs ``inner`` and keeps its output under ``key`` in ``store`` (the last block's norm1: Grad-CAM's tokens)."""
+
+    def __init__(self, inner: nn.Module, store: dict, key: str):
+        super().__init__()
+        self.inner, self.store, self.key = inner, store, key
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.inner(x)
+        self.store[self.key] = y
+        return y
 
 
 def _check(model: nn.Module) -> None:

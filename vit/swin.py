@@ -37,7 +37,6 @@ The block's computation lives in ``SwinBlock.forward``, which every pass calls.
 """
 from __future__ import annotations
 
-import dataclasses
 import math
 from dataclasses import dataclass
 from functools import lru_cache
@@ -634,8 +633,3 @@ def _init_weights(m: nn.Module) -> None:
         nn.init.zeros_(m.bias)
     elif type(m) is WindowAttention:
         nn.init.trunc_normal_(m.relative_position_bias_table, std=0.02)
-
-
-def build(cfg: SwinConfig, **overrides) -> SwinTransformer:
-    """A freshly initialised SwinTransformer for ``cfg`` with any fields replaced."""
-    return SwinTransformer(dataclasses.replace(cfg, **overrides) if overrides else cfg)

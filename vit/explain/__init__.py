@@ -17,7 +17,9 @@ from .passes import GradientPass, Readout, RelevancePass, gradient_pass, readout
 from .perturb import cascading_randomization, forward_kept
 from .rules import ATTN_LRP, CP_LRP, RULE_SETS, RuleSet
 from .targets import ClassTarget, Target, TextTarget, class_target, close_classes
+from .windows import WindowGradientPass, window_gradient_pass, window_relevance_pass
 
 __all__ = ["ATTN_LRP", "CP_LRP", "ClassTarget", "GradientPass", "RULE_SETS", "Readout", "RelevancePass", "RuleSet",
-           "Target", "TextTarget", "cascading_randomization", "class_target", "close_classes", "forward_kept",
-           "gradient_pass", "readout", "relevance_pass"]
+           "Target", "TextTarget", "WindowGradientPass", "cascading_randomization", "class_target", "close_classes",
+           "forward_kept", "gradient_pass", "readout", "relevance_pass", "window_gradient_pass",
+           "window_relevance_pass"]

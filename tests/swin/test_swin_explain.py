@@ -32,9 +32,10 @@ CAM_TOL = 1e-5       # the package's shown maps in [0, 1], and raw maps relative
 
 @pytest.fixture(scope="module")
 def timm_v1(tmp_path_factory):
-    """timm's small Swin v1 and the same weights in ours. timm's fused attention is switched on (timm leaves it off
-    for Swin): lxt's rules wrap an attention function, and the fused one is the function timm's Swin calls."""
-    ref = perturbed(timm_swin(1))
+    """timm's Swin v1 of two stages at 56×56 (a 14×14 patch grid, then Swin-T's 7×7 last stage: the grid the
+    tutorial's reshape transform takes) and the same weights in ours. timm's fused attention is switched on (timm
+    leaves it off for Swin): lxt's rules wrap an attention function, and the fused one is the function timm calls."""
+    ref = perturbed(timm_swin(1, img_size=(56, 56), depths=(2, 2), num_heads=(1, 2)))
     for name, m in ref.named_modules():
         if name.endswith(".attn"):
             m.fused_attn = True
@@ -92,14 +93,13 @@ def package_gradcam(model: nn.Module, x: torch.Tensor, cls: int) -> tuple[np.nda
 def test_gradcam_equals_pytorch_grad_cam(timm_v1, reference):
     from pytorch_grad_cam.utils.image import scale_cam_image
     timm_model, ours = timm_v1
-    x, cls = pixels(batch=1, seed=3), 3
+    x, cls = pixels((56, 56), batch=1, seed=3), 3
     shown, raw = package_gradcam(timm_model if reference == "timm" else ours, x, cls)
-    got = explain_map("gradcam", ours, x, ClassTarget(cls))                     # (56, 56): 7×7 shared down
-    native = hierarchy.sum_children(hierarchy.sum_children(hierarchy.sum_children(got.reshape(-1), (56, 56)),
-                                                           (28, 28)), (14, 14)).reshape(7, 7)
+    got = explain_map("gradcam", ours, x, ClassTarget(cls))                     # (14, 14): 7×7 shared down
+    native = hierarchy.sum_children(got.reshape(-1), (14, 14)).reshape(7, 7)
     assert native.max() > 0
     np.testing.assert_allclose(native, raw, atol=CAM_TOL * raw.max())
-    as_shown = scale_cam_image(scale_cam_image(native[None], (224, 224)))[0]   # the package's own display steps
+    as_shown = scale_cam_image(scale_cam_image(native[None], (56, 56)))[0]     # the package's own display steps
     assert np.abs(as_shown - shown).max() <= CAM_TOL
     p = window_gradient_pass(ours, x, ClassTarget(cls))
     np.testing.assert_allclose(windows_gradcam_values(p.tokens[0], p.tokens_grad[0]), native, rtol=1e-5, atol=1e-7)
@@ -150,7 +150,7 @@ def lxt_attention(rule: str):
 
 def lxt_relevance(model: nn.Module, x: torch.Tensor, cls: int, rule: str) -> torch.Tensor:
     """lxt's recipe on timm's Swin: its LayerNorm and GELU rules, its attention wrapper, gradient × input of the
-    pixels summed per 4×4 patch -> (56·56,)."""
+    pixels summed per 4×4 patch -> (14·14,)."""
     from functools import partial
     lxt_efficient()
     patches = importlib.import_module("lxt.efficient.patches")
@@ -167,13 +167,13 @@ def lxt_relevance(model: nn.Module, x: torch.Tensor, cls: int, rule: str) -> tor
 @pytest.mark.parametrize("rule", ["attnlrp", "cp_lrp"])
 def test_lrp_equals_lxt_on_timms_swin(timm_v1, rule):
     timm_model, ours = timm_v1
-    x, cls = pixels(batch=1, seed=4), 1
+    x, cls = pixels((56, 56), batch=1, seed=4), 1
     reference = lxt_relevance(timm_model, x, cls, rule)
     got = window_relevance_pass(ours, x, ClassTarget(cls), ATTN_LRP if rule == "attnlrp" else CP_LRP).relevance[0]
     assert_close_relative(got, reference, LRP_TOL)
     other = window_relevance_pass(ours, x, ClassTarget(cls), CP_LRP if rule == "attnlrp" else ATTN_LRP).relevance[0]
     assert float((other - reference).abs().max()) > 0.05 * float(reference.abs().max())   # the rules matter
-    np.testing.assert_allclose(explain_map(rule, ours, x, ClassTarget(cls)), got.reshape(56, 56).numpy())
+    np.testing.assert_allclose(explain_map(rule, ours, x, ClassTarget(cls)), got.reshape(14, 14).numpy())
 
 
 def test_lrp_is_refused_for_swin_v2_in_one_sentence(photo):

@@ -156,11 +156,16 @@ def lxt_relevance(model: nn.Module, x: torch.Tensor, cls: int, rule: str) -> tor
     patches = importlib.import_module("lxt.efficient.patches")
     patch_map = {nn.LayerNorm: partial(patches.patch_method, patches.layer_norm_forward),
                  nn.GELU: partial(patches.patch_method, patches.non_linear_forward, keep_original=True)}
+    flags = [p.requires_grad for p in model.parameters()]
     for p in model.parameters():
         p.requires_grad_(False)
     x = x.clone().requires_grad_()
-    with lxt_patched(patch_map), lxt_attention(rule):
-        model(x)[0, cls].backward()
+    try:
+        with lxt_patched(patch_map), lxt_attention(rule):
+            model(x)[0, cls].backward()
+    finally:                                   # the fixture's model is shared with the Grad-CAM test
+        for p, flag in zip(model.parameters(), flags):
+            p.requires_grad_(flag)
     return per_patch((x * x.grad).sum(1)[0].detach(), 4)
 
 

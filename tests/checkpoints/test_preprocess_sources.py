@@ -139,10 +139,12 @@ def test_processor_defaults_are_transformers_own(name):
     assert ours == theirs
 
 
-@pytest.mark.parametrize("model_type", sorted(set(HF_MODEL_PROCESSORS) - {"clip_vision_model", "siglip_vision_model"}))
+@pytest.mark.parametrize("model_type", sorted(set(HF_MODEL_PROCESSORS) - {"clip_vision_model", "siglip_vision_model",
+                                                                           "dinov2_with_registers"}))
 def test_each_model_type_picks_transformers_processor(model_type, tmp_path):
-    """(For a CLIP or SigLIP vision-model folder whose preprocessor_config.json names no class, transformers finds
-    none; the project takes the family's.)"""
+    """(For a CLIP or SigLIP vision-model folder or a DINOv2-with-registers folder whose preprocessor_config.json names
+    no class, transformers finds none; the project takes the family's: BitImageProcessor for the registers variant, as
+    facebook/dinov2-with-registers-* name it.)"""
     config = transformers.AutoConfig.for_model(model_type)
     config.save_pretrained(tmp_path)
     (tmp_path / "preprocessor_config.json").write_text("{}")

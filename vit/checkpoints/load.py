@@ -252,6 +252,8 @@ def _build(raw: dict, source: str, meta: _Meta, overrides: dict) -> LoadedModel:
     openai_file = fmt == "openai-clip" and any(k in state for k in OPENAI_METADATA)
     if fmt == "openai-clip" and "mlp_act" not in read:
         convention["mlp_act"] = "quick_gelu"
+    if fmt in TIMM_FORMATS:  # timm resizes a position table with antialiasing (resample_abs_pos_embed's default)
+        convention["pos_embed_antialias"] = True
     state = checkpoint_filter_fn(state, fmt)
     text_state = {k.removeprefix("text."): state.pop(k) for k in [k for k in state if k.startswith("text.")]}
     if overrides.get("num_classes") == 0:  # the backbone, asked for without its classifier
@@ -269,6 +271,7 @@ def _build(raw: dict, source: str, meta: _Meta, overrides: dict) -> LoadedModel:
 
 
 OPENAI_METADATA = ("input_resolution", "context_length", "vocab_size")  # tensors of OpenAI's TorchScript CLIP archives
+TIMM_FORMATS = ("timm", "open-clip-timm")  # tensors in timm's layout, run as timm runs them
 
 
 def _config_assumptions(state: dict, cfg: ViTConfig, fmt: str, read: dict, meta: _Meta,

@@ -133,8 +133,8 @@ def default_preprocess(fmt: str, cfg: ViTConfig) -> tuple[Preprocess, Assumption
 
 def family_name(fmt: str, cfg: ViTConfig) -> str:
     """The family whose conventions a checkpoint without metadata gets: "EVA-02", "BEiT", "SigLIP", "CLIP", "DINO",
-    "I-JEPA", "ViT without CLS token" or "ViT". A timm ViT without CLS token, head or registers is SigLIP's mean-pooled
-    tower (I-JEPA's at its widths); with a head, one of timm's mean-pooled classifiers."""
+    "I-JEPA", "GAP ViT" (mean-pooled, no CLS token) or "ViT". A timm ViT without CLS token, head or registers is
+    SigLIP's mean-pooled tower (I-JEPA's at its widths); with a head, one of timm's mean-pooled classifiers."""
     named = {"eva02": "EVA-02", "beit": "BEiT", "siglip": "SigLIP", "clip": "CLIP"}
     if cfg.family in named:
         return named[cfg.family]
@@ -142,6 +142,6 @@ def family_name(fmt: str, cfg: ViTConfig) -> str:
         return "DINO"
     if fmt == "timm" and not cfg.class_token:
         if cfg.num_classes or cfg.num_reg_tokens:
-            return "ViT without CLS token"
+            return "GAP ViT"
         return "I-JEPA" if cfg.embed_dim in IJEPA_WIDTHS else "SigLIP"
     return "ViT"

@@ -2,7 +2,9 @@
 
 Sources, tried in this order: None/"default" (torchvision's ViT-B/16 IMAGENET1K_V1); a path to a file or
 a Hugging Face folder; a known name (vit.registry) looked up in weights/ and the torch hub cache, and for
-torchvision's weights downloaded into the torch hub cache when online; a file name inside weights/.
+torchvision's weights downloaded into the torch hub cache when online; a file name inside weights/; a model on the
+Hugging Face Hub by name ("facebook/dinov2-small", timm's "hf-hub:timm/…"), from the Hub cache or downloaded into it
+(``vit.checkpoints.hub``: weights and configuration only).
 
 The model comes with its source's own preprocessing (``vit.checkpoints.pipelines``), or the crop or squash a
 user asks for: ``vit.load(source, preprocess="squash")``, or ``loaded.with_preprocess("crop")`` for the same
@@ -19,7 +21,7 @@ from pathlib import Path
 
 import torch
 
-from . import assumptions, registry
+from . import assumptions, hub, registry
 from .assumptions import Assumption
 from .formats import checkpoint_filter_fn, detect_format, google_num_heads, load_strict, resample_pos_embed, \
     unwrap_state_dict
@@ -123,8 +125,9 @@ def load(source: str | Path | None = None, *, download: bool | None = None, prep
     """Load a checkpoint as our VisionTransformer (eval mode) with its preprocessing and labels.
 
     ``source``: None or "default", a path (file or Hugging Face folder), a known name (see
-    ``vit.registry``), or a file name in weights/. ``download`` (default: unless $VIT_OFFLINE is set)
-    lets torchvision's weights download into the torch hub cache. ``preprocess``: "own" (the source's own
+    ``vit.registry``), a file name in weights/, or a Hugging Face Hub name ("facebook/dinov2-small",
+    "hf-hub:timm/…", "org/name@revision"). ``download`` (default: unless $VIT_OFFLINE is set) lets torchvision's
+    weights download into the torch hub cache and Hub models into the Hub cache (HF_HUB_OFFLINE also keeps to it). ``preprocess``: "own" (the source's own
     preprocessing), "crop" or "squash" (see ``vit.Preprocess.choose``). ``overrides`` are ViTConfig fields
     that win over what is inferred (e.g. ``num_heads=6``, or ``img_size=(384, 384)``: position
     embeddings are then resampled). ValueError for a bad or mismatched checkpoint, FileNotFoundError
@@ -152,11 +155,17 @@ def _load(source: str | Path | None, download: bool | None, overrides: dict) -> 
     local = weights_dir() / text
     if local.exists():
         return _load_path(local, text, overrides)
+    named = hub.hub_name(text)
+    if named is not None:
+        repo, revision = named
+        folder = hub.fetch(repo, revision, download)
+        return _load_path(folder, text, overrides, name=repo + (f"@{revision}" if revision else ""))
     available = list_local_checkpoints()
     raise FileNotFoundError(
         f"No checkpoint {text!r}: it is not an existing path, not a known name (e.g. 'default', "
         f"{registry.SHARED_CHECKPOINTS[0].name!r}, 'vit_b_16') and not a file in {weights_dir()} "
-        f"(which holds: {', '.join(available) or 'nothing'}). Put the file in {weights_dir()} or pass its path.")
+        f"(which holds: {', '.join(available) or 'nothing'}), nor a Hugging Face Hub name (org/name). Put the file in "
+        f"{weights_dir()}, pass its path, or give the model's Hub name.")
 
 
 def _load_known(known: registry.KnownCheckpoint, download: bool, overrides: dict) -> LoadedModel:
@@ -189,10 +198,12 @@ def _meta_from_known(known: registry.KnownCheckpoint) -> _Meta:
                  labels=imagenet_labels())
 
 
-def _load_path(path: Path, source: str, overrides: dict, known: registry.KnownCheckpoint | None = None) -> LoadedModel:
+def _load_path(path: Path, source: str, overrides: dict, known: registry.KnownCheckpoint | None = None,
+               name: str | None = None) -> LoadedModel:
+    """A file or a folder; ``name`` the display name (a Hub snapshot's folder is named by its commit)."""
     if path.is_dir():
         hf = read_huggingface_folder(path)
-        meta = _Meta(name=path.name, format=hf.format, config=hf.config, labels=hf.labels, preprocess=hf.preprocess,
+        meta = _Meta(name=name or path.name, format=hf.format, config=hf.config, labels=hf.labels, preprocess=hf.preprocess,
                      text_config=hf.text_config, tokenizer=hf.tokenizer, activation=hf.activation,
                      assumptions=hf.assumptions)
         return _build(hf.state, source, meta, overrides)

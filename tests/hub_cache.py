@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from pathlib import Path
 
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
@@ -49,3 +50,71 @@ def offline_hub(monkeypatch, cache: Path) -> None:
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(cache))
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
+
+
+class FakeHub:
+    """The Hugging Face Hub's HTTP answers for a few repositories, served to huggingface_hub's own client (a
+    ``MockTransport``): file listings, repository info, files (HEAD and GET) at "main" or the commit, the 404 of a
+    missing repository or revision, the 403 "GatedRepo" of a gated repository and the 404 of a private one to a
+    request without their token. ``requests`` records (method, path)."""
+
+    def __init__(self, repos: dict[str, Path], gated: dict[str, str] | None = None,
+                 private: dict[str, str] | None = None, commit: str = COMMIT):
+        self.repos, self.gated, self.private, self.commit = repos, gated or {}, private or {}, commit
+        self.requests: list[tuple[str, str]] = []
+
+    def handler(self, request):
+        import httpx2
+        path = request.url.path
+        self.requests.append((request.method, path))
+        for repo, folder in self.repos.items():
+            if f"/{repo}/" not in path + "/":
+                continue
+            sent = request.headers.get("authorization")
+            if repo in self.gated and sent != f"Bearer {self.gated[repo]}":
+                return httpx2.Response(403, request=request, headers={
+                    "X-Error-Code": "GatedRepo", "X-Error-Message": f"Access to model {repo} is restricted. You must "
+                                                                    f"have access to it and be authenticated."})
+            if repo in self.private and sent != f"Bearer {self.private[repo]}":
+                break   # the Hub does not say a private repository exists
+            revision = re.search(rf"/{re.escape(repo)}/(?:tree|revision|resolve)/([^/]+)", path)
+            if revision and revision[1] not in ("main", self.commit):
+                return httpx2.Response(404, request=request, headers={"X-Error-Code": "RevisionNotFound"})
+            files = {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
+            if path.startswith(f"/api/models/{repo}/tree/"):
+                return httpx2.Response(200, request=request, json=[
+                    {"type": "file", "path": n, "size": len(d), "oid": hashlib.sha1(d).hexdigest()}
+                    for n, d in files.items()])
+            if path.startswith(f"/api/models/{repo}/revision/"):
+                return httpx2.Response(200, request=request, json={"id": repo, "sha": self.commit,
+                                                                   "siblings": [{"rfilename": n} for n in files]})
+            name = path.rsplit("/", 1)[1]
+            if path.startswith(f"/{repo}/resolve/") and name in files:
+                data = files[name]
+                headers = {"X-Repo-Commit": self.commit, "ETag": f'"{hashlib.sha1(data).hexdigest()}"',
+                           "Content-Length": str(len(data))}
+                return httpx2.Response(200, request=request, headers=headers,
+                                       content=b"" if request.method == "HEAD" else data)
+        return httpx2.Response(404, request=request, headers={"X-Error-Code": "RepoNotFound"})
+
+    def fetched(self) -> set[str]:
+        """The names of the files whose bytes were downloaded."""
+        return {path.rsplit("/", 1)[1] for method, path in self.requests if method == "GET" and "/resolve/" in path}
+
+
+def online_hub(monkeypatch, cache: Path, hub: FakeHub) -> None:
+    """huggingface_hub online against ``hub`` (no real network), downloading into ``cache``, with no token unless a
+    test sets HF_TOKEN (this machine's login is not read); everything restored by monkeypatch."""
+    import httpx2
+    import huggingface_hub.constants
+    from huggingface_hub.utils import _http
+    monkeypatch.setenv("HF_HUB_CACHE", str(cache))
+    for name in ("HF_HUB_OFFLINE", "VIT_OFFLINE", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_OIDC_RESOURCE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(cache))
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(huggingface_hub.constants, "HF_TOKEN_PATH", str(cache / "no_token"))
+    monkeypatch.setattr(huggingface_hub.constants, "HF_STORED_TOKENS_PATH", str(cache / "no_stored_tokens"))
+    monkeypatch.setattr(_http, "_GLOBAL_CLIENT_FACTORY",
+                        lambda: httpx2.Client(transport=httpx2.MockTransport(hub.handler)))
+    monkeypatch.setattr(_http, "_GLOBAL_CLIENT", None)   # the next request builds a client from the factory above

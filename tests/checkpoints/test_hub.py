@@ -1,14 +1,15 @@
 """Protects models by Hub name: ``vit.load("facebook/dinov2-small")``, ``"timm/…"`` and timm's ``"hf-hub:"`` open
 from the Hugging Face cache through huggingface_hub, offline (HF_HUB_OFFLINE=1), equal to their reference; only
 weights and configuration are ever fetched (never code: a snapshot whose file list holds code and pickled weights
-is complete without them, and code in a snapshot never runs); a gated repository (the Hub's own 403 GatedRepo
-answer, through huggingface_hub's client) says to accept its licence and log in; a missing one says why.
+is complete without them, code in a snapshot never runs, and a download asks for json and safetensors alone, pickles
+only where there are no safetensors); a gated repository (the Hub's own 403 GatedRepo answer, through
+huggingface_hub's client and a fake Hub, no network) says to accept its licence and log in, and opens once logged in;
+a missing one says why.
 """
 from __future__ import annotations
 
 import json
 
-import httpx2
 import huggingface_hub
 import pytest
 import timm
@@ -16,7 +17,7 @@ import torch
 import transformers
 
 import vit
-from hub_cache import put_in_cache, offline_hub
+from hub_cache import FakeHub, offline_hub, online_hub, put_in_cache
 from reference_models import assert_close, images, randomize_
 from vit.checkpoints.hub import chosen_files, hub_name
 
@@ -125,45 +126,60 @@ def test_download_false_keeps_to_the_cache_too(tmp_path, cache, monkeypatch):
         vit.load("facebook/dinov2-base", download=False)
 
 
-# --- the Hub's answers, through huggingface_hub's own client -------------------------------------------------------
+# --- the Hub's answers, through huggingface_hub's own client ------------------------------------------------------
 
-@pytest.fixture
-def fake_hub(tmp_path, monkeypatch):
-    """huggingface_hub online, its HTTP client answered by ``answers`` (path prefix -> (status, headers))."""
-    answers, seen = {}, []
-
-    def handler(request: httpx2.Request) -> httpx2.Response:
-        seen.append(request.url.path)
-        for prefix, (status, headers) in answers.items():
-            if prefix in request.url.path:
-                return httpx2.Response(status, headers=headers, request=request)
-        return httpx2.Response(404, headers={"X-Error-Code": "RepoNotFound"}, request=request)
-
-    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
-    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
-    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf_cache"))
-    monkeypatch.delenv("VIT_OFFLINE", raising=False)
-    huggingface_hub.set_client_factory(lambda: httpx2.Client(transport=httpx2.MockTransport(handler)))
-    yield answers, seen
-    huggingface_hub.set_client_factory(huggingface_hub.utils._http.default_client_factory)
+def test_a_download_fetches_configuration_and_weights_only(tmp_path, monkeypatch):
+    """Online (a fake Hub answering huggingface_hub's client): the repository also holds code, a pickle and another
+    framework's weights; only its json files and safetensors are downloaded, into the Hub cache, and the model is
+    the reference's."""
+    ref, folder = dinov2_folder(tmp_path)
+    (folder / "modeling_dinov2.py").write_text("raise SystemExit('code ran')\n")
+    (folder / "pytorch_model.bin").write_bytes(b"\x80not really a pickle")
+    (folder / "tf_model.h5").write_bytes(b"HDF")
+    hub = FakeHub({"facebook/dinov2-small": folder})
+    online_hub(monkeypatch, tmp_path / "hf_cache", hub)
+    loaded = vit.load("facebook/dinov2-small")
+    assert hub.fetched() == {"config.json", "model.safetensors", "preprocessor_config.json"}
+    assert list((tmp_path / "hf_cache").glob("models--facebook--dinov2-small/snapshots/*/model.safetensors"))
+    x = images(2, (32, 32))
+    with torch.no_grad():
+        assert_close(loaded.model(x), ref(pixel_values=x).pooler_output)
 
 
-def test_a_gated_repository_says_to_accept_its_licence_and_log_in(fake_hub):
-    answers, seen = fake_hub
-    answers["facebook/dinov3-vits16-pretrain-lvd1689m"] = (403, {
-        "X-Error-Code": "GatedRepo",
-        "X-Error-Message": "Access to model facebook/dinov3-vits16-pretrain-lvd1689m is restricted and you are not in "
-                           "the authorized list."})
+def test_pickled_weights_are_fetched_only_without_safetensors_and_read_weights_only(tmp_path, monkeypatch):
+    ref, folder = timm_folder(tmp_path)
+    torch.save(ref.state_dict(), folder / "pytorch_model.bin")
+    (folder / "model.safetensors").unlink()
+    hub = FakeHub({"timm/vit_small_patch14_reg4_dinov2.lvd142m": folder})
+    online_hub(monkeypatch, tmp_path / "hf_cache", hub)
+    loaded = vit.load("hf-hub:timm/vit_small_patch14_reg4_dinov2.lvd142m")
+    assert hub.fetched() == {"config.json", "pytorch_model.bin"}
+    with torch.no_grad():
+        assert_close(loaded.model(images(1, (28, 28))), ref(images(1, (28, 28))))
+
+
+def test_a_gated_repository_says_to_accept_its_licence_and_log_in_and_then_opens(tmp_path, monkeypatch):
+    """The Hub's own 403 GatedRepo answer (as for facebook/dinov3-*) becomes one sentence that says what to do; done
+    (a token of an account with access in HF_TOKEN), the same call opens the model."""
+    ref, folder = dinov2_folder(tmp_path)
+    repo = "facebook/dinov3-vits16-pretrain-lvd1689m"
+    hub = FakeHub({repo: folder}, gated={repo: "hf_granted"})
+    online_hub(monkeypatch, tmp_path / "hf_cache", hub)
     with pytest.raises(ValueError) as err:
-        vit.load("facebook/dinov3-vits16-pretrain-lvd1689m")
+        vit.load(repo)
     message = str(err.value)
-    for expected in ("gated repository", "accept its licence on https://huggingface.co/facebook/dinov3-vits16-"
-                     "pretrain-lvd1689m", "hf auth login", "HF_TOKEN"):
+    for expected in ("gated repository", f"accept its licence on https://huggingface.co/{repo}", "hf auth login",
+                     "HF_TOKEN"):
         assert expected in message
-    assert "/api/models/facebook/dinov3-vits16-pretrain-lvd1689m/tree/main" in seen   # the listing met the gate
+    assert hub.fetched() == set()
+    monkeypatch.setenv("HF_TOKEN", "hf_granted")         # what `hf auth login` with access gives
+    loaded = vit.load(repo)
+    with torch.no_grad():
+        assert_close(loaded.model(images(1, (32, 32))), ref(pixel_values=images(1, (32, 32))).pooler_output)
 
 
-def test_a_name_the_hub_does_not_have(fake_hub):
+def test_a_name_the_hub_does_not_have(tmp_path, monkeypatch):
+    online_hub(monkeypatch, tmp_path / "hf_cache", FakeHub({}))
     with pytest.raises(FileNotFoundError, match=r"No checkpoint 'nobody/nothing'.*not a model on the Hugging Face "
                                                 r"Hub.*hf auth login"):
         vit.load("nobody/nothing")

@@ -101,13 +101,19 @@ def infer_config(sd: dict, **overrides) -> ViTConfig:
 
 
 def _grid_without_pos_embed(sd: dict, P: int, overrides: dict) -> dict:
-    """img_size of a model without absolute position embeddings (BEiT): from its relative-position table."""
-    if "img_size" in overrides:
-        return {}
+    """img_size of a model without absolute position embeddings (BEiT): from its relative-position table. Without
+    one, the file says nothing of its tokens' positions: it opens only when the caller says it has none
+    (``pos_embed_kind="none"``) and gives its size, or says how its positions work (the rotary features)."""
     table = sd.get("blocks.0.attn.relative_position_bias_table")
+    positions_given = overrides.get("pos_embed_kind") == "none" or overrides.get("rope")
+    if "img_size" in overrides and (table is not None or positions_given):
+        return {}
     if table is None:
         raise ValueError("Cannot infer the image size: the checkpoint has neither position embeddings (pos_embed) "
-                         "nor a relative position bias table. Pass img_size=(H, W), e.g. in a sidecar JSON.")
+                         "nor a relative position bias table, so where its tokens are is not in the file. A RoPE ViT "
+                         "(timm's vit_*_rope_*, DINOv3) rotates them by a rule no tensor holds: open it by its Hugging "
+                         "Face Hub name or folder, whose config names its architecture. Only for a ViT trained without "
+                         "any position information, pass img_size=(H, W) and pos_embed_kind='none', e.g. in a sidecar JSON.")
     gh, gw = grid_from_relative_positions(int(table.shape[0]))
     return dict(img_size=(gh * P, gw * P))
 
@@ -121,9 +127,14 @@ def checkpoint_grid(sd: dict, cfg: ViTConfig) -> tuple[int, int]:
         return cfg.grid
     side = math.isqrt(n)
     if side * side != n:
-        raise ValueError(f"The checkpoint has {n} patch position embeddings, which is not a square grid and not "
-                         f"the {cfg.grid[0]}×{cfg.grid[1]} grid of img_size {cfg.img_size}.")
+        raise ValueError(_grid_mismatch(n, cfg.grid, cfg.img_size))
     return side, side
+
+
+def _grid_mismatch(n: int, grid: tuple[int, int], img_size) -> str:
+    return (f"The checkpoint has {n} patch position embeddings, which is not a square grid and not the "
+            f"{grid[0]}×{grid[1]} grid of img_size {tuple(img_size)}: its own grid is not known. Pass the img_size it "
+            f"was trained at (H/P × W/P = {n} patches), e.g. in a sidecar JSON.")
 
 
 def _prefix_with_pos(cfg: ViTConfig) -> int:
@@ -132,8 +143,6 @@ def _prefix_with_pos(cfg: ViTConfig) -> int:
 
 def _pos_embed_fields(sd: dict, n_prefix: int, P: int, overrides: dict) -> dict:
     """img_size and pos_embed_prefix from the number of position embeddings (square grid unless img_size given)."""
-    if "pos_embed" not in sd:
-        raise ValueError("Cannot infer a ViT config: no position embeddings (pos_embed) in the checkpoint.")
     total = sd["pos_embed"].shape[1]
     if "pos_embed_prefix" in overrides:
         candidates = [(overrides["pos_embed_prefix"], total - (n_prefix if overrides["pos_embed_prefix"] else 0))]
@@ -145,6 +154,7 @@ def _pos_embed_fields(sd: dict, n_prefix: int, P: int, overrides: dict) -> dict:
         for prefix, n in candidates:  # the prefix layout that fits the given size, or a square to resample from
             if n == (gh // P) * (gw // P) or math.isqrt(n) ** 2 == n:
                 return dict(pos_embed_prefix=prefix)
+        raise ValueError(_grid_mismatch(candidates[0][1], (gh // P, gw // P), (gh, gw)))
     for prefix, n in candidates:
         side = math.isqrt(max(n, 0))
         if n > 0 and side * side == n:

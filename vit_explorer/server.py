@@ -58,6 +58,8 @@ def main(argv: list[str] | None = None) -> None:
         demo = build_app(source)
     except (ValueError, OSError) as err:
         sys.exit(startup_failure(source, err))
+    for sentence in state.MODELS.get(str(source).strip()).loaded.assumptions:  # loaded by build_app, cached
+        print(f"assumed ({source}): {sentence}", file=sys.stderr)
     launch(demo, args.host, args.port, args.share)
 
 

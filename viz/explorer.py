@@ -100,7 +100,8 @@ def summary(a: Analysis, lang: str = "en", preprocess=None, assumptions: Sequenc
              took=took)
     if not assumptions:
         return line
-    return "\n\n".join([line, t("summary.assumed", lang)]) + "".join(f"\n- {assumed_text(x, lang)}" for x in assumptions)
+    listed = "".join(f"\n- {assumed_text(x, lang)}" for x in assumptions)
+    return f"{line}\n\n{t('summary.assumed', lang)}{listed}"
 
 
 def assumed_text(assumption: str, lang: str = "en") -> str:

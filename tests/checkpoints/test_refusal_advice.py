@@ -405,7 +405,8 @@ def known_checkpoint_offline(tmp_path, monkeypatch):
 def unknown_preprocessing_choice(tmp_path, monkeypatch):
     ref = small_timm()
     path = write_safetensors(ref, tmp_path / "m.safetensors")
-    with pytest.raises(ValueError, match=r"Unknown preprocessing 'stretch'! Expected one of \['own', 'crop', 'squash'\]"):
+    with pytest.raises(ValueError, match=r"Unknown preprocessing 'stretch'! Expected one of \['own', 'crop', "
+                                         r"'squash'\]"):
         vit.load(path, preprocess="stretch")
     assert vit.load(path, preprocess="squash").preprocess.resize_mode == "squash"
 
@@ -428,7 +429,8 @@ def hub_names(tmp_path, monkeypatch):
     online_hub(monkeypatch, tmp_path / "cache", hub)
     with pytest.raises(ValueError, match=r"gated repository.*accept its licence.*hf auth login.*HF_TOKEN"):
         vit.load("facebook/dinov3-gated")
-    with pytest.raises(FileNotFoundError, match=r"not a model on the Hugging Face Hub \(if it is a private one, log in"):
+    with pytest.raises(FileNotFoundError, match=r"not a model on the Hugging Face Hub \(if it is a private one, "
+                                                r"log in"):
         vit.load("someone/private")
     with pytest.raises(FileNotFoundError, match=r"has no revision 'v9'.*Leave out @v9"):
         vit.load("facebook/dinov2-small@v9")

@@ -2,11 +2,11 @@
 MSN and data2vec-vision folders, and open_clip's SigLIP / SigLIP 2 folders whose image tower is a timm model, load
 as exactly their reference: the same output (relative difference <= 1e-4) and every block's softmax attention as
 the reference computed it (transformers' eager attention, timm's explicit path), at the native size and at another
-size (transformers resizes the position table as these models do, DINOv2's register variant with antialiasing; open_clip's
-timm tower against timm's own dynamic-size model), on random weights perturbed so that no zero bias or identity
-LayerNorm hides a wrong mapping. Then every class-map method runs on each, and AttnLRP and CP-LRP equal lxt's rules
-where lxt reaches the attention (the families whose transformers code calls a module-level eager_attention_forward).
-"""
+size (transformers resizes the position table as these models do, DINOv2's register variant with antialiasing;
+open_clip's timm tower against timm's own dynamic-size model), on random weights perturbed so that no zero bias or
+identity LayerNorm hides a wrong mapping. Then every class-map method runs on each, and AttnLRP and CP-LRP equal
+lxt's rules where lxt reaches the attention (the families whose transformers code calls a module-level
+eager_attention_forward)."""
 from __future__ import annotations
 
 import importlib

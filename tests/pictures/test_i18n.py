@@ -21,7 +21,8 @@ NAMES = {"CLS", "DIST", "REG", "ViT", "DINO", "MLP", "L2", "LN", "softmax", "log
          "MAP", "BEiT", "SigLIP", "CLIP", "Abnar", "Zuidema", "Darcet", "Petsiuk", "Chefer", "Adebayo", "ROAD", "Rong",
          "nostalgebraist", "Elhage", "Meng", "Heimersheim", "Nanda", "CPU", "AUC", "x_class", "E_pos", "z_L", "python", "app", "py", "weights", "class",
          # what the loader assumed: libraries, data sets, activations, and the code that gives the real value
-         "Hugging", "Face", "Hub", "OpenAI", "LAION", "DataComp", "ImageNet", "EVA", "GELU", "QuickGELU", "tanh", "JSON",
+         "Hugging", "Face", "Hub", "OpenAI", "LAION", "DataComp", "ImageNet", "EVA", "GELU", "QuickGELU", "tanh",
+         "JSON",
          "timm", "open_clip", "vit", "load", "num_heads", "mlp_act", "img_size", "gelu", "quick_gelu", "gelu_tanh",
          "clip_quickgelu", "preprocess", "labels", "preprocessor_config", "json"}
 

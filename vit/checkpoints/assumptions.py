@@ -17,16 +17,17 @@ from .infer import HEAD_DIM, STANDARD_HEADS
 from .pipelines import huggingface_preprocess, open_clip_preprocess
 
 
-
 def _how(field: str, value: str) -> str:
     """How to give a config field, as a template fragment (its braces escaped for the sentence's own fields)."""
-    text = f'{field}={value} (to vit.load, or as {{"config": {{"{field}": {value}}}}} in a sidecar JSON beside the file)'
+    text = (f'{field}={value} (to vit.load, or as {{"config": {{"{field}": {value}}}}} in a sidecar JSON beside '
+            f'the file)')
     return text.replace("{", "{{").replace("}", "}}")
 
 
 ASSUMED: dict[str, str] = {  # Assumption.key -> the sentence; viz/i18n/page.py holds each one's Chinese
     "heads_known": "The number of attention heads is not in the file: {heads} assumed, as the published ViTs "
-                   "{width} wide with this layout have; if it has another number N, give " + _how("num_heads", "N") + ".",
+                   "{width} wide with this layout have; if it has another number N, give "
+                   + _how("num_heads", "N") + ".",
     "heads_default": "The number of attention heads is not in the file: {heads} assumed ({head_dim} dimensions per "
                      "head, as most ViTs); if it has another number N, give " + _how("num_heads", "N") + ".",
     "act_openai_clip": "The MLP activation is not in the file: QuickGELU assumed, as OpenAI's CLIP has; an open_clip "
@@ -39,8 +40,7 @@ ASSUMED: dict[str, str] = {  # Assumption.key -> the sentence; viz/i18n/page.py 
     "rope_grid": "The rotary embedding is not in the file: EVA-02's, its angles scaled to the {grid} grid timm's "
                  "EVA-02 models were trained on, assumed.",
     "img_size": "The input size is not in the file: {size} assumed from its {count} position embeddings as a square "
-                "{grid} grid; if it was trained on another grid, give " + _how("img_size", "[H, W]")
-                + ".",
+                "{grid} grid; if it was trained on another grid, give " + _how("img_size", "[H, W]") + ".",
     "preprocess": "The preprocessing is not in the file: the {source} convention for {family} assumed (resize "
                   "{resize}, crop {crop}, {interpolation}, mean {mean}, std {std}); give its own as \"preprocess\" "
                   "in a sidecar JSON beside the file.",

@@ -74,7 +74,8 @@ def _read_npz(path: Path) -> dict:
             return {k: z[k] for k in z.files}
     except ValueError as e:
         if "allow_pickle" in str(e):  # numpy refuses object arrays, which would need pickle
-            raise ValueError(f"Refusing to load {path}: it holds pickled Python objects, not plain arrays ({e}).") from None
+            raise ValueError(f"Refusing to load {path}: it holds pickled Python objects, not plain arrays "
+                             f"({e}).") from None
         raise ValueError(f"{path} is a damaged .npz file (truncated download?): {e}") from None
     except (OSError, zipfile.BadZipFile, EOFError) as e:
         raise ValueError(f"{path} is a damaged .npz file (truncated download?): {e}") from None

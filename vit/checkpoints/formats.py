@@ -79,8 +79,9 @@ HF_SWAPS: Swaps = [
     (r"^(classifier|cls_classifier)\.", "head."),
     (r"^distillation_classifier\.", "head_dist."),
 ]
-HF_DROP = [rf"^({HF_PREFIXES}\.)?embeddings\.mask_token$", r"^((vit|deit)\.)?pooler\.dense\.",  # unused by classification
-           r"relative_position_index$"]
+HF_DROP = [rf"^({HF_PREFIXES}\.)?embeddings\.mask_token$",   # unused by classification: the masking token,
+           r"^((vit|deit)\.)?pooler\.dense\.",                # ViT's pooler,
+           r"relative_position_index$"]                        # a buffer recomputed from the grid
 HF_QKV = {"query": "q", "key": "k", "value": "v", "q": "q", "k": "k", "v": "v"}
 GOOGLE_PREFIXES = ("opt/target/", "params/img/", "params/", "")
 GOOGLE_SWAPS: Swaps = [  # classic (vit_jax) layout; big_vision numbers the sub-modules 0, 0, 1 instead of 1, 3, 2
@@ -153,7 +154,7 @@ OPEN_CLIP_TIMM_SWAPS: Swaps = [  # open_clip's TimmModel (SigLIP, SigLIP 2): the
     (r"^visual\.trunk\.", ""),
     (r"^visual\.head\.proj\.", "proj."),                   # timm_proj "linear" (bias-free)
 ]
-OPEN_CLIP_TIMM_DROP = [r"^(?!(module\.)?visual\.)"]       # the text tower (SigLIP's is not CLIP's), logit scale and bias
+OPEN_CLIP_TIMM_DROP = [r"^(?!(module\.)?visual\.)"]  # the text tower (SigLIP's is not CLIP's), logit scale, bias
 
 
 def swap_keys(state_dict: dict, swaps: Swaps, drop: list[str] = ()) -> dict:

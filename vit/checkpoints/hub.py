@@ -111,6 +111,6 @@ def _refusal(repo: str, revision: str | None, e: Exception) -> Exception:
         return FileNotFoundError(f"No checkpoint {repo!r}: it is not an existing path or a known name, and not a model "
                                  f"on the Hugging Face Hub (if it is a private one, log in with `hf auth login` or set "
                                  f"HF_TOKEN).")
-    return FileNotFoundError(f"{repo} is not in the Hugging Face cache and the Hub cannot be reached (HF_HUB_OFFLINE or "
-                             f"VIT_OFFLINE set, or no network). Load it once with the network on, or download it with "
-                             f"`hf download {repo}`; or pass the path of a folder that holds it.")
+    return FileNotFoundError(f"{repo} is not in the Hugging Face cache and the Hub cannot be reached (HF_HUB_OFFLINE "
+                             f"or VIT_OFFLINE set, or no network). Load it once with the network on, or download "
+                             f"it with `hf download {repo}`; or pass the path of a folder that holds it.")

@@ -1,10 +1,11 @@
 """Hugging Face Hub folders: transformers' ``save_pretrained`` folders and timm's Hub folders.
 
 transformers (``model_type`` in config.json): ViTForImageClassification / DeiT / BEiT / data2vec-vision, DINOv2
-(with or without registers), MAE's encoder and MSN (format "huggingface"), CLIPModel, CLIPVisionModel(WithProjection),
-SiglipVisionModel and SiglipModel's image tower (format "huggingface-clip"). Tensors are renamed by the format's filter in ``vit.checkpoints.formats``; this module
-reads what lies around them: config.json (heads, LayerNorm eps, activation, image size, id2label, the text
-tower's config), preprocessor_config.json, and a CLIP tokenizer's vocab.json + merges.txt.
+(with or without registers), MAE's encoder and MSN (format "huggingface"), CLIPModel,
+CLIPVisionModel(WithProjection), SiglipVisionModel and SiglipModel's image tower (format "huggingface-clip").
+Tensors are renamed by the format's filter in ``vit.checkpoints.formats``; this module reads what lies around them:
+config.json (heads, LayerNorm eps, activation, image size, id2label, the text tower's config),
+preprocessor_config.json, and a CLIP tokenizer's vocab.json + merges.txt.
 
 timm (config.json with ``architecture`` and ``pretrained_cfg``, as on huggingface.co/timm): the architecture
 name says what the tensors cannot (QuickGELU for ``*_quickgelu_*``), the pretrained config gives the
@@ -152,7 +153,7 @@ def _read_timm_folder(folder: Path, timm_cfg: dict) -> HuggingFaceFolder:
     pretrained = timm_cfg.get("pretrained_cfg") or {}
     config = architecture_config(arch)
     model_args = timm_cfg.get("model_args") or {}
-    if isinstance(model_args.get("num_heads"), int):  # push_to_hub(model_args=...) writes the arguments it was made with
+    if isinstance(model_args.get("num_heads"), int):  # push_to_hub(model_args=...) writes what it was made with
         config["num_heads"] = model_args["num_heads"]
     preprocess = None
     if "input_size" in pretrained:  # else the architecture's own config, which only timm knows: the loader's default
@@ -194,7 +195,8 @@ def _open_clip_timm_config(folder: Path, vision: dict, crop: tuple[int, int]) ->
     name = str(vision["timm_model_name"])
     if plain_mlp_activation(name) is None and not architecture_config(name):
         raise ValueError(f"{folder}: open_clip's image tower is timm's {name!r}, which is not a ViT this explorer "
-                         f"opens! Expected a timm ViT (vit_*, deit*, eva02_*) such as SigLIP's vit_base_patch16_siglip_224.")
+                         f"opens! Expected a timm ViT (vit_*, deit*, eva02_*) such as SigLIP's "
+                         f"vit_base_patch16_siglip_224.")
     proj = vision.get("timm_proj", "linear")
     if proj not in OPEN_CLIP_TIMM_PROJECTIONS or (proj == "linear" and vision.get("timm_proj_bias")):
         raise ValueError(f"{folder}: open_clip's timm_proj {proj!r}{' with a bias' if proj == 'linear' else ''} is "

@@ -127,11 +127,13 @@ def load(source: str | Path | None = None, *, download: bool | None = None, prep
     ``source``: None or "default", a path (file or Hugging Face folder), a known name (see
     ``vit.registry``), a file name in weights/, or a Hugging Face Hub name ("facebook/dinov2-small",
     "hf-hub:timm/…", "org/name@revision"). ``download`` (default: unless $VIT_OFFLINE is set) lets torchvision's
-    weights download into the torch hub cache and Hub models into the Hub cache (HF_HUB_OFFLINE also keeps to it). ``preprocess``: "own" (the source's own
-    preprocessing), "crop" or "squash" (see ``vit.Preprocess.choose``). ``overrides`` are ViTConfig fields
-    that win over what is inferred (e.g. ``num_heads=6``, or ``img_size=(384, 384)``: position
-    embeddings are then resampled). ValueError for a bad or mismatched checkpoint, FileNotFoundError
-    when nothing is found (the message says what to download and where to put it).
+    weights download into the torch hub cache and Hub models into the Hub cache (HF_HUB_OFFLINE also keeps to it).
+    ``preprocess``: "own" (the source's own preprocessing), "crop" or "squash" (see ``vit.Preprocess.choose``).
+    ``overrides`` are ViTConfig fields that win over what is inferred (e.g. ``num_heads=6``, or
+    ``img_size=(384, 384)``: position embeddings are then resampled; ``num_classes=0``: the backbone without its
+    classifier). What was assumed rather than read is listed in ``LoadedModel.assumptions``. ValueError for a bad or
+    mismatched checkpoint, FileNotFoundError when nothing is found (the message says what to download and where to
+    put it).
     """
     if preprocess not in CHOICES:
         raise ValueError(f"Unknown preprocessing {preprocess!r}! Expected one of {list(CHOICES)}.")
@@ -203,9 +205,9 @@ def _load_path(path: Path, source: str, overrides: dict, known: registry.KnownCh
     """A file or a folder; ``name`` the display name (a Hub snapshot's folder is named by its commit)."""
     if path.is_dir():
         hf = read_huggingface_folder(path)
-        meta = _Meta(name=name or path.name, format=hf.format, config=hf.config, labels=hf.labels, preprocess=hf.preprocess,
-                     text_config=hf.text_config, tokenizer=hf.tokenizer, activation=hf.activation,
-                     assumptions=hf.assumptions)
+        meta = _Meta(name=name or path.name, format=hf.format, config=hf.config, labels=hf.labels,
+                     preprocess=hf.preprocess, text_config=hf.text_config, tokenizer=hf.tokenizer,
+                     activation=hf.activation, assumptions=hf.assumptions)
         return _build(hf.state, source, meta, overrides)
     raw = read_file(path)
     known = known or registry.identify(path)

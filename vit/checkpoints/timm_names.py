@@ -8,8 +8,9 @@ from __future__ import annotations
 from .infer import EVA02_ROPE_REF_GRID
 
 # timm's ViTs whose MLP uses tanh-approximated GELU: SigLIP 2's B/32, L/16 at 512, So400m/16 and g-opt towers.
-TANH_GELU_ARCHITECTURES = ("vit_base_patch32_siglip_", "vit_large_patch16_siglip_512", "vit_large_patch16_siglip_gap_512",
-                           "vit_so400m_patch16_siglip_", "vit_giantopt_patch16_siglip_")
+TANH_GELU_ARCHITECTURES = ("vit_base_patch32_siglip_", "vit_large_patch16_siglip_512",
+                           "vit_large_patch16_siglip_gap_512", "vit_so400m_patch16_siglip_",
+                           "vit_giantopt_patch16_siglip_")
 
 
 def plain_mlp_activation(name: str) -> str | None:

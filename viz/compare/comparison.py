@@ -203,7 +203,8 @@ def _class_rows(rows: tuple[ClassChange, ...], own: str) -> list[dict]:
 
 def comparison_record(c: Comparison) -> dict:
     """Plain data for compare.json: ``models`` [A, B], each with its role, file name, sha256 prefix (8 hex digits),
-    shapes, crop box, preprocessing, what its loader assumed and top-k (each class with the other model's probability and the change B − A); the
+    shapes, crop box, preprocessing, what its loader assumed and top-k (each class with the other model's probability
+    and the change B − A); the
     ``alignment`` of the crops; the ``attention`` block and head; and the ``differences``."""
     def model(side: Side, rows, own: str) -> dict:
         s = side.analysis

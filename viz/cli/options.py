@@ -146,8 +146,8 @@ def build_parser() -> argparse.ArgumentParser:
                                 epilog=PANEL_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("images", nargs="+", metavar="IMAGE", help="image files, or folders of images (not recursive)")
     p.add_argument("--weights", default="default", metavar="PATH",
-                   help="checkpoint: a file, a Hugging Face folder, a known name or a file in weights/ "
-                        "(default: torchvision's ViT-B/16)")
+                   help="checkpoint: a file, a Hugging Face folder, a known name, a file in weights/ or a Hugging "
+                        "Face Hub name such as facebook/dinov2-small (default: torchvision's ViT-B/16)")
     p.add_argument("--preprocess", choices=PREPROCESS_CHOICES, default="own",
                    help="how a photo becomes the model's input: own (default: the checkpoint's source's own "
                         "preprocessing, e.g. timm's crop_pct or a Hugging Face processor's squash), crop (keep the "

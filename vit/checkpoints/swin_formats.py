@@ -22,7 +22,10 @@ import re
 
 import torch
 
+from . import registry
 from .formats import swap_keys
+from .pipelines import huggingface_preprocess, timm_preprocess, torchvision_preprocess
+from ..preprocess import Preprocess
 from ..swin import SwinConfig
 
 SWIN_FORMATS = ("torchvision-swin", "timm-swin", "huggingface-swin")
@@ -233,3 +236,17 @@ def huggingface_swin_config(hf: dict, folder) -> dict:
     if out["version"] == 2:
         out["pretrained_window_sizes"] = tuple(hf.get("pretrained_window_sizes") or (0,) * len(out["depths"]))
     return out
+
+
+def swin_default_preprocess(fmt: str, cfg: SwinConfig) -> tuple[Preprocess, str]:
+    """A Swin's preprocessing when nothing names it, and whose convention it is: timm's Swin configuration (crop_pct
+    0.9, bicubic, ImageNet mean and std); transformers' image processor for Swin without a preprocessor_config.json
+    (ViTImageProcessor's defaults); torchvision: the transforms of its Swin weights of the same version (swin_t's
+    232 -> 224, swin_v2_t's 260 -> 256, bicubic), resized in proportion to the model's input."""
+    if fmt == "huggingface-swin":
+        return huggingface_preprocess(None, "swinv2" if cfg.version == 2 else "swin", cfg.img_size), "Hugging Face"
+    if fmt == "timm-swin":
+        return timm_preprocess({"input_size": (3, *cfg.img_size), "crop_pct": 0.9, "interpolation": "bicubic"}), "timm"
+    tiny = registry.by_name("swin_v2_t" if cfg.version == 2 else "swin_t").preprocess
+    crop = cfg.img_size[0]
+    return torchvision_preprocess(crop, round(tiny.resize * crop / tiny.crop[0]), tiny.interpolation), "torchvision"

@@ -32,7 +32,9 @@ from vit.checkpoints.pipelines import huggingface_preprocess
 
 CHECKPOINTS = Path(vit.__file__).parent / "checkpoints"
 # Raises that no file or call a person makes can reach: invariants of the code itself.
-INTERNAL = {"VisionTransformer has tensors outside its state dict",
+INTERNAL = {"has tensors outside its state dict",
+            "Unknown Swin format",          # swin_filter_fn only ever gets a format detect_swin found
+            "Cannot infer a Swin config: no patch embedding",   # detect_swin found one, every filter keeps it
             "infer.py:checkpoint_grid"}   # infer_config has refused such a grid before checkpoint_grid runs
 CASES: dict[str, tuple[tuple[str, ...], object]] = {}
 
@@ -496,6 +498,60 @@ def own_format(tmp_path, monkeypatch):
         with pytest.raises(ValueError, match=message):
             vit.load(tmp_path / "broken.pt")
     same_as(vit.load(path), model)   # the file as save_checkpoint wrote it
+
+
+# --- Swin checkpoints -----------------------------------------------------------------------------------------
+
+def _timm_swin(version: int, **kw):
+    """A two-stage timm Swin on 32×32 (patch 4, windows of 4: an 8×8, then a 4×4 grid)."""
+    torch.manual_seed(0)
+    cls = timm.models.swin_transformer.SwinTransformer if version == 1 else \
+        timm.models.swin_transformer_v2.SwinTransformerV2
+    return randomize_(cls(img_size=32, patch_size=4, embed_dim=16, depths=(2, 2), num_heads=(1, 2), window_size=4,
+                          num_classes=3, **kw))
+
+
+@case("The window size of this Swin v2 is not in its tensors")
+def swin_v2_window(tmp_path, monkeypatch):
+    """Advice: a sidecar JSON {"config": {"window_size": 8}} (here the file's 4)."""
+    ref = _timm_swin(2)
+    path = write_safetensors(ref, tmp_path / "swinv2.safetensors")
+    with pytest.raises(ValueError, match=r'not in its tensors.*\{"config": \{"window_size": 8\}\}'):
+        vit.load(path)
+    path.with_suffix(".json").write_text(json.dumps({"config": {"window_size": 4}}))
+    same_as(vit.load(path), ref)
+
+
+@case("Cannot infer a Swin config: expected stages 0, 1, … of blocks")
+def swin_stage_missing(tmp_path, monkeypatch):
+    """A file missing a stage's blocks (a partial save): the whole state dict opens."""
+    ref = _timm_swin(1)
+    partial = {k: v for k, v in ref.state_dict().items() if not k.startswith("layers.1.blocks.")}
+    partial = {k: v for k, v in partial.items() if not k.startswith("layers.1.")}
+    save_file({k: v.contiguous() for k, v in {**partial, "layers.2.blocks.0.norm1.weight": torch.ones(32)}.items()},
+              str(tmp_path / "partial.safetensors"))
+    with pytest.raises(ValueError, match=r"expected stages 0, 1, … of blocks but found \[0, 2\]"):
+        vit.load(tmp_path / "partial.safetensors")
+    same_as(vit.load(write_safetensors(ref, tmp_path / "whole.safetensors")), ref)
+
+
+@case("a Swin checkpoint, whose config does not take these fields", "does not fit this version of vit.SwinConfig")
+def swin_config_fields(tmp_path, monkeypatch):
+    """Advice: only SwinConfig's fields (a ViT's depth is not one); a file of this version opens."""
+    ref = _timm_swin(1)
+    path = write_safetensors(ref, tmp_path / "swin.safetensors")
+    path.with_suffix(".json").write_text(json.dumps({"config": {"depth": 4}}))
+    with pytest.raises(ValueError, match="whose config does not take these fields.*Give only vit.SwinConfig's fields"):
+        vit.load(path)
+    path.with_suffix(".json").write_text(json.dumps({"config": {"img_size": [32, 32]}}))
+    loaded = vit.load(path)
+    same_as(loaded, ref)
+    own = vit.save_checkpoint(tmp_path / "own.pt", loaded.model, loaded.labels, loaded.preprocess)
+    good = torch.load(own, weights_only=True)
+    torch.save({**good, "config": {**good["config"], "flash": True}}, tmp_path / "future.pt")
+    with pytest.raises(ValueError, match="does not fit this version of vit.SwinConfig"):
+        vit.load(tmp_path / "future.pt")
+    same_as(vit.load(own), ref)
 
 
 # --- Hugging Face, timm and open_clip folders ---------------------------------------------------------------------

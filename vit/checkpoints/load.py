@@ -298,7 +298,8 @@ def _build_swin(state: dict, fmt: str, source: str, meta: _Meta, overrides: dict
     try:
         cfg = infer_swin_config(state, windows, **hints)
     except TypeError as e:  # a ViT field in a sidecar or override
-        raise ValueError(f"{source}: a Swin checkpoint, whose config does not take these fields: {e}") from None
+        raise ValueError(f"{source}: a Swin checkpoint, whose config does not take these fields: {e}. Give only "
+                         f"vit.SwinConfig's fields (img_size, window_size, pretrained_window_sizes, …).") from None
     said = list(meta.assumptions)
     if "img_size" not in hints and not cfg.absolute_pos_embed:   # an absolute table's grid says it
         said.append(assumptions.swin_img_size(cfg))
@@ -364,11 +365,13 @@ def _build_own(ckpt: dict, source: str, meta: _Meta, overrides: dict) -> LoadedM
     missing = {"config", "labels", "preprocess", "model"} - set(ckpt)
     if missing:
         raise ValueError(f"{source}: {OWN_FORMAT} checkpoint without {sorted(missing)}!")
-    config_class = SwinConfig if ckpt.get("arch") == "swin" else ViTConfig   # "arch" is only written for a Swin
+    swin = ckpt.get("arch") == "swin"                  # "arch" is only written for a Swin
     try:
-        saved = config_class(**ckpt["config"])
+        saved = SwinConfig(**ckpt["config"]) if swin else ViTConfig(**ckpt["config"])
     except TypeError as e:  # a field this version of the code does not know
-        raise ValueError(f"{source}: its config does not fit this version of vit.{config_class.__name__}: {e}") from None
+        if swin:
+            raise ValueError(f"{source}: its config does not fit this version of vit.SwinConfig: {e}") from None
+        raise ValueError(f"{source}: its config does not fit this version of vit.ViTConfig: {e}") from None
     cfg = dataclasses.replace(saved, **overrides)
     state = _fit_pos_embed(ckpt["model"], cfg, saved.grid)
     name = (ckpt.get("extra") or {}).get("name") or meta.name

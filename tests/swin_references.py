@@ -41,8 +41,8 @@ def timm_swin(version: int, img_size=(224, 224), **overrides) -> nn.Module:
 def torchvision_swin(version: int, **overrides) -> nn.Module:
     from torchvision.models import swin_transformer as tv
     window = overrides.pop("window_size", SMALL["window_size"])
-    kw = dict(patch_size=[4, 4], embed_dim=SMALL["embed_dim"], depths=list(SMALL["depths"]),
-              num_heads=list(SMALL["num_heads"]), window_size=[window, window], num_classes=5, **overrides)
+    kw = {**dict(patch_size=[4, 4], embed_dim=SMALL["embed_dim"], depths=list(SMALL["depths"]),
+                 num_heads=list(SMALL["num_heads"]), window_size=[window, window], num_classes=5), **overrides}
     if version == 2:
         kw.update(block=tv.SwinTransformerBlockV2, downsample_layer=tv.PatchMergingV2)
     torch.manual_seed(0)

@@ -591,8 +591,8 @@ def transformers_models_this_explorer_does_not_build(tmp_path, monkeypatch):
     """Another clear refusal each (no advice: another architecture); the family as transformers makes it opens."""
     ref, folder, call = _hf_vit(tmp_path)
     config = json.loads((folder / "config.json").read_text())
-    for change, message in (({"model_type": "swin"}, r"unsupported Hugging Face model_type 'swin'! Expected one of "
-                                                     r"'vit'.*'dinov2'"),
+    for change, message in (({"model_type": "convnext"}, r"unsupported Hugging Face model_type 'convnext'! Expected "
+                                                         r"one of 'vit'.*'dinov2'"),
                             ({"hidden_act": "relu"}, r"hidden_act 'relu' is not supported! Expected 'gelu'")):
         (folder / "config.json").write_text(json.dumps({**config, **change}))
         with pytest.raises(ValueError, match=message):
@@ -641,9 +641,9 @@ def processor_settings(tmp_path, monkeypatch):
 
 @case("No image processor for model_type {}!")
 def processor_of_another_model_type(tmp_path, monkeypatch):
-    with pytest.raises(ValueError, match=r"No image processor for model_type 'swin'!.*or image_processor_type"):
-        huggingface_preprocess({}, "swin", (224, 224))
-    prep = huggingface_preprocess({"image_processor_type": "ViTImageProcessor"}, "swin", (224, 224))
+    with pytest.raises(ValueError, match=r"No image processor for model_type 'convnext'!.*or image_processor_type"):
+        huggingface_preprocess({}, "convnext", (224, 224))
+    prep = huggingface_preprocess({"image_processor_type": "ViTImageProcessor"}, "convnext", (224, 224))
     assert prep.resize == (224, 224) and prep.resize_mode == "squash"
 
 

@@ -88,9 +88,10 @@ def test_torchvision_swin_weights_table_equals_its_enums():
 
 def test_a_torchvision_file_brings_its_weights_transforms(tmp_path, cat):
     """A file named as torchvision's swin_t weights gets Swin_T_Weights.IMAGENET1K_V1.transforms(): 232 -> 224
-    bicubic (the tensors here are the small Swin's: the name says the preprocessing, the tensors the shape)."""
+    bicubic, and ImageNet's names (the tensors here are the small Swin's with 1000 classes: the name says the
+    preprocessing, the tensors the shape)."""
     from torchvision.models import Swin_T_Weights
-    ref = perturbed(reference("torchvision", 1))
+    ref = perturbed(reference("torchvision", 1, num_classes=1000))
     torch.save(ref.state_dict(), tmp_path / "swin_t-704ceda3.pth")
     loaded = vit.load(tmp_path / "swin_t-704ceda3.pth")
     assert loaded.name == "swin_t.imagenet1k_v1" and loaded.config.img_size == (224, 224)

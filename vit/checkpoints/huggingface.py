@@ -2,7 +2,7 @@
 
 transformers (``model_type`` in config.json): ViTForImageClassification / DeiT / BEiT (format "huggingface"),
 CLIPModel, CLIPVisionModel(WithProjection), SiglipVisionModel and SiglipModel's image tower (format
-"huggingface-clip"). Tensors are renamed by the format's filter in ``vit.checkpoints.formats``; this module
+"huggingface-clip"), DINOv3ViTModel / DINOv3ViTBackbone (format "huggingface-dinov3"). Tensors are renamed by the format's filter in ``vit.checkpoints.formats``; this module
 reads what lies around them: config.json (heads, LayerNorm eps, activation, image size, id2label, the text
 tower's config), preprocessor_config.json, and a CLIP tokenizer's vocab.json + merges.txt.
 
@@ -21,6 +21,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .families import architecture_fields
 from .files import read_file
 from .pipelines import huggingface_preprocess, open_clip_preprocess, timm_preprocess
 from ..clip.tokenizer import Tokenizer
@@ -59,9 +60,11 @@ def read_folder(folder: Path) -> HuggingFaceFolder:
         return _read_beit_folder(folder, hf)
     if kind in CLIP_TYPES:
         return _read_clip_folder(folder, hf)
+    if kind == "dinov3_vit":
+        return _read_dinov3_folder(folder, hf)
     raise ValueError(f"{folder}: unsupported Hugging Face model_type {kind!r}! Expected one of 'vit', 'deit', "
-                     f"'beit', {', '.join(repr(t) for t in CLIP_TYPES)}, or a timm folder (config.json with "
-                     f"'architecture').")
+                     f"'beit', {', '.join(repr(t) for t in CLIP_TYPES)}, 'dinov3_vit', or a timm folder (config.json "
+                     f"with 'architecture').")
 
 
 def _read_vit_folder(folder: Path, hf: dict) -> HuggingFaceFolder:
@@ -112,11 +115,32 @@ def _read_clip_folder(folder: Path, hf: dict) -> HuggingFaceFolder:
                              "huggingface-clip", text_config, tokenizer)
 
 
+def _read_dinov3_folder(folder: Path, hf: dict) -> HuggingFaceFolder:
+    """DINOv3ViTModel / DINOv3ViTBackbone: its rotation's base (rope_theta), heads, eps, size and MLP from config.json
+    (the rest of DINOv3's rotation is its family's, ``vit.checkpoints.families``)."""
+    for name in ("proj_bias", "mlp_bias"):
+        if not hf.get(name, True):
+            raise ValueError(f"{folder}: a DINOv3 without {name.replace('_', ' ')}es ({name} false) is not supported! "
+                             f"Expected the published models' biases.")
+    if hf.get("query_bias", True) != hf.get("value_bias", True):
+        raise ValueError(f"{folder}: a query bias without a value bias (or the reverse) is not supported! Expected "
+                         f"query_bias and value_bias both true (DINOv3's) or both false.")
+    gated = bool(hf.get("use_gated_mlp", False))
+    if gated and hf.get("hidden_act", "silu") != "silu":
+        raise ValueError(f"{folder}: a gated MLP with hidden_act {hf['hidden_act']!r} is not supported! Expected "
+                         f"'silu' (SwiGLU, DINOv3's).")
+    config = _encoder_config(hf, default_eps=1e-5)
+    config.update(mlp_act="swiglu" if gated else _activation(folder, hf), rope_temperature=float(hf.get("rope_theta", 100.0)))
+    return HuggingFaceFolder(_read_weights(folder), config, None, _processor(folder, "dinov3_vit", config["img_size"]),
+                             "huggingface-dinov3")
+
+
 def _read_timm_folder(folder: Path, timm_cfg: dict) -> HuggingFaceFolder:
     """A timm Hub folder: config.json {"architecture", "num_classes", "pretrained_cfg": {...}} + the weights."""
     arch = str(timm_cfg["architecture"])
     pretrained = timm_cfg.get("pretrained_cfg") or {}
     config = {"mlp_act": "quick_gelu"} if "quickgelu" in arch else {}
+    config.update(architecture_fields(arch))   # a rotary family's rotation, which its tensors do not show
     preprocess = None
     if "input_size" in pretrained:  # else the architecture's own config, which only timm knows: the loader's default
         preprocess = timm_preprocess(pretrained)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import torch
 
-from . import registry
+from . import families, registry
 from .formats import checkpoint_filter_fn, detect_format, google_num_heads, load_strict, resample_pos_embed, \
     unwrap_state_dict
 from .files import CHECKPOINT_SUFFIXES, OWN_FORMAT, OWN_VERSION, read_file
@@ -32,7 +32,7 @@ from ..preprocess import CHOICES, IMAGENET_MEAN, IMAGENET_STD, INCEPTION_MEAN, I
     OPENAI_CLIP_STD, Preprocess
 
 _REPO = Path(__file__).resolve().parents[2]
-SIDECAR_FIELDS = {"name", "variant", "config", "format", "preprocess", "labels"}
+SIDECAR_FIELDS = {"name", "variant", "architecture", "config", "format", "preprocess", "labels"}
 
 
 def weights_dir() -> Path:
@@ -196,9 +196,12 @@ def _load_path(path: Path, source: str, overrides: dict, known: registry.KnownCh
 
 
 def _apply_sidecar(meta: _Meta, path: Path) -> _Meta:
-    """model.pt + model.json: {"name", "variant", "config", "format", "preprocess", "labels"} (all optional).
+    """model.pt + model.json: {"name", "variant", "architecture", "config", "format", "preprocess", "labels"} (all
+    optional).
 
-    "preprocess": ``vit.Preprocess`` fields, or one source's own settings under its name (``source_preprocess``)."""
+    "architecture": timm's name of the model (what a rotary family's file does not show, ``families``); "config"
+    fields win over it. "preprocess": ``vit.Preprocess`` fields, or one source's own settings under its name
+    (``source_preprocess``)."""
     try:
         d = json.loads(path.read_text())
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
@@ -217,8 +220,9 @@ def _apply_sidecar(meta: _Meta, path: Path) -> _Meta:
         preprocess = source_preprocess(d["preprocess"]) if "preprocess" in d else meta.preprocess
     except (ValueError, TypeError) as e:
         raise ValueError(f"Sidecar {path}: {e}") from None
+    named = families.architecture_fields(str(d["architecture"])) if "architecture" in d else {}
     return _Meta(name=d.get("name", meta.name), format=d.get("format", meta.format),
-                 config={**meta.config, **d.get("config", {})}, preprocess=preprocess, labels=labels,
+                 config={**meta.config, **named, **d.get("config", {})}, preprocess=preprocess, labels=labels,
                  variant=d.get("variant", meta.variant))
 
 
@@ -237,6 +241,10 @@ def _build(raw: dict, source: str, meta: _Meta, overrides: dict) -> LoadedModel:
     if fmt == "openai-clip":  # OpenAI's CLIP and open_clip's "-quickgelu" models; others say so in their config
         config["mlp_act"] = "quick_gelu"
     config.update(meta.config)
+    identified = families.identify(state, fmt, {**config, **overrides}, source)   # a rotary family's convention
+    if identified is not None:
+        config.update(identified.config)
+        meta = dataclasses.replace(meta, preprocess=meta.preprocess or identified.preprocess)
     state = checkpoint_filter_fn(state, fmt)
     text_state = {k.removeprefix("text."): state.pop(k) for k in [k for k in state if k.startswith("text.")]}
     cfg = infer_config(state, **{**config, **overrides})

@@ -35,6 +35,29 @@ def assert_close(ours: torch.Tensor, ref: torch.Tensor, what: str = "output") ->
     assert err <= REL_TOL, f"{what}: relative difference {err:.2e}"
 
 
+def assert_attention(ours: torch.Tensor, reference: list[torch.Tensor]) -> None:
+    """ours (B, L, H, T, T) against the reference's own (B, H, T, T) per block."""
+    assert ours.shape[1] == len(reference)
+    for layer, ref in enumerate(reference):
+        assert_close(ours[:, layer], ref, f"attention of block {layer}")
+
+
+def timm_explicit_attention(model, x: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor]]:
+    """timm's output with fused attention off, and every block's softmax attention as timm itself computed it:
+    the input of each block's attn_drop (an identity in eval mode), which timm applies right after the softmax."""
+    maps = []
+    for blk in model.blocks:
+        blk.attn.fused_attn = False
+    hooks = [blk.attn.attn_drop.register_forward_hook(lambda m, i, o: maps.append(i[0])) for blk in model.blocks]
+    try:
+        with torch.no_grad():
+            out = model(x)
+    finally:
+        for h in hooks:
+            h.remove()
+    return out, maps
+
+
 def save_timm(model: torch.nn.Module, folder, **config) -> str:
     """A timm state dict as safetensors, with a sidecar for what its tensors cannot show (heads, activation)."""
     path = folder / "model.safetensors"

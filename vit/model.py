@@ -36,7 +36,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from .positions import (ROPE_AXES, ROPE_COORDS, TokenPositions, apply_rope, attention_bias, mixed_rope_tables,
-                        num_relative_positions, patch_coordinates, relative_position_index, rope_tables)
+                        num_relative_positions, patch_coordinates, relative_position_index, rope_angles, rope_tables,
+                        rotary_kernel)
 
 
 POS_EMBED_KINDS = ("learned", "sincos2d", "none")
@@ -670,6 +671,34 @@ class VisionTransformer(nn.Module):
                                device, cfg.rope_coords, cfg.rope_axes, cfg.rope_half)
         rel_index = relative_position_index(layout.grid, layout.num_prefix, device) if cfg.rel_pos_bias else None
         return TokenPositions(layout.num_prefix, rope, rel_index, coords=coords)
+
+    def rotary_kernel(self, grid: tuple[int, int] | None = None, axis: str = "both") -> torch.Tensor | None:
+        """(N, N) float32 for the N patches of a gh×gw grid (default: the native one): how alike the rotary embedding
+        leaves one vector at two patches, the mean over its planes of cos(θ_i − θ_j) (``positions.rotary_kernel``),
+        the position similarity the rotation itself implies; None for a model without a rotation.
+
+        ``axis``: "both", or "rows" / "columns" for the planes that turn with that axis only (axial RoPE: the kernel
+        of the rows' planes depends on the rows alone). RoPE-Mixed's planes mix both axes, each block and head its
+        own: the mean over all of them ("both" only)."""
+        cfg = self.cfg
+        if not cfg.rope:
+            return None
+        if axis not in ("both", "rows", "columns"):
+            raise ValueError(f"axis must be 'both', 'rows' or 'columns' but got {axis!r}!")
+        grid = tuple(grid or cfg.grid)
+        if cfg.rope_mixed:
+            if axis != "both":
+                raise ValueError("RoPE-Mixed turns every plane with both axes: its kernel has no rows' or columns' part.")
+            coords = patch_coordinates(grid, self.patch_embed.proj.weight.device)
+            angles = torch.stack([coords[:, 0, None] * b.attn.rope_freqs[0][:, None] +
+                                  coords[:, 1, None] * b.attn.rope_freqs[1][:, None] for b in self.blocks])
+            return rotary_kernel(angles.detach().float())                        # angles (L, H, N, Dh/2)
+        Dh = cfg.embed_dim // cfg.num_heads
+        angles = rope_angles(grid, Dh, cfg.rope_ref_grid, cfg.rope_temperature, None, cfg.rope_coords, cfg.rope_axes)
+        if axis != "both":                                                        # the first Dh/4 planes: rows for "ij"
+            first = (axis == "rows") == (cfg.rope_axes == "ij")
+            angles = angles[:, :Dh // 4] if first else angles[:, Dh // 4:]
+        return rotary_kernel(angles)
 
     def resampled_pos_embed(self, grid: tuple[int, int]) -> torch.Tensor | None:
         """Position embeddings for a gh×gw grid: the patch part resized bicubically, prefix part untouched.

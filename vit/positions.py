@@ -169,6 +169,16 @@ def mixed_rope_tables(coords: torch.Tensor, freqs: torch.Tensor) -> tuple[torch.
     return rope_layout(angles.sin()), rope_layout(angles.cos())
 
 
+def rotary_kernel(angles: torch.Tensor) -> torch.Tensor:
+    """Rotation angles (…, N, P) of N positions in P planes -> (N, N): the mean over planes (and the leading
+    dimensions: blocks, heads) of cos(θ_i − θ_j) = cos θ_i cos θ_j + sin θ_i sin θ_j. It is the cosine similarity of
+    one vector rotated to position i and to position j, averaged over vectors spread evenly over the planes: the
+    similarity of positions the rotation itself implies."""
+    c, s = angles.cos().double(), angles.sin().double()
+    kernel = (c @ c.transpose(-1, -2) + s @ s.transpose(-1, -2)) / angles.shape[-1]     # (…, N, N)
+    return kernel.reshape(-1, *kernel.shape[-2:]).mean(dim=0).float()
+
+
 def apply_rope(x: torch.Tensor, sin: torch.Tensor, cos: torch.Tensor, num_prefix: int,
                half: bool = False) -> torch.Tensor:
     """Rotate the patch tokens of q or k, x: (B, H, T, Dh) -> (B, H, T, Dh); the prefix tokens stay as they are.

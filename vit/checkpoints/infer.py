@@ -60,6 +60,7 @@ def infer_config(sd: dict, **overrides) -> ViTConfig:
         attn_norm="blocks.0.attn.norm.weight" in sd,
         mlp_norm="blocks.0.mlp.norm.weight" in sd,
         proj_dim=int(sd["proj.weight"].shape[0]) if "proj.weight" in sd else None,
+        prefix_norm="cls_norm.weight" in sd,                     # DINOv3's untied norm of CLS and registers
     )
     if swiglu:
         fields.update(mlp_act="swiglu")

@@ -210,6 +210,17 @@ PAGE: dict[str, tuple[str, str]] = {
         "cosine similarity shows.",
         "注意力本身不管顺序，所以每个词元都加上一个学到的位置嵌入（z₀ = [x_class; x¹E; …; xᴺE] + E_pos，{shape}）；"
         "相邻图块学到的嵌入很相似，余弦相似度图显示了这一点。"),
+    "walk.position.rotary": (
+        "This model adds no position embedding ({shape}): every layer rotates the patches' queries and keys by their "
+        "position (RoPE), so q·k depends on how far apart two patches are. The picture shows how alike the rotation "
+        "leaves one vector at the framed patch and at every other.",
+        "这个模型不加位置嵌入（{shape}）：每一层都按位置旋转图块的查询和键（RoPE），所以 q·k 取决于两个图块相隔多远。"
+        "图中是同一个向量在框出的图块和其他每个图块上被旋转后有多相似。"),
+    "walk.position.none": (
+        "This model adds no position embedding ({shape}): its positions enter inside attention, as a learnt bias "
+        "for every offset between two patches (BEiT), so there is no similarity of positions to show.",
+        "这个模型不加位置嵌入（{shape}）：位置信息在注意力内部加入，是每个图块间偏移量对应的一个学到的偏置（BEiT），"
+        "因此没有位置相似度可以显示。"),
     "walk.blocks.title": ("7. {depth} encoder layers", "7. {depth} 个编码器层"),
     "walk.blocks.text": (
         "In every layer each token attends to all {tokens} tokens through {heads} heads (LayerNorm, multi-head "

@@ -67,6 +67,38 @@ def save_timm(model: torch.nn.Module, folder, **config) -> str:
     return str(path)
 
 
+def meta_dinov3_layout(state: dict, heads: int, seed: int = 5, local_norm: bool = False) -> dict:
+    """A timm DINOv3 state dict written the way facebookresearch/dinov3 saves its ViTs: storage tokens, LayerScale
+    as ls1/ls2, SwiGLU as w1/w2/w3, one qkv bias with a random key part and its mask (1 on q and v, 0 on k), the
+    mask token, the RoPE periods in bfloat16, and (ViT-7B, ViT-L SAT) the local crops' CLS norm."""
+    g = torch.Generator().manual_seed(seed)
+    renames = (("reg_token", "storage_tokens"), ("gamma_1", "ls1.gamma"), ("gamma_2", "ls2.gamma"),
+               ("mlp.fc1_g.", "mlp.w1."), ("mlp.fc1_x.", "mlp.w2."))
+    swiglu = any(".fc1_g." in k for k in state)
+    out = {}
+    for k, v in state.items():
+        if k.endswith("attn.v_bias"):
+            continue
+        if k.endswith("attn.q_bias"):
+            D = v.shape[0]
+            out[k.replace("q_bias", "qkv.bias")] = torch.cat([v, torch.randn(D, generator=g),
+                                                             state[k.replace("q_bias", "v_bias")]])
+            out[k.replace("q_bias", "qkv.bias_mask")] = torch.cat([torch.ones(D), torch.zeros(D), torch.ones(D)])
+            continue
+        for old, new in renames:
+            k = k.replace(old, new)
+        if swiglu:
+            k = k.replace("mlp.fc2.", "mlp.w3.")
+        out[k] = v
+    D = state["cls_token"].shape[-1]
+    head_dim = D // heads
+    out["mask_token"] = torch.zeros(1, D)
+    out["rope_embed.periods"] = (100.0 ** (2 * torch.arange(head_dim // 4) / (head_dim // 2))).to(torch.bfloat16)
+    if local_norm:
+        out["local_cls_norm.weight"], out["local_cls_norm.bias"] = torch.randn(D, generator=g), torch.randn(D, generator=g)
+    return out
+
+
 def open_clip_tiny(quick_gelu: bool = True) -> open_clip.CLIP:
     torch.manual_seed(0)
     model = open_clip.CLIP(embed_dim=16, quick_gelu=quick_gelu,

@@ -24,7 +24,8 @@ from safetensors.torch import save_file
 from timm.models.eva import checkpoint_filter_fn as timm_eva_filter
 
 import vit
-from reference_models import assert_attention, assert_close, images, randomize_, save_timm, timm_explicit_attention
+from reference_models import (assert_attention, assert_close, images, meta_dinov3_layout, randomize_, save_timm,
+                              timm_explicit_attention)
 from vit.checkpoints import families
 from vit.checkpoints.formats import checkpoint_filter_fn
 from vit.checkpoints.infer import infer_config
@@ -98,38 +99,6 @@ def test_timm_dinov3_7b_by_config():
 
 # --- DINOv3 in Meta's own layout -------------------------------------------------------------------------------
 
-def meta_layout(state: dict, heads: int, seed: int = 5, local_norm: bool = False) -> dict:
-    """A timm DINOv3 state dict written the way facebookresearch/dinov3 saves its ViTs: storage tokens, LayerScale
-    as ls1/ls2, SwiGLU as w1/w2/w3, one qkv bias with a random key part and its mask (1 on q and v, 0 on k), the
-    mask token, the RoPE periods in bfloat16, and (ViT-7B, ViT-L SAT) the local crops' CLS norm."""
-    g = torch.Generator().manual_seed(seed)
-    renames = (("reg_token", "storage_tokens"), ("gamma_1", "ls1.gamma"), ("gamma_2", "ls2.gamma"),
-               ("mlp.fc1_g.", "mlp.w1."), ("mlp.fc1_x.", "mlp.w2."))
-    swiglu = any(".fc1_g." in k for k in state)
-    out = {}
-    for k, v in state.items():
-        if k.endswith("attn.v_bias"):
-            continue
-        if k.endswith("attn.q_bias"):
-            D = v.shape[0]
-            out[k.replace("q_bias", "qkv.bias")] = torch.cat([v, torch.randn(D, generator=g),
-                                                             state[k.replace("q_bias", "v_bias")]])
-            out[k.replace("q_bias", "qkv.bias_mask")] = torch.cat([torch.ones(D), torch.zeros(D), torch.ones(D)])
-            continue
-        for old, new in renames:
-            k = k.replace(old, new)
-        if swiglu:
-            k = k.replace("mlp.fc2.", "mlp.w3.")
-        out[k] = v
-    D = state["cls_token"].shape[-1]
-    head_dim = D // heads
-    out["mask_token"] = torch.zeros(1, D)
-    out["rope_embed.periods"] = (100.0 ** (2 * torch.arange(head_dim // 4) / (head_dim // 2))).to(torch.bfloat16)
-    if local_norm:
-        out["local_cls_norm.weight"], out["local_cls_norm.bias"] = torch.randn(D, generator=g), torch.randn(D, generator=g)
-    return out
-
-
 @pytest.mark.parametrize("name,local_norm", [
     ("vit_small_patch16_dinov3_qkvb", False),       # ViT-S/16: masked key bias
     ("vit_small_plus_patch16_dinov3_qkvb", False),   # ViT-S+/16: SwiGLU
@@ -138,7 +107,7 @@ def meta_layout(state: dict, heads: int, seed: int = 5, local_norm: bool = False
 def test_meta_dinov3_layout_equals_timm_reading_the_same_file(name, local_norm, tmp_path):
     torch.manual_seed(0)
     source = randomize_(timm.create_model(name, depth=2, global_pool="token"))
-    meta = meta_layout(source.state_dict(), heads=6, local_norm=local_norm)
+    meta = meta_dinov3_layout(source.state_dict(), heads=6, local_norm=local_norm)
     path = tmp_path / "dinov3_vits16_pretrain_lvd1689m-08c60483.pth"
     torch.save(meta, path)
     loaded = vit.load(path)
@@ -156,7 +125,7 @@ def test_meta_dinov3_untied_norms_normalise_cls_and_registers_apart(tmp_path):
     forward_features), computed here from timm's pre-norm tokens."""
     torch.manual_seed(0)
     source = randomize_(timm.create_model("vit_small_patch16_dinov3_qkvb", depth=2, global_pool="token"))
-    meta = meta_layout(source.state_dict(), heads=6)
+    meta = meta_dinov3_layout(source.state_dict(), heads=6)
     g = torch.Generator().manual_seed(9)
     meta["cls_norm.weight"], meta["cls_norm.bias"] = 1 + 0.1 * torch.randn(384, generator=g), torch.randn(384, generator=g)
     torch.save(meta, tmp_path / "untied.pth")
@@ -176,7 +145,7 @@ def test_meta_dinov3_satellite_file_gets_its_own_mean_and_std(tmp_path):
     torch.manual_seed(0)
     source = randomize_(timm.create_model("vit_small_patch16_dinov3_qkvb", depth=1, global_pool="token"))
     path = tmp_path / "dinov3_vitl16_pretrain_sat493m-eadcf0ff.pth"       # the name says SAT-493M
-    torch.save(meta_layout(source.state_dict(), heads=6), path)
+    torch.save(meta_dinov3_layout(source.state_dict(), heads=6), path)
     loaded = vit.load(path)
     assert loaded.preprocess.mean == families.SAT493M_MEAN and loaded.preprocess.std == families.SAT493M_STD
 

@@ -300,6 +300,11 @@ PAGE: dict[str, tuple[str, str]] = {
     "label.zero_shot": ("Zero-shot probabilities", "零样本概率"),
     "control.explain_text": ("Explain this text instead of a class", "解释这段文本而不是类别"),
     "help.explain_text": ("a CLIP checkpoint's image–text score is the target", "目标是 CLIP 检查点的图文相似度得分"),
+    "message.no_classes": (
+        "This model has no classifier head (a backbone such as DINOv3: its output is features, not classes), so it has "
+        "no class to explain, check or look inside for; with a CLIP checkpoint, tick typed texts instead.",
+        "这个模型没有分类头（例如 DINOv3 这样的骨干网络：它输出的是特征，不是类别），因此没有可以解释、检验或深入查看的"
+        "类别；如果是 CLIP 检查点，可以改为勾选输入的文本。"),
     "message.no_text_tower": ("This checkpoint has no text tower, so typed texts cannot be scored.",
                               "这个检查点没有文本塔，无法计算输入文本的概率。"),
     "about.compare": (

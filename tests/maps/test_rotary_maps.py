@@ -4,7 +4,8 @@ numbers are the ones computed directly from the model's own rotation: the rotati
 (the attention's ``positioned`` applied to the basis vectors), K(i, j) = trace(R_iᵀ R_j) / Dh, averaged over heads
 (and, for RoPE-Mixed, blocks). Axial RoPE's kernel is the mean of its rows' and its columns' kernels, each a
 function of one axis. The guided walk shows the same kernel on the photo's own grid; a model with neither a table
-nor a rotation gets a sentence instead of a picture."""
+nor a rotation gets a sentence instead of a picture. DINOv3's storage tokens have their own token norms and never
+count as patches in the high-norm rule."""
 from __future__ import annotations
 
 import numpy as np
@@ -18,6 +19,7 @@ from viz.analysis.capture import model_arrays
 from viz.analysis.walkthrough import walk
 from viz.drawing import plots, walk_steps
 from viz.i18n import t
+from viz.maps import norms as norms_module
 from viz.panels import files
 
 ROTARY = {**{name: FAMILIES[name] for name in ("dinov3", "rope_vit", "rope_gap")},
@@ -91,3 +93,24 @@ def test_a_model_with_neither_table_nor_rotation_says_why():
     assert w.positions == "none" and w.position_similarity is None
     assert "learnt bias for every offset" in walk_steps.step_texts(w, lang="en")[5].text
     assert np.array_equal(np.asarray(walk_steps.position_patch_picture(w, 1, 1)), np.asarray(files.position_panel(arrays)))
+
+
+def test_storage_tokens_have_their_norms_and_never_count_as_patches():
+    """DINOv3's 4 storage tokens are prefix tokens: their norms are kept after every block beside CLS's (the token
+    norm curves draw each prefix token), and the high-norm rule compares patches with the patches' median only, so a
+    register however large is never flagged nor masked, while a patch as large is."""
+    model = tiny(**FAMILIES["dinov3"])
+    x = torch.randn(1, 3, 32, 32, generator=torch.Generator().manual_seed(4))
+    with torch.no_grad():
+        capture = model.forward_with_attention(x, return_token_norms=True)
+        stream, positions, kept = model.embed(x), model.token_positions(32, 32), []
+        for blk in model.blocks:
+            stream = blk.step(stream, positions).out
+            kept.append(stream[0].norm(dim=-1))
+    assert capture.token_norms.shape == (1, 2, 5 + 16)
+    torch.testing.assert_close(capture.token_norms[0], torch.stack(kept), rtol=1e-5, atol=1e-6)
+    norms = np.ones((2, 5 + 16), dtype=np.float32)
+    norms[:, 1:5] = 100.0                                               # the registers hold the large norms
+    assert not norms_module.flag_high_norm(norms, 5, (4, 4)).any()
+    norms[:, 5 + 6] = 100.0                                             # a patch as large is an artifact
+    assert norms_module.flag_high_norm(norms, 5, (4, 4))[:, 1, 2].all()

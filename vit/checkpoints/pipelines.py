@@ -41,7 +41,7 @@ HF_PROCESSORS = {
     "SiglipImageProcessor": dict(size={"height": 224, "width": 224}, do_center_crop=False, resample=3,
                                  image_mean=INCEPTION_MEAN, image_std=INCEPTION_STD, square=False),
     # DINOv3's processor resizes float tensors with torchvision (antialiased bilinear), not PIL: equal to ours up to
-    # the resampling's rounding (tests/checkpoints/test_dinov3_preprocess.py)
+    # the resampling's rounding (tests/checkpoints/test_dinov3_preprocess.py, within 1.5 grey levels)
     "DINOv3ViTImageProcessor": dict(size={"height": 224, "width": 224}, do_center_crop=False, resample=2,
                                     image_mean=IMAGENET_MEAN, image_std=IMAGENET_STD, square=True),
 }

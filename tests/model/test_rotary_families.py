@@ -54,14 +54,17 @@ def timm_at(name: str, size: tuple[int, int], state: dict, **kwargs):
 
 # --- DINOv3 in timm's layout -------------------------------------------------------------------------------------
 
+SLOW = pytest.mark.slow          # the everyday run keeps one model of each kind; the full run has them all
+
+
 @pytest.mark.parametrize("name,kwargs", [
-    ("vit_small_patch16_dinov3", dict(depth=2)),                 # no qkv bias
-    ("vit_small_patch16_dinov3_qkvb", dict(depth=2)),            # q and v biases, none on k
-    ("vit_small_plus_patch16_dinov3", dict(depth=2)),            # SwiGLU
-    ("vit_small_plus_patch16_dinov3_qkvb", dict(depth=2)),
-    ("vit_base_patch16_dinov3_qkvb", dict(depth=1)),
-    ("vit_large_patch16_dinov3", dict(depth=1)),
-    ("vit_huge_plus_patch16_dinov3_qkvb", dict(depth=1)),         # 20 heads of 64, SwiGLU
+    pytest.param("vit_small_patch16_dinov3", dict(depth=2), marks=SLOW),             # no qkv bias
+    ("vit_small_patch16_dinov3_qkvb", dict(depth=2)),                               # q and v biases, none on k
+    ("vit_small_plus_patch16_dinov3", dict(depth=2)),                               # SwiGLU
+    pytest.param("vit_small_plus_patch16_dinov3_qkvb", dict(depth=2), marks=SLOW),
+    pytest.param("vit_base_patch16_dinov3_qkvb", dict(depth=1), marks=SLOW),
+    pytest.param("vit_large_patch16_dinov3", dict(depth=1), marks=SLOW),
+    pytest.param("vit_huge_plus_patch16_dinov3_qkvb", dict(depth=1), marks=SLOW),    # 20 heads of 64, SwiGLU
 ])
 def test_timm_dinov3(name, kwargs, tmp_path):
     torch.manual_seed(0)
@@ -100,9 +103,9 @@ def test_timm_dinov3_7b_by_config():
 # --- DINOv3 in Meta's own layout -------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("name,local_norm", [
-    ("vit_small_patch16_dinov3_qkvb", False),       # ViT-S/16: masked key bias
-    ("vit_small_plus_patch16_dinov3_qkvb", False),   # ViT-S+/16: SwiGLU
-    ("vit_small_patch16_dinov3", True),              # as ViT-7B/16: no qkv bias, a local-crop CLS norm
+    ("vit_small_patch16_dinov3_qkvb", False),                               # ViT-S/16: masked key bias
+    pytest.param("vit_small_plus_patch16_dinov3_qkvb", False, marks=SLOW),   # ViT-S+/16: SwiGLU
+    pytest.param("vit_small_patch16_dinov3", True, marks=SLOW),              # as ViT-7B/16: no qkv bias, local-crop norm
 ])
 def test_meta_dinov3_layout_equals_timm_reading_the_same_file(name, local_norm, tmp_path):
     torch.manual_seed(0)
@@ -185,14 +188,16 @@ def test_transformers_dinov3(gated, registers, tmp_path):
 @pytest.mark.parametrize("name,kwargs,family_name", [
     ("vit_small_patch16_rope_224", {}, "RoPE-ViT (axial)"),                    # temperature 100, columns first
     ("vit_small_patch16_rope_mixed_224", {}, "RoPE-ViT (mixed)"),              # learnt frequencies, rope.freqs
-    ("vit_small_patch16_rope_mixed_ape_224", {}, "RoPE-ViT (mixed)"),          # + a table of the patches only
+    pytest.param("vit_small_patch16_rope_mixed_ape_224", {}, "RoPE-ViT (mixed)", marks=SLOW),   # + a patches' table
     ("vit_medium_patch16_rope_reg1_gap_256", dict(num_classes=5), "timm RoPE ViT (rope_reg_gap)"),
-    ("vit_betwixt_patch16_rope_reg4_gap_256", dict(num_classes=5), "timm RoPE ViT (rope_reg_gap)"),
-    ("vit_mediumd_patch16_rope_reg1_gap_256", dict(depth=2, num_classes=5), "timm RoPE ViT (rope_reg_gap)"),  # no qkv bias
+    pytest.param("vit_betwixt_patch16_rope_reg4_gap_256", dict(num_classes=5), "timm RoPE ViT (rope_reg_gap)",
+                 marks=SLOW),
+    pytest.param("vit_mediumd_patch16_rope_reg1_gap_256", dict(num_classes=5), "timm RoPE ViT (rope_reg_gap)",
+                 marks=SLOW),                                                  # no qkv bias
 ])
 def test_timm_rope_vits(name, kwargs, family_name, tmp_path):
     torch.manual_seed(0)
-    ref = randomize_(timm.create_model(name, **{"depth": 2, **kwargs}))
+    ref = randomize_(timm.create_model(name, depth=2, **kwargs))
     path = save_timm(ref, tmp_path)
     loaded = vit.load(path)
     family = families.FAMILIES[family_name]
@@ -203,7 +208,7 @@ def test_timm_rope_vits(name, kwargs, family_name, tmp_path):
     assert loaded.config.img_size == native and loaded.preprocess == family.preprocess
     compare(loaded, ref, native)
     other = vit.load(path, img_size=OTHER_SIZE)      # timm builds these for one size: its model at the other
-    compare(other, timm_at(name, OTHER_SIZE, ref.state_dict(), **{"depth": 2, **kwargs}), OTHER_SIZE)
+    compare(other, timm_at(name, OTHER_SIZE, ref.state_dict(), depth=2, **kwargs), OTHER_SIZE)
 
 
 def test_timm_rope_vit_hub_folder_names_its_family(tmp_path):

@@ -58,6 +58,19 @@ def timm_explicit_attention(model, x: torch.Tensor) -> tuple[torch.Tensor, list[
     return out, maps
 
 
+def assert_same_as_timm(loaded, reference, size: tuple[int, int]) -> None:
+    """Our model (with capture and plain) against timm's explicit attention path on two random images of ``size``:
+    the output and every block's attention."""
+    x = images(2, size)
+    with torch.no_grad():
+        capture = loaded.model.forward_with_attention(x)
+        plain = loaded.model(x)
+    ref_out, ref_maps = timm_explicit_attention(reference, x)
+    assert_close(capture.output, ref_out)
+    assert_close(plain, ref_out, "fused forward")
+    assert_attention(capture.attention, ref_maps)
+
+
 def save_timm(model: torch.nn.Module, folder, **config) -> str:
     """A timm state dict as safetensors, with a sidecar for what its tensors cannot show (heads, activation)."""
     path = folder / "model.safetensors"

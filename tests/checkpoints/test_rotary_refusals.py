@@ -12,22 +12,12 @@ import torch
 import transformers
 
 import vit
-from reference_models import (assert_attention, assert_close, images, meta_dinov3_layout, randomize_, save_timm,
-                              timm_explicit_attention)
+from reference_models import assert_same_as_timm, meta_dinov3_layout, randomize_, save_timm
 
 
 def sidecar(path: str, **fields) -> None:
     with open(path.removesuffix(".safetensors") + ".json", "w") as f:
         json.dump(fields, f)
-
-
-def same_as_timm(loaded: vit.LoadedModel, reference, size=(224, 224)) -> None:
-    x = images(2, size)
-    with torch.no_grad():
-        capture = loaded.model.forward_with_attention(x)
-    out, maps = timm_explicit_attention(reference, x)
-    assert_close(capture.output, out)
-    assert_attention(capture.attention, maps)
 
 
 def test_rope_vit_with_absolute_positions_is_not_taken_for_a_plain_vit(tmp_path):
@@ -42,7 +32,7 @@ def test_rope_vit_with_absolute_positions_is_not_taken_for_a_plain_vit(tmp_path)
     sidecar(path, architecture="vit_small_patch16_rope_ape_224.naver_in1k")         # the advice, followed
     loaded = vit.load(path)
     assert loaded.config.family == "rope_vit" and loaded.config.rope_axes == "xy"
-    same_as_timm(loaded, ref)
+    assert_same_as_timm(loaded, ref, (224, 224))
     sidecar(path, architecture="deit3_small_patch16_224")                          # or: it is DeiT III
     plain = vit.load(path)
     assert not plain.config.rope and plain.config.layer_scale and not plain.config.pos_embed_prefix
@@ -60,7 +50,7 @@ def test_a_file_without_positions_that_no_family_explains_is_refused_until_named
     sidecar(path, architecture="vit_small_patch16_dinov3")
     loaded = vit.load(path)
     assert loaded.config.family == "dinov3" and loaded.config.num_reg_tokens == 0
-    same_as_timm(loaded, ref, (256, 256))
+    assert_same_as_timm(loaded, ref, (256, 256))
 
 
 def test_position_free_files_never_ask_for_an_image_size(tmp_path):

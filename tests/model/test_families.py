@@ -18,21 +18,14 @@ import transformers
 from safetensors.torch import save_file
 
 import vit
-from reference_models import (assert_attention, assert_close, images, open_clip_tiny, randomize_, save_timm,
-                              timm_explicit_attention)
+from reference_models import (assert_attention, assert_close, assert_same_as_timm, images, open_clip_tiny, randomize_,
+                              save_timm)
 
 
 def check_timm(ref, tmp_path, size: tuple[int, int], family: str, **config) -> vit.LoadedModel:
     loaded = vit.load(save_timm(ref, tmp_path, **config))
     assert loaded.format == "timm" and loaded.config.family == family
-    x = images(2, size)
-    with torch.no_grad():
-        capture = loaded.model.forward_with_attention(x)
-        plain = loaded.model(x)
-    ref_out, ref_maps = timm_explicit_attention(ref, x)
-    assert_close(capture.output, ref_out)
-    assert_close(plain, ref_out, "fused forward")
-    assert_attention(capture.attention, ref_maps)
+    assert_same_as_timm(loaded, ref, size)
     return loaded
 
 

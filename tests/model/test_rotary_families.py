@@ -24,25 +24,13 @@ from safetensors.torch import save_file
 from timm.models.eva import checkpoint_filter_fn as timm_eva_filter
 
 import vit
-from reference_models import (assert_attention, assert_close, images, meta_dinov3_layout, randomize_, save_timm,
-                              timm_explicit_attention)
+from reference_models import (assert_attention, assert_close, assert_same_as_timm, images, meta_dinov3_layout,
+                              randomize_, save_timm)
 from vit.checkpoints import families
 from vit.checkpoints.formats import checkpoint_filter_fn
 from vit.checkpoints.infer import infer_config
 
 OTHER_SIZE = (224, 320)      # a non-square grid of 14×20 patches, another than every native size here
-
-
-def compare(loaded: vit.LoadedModel, reference, size: tuple[int, int], reference_output=None) -> None:
-    """Ours (plain and with capture) against timm's explicit attention path at ``size``."""
-    x = images(2, size)
-    with torch.no_grad():
-        capture = loaded.model.forward_with_attention(x)
-        plain = loaded.model(x)
-    ref_out, ref_maps = timm_explicit_attention(reference, x)
-    assert_close(capture.output, ref_out)
-    assert_close(plain, ref_out, "fused forward")
-    assert_attention(capture.attention, ref_maps)
 
 
 def timm_at(name: str, size: tuple[int, int], state: dict, **kwargs):
@@ -79,7 +67,7 @@ def test_timm_dinov3(name, kwargs, tmp_path):
     # timm's DINOv3 pretrained_cfg: 256, crop_pct 1.0, bicubic, ImageNet mean and std
     assert loaded.preprocess.crop == (256, 256) and loaded.preprocess.resize == 256
     for size in ((256, 256), OTHER_SIZE):
-        compare(loaded, ref, size)
+        assert_same_as_timm(loaded, ref, size)
 
 
 def test_timm_dinov3_7b_by_config():
@@ -120,7 +108,7 @@ def test_meta_dinov3_layout_equals_timm_reading_the_same_file(name, local_norm, 
     assert (loaded.preprocess.resize_mode, loaded.preprocess.crop, loaded.preprocess.interpolation) == \
         ("squash", (256, 256), "bilinear")
     for size in ((256, 256), OTHER_SIZE):
-        compare(loaded, timm_at(name, size, meta, depth=2, global_pool="token"), size)
+        assert_same_as_timm(loaded, timm_at(name, size, meta, depth=2, global_pool="token"), size)
 
 
 def test_meta_dinov3_untied_norms_normalise_cls_and_registers_apart(tmp_path):
@@ -206,9 +194,9 @@ def test_timm_rope_vits(name, kwargs, family_name, tmp_path):
     assert loaded.config.num_heads == ref.blocks[0].attn.num_heads
     native = tuple(ref.patch_embed.img_size)
     assert loaded.config.img_size == native and loaded.preprocess == family.preprocess
-    compare(loaded, ref, native)
+    assert_same_as_timm(loaded, ref, native)
     other = vit.load(path, img_size=OTHER_SIZE)      # timm builds these for one size: its model at the other
-    compare(other, timm_at(name, OTHER_SIZE, ref.state_dict(), depth=2, **kwargs), OTHER_SIZE)
+    assert_same_as_timm(other, timm_at(name, OTHER_SIZE, ref.state_dict(), depth=2, **kwargs), OTHER_SIZE)
 
 
 def test_timm_rope_vit_hub_folder_names_its_family(tmp_path):
@@ -222,4 +210,4 @@ def test_timm_rope_vit_hub_folder_names_its_family(tmp_path):
                            "mean": [0.485, 0.456, 0.406], "std": [0.229, 0.224, 0.225]}}))
     loaded = vit.load(tmp_path)
     assert loaded.config.family == "rope_vit" and loaded.config.rope_axes == "xy" and not loaded.config.pos_embed_prefix
-    compare(loaded, ref, (224, 224))
+    assert_same_as_timm(loaded, ref, (224, 224))

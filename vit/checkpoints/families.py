@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 import torch
 
 from ..preprocess import IMAGENET_MEAN, IMAGENET_STD, INCEPTION_MEAN, INCEPTION_STD, Preprocess
+from .assumptions import Assumption, described
 from .pipelines import timm_preprocess
 
 # timm's pretrained_cfg of each family (timm 1.0, eva.py), and Meta's make_transform for its own DINOv3 files
@@ -102,44 +103,47 @@ def architecture_family(name: str) -> Family | None:
 @dataclass(frozen=True)
 class Identified:
     family: Family | None                  # None: given settings, no family of ours
-    config: dict                           # ViTConfig fields (given ones never overwritten)
+    read: dict                             # ViTConfig fields the tensors show (heads from Meta's periods, rope.freqs)
+    convention: dict                       # the family's fields, given ones never overwritten
     preprocess: Preprocess | None          # the family's own, when no metadata gives one
-    said: tuple[str, ...] = ()             # what was identified rather than read, one sentence each
+    said: tuple[Assumption, ...] = ()      # what was identified rather than read, one sentence each
 
 
-def identify(state: dict, fmt: str, given: dict, source: str = "checkpoint") -> Identified | None:
+def identify(state: dict, fmt: str, given: dict, source: str = "checkpoint",
+             given_preprocess: Preprocess | None = None) -> Identified | None:
     """The rotary family of a checkpoint (its tensors under the format's own key names, before any renaming) and
-    the config fields it implies; ``given``: the fields its metadata or the caller states (they win). None for a
+    the config fields it implies; ``given``: the fields its metadata or the caller states (they win),
+    ``given_preprocess``: the preprocessing its metadata gives (None: the family's is taken). None for a
     checkpoint of no rotary family; ValueError when the tensors fit a rotary family and another model alike, or
     hold no position information and say nothing of their rotation."""
     keys = {re.sub(r"^(module\.)?(backbone\.)?", "", k) for k in state}
     if given.get("rope") is False:
         return None
     if fmt == "dinov3":
-        return _with(DINOV3, state, given, _meta_dinov3_heads(state, keys, source), fmt)
+        return _with(DINOV3, state, given, _meta_dinov3_heads(state, keys, source), fmt, given_preprocess, said=False)
     if fmt == "huggingface-dinov3":
-        return _with(DINOV3, state, given, {}, fmt)
+        return _with(DINOV3, state, given, {}, fmt, given_preprocess, said=False)
     if given.get("rope"):                               # the settings are given (a sidecar, a Hub folder's name)
         family = next((f for f in FAMILIES.values() if all(given.get(k, v) == v for k, v in f.config.items()
                                                             if k.startswith("rope"))
                        and all(k in given for k in ("rope_coords", "rope_axes", "rope_half"))), None)
-        return _with(family, state, given, {}, fmt, said=False) if family else None
+        return _with(family, state, given, {}, fmt, given_preprocess, said=False) if family else None
     if fmt != "timm":
         return None
     if "rope.freqs" in keys:
         freqs = state[next(k for k in state if k.endswith("rope.freqs"))]
-        return _with(ROPE_MIXED, state, given, {"num_heads": int(freqs.shape[2])}, fmt)
+        return _with(ROPE_MIXED, state, given, {"num_heads": int(freqs.shape[2])}, fmt, given_preprocess)
     positioned = "pos_embed" in keys or any(k.endswith("relative_position_bias_table") for k in keys)
     cls, registers = "cls_token" in keys, "reg_token" in keys
     eva_scale = any(k.endswith(".gamma_1") for k in keys)
     key_bias = any(re.fullmatch(r"blocks\.\d+\.attn\.qkv\.bias", k) for k in keys)
     if not positioned:
         if cls and registers and not key_bias:
-            return _with(DINOV3, state, given, {}, fmt)
+            return _with(DINOV3, state, given, {}, fmt, given_preprocess)
         if registers and not cls:
-            return _with(ROPE_GAP, state, given, {}, fmt)
+            return _with(ROPE_GAP, state, given, {}, fmt, given_preprocess)
         if cls and not registers and eva_scale and key_bias:
-            return _with(ROPE_AXIAL, state, given, {}, fmt)
+            return _with(ROPE_AXIAL, state, given, {}, fmt, given_preprocess)
         raise ValueError(f"{source} holds no position information (no position table, no relative position bias): "
                          f"it must place its patches with a rotary embedding, whose settings are not in the file. "
                          f"To open it, " + HOW_TO_NAME % "vit_small_patch16_rope_224" + ".")
@@ -176,23 +180,27 @@ def _meta_dinov3_heads(state: dict, keys: set, source: str) -> dict:
     return {"num_heads": width // head_dim}
 
 
-def _with(family: Family | None, state: dict, given: dict, read: dict, fmt: str, said: bool = True) -> Identified:
-    """The family's fields under what is given; heads from the family's table (or 64 dims) when not given."""
-    config = {k: v for k, v in {**(family.config if family else {}), **read}.items() if k not in given}
-    sentences = []
+def _with(family: Family | None, state: dict, given: dict, read: dict, fmt: str,
+          given_preprocess: Preprocess | None, said: bool = True) -> Identified:
+    """The family's fields under what is given; heads from the family's table (or 64 dims) when neither given nor
+    read (``LoadedModel.assumptions`` then says so, as for any head count); the family's preprocessing, said to be
+    assumed, for a file that names none."""
+    convention = {k: v for k, v in (family.config if family else {}).items() if k not in given}
     if family is not None and "num_heads" not in given and "num_heads" not in read:
         patch = state[next(k for k in state if k.endswith(("patch_embed.proj.weight", "patch_embeddings.weight")))]
         width = int(patch.shape[0])
-        config["num_heads"] = family.heads.get(width, max(width // 64, 1))
-        if said:
-            sentences.append(f"{config['num_heads']} attention heads: {family.name}'s for width {width} (the file "
-                             f"does not store them); give num_heads in a sidecar's config if it has others.")
+        convention["num_heads"] = family.heads.get(width, max(width // 64, 1))
+    preprocess, source = None, ""
+    if family is not None and fmt == "timm" and given_preprocess is None:
+        preprocess, source = family.preprocess, "timm"
+    if family is DINOV3 and fmt == "dinov3" and given_preprocess is None:
+        preprocess, source = meta_dinov3_preprocess(), "facebookresearch/dinov3"
+    if (preprocess or given_preprocess) is not None and "img_size" not in given:   # no table to size: its input's
+        convention["img_size"] = (preprocess or given_preprocess).crop
+    sentences = []
     if said and family is not None:
-        sentences.insert(0, f"The rotary position embedding of {family.name}, identified from the tensors (the file "
-                            f"does not store its settings).")
-    preprocess = family.preprocess if family is not None and fmt == "timm" else None
-    if family is DINOV3 and fmt == "dinov3":
-        preprocess = meta_dinov3_preprocess()
-    if preprocess is not None and "img_size" not in given:
-        config["img_size"] = preprocess.crop
-    return Identified(family, config, preprocess, tuple(sentences))
+        sentences.append(Assumption("rotary_family", family=family.name))
+    if preprocess is not None:     # taken only where no metadata gives one: say where it came from
+        sentences.append(Assumption("preprocess", source=source, family=family.name, **described(preprocess)))
+    return Identified(family, {k: v for k, v in read.items() if k not in given}, convention, preprocess,
+                      tuple(sentences))

@@ -28,6 +28,7 @@ class KnownCheckpoint:
     url: str | None = None        # where to download it
     downloadable: bool = False    # whether ``url`` is a file torch.hub can fetch (hash in its name)
     timm_tag: str | None = None   # the timm model whose pretrained_cfg gives ``preprocess``
+    imagenet_classes: bool = True  # its head predicts ImageNet-1k's 1000 classes (False: a backbone, no head)
 
 
 # timm's pretrained_cfg of the shared files' tags (timm 1.0: vision_transformer.py and deit.py): both crop the
@@ -43,7 +44,7 @@ SHARED_CHECKPOINTS = (
         filename="vit_tiny_patch16_224.augreg_in21k_ft_in1k.safetensors",
         format="timm",
         preprocess=timm_preprocess(_AUGREG_CFG),
-        config=dict(num_heads=3),
+        config=dict(num_heads=3, img_size=(224, 224)),
         sha256="bb7536071de5e187af0395b4bad61ab56f7663eb293b316cd9f81b5802e14c11",
         size=22_883_528,
         url="https://github.com/codr-shiv/VisionTransformer (parameters/*.bin, repacked; see PROVENANCE.md)",
@@ -54,7 +55,7 @@ SHARED_CHECKPOINTS = (
         filename="deit_tiny_patch16_224.pipevit_ln_fixedpoint.safetensors",
         format="timm",
         preprocess=timm_preprocess(_DEIT_CFG),
-        config=dict(num_heads=3),
+        config=dict(num_heads=3, img_size=(224, 224)),
         sha256="d5fb53d84b9f82dd7356c80b4c83240a3fa46bdd867298be402242748a054caf",
         size=22_883_544,
         url="https://github.com/wvfunc/matlab-bit_true-deit_tiny-fix (mat_extract/deit_tiny, repacked; see PROVENANCE.md)",
@@ -113,7 +114,7 @@ META_DINOV3_URL = "https://ai.meta.com/resources/models-and-libraries/dinov3-dow
 def meta_dinov3_checkpoints() -> list[KnownCheckpoint]:
     """Meta's DINOv3 ViTs, each with facebookresearch/dinov3's own transform (squash to 256, its mean and std)."""
     from .families import SAT493M_MEAN, SAT493M_STD, meta_dinov3_preprocess
-    return [KnownCheckpoint(name=name, filename=filename, format="dinov3", url=META_DINOV3_URL,
+    return [KnownCheckpoint(name=name, filename=filename, format="dinov3", url=META_DINOV3_URL, imagenet_classes=False,
                             preprocess=meta_dinov3_preprocess(*((SAT493M_MEAN, SAT493M_STD) if "sat493m" in name
                                                                 else (IMAGENET_MEAN, IMAGENET_STD))))
             for name, filename in _META_DINOV3]

@@ -78,7 +78,7 @@ def test_timm_dinov3_7b_by_config():
         ref = timm.create_model("vit_7b_patch16_dinov3", global_pool="token")
         state = dict(ref.state_dict())
     identified = families.identify(state, "timm", {})
-    cfg = infer_config(checkpoint_filter_fn(state, "timm"), **identified.config)
+    cfg = infer_config(checkpoint_filter_fn(state, "timm"), **identified.convention, **identified.read)
     assert (cfg.embed_dim, cfg.depth, cfg.num_heads) == (4096, 40, 32) and cfg.embed_dim // cfg.num_heads == 128
     assert cfg.mlp_act == "swiglu" and cfg.mlp_dim == ref.blocks[0].mlp.fc1_g.out_features == 8192
     assert not cfg.qkv_bias and cfg.family == "dinov3"
@@ -211,3 +211,60 @@ def test_timm_rope_vit_hub_folder_names_its_family(tmp_path):
     loaded = vit.load(tmp_path)
     assert loaded.config.family == "rope_vit" and loaded.config.rope_axes == "xy" and not loaded.config.pos_embed_prefix
     assert_same_as_timm(loaded, ref, (224, 224))
+
+
+# --- what a rotary file opens with, and what is said of it -------------------------------------------------------
+
+def test_position_free_files_never_ask_for_an_image_size(tmp_path):
+    """The rotary families have no table to size: each opens at its family's input size, none asks for img_size."""
+    for name in ("vit_small_patch16_dinov3", "vit_small_patch16_rope_224", "vit_medium_patch16_rope_reg1_gap_256"):
+        torch.manual_seed(0)
+        folder = tmp_path / name
+        folder.mkdir()
+        loaded = vit.load(save_timm(randomize_(timm.create_model(name, depth=1)), folder))
+        assert loaded.config.rope and loaded.preprocess.crop == loaded.config.img_size
+
+
+def test_what_was_identified_is_said_and_what_was_named_is_not(tmp_path):
+    """A bare timm DINOv3 file: its rotation, its heads and its preprocessing were the family's, and the loader says
+    so; named in a sidecar with its own preprocessing, only the heads' count (the family's table) is said."""
+    torch.manual_seed(0)
+    path = save_timm(randomize_(timm.create_model("vit_small_patch16_dinov3", depth=1)), tmp_path)
+    keys = [a.key for a in vit.load(path).assumptions]
+    assert keys[:2] == ["rotary_family", "preprocess"] and "heads_known" in keys
+    (tmp_path / "model.json").write_text(json.dumps({"architecture": "vit_small_patch16_dinov3.lvd1689m",
+                                                     "preprocess": {"timm": {"input_size": [3, 256, 256],
+                                                                             "crop_pct": 1.0}}}))
+    assert [a.key for a in vit.load(path).assumptions] == ["heads_known"]
+
+
+def test_dinov3_by_hub_name_from_the_offline_cache(tmp_path, monkeypatch):
+    """What a researcher types first: timm's DINOv3 by its Hub name (config.json names the architecture, so the
+    rotation is read, not assumed) and transformers' DINOv3 by its name, from a Hub cache prepared here, offline."""
+    from hub_cache import offline_hub, put_in_cache
+
+    cache = tmp_path / "hub"
+    offline_hub(monkeypatch, cache)
+    torch.manual_seed(0)
+    ref = randomize_(timm.create_model("vit_small_patch16_dinov3", depth=2, global_pool="token"))
+    timm_folder = tmp_path / "timm"
+    timm_folder.mkdir()
+    save_file({k: v.contiguous() for k, v in ref.state_dict().items()}, str(timm_folder / "model.safetensors"))
+    (timm_folder / "config.json").write_text(json.dumps({
+        "architecture": "vit_small_patch16_dinov3", "num_classes": 0, "pretrained_cfg": {
+            "tag": "lvd1689m", "input_size": [3, 256, 256], "crop_pct": 1.0, "interpolation": "bicubic",
+            "mean": [0.485, 0.456, 0.406], "std": [0.229, 0.224, 0.225]}}))
+    put_in_cache(cache, "timm/vit_small_patch16_dinov3.lvd1689m", timm_folder)
+    loaded = vit.load("timm/vit_small_patch16_dinov3.lvd1689m")
+    assert loaded.config.family == "dinov3" and "rotary_family" not in [a.key for a in loaded.assumptions]
+    assert_same_as_timm(loaded, ref, (256, 256))
+
+    config = transformers.DINOv3ViTConfig(hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                                          num_attention_heads=4, image_size=64, patch_size=16, num_register_tokens=4)
+    hf = randomize_(transformers.DINOv3ViTModel(config), std=0.05)
+    hf.save_pretrained(tmp_path / "hf")
+    put_in_cache(cache, "facebook/dinov3-vits16-pretrain-lvd1689m", tmp_path / "hf")
+    loaded = vit.load("facebook/dinov3-vits16-pretrain-lvd1689m")
+    x = images(2, (64, 64))
+    with torch.no_grad():
+        assert_close(loaded.model(x), hf(pixel_values=x).pooler_output)

@@ -14,7 +14,8 @@ a sidecar JSON):
     timm, no position table: CLS + registers                      DINOv3
     timm, no position table: registers, no CLS                    timm's rope_reg*_gap (EVA-02's rotation)
     timm, no position table: CLS, EVA-style LayerScale (gamma_1) and a key bias         RoPE-ViT axial
-    timm, no position table, anything else                        refused: the rotation is not in the file
+    timm, no position table, EVA-style LayerScale otherwise       refused: the rotation is not in the file
+    timm, no position table, timm's plain ViT layout              refused by ``infer_config``, saying what to give
     timm: EVA-style LayerScale, CLS, a table of the patches only   refused: DeiT III (no rotation) and RoPE-ViT axial
                                                                    + APE have exactly these tensors
 
@@ -80,7 +81,7 @@ TIMM_ARCHITECTURES = (
     (r"vit_\w+_patch16_rope_reg\d_gap_256", ROPE_GAP),
 )
 HOW_TO_NAME = ('name its timm architecture: a sidecar JSON beside the file (the file\'s name with .json) holding '
-               '{"architecture": "%s"}, or open its timm Hub folder, whose config.json names it')
+               '{"architecture": "%s"}, or open it by its Hugging Face Hub name or folder, whose config.json names it')
 
 
 def architecture_fields(name: str) -> dict:
@@ -117,8 +118,8 @@ def identify(state: dict, fmt: str, given: dict, source: str = "checkpoint",
     checkpoint of no rotary family; ValueError when the tensors fit a rotary family and another model alike, or
     hold no position information and say nothing of their rotation."""
     keys = {re.sub(r"^(module\.)?(backbone\.)?", "", k) for k in state}
-    if given.get("rope") is False:
-        return None
+    if given.get("rope") is False or given.get("pos_embed_kind") == "none" and not given.get("rope"):
+        return None                                     # no rotation: said by the caller or its metadata
     if fmt == "dinov3":
         return _with(DINOV3, state, given, _meta_dinov3_heads(state, keys, source), fmt, given_preprocess, said=False)
     if fmt == "huggingface-dinov3":
@@ -128,7 +129,7 @@ def identify(state: dict, fmt: str, given: dict, source: str = "checkpoint",
                                                             if k.startswith("rope"))
                        and all(k in given for k in ("rope_coords", "rope_axes", "rope_half"))), None)
         return _with(family, state, given, {}, fmt, given_preprocess, said=False) if family else None
-    if fmt != "timm":
+    if fmt != "timm" or "patch_embed.proj.weight" not in keys:   # not a ViT in timm's layout: its filter says so
         return None
     if "rope.freqs" in keys:
         freqs = state[next(k for k in state if k.endswith("rope.freqs"))]
@@ -144,9 +145,13 @@ def identify(state: dict, fmt: str, given: dict, source: str = "checkpoint",
             return _with(ROPE_GAP, state, given, {}, fmt, given_preprocess)
         if cls and not registers and eva_scale and key_bias:
             return _with(ROPE_AXIAL, state, given, {}, fmt, given_preprocess)
+        if not eva_scale:                   # no family's signature at all: infer_config refuses it, saying what to give
+            return None
         raise ValueError(f"{source} holds no position information (no position table, no relative position bias): "
-                         f"it must place its patches with a rotary embedding, whose settings are not in the file. "
-                         f"To open it, " + HOW_TO_NAME % "vit_small_patch16_rope_224" + ".")
+                         f"a rotary ViT places its patches by a rotation whose settings are not in the file. To open "
+                         f"it, " + HOW_TO_NAME % "vit_small_patch16_rope_224" + ". Only for a ViT trained without any "
+                         f"position information, pass img_size=(H, W) and pos_embed_kind='none', e.g. in a sidecar "
+                         f"JSON.")
     table = state.get(next((k for k in state if re.sub(r"^(module\.)?", "", k) == "pos_embed"), ""))
     patches_only = table is not None and _is_square(table.shape[1])
     swiglu = any(".mlp.fc1_g." in k for k in keys)

@@ -96,11 +96,6 @@ def architecture_fields(name: str) -> dict:
     return {}
 
 
-def architecture_family(name: str) -> Family | None:
-    arch = name.split(".")[0]
-    return next((f for pattern, f in TIMM_ARCHITECTURES if re.fullmatch(pattern, arch)), None)
-
-
 @dataclass(frozen=True)
 class Identified:
     family: Family | None                  # None: given settings, no family of ours

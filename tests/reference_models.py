@@ -109,7 +109,8 @@ def meta_dinov3_layout(state: dict, heads: int, seed: int = 5, local_norm: bool 
     out["mask_token"] = torch.zeros(1, D)
     out["rope_embed.periods"] = (100.0 ** (2 * torch.arange(head_dim // 4) / (head_dim // 2))).to(torch.bfloat16)
     if local_norm:
-        out["local_cls_norm.weight"], out["local_cls_norm.bias"] = torch.randn(D, generator=g), torch.randn(D, generator=g)
+        out["local_cls_norm.weight"] = torch.randn(D, generator=g)
+        out["local_cls_norm.bias"] = torch.randn(D, generator=g)
     return out
 
 

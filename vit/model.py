@@ -78,13 +78,13 @@ class ViTConfig:
     norm_pre: bool = False           # LayerNorm on the tokens before the first block (CLIP's ln_pre)
     k_bias: bool = True              # with qkv_bias, a key bias too; False: query and value biases only (BEiT, EVA-02)
     rel_pos_bias: bool = False       # BEiT: each block learns a bias per head and (query, key) offset, added to q·kᵀ/√d
-    rope: bool = False               # rotary embedding of the patches' q and k (EVA-02, RoPE-ViT, DINOv3; vit.positions)
+    rope: bool = False               # rotary embedding of the patches' q and k (EVA-02, RoPE-ViT, DINOv3; positions.py)
     rope_ref_grid: tuple[int, int] | None = None  # grid the rotary angles are scaled to (EVA-02: 16×16); None: the input's
     rope_temperature: float = 10000.0  # base of the rotary frequencies temperature^(-b/(Dh/4)) (RoPE-ViT, DINOv3: 100)
-    rope_coords: str = "index"       # "index": patch row and column; "centered": DINOv3's patch centres in [-1, 1] per axis
-    rope_axes: str = "ij"            # which axis turns the first quarter of the planes: "ij" rows, "xy" columns (RoPE-ViT)
+    rope_coords: str = "index"       # "index": patch row and column; "centered": DINOv3's centres in [-1, 1] per axis
+    rope_axes: str = "ij"            # the axis turning the first half of the planes: "ij" rows, "xy" columns (RoPE-ViT)
     rope_half: bool = False          # rotate channel c with c + Dh/2 (DINOv3) instead of neighbouring channel pairs
-    rope_mixed: bool = False         # RoPE-Mixed: learnt frequencies per block and head (attn.rope_freqs), both axes mixed
+    rope_mixed: bool = False         # RoPE-Mixed: frequencies learnt per block and head (attn.rope_freqs), axes mixed
     prefix_norm: bool = False        # DINOv3's untied final norm: CLS and registers get their own LayerNorm (cls_norm)
     attn_norm: bool = False          # LayerNorm on the heads' output before attn.proj (EVA-02 CLIP's sub-LN)
     # MLP: "gelu" (exact), "gelu_tanh" (SigLIP in Hugging Face), "quick_gelu" (x·σ(1.702x), OpenAI's CLIP) or
@@ -691,7 +691,8 @@ class VisionTransformer(nn.Module):
         grid = tuple(grid or cfg.grid)
         if cfg.rope_mixed:
             if axis != "both":
-                raise ValueError("RoPE-Mixed turns every plane with both axes: its kernel has no rows' or columns' part.")
+                raise ValueError("RoPE-Mixed turns every plane with both axes: its kernel has no rows' or columns' "
+                                 "part.")
             coords = patch_coordinates(grid, self.patch_embed.proj.weight.device)
             angles = torch.stack([coords[:, 0, None] * b.attn.rope_freqs[0][:, None] +
                                   coords[:, 1, None] * b.attn.rope_freqs[1][:, None] for b in self.blocks])
@@ -769,8 +770,8 @@ class VisionTransformer(nn.Module):
         return (logits, probe) if return_probe else logits
 
     def final_norm(self, x: torch.Tensor) -> torch.Tensor:
-        """The last tokens (B, T, D) normalised as ``forward_head`` reads them: ``norm`` on every token, or with DINOv3's
-        untied norms (``prefix_norm``) ``cls_norm`` on the prefix tokens and ``norm`` on the patches."""
+        """The last tokens (B, T, D) normalised as ``forward_head`` reads them: ``norm`` on every token, or with
+        DINOv3's untied norms (``prefix_norm``) ``cls_norm`` on the prefix tokens and ``norm`` on the patches."""
         if self.cls_norm is None:
             return self.norm(x)
         n = self.cfg.num_prefix_tokens

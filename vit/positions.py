@@ -162,7 +162,8 @@ def patch_coordinates(grid: tuple[int, int], device=None) -> torch.Tensor:
 
 def mixed_rope_tables(coords: torch.Tensor, freqs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """RoPE-Mixed (Heo et al. 2024): coords (…, N, 2) as (x, y), one block's learnt frequencies (2, H, Dh/2) ->
-    (sin, cos), each (…, H, N, Dh) in neighbouring-plane layout: plane p of head h turns by x·f_x[h, p] + y·f_y[h, p]."""
+    (sin, cos), each (…, H, N, Dh) in neighbouring-plane layout: plane p of head h turns by
+    x·f_x[h, p] + y·f_y[h, p]."""
     x, y = coords.float().unsqueeze(-3).unbind(-1)                    # each (…, 1, N)
     freqs = freqs.float()
     angles = x[..., None] * freqs[0][:, None] + y[..., None] * freqs[1][:, None]   # (…, H, N, Dh/2)

@@ -92,7 +92,8 @@ def test_a_model_with_neither_table_nor_rotation_says_why():
              Image.new("RGB", (32, 32), "gray"))
     assert w.positions == "none" and w.position_similarity is None
     assert "learnt bias for every offset" in walk_steps.step_texts(w, lang="en")[5].text
-    assert np.array_equal(np.asarray(walk_steps.position_patch_picture(w, 1, 1)), np.asarray(files.position_panel(arrays)))
+    said = walk_steps.position_patch_picture(w, 1, 1)
+    assert np.array_equal(np.asarray(said), np.asarray(files.position_panel(arrays)))
 
 
 def test_storage_tokens_have_their_norms_and_never_count_as_patches():

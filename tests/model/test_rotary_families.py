@@ -61,7 +61,8 @@ def test_timm_dinov3(name, kwargs, tmp_path):
     cfg = loaded.config
     assert loaded.format == "timm" and cfg.family == "dinov3"
     assert cfg.num_heads == ref.blocks[0].attn.num_heads and cfg.num_reg_tokens == 4 and cfg.layer_scale
-    assert cfg.rope_coords == "centered" and cfg.rope_half and cfg.rope_temperature == 100 and cfg.layer_norm_eps == 1e-5
+    assert cfg.rope_coords == "centered" and cfg.rope_half and cfg.rope_temperature == 100
+    assert cfg.layer_norm_eps == 1e-5
     assert cfg.mlp_act == ("swiglu" if "plus" in name else "gelu") and cfg.k_bias == ("qkvb" not in name)
     assert cfg.num_classes == 0 and cfg.global_pool == "token"      # model(x) is the CLS feature
     # timm's DINOv3 pretrained_cfg: 256, crop_pct 1.0, bicubic, ImageNet mean and std
@@ -93,7 +94,7 @@ def test_timm_dinov3_7b_by_config():
 @pytest.mark.parametrize("name,local_norm", [
     ("vit_small_patch16_dinov3_qkvb", False),                               # ViT-S/16: masked key bias
     pytest.param("vit_small_plus_patch16_dinov3_qkvb", False, marks=SLOW),   # ViT-S+/16: SwiGLU
-    pytest.param("vit_small_patch16_dinov3", True, marks=SLOW),              # as ViT-7B/16: no qkv bias, local-crop norm
+    pytest.param("vit_small_patch16_dinov3", True, marks=SLOW),              # as ViT-7B/16: no qkv bias, local norm
 ])
 def test_meta_dinov3_layout_equals_timm_reading_the_same_file(name, local_norm, tmp_path):
     torch.manual_seed(0)
@@ -118,7 +119,8 @@ def test_meta_dinov3_untied_norms_normalise_cls_and_registers_apart(tmp_path):
     source = randomize_(timm.create_model("vit_small_patch16_dinov3_qkvb", depth=2, global_pool="token"))
     meta = meta_dinov3_layout(source.state_dict(), heads=6)
     g = torch.Generator().manual_seed(9)
-    meta["cls_norm.weight"], meta["cls_norm.bias"] = 1 + 0.1 * torch.randn(384, generator=g), torch.randn(384, generator=g)
+    meta["cls_norm.weight"] = 1 + 0.1 * torch.randn(384, generator=g)
+    meta["cls_norm.bias"] = torch.randn(384, generator=g)
     torch.save(meta, tmp_path / "untied.pth")
     loaded = vit.load(tmp_path / "untied.pth")
     assert loaded.config.prefix_norm
@@ -126,7 +128,8 @@ def test_meta_dinov3_untied_norms_normalise_cls_and_registers_apart(tmp_path):
     source.norm = torch.nn.Identity()
     with torch.no_grad():
         tokens = source.forward_features(x)                                   # (B, T, D) before the final norm
-        want = torch.nn.functional.layer_norm(tokens[:, 0], (384,), meta["cls_norm.weight"], meta["cls_norm.bias"], 1e-5)
+        want = torch.nn.functional.layer_norm(tokens[:, 0], (384,), meta["cls_norm.weight"], meta["cls_norm.bias"],
+                                              1e-5)
         capture = loaded.model.forward_with_attention(x)
     assert_close(capture.output, want)
     assert_close(loaded.model(x), want, "fused forward")

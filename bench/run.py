@@ -20,6 +20,7 @@ not change timings) unless ``--weights`` names a checkpoint. Every number comes 
   gradient family (gae, grad_rollout, gradcam from one backward) and AttnLRP, the bytes cached per
   (photo, target), and re-rendering an explanation from them;
 - the inside views (``bench.inside``): lens + DLA, head importance estimated and exact, patching, each ÷ one forward;
+- a rotary family (``bench.rotary``): DINOv3 ViT-S/16 with full capture ÷ timm's forward at 224 and 512;
 - a Swin (``bench.swin``): Swin-T's capture forward ÷ torchvision's ``swin_t``, a class map ÷ its plain forward.
 
 Timings are medians of interleaved rounds after a warm-up (see ``bench.measure``).
@@ -532,6 +533,8 @@ def main(argv=None) -> None:
         rows += thorough_rows(loaded, loaded.preprocess(open_image(photos[0])), 2)
         from bench.inside import inside_rows   # the inside views (bench/inside.py): cat, patched from the coffee
         rows += inside_rows(loaded, photos[0], photos[2], max(3, args.rounds // 2))
+        from bench.rotary import rotary_rows     # a rotary family (bench/rotary.py): DINOv3 ViT-S/16 at 224 and 512
+        rows += rotary_rows(args.rounds)
         from bench.swin import swin_rows       # Swin-T at 224 against torchvision's swin_t (bench/swin.py)
         rows += swin_rows(max(3, args.rounds // 2))
         if not args.no_app:

@@ -36,7 +36,7 @@ def _linear(d_in: int, d_out: int, bias: bool = True) -> int:
 ACTIVATION_NAMES = {"gelu": "GELU", "gelu_tanh": "tanh-approximated GELU", "quick_gelu": "QuickGELU x·σ(1.702x)",
                     "swiglu": "SwiGLU"}
 FAMILY_NAMES = {"vit": "Vision Transformer", "clip": "CLIP image tower", "siglip": "SigLIP image tower",
-                "eva02": "EVA-02", "beit": "BEiT"}
+                "eva02": "EVA-02", "beit": "BEiT", "dinov3": "DINOv3", "rope_vit": "RoPE ViT"}
 
 
 def _qkv_params(cfg) -> int:
@@ -48,10 +48,12 @@ def _qkv_params(cfg) -> int:
 
 
 def _attention_params(cfg) -> int:
-    """q/k/v, the relative position table (BEiT), the output LayerNorm (EVA-02 CLIP) and proj of one block."""
+    """q/k/v, the relative position table (BEiT) or RoPE-Mixed's learnt frequencies, the output LayerNorm (EVA-02
+    CLIP) and proj of one block."""
     from vit.positions import num_relative_positions
     D = cfg.embed_dim
     table = num_relative_positions(cfg.grid) * cfg.num_heads if cfg.rel_pos_bias else 0
+    table += D if cfg.rope_mixed else 0           # (2, H, Dh/2): one frequency per axis, head and plane
     return _qkv_params(cfg) + table + (_layer_norm(D) if cfg.attn_norm else 0) + _linear(D, D)
 
 
@@ -80,17 +82,20 @@ def family_summary(cfg) -> str:
     tokens = ("a CLS token" if cfg.class_token else "no CLS token") + (", a distillation token" if cfg.distilled
                                                                        else "")
     tokens += f", {cfg.num_reg_tokens} registers" if cfg.num_reg_tokens else ""
-    positions = {"learned": "learnt absolute position embeddings", "none": "no absolute position embeddings"}[
-        cfg.pos_embed_kind]
+    positions = {"learned": "learnt absolute position embeddings", "none": "no absolute position embeddings",
+                 "sincos2d": "a fixed 2-D sine-cosine position table"}[cfg.pos_embed_kind]
     if cfg.rel_pos_bias:
         positions += " and a learnt relative position bias in every block's attention"
     if cfg.rope:
-        positions += " and a rotary embedding of the patches' queries and keys in every block"
+        positions += " and a rotary embedding of the patches' queries and keys in every block" + (
+            " (frequencies learnt per block and head, mixing rows and columns)" if cfg.rope_mixed else
+            " (on patch centres normalised to [-1, 1] per axis)" if cfg.rope_coords == "centered" else "")
     block = f"pre-norm blocks with a {ACTIVATION_NAMES[cfg.mlp_act]} MLP"
     block += " (LayerNorm on its hidden units)" if cfg.mlp_norm else ""
     block += ", q and v biases but none on k" if cfg.qkv_bias and not cfg.k_bias else ""
     block += ", LayerScale" if cfg.layer_scale else ""
     block += "; a LayerNorm before the first block" if cfg.norm_pre else ""
+    block += "; the CLS and register tokens get their own final LayerNorm" if cfg.prefix_norm else ""
     pooling = {"token": "the CLS token is the image's summary (the maps read its row)",
                "avg": "the mean of the patch tokens is the image's summary (the maps read the mean of the patch rows)",
                "map": "a learnt probe query attends over the patches (attention pooling, \"MAP\"; the maps read "
@@ -148,7 +153,13 @@ def stages(cfg, image_hw: tuple[int, int] | None = None) -> list[Stage]:
     softmax_note = "each row: how much one token attends to every token (sums to 1)"
     if cfg.rel_pos_bias:
         softmax_note += f"; B: a learnt bias per head for each of the {gh0}×{gw0} grid's offsets (the table)"
-    if cfg.rope:
+    if cfg.rope and cfg.rope_mixed:
+        softmax_note += ("; R rotates each patch's q and k by its row and column through frequencies learnt per "
+                         "block and head, so q·k depends on the offset")
+    elif cfg.rope and cfg.rope_coords == "centered":
+        softmax_note += ("; R rotates each patch's q and k by its centre's coordinates in [-1, 1] on each axis, so "
+                         "q·k depends on the offset as a fraction of the image")
+    elif cfg.rope:
         ref = cfg.rope_ref_grid or (gh, gw)
         softmax_note += (f"; R rotates each patch's q and k by its row and column (angles on a {ref[0]}×{ref[1]} "
                          f"grid), so q·k depends on the offset")
@@ -167,7 +178,7 @@ def stages(cfg, image_hw: tuple[int, int] | None = None) -> list[Stage]:
         Stage(f"  └ LayerNorm → MLP ({act}), + residual", f"{T}×{D}",
               _layer_norm(D) + _mlp_params(cfg) + (D if cfg.layer_scale else 0), mlp_note),
     ]
-    final_norm = _layer_norm(D)
+    final_norm = _layer_norm(D) * (2 if cfg.prefix_norm else 1)   # DINOv3's untied norms: the prefix's own
     if cfg.global_pool == "avg":
         rows.append(Stage("Mean of patch tokens" + (" → LayerNorm" if cfg.fc_norm else ", after LayerNorm"),
                           f"{D}", final_norm, "average over the patches"))

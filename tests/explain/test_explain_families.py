@@ -44,8 +44,10 @@ FAMILIES = {
                  k_bias=False),
     "registers": dict(num_reg_tokens=4),
     "distilled": dict(distilled=True),
+    **{name: tiny_models.FAMILIES[name] for name in ("dinov3", "rope_vit", "rope_mixed_ape", "rope_gap")},
 }
-QUERY = {"clip": "cls", "siglip": "map", "eva02": "cls", "beit": "mean", "registers": "cls", "distilled": "cls"}
+QUERY = {"clip": "cls", "siglip": "map", "eva02": "cls", "beit": "mean", "registers": "cls", "distilled": "cls",
+         "dinov3": "cls", "rope_vit": "cls", "rope_mixed_ape": "cls", "rope_gap": "mean"}
 CONSERVATION_TOL = 1e-4   # |Σ relevance - logit| / |logit| (float32; CP-LRP conserves exactly up to rounding)
 
 

@@ -40,6 +40,10 @@ HF_PROCESSORS = {
                                image_std=OPENAI_CLIP_STD, square=False),
     "SiglipImageProcessor": dict(size={"height": 224, "width": 224}, do_center_crop=False, resample=3,
                                  image_mean=INCEPTION_MEAN, image_std=INCEPTION_STD, square=False),
+    # DINOv3's processor resizes float tensors with torchvision (antialiased bilinear), not PIL: equal to ours up to
+    # the resampling's rounding (tests/checkpoints/test_dinov3_preprocess.py, within 1.5 grey levels)
+    "DINOv3ViTImageProcessor": dict(size={"height": 224, "width": 224}, do_center_crop=False, resample=2,
+                                    image_mean=IMAGENET_MEAN, image_std=IMAGENET_STD, square=True),
 }
 HF_COMMON = dict(do_resize=True, do_rescale=True, rescale_factor=1 / 255, do_normalize=True)  # every class's
 # The processor AutoImageProcessor picks from config.json's model_type when preprocessor_config.json names none.
@@ -48,8 +52,8 @@ HF_MODEL_PROCESSORS = {"vit": "ViTImageProcessor", "deit": "DeiTImageProcessor",
                        "vit_mae": "ViTImageProcessor", "vit_msn": "ViTImageProcessor",
                        "data2vec-vision": "BeitImageProcessor", "clip": "CLIPImageProcessor",
                        "clip_vision_model": "CLIPImageProcessor", "siglip": "SiglipImageProcessor",
-                       "siglip_vision_model": "SiglipImageProcessor", "swin": "ViTImageProcessor",
-                       "swinv2": "ViTImageProcessor"}
+                       "siglip_vision_model": "SiglipImageProcessor", "dinov3_vit": "DINOv3ViTImageProcessor",
+                       "swin": "ViTImageProcessor", "swinv2": "ViTImageProcessor"}
 
 
 def huggingface_processor_name(settings: dict, model_type: str) -> str:

@@ -7,5 +7,5 @@ from .preprocess import Preprocess
 from .swin import SwinConfig, SwinTransformer, WindowCapture, WindowLayout, swin_variant
 
 __all__ = ["AttentionCapture", "LoadedModel", "Preprocess", "SwinConfig", "SwinTransformer", "TokenLayout", "ViTConfig",
-           "VisionTransformer", "WEIGHTS_DIR", "WindowCapture", "WindowLayout", "imagenet_labels", "list_local_checkpoints",
-           "load", "save_checkpoint", "swin_variant", "variant", "weights_dir"]
+           "VisionTransformer", "WEIGHTS_DIR", "WindowCapture", "WindowLayout", "imagenet_labels",
+           "list_local_checkpoints", "load", "save_checkpoint", "swin_variant", "variant", "weights_dir"]

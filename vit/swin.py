@@ -591,7 +591,7 @@ class SwinTransformer(nn.Module):
         return table.permute(0, 2, 3, 1)
 
     def forward_head(self, x: torch.Tensor) -> torch.Tensor:
-        """Last stage's tokens (B, gh, gw, C) -> logits (B, num_classes), or the pooled features (B, C) without a head."""
+        """Last stage's tokens (B, gh, gw, C) -> logits (B, num_classes), or pooled features (B, C) without a head."""
         pooled = self.norm(x).mean(dim=(1, 2))                        # the average pool over the last stage
         return self.head(self.head_drop(pooled))
 

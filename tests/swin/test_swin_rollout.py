@@ -44,8 +44,8 @@ def test_the_hand_built_two_stage_case():
     pairs_0_1 = np.array([[half, half, 0, 0]] * 2 + [[0, 0, half, half]] * 2, np.float32)  # slots {0, 1}, {2, 3}
     block1 = np.stack([
         np.full((4, 4), third, np.float32),   # window (0, 0) holds tokens (1,1) (1,2) (2,1) (2,2): one tile
-        pairs_0_2,                            # window (0, 1): (1,3) (1,0) (2,3) (2,0): tiles {(1,3),(2,3)}, {(1,0),(2,0)}
-        pairs_0_1,                            # window (1, 0): (3,1) (3,2) (0,1) (0,2): tiles {(3,1),(3,2)}, {(0,1),(0,2)}
+        pairs_0_2,            # window (0, 1): (1,3) (1,0) (2,3) (2,0): tiles {(1,3),(2,3)}, {(1,0),(2,0)}
+        pairs_0_1,            # window (1, 0): (3,1) (3,2) (0,1) (0,2): tiles {(3,1),(3,2)}, {(0,1),(0,2)}
         np.eye(4, dtype=np.float32),          # window (1, 1): (3,3) (3,0) (0,3) (0,0): four one-token tiles
     ])[:, None]
     stage1 = top_left[None, None]                                            # (1, 1, 4, 4)

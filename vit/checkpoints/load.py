@@ -409,7 +409,8 @@ def _finish(state: dict, cfg: ViTConfig, source: str, meta: _Meta, fmt: str, ove
     state = {k: v.float().contiguous() if torch.is_floating_point(v) else v for k, v in state.items()}
     load_strict(model, state, source, assign=True)
     if any(t.is_meta for t in [*model.parameters(), *model.buffers()]):  # a tensor no checkpoint fills
-        raise RuntimeError(f"{type(model).__name__} has tensors outside its state dict; they cannot be built on 'meta'.")
+        raise RuntimeError(f"{type(model).__name__} has tensors outside its state dict; they cannot be built on "
+                           f"'meta'.")
     model.eval()
     labels = meta.labels if meta.labels is not None else default_labels(cfg.num_classes)
     if len(labels) != cfg.num_classes:

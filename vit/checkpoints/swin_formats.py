@@ -1,5 +1,5 @@
-"""Swin checkpoints: recognise torchvision's, timm's (and the original Microsoft ones) and transformers' Swin and Swin v2
-from their keys, rename their tensors to ``vit.swin.SwinTransformer``'s (timm's names), and read its config off
+"""Swin checkpoints: recognise torchvision's, timm's (and the original Microsoft ones) and transformers' Swin and
+Swin v2 from their keys, rename their tensors to ``vit.swin.SwinTransformer``'s (timm's names), and read its config off
 the tensors and what lies around them.
 
 Every format is a swap table of (regex, replacement) pairs applied in order, as ``vit.checkpoints.formats`` does for
@@ -59,7 +59,8 @@ HF_SWIN_SWAPS = [
     (r"\.attention\.self\.(query|key|value)\.", r".attn.\1."),    # file layout; fused into attn.qkv below
     (r"\.attention\.(q|k|v)_proj\.", r".attn.\1."),               # transformers ≥ 5 in memory
     (r"\.attention\.(output\.dense|o_proj)\.", ".attn.proj."),
-    (r"\.attention\.(self|relative_position_bias)\.relative_position_bias_table$", ".attn.relative_position_bias_table"),
+    (r"\.attention\.(self|relative_position_bias)\.relative_position_bias_table$",
+     ".attn.relative_position_bias_table"),
     (r"\.attention\.self\.logit_scale$", ".attn.logit_scale"),
     (r"\.attention\.self\.continuous_position_bias_mlp\.", ".attn.cpb_mlp."),
     (r"\.intermediate\.dense\.", ".mlp.fc1."),

@@ -186,8 +186,9 @@ def randomize_block(model, index: int, seed: int = 0) -> None:
 
 def cascading_randomization(model, seed: int = 0) -> Iterator[tuple[int, object]]:
     """Yield ``(k, copy with the top k blocks randomised)`` for k = 1 … L, from the top block down (Adebayo et al.'s
-    cascading randomisation; a Swin's blocks in forward order across its stages, its patch mergings kept). One copy is made and randomised one more block per step (the yielded model is the
-    same object each time), so the whole cascade costs one copy of the weights; the caller's model is untouched."""
+    cascading randomisation; a Swin's blocks in forward order across its stages, its patch mergings kept). One copy
+    is made and randomised one more block per step (the yielded model is the same object each time), so the whole
+    cascade costs one copy of the weights; the caller's model is untouched."""
     randomized = copy.deepcopy(model).eval()
     L = len(model.blocks)
     for k in range(1, L + 1):

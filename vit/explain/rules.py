@@ -192,8 +192,9 @@ class RuleWindowAttention(WindowAttention):
         extra = sorted(set(inner._modules) - self.KNOWN_MODULES) + \
             sorted(set(inner._parameters) - {"relative_position_bias_table"})
         if extra:
-            raise ValueError(f"RuleWindowAttention reproduces WindowAttention made of {', '.join(sorted(self.KNOWN_MODULES))} "
-                             f"and its bias table only, but this one also has {', '.join(extra)}; extend it for them.")
+            raise ValueError(f"RuleWindowAttention reproduces WindowAttention made of "
+                             f"{', '.join(sorted(self.KNOWN_MODULES))} and its bias table only, but this one also has "
+                             f"{', '.join(extra)}; extend it for them.")
         shared = ("_modules", "_parameters", "_buffers")      # shallow: the same tensors, a dict of our own
         self.__dict__.update({k: dict(v) if k in shared else v for k, v in inner.__dict__.items()})
         self.qkv_scale = qkv_scale

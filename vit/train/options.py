@@ -29,7 +29,7 @@ class TrainOptions:
     embed_dim: int | None = None
     num_heads: int | tuple[int, ...] | None = None   # a Swin: one per stage (one number: every stage)
     mlp_dim: int | None = None
-    window: int | None = None                     # a Swin: windows of W×W tokens in every stage (default: the variant's 7)
+    window: int | None = None                     # a Swin: W×W-token windows in every stage (default: the variant's 7)
     depths: tuple[int, ...] | None = None         # a Swin: blocks per stage (default: the variant's)
     pos_embed: str | None = None                  # "learned" (a ViT's default), "sincos2d" (fixed) or "none" (a Swin's)
     epochs: int = 30

@@ -108,7 +108,8 @@ def capture(model, x: torch.Tensor, attention_dtype=np.float32, statistics: bool
     the entropy and key mass per block. ``distance_renormalise``: also the mean distance with rows renormalised
     over the patches. Everything stays on the device until one move to the host at the end.
     """
-    refuse_swin(model, "The attention analysis (its (L, H, T, T) maps, the page's and the CLI's views)")   # a Swin's windows: vit.swin, viz.maps.hierarchy
+    # a Swin's windows are read by vit.swin and viz.maps.hierarchy, not by this (L, H, T, T) analysis
+    refuse_swin(model, "The attention analysis (its (L, H, T, T) maps, the page's and the CLI's views)")
     device = x.device
     B = x.shape[0]
     layout = model.token_layout(x.shape[-2], x.shape[-1])

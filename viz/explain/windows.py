@@ -21,7 +21,7 @@ from .gradcam import gradcam_values
 @dataclass(frozen=True)
 class WindowArrays:
     """What the Swin passes produced for one image (numpy, float32)."""
-    layouts: list                             # per block, first first: vit.swin.WindowLayout (stage, grid, window, shift)
+    layouts: list                             # per block, first first: vit.swin.WindowLayout (grid, window, shift…)
     attention: list | None = None             # per block: (nW, H, N, N) window attention
     attention_grad: list | None = None        # per block: (nW, H, N, N) ∂score/∂attention
     tokens: np.ndarray | None = None          # (gh, gw, C) the last block's norm1 output (Grad-CAM's activation)

@@ -132,6 +132,7 @@ def test_processor_defaults_are_transformers_own(name):
     theirs = {k: getattr(cls, k, None) for k in ("size", "crop_size", "do_center_crop", "resample", "image_mean",
                                                  "image_std", "do_resize", "do_rescale", "rescale_factor",
                                                  "do_normalize")}
+    theirs.update({k: getattr(cls, k) for k in ("patch_size", "max_num_patches") if hasattr(cls, k)})  # NaFlex
     theirs.update(square=cls.default_to_square, do_center_crop=bool(theirs["do_center_crop"]),
                   resample=int(theirs["resample"]), image_mean=tuple(theirs["image_mean"]),
                   image_std=tuple(theirs["image_std"]))
@@ -139,10 +140,11 @@ def test_processor_defaults_are_transformers_own(name):
     assert ours == theirs
 
 
-@pytest.mark.parametrize("model_type", sorted(set(HF_MODEL_PROCESSORS) - {"clip_vision_model", "siglip_vision_model"}))
+@pytest.mark.parametrize("model_type", sorted(set(HF_MODEL_PROCESSORS) - {"clip_vision_model", "siglip_vision_model",
+                                                                           "siglip2_vision_model"}))
 def test_each_model_type_picks_transformers_processor(model_type, tmp_path):
-    """(For a CLIP or SigLIP vision-model folder whose preprocessor_config.json names no class, transformers finds
-    none; the project takes the family's.)"""
+    """(For a CLIP, SigLIP or SigLIP 2 vision-model folder whose preprocessor_config.json names no class,
+    transformers finds none; the project takes the family's.)"""
     config = transformers.AutoConfig.for_model(model_type)
     config.save_pretrained(tmp_path)
     (tmp_path / "preprocessor_config.json").write_text("{}")

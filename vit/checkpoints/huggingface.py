@@ -1,8 +1,8 @@
 """Hugging Face Hub folders: transformers' ``save_pretrained`` folders and timm's Hub folders.
 
 transformers (``model_type`` in config.json): ViTForImageClassification / DeiT / BEiT (format "huggingface"),
-CLIPModel, CLIPVisionModel(WithProjection), SiglipVisionModel and SiglipModel's image tower (format
-"huggingface-clip"). Tensors are renamed by the format's filter in ``vit.checkpoints.formats``; this module
+CLIPModel, CLIPVisionModel(WithProjection), SiglipVisionModel and SiglipModel's image tower, Siglip2VisionModel and
+Siglip2Model's NaFlex image tower (format "huggingface-clip"). Tensors are renamed by the format's filter in ``vit.checkpoints.formats``; this module
 reads what lies around them: config.json (heads, LayerNorm eps, activation, image size, id2label, the text
 tower's config), preprocessor_config.json, and a CLIP tokenizer's vocab.json + merges.txt.
 
@@ -18,17 +18,20 @@ Every folder's preprocessing is its source's own (``vit.checkpoints.pipelines``)
 from __future__ import annotations
 
 import json
+import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .files import read_file
+from .infer import naflex_architecture
 from .pipelines import huggingface_preprocess, open_clip_preprocess, timm_preprocess
 from ..clip.tokenizer import Tokenizer
 from ..preprocess import Preprocess
 
 HF_ACTIVATIONS = {"gelu": "gelu", "quick_gelu": "quick_gelu", "gelu_pytorch_tanh": "gelu_tanh",
                   "gelu_new": "gelu_tanh"}  # transformers' hidden_act -> ViTConfig.mlp_act
-CLIP_TYPES = ("clip", "clip_vision_model", "siglip", "siglip_vision_model")
+CLIP_TYPES = ("clip", "clip_vision_model", "siglip", "siglip_vision_model", "siglip2", "siglip2_vision_model")
 
 
 @dataclass(frozen=True)
@@ -85,16 +88,24 @@ def _read_beit_folder(folder: Path, hf: dict) -> HuggingFaceFolder:
 def _read_clip_folder(folder: Path, hf: dict) -> HuggingFaceFolder:
     """CLIP / SigLIP: the image tower's settings live in vision_config (or at the top level for a vision model)."""
     kind = hf["model_type"]
-    vision = hf.get("vision_config", hf) if kind in ("clip", "siglip") else hf
+    vision = hf.get("vision_config", hf) if kind in ("clip", "siglip", "siglip2") else hf
     config = _encoder_config(vision, default_eps=1e-5 if kind.startswith("clip") else 1e-6)
     config["mlp_act"] = _activation(folder, vision)
+    defaults = {}
+    if kind.startswith("siglip2"):  # NaFlex: without preprocessor_config.json, the model's patch and table size
+        defaults = {"patch_size": vision.get("patch_size", 16), "max_num_patches": vision.get("num_patches", 256)}
+    preprocess = _processor(folder, kind, config["img_size"], defaults)
+    if kind.startswith("siglip2"):  # a square table of num_patches resized to each photo's own grid
+        side = math.isqrt(int(vision.get("num_patches", 256)))
+        config.update(pos_embed_grid=(side, side), pos_embed_interp="bilinear", pos_embed_antialias=True,
+                      img_size=preprocess.crop)
     if kind.startswith("siglip") and not vision.get("vision_use_head", True):
         raise ValueError(f"{folder}: a SigLIP image tower without its attention-pooling head (vision_use_head "
                          f"false) is not supported! Expected the MAP head.")
     state = _read_weights(folder)
     text_config, tokenizer = {}, None
-    if kind == "siglip":  # SigLIP's text tower is not CLIP's (no causal mask, sigmoid loss): its image tower only
-        state = {k: v for k, v in state.items() if not k.startswith("text_model.") and k not in
+    if kind in ("siglip", "siglip2"):  # SigLIP's text tower is not CLIP's (no causal mask, sigmoid loss): its image
+        state = {k: v for k, v in state.items() if not k.startswith("text_model.") and k not in  # tower only
                  ("logit_scale", "logit_bias")}
     if kind == "clip":
         text = hf.get("text_config", {})
@@ -108,8 +119,7 @@ def _read_clip_folder(folder: Path, hf: dict) -> HuggingFaceFolder:
             text_config["eot_token_id"] = tokenizer.eot_id
         elif text.get("eos_token_id", 2) != 2:  # 2: configs from before transformers knew it (argmax pooling)
             text_config["eot_token_id"] = text["eos_token_id"]
-    return HuggingFaceFolder(state, config, None, _processor(folder, kind, config["img_size"]),
-                             "huggingface-clip", text_config, tokenizer)
+    return HuggingFaceFolder(state, config, None, preprocess, "huggingface-clip", text_config, tokenizer)
 
 
 def _read_timm_folder(folder: Path, timm_cfg: dict) -> HuggingFaceFolder:
@@ -117,9 +127,11 @@ def _read_timm_folder(folder: Path, timm_cfg: dict) -> HuggingFaceFolder:
     arch = str(timm_cfg["architecture"])
     pretrained = timm_cfg.get("pretrained_cfg") or {}
     config = {"mlp_act": "quick_gelu"} if "quickgelu" in arch else {}
+    config.update(naflex_architecture(arch))
     preprocess = None
     if "input_size" in pretrained:  # else the architecture's own config, which only timm knows: the loader's default
-        preprocess = timm_preprocess(pretrained)
+        patch = re.search(r"_patch(\d+)", arch) if arch.startswith("naflexvit_") else None
+        preprocess = timm_preprocess(pretrained, naflex_patch=int(patch[1]) if patch else None)
         config["img_size"] = preprocess.crop
     labels = pretrained.get("label_names") or timm_cfg.get("label_names")
     return HuggingFaceFolder(_read_weights(folder), config, list(labels) if labels else None, preprocess, "timm")
@@ -157,10 +169,14 @@ def _activation(folder: Path, hf: dict) -> str:
     return HF_ACTIVATIONS[act]
 
 
-def _processor(folder: Path, model_type: str, img_size: tuple[int, int]) -> Preprocess:
-    """The folder's image processor (preprocessor_config.json, else its class's defaults at the model's size)."""
+def _processor(folder: Path, model_type: str, img_size: tuple[int, int], defaults: dict | None = None) -> Preprocess:
+    """The folder's image processor (preprocessor_config.json, else its class's defaults at the model's size);
+    ``defaults``: settings the model fixes where the file says nothing (a NaFlex tower's patch and table size)."""
+    settings = _read_json(folder / "preprocessor_config.json")
+    if defaults:
+        settings = {**defaults, **(settings or {})}
     try:
-        return huggingface_preprocess(_read_json(folder / "preprocessor_config.json"), model_type, img_size)
+        return huggingface_preprocess(settings, model_type, img_size)
     except ValueError as e:
         raise ValueError(f"{folder}: {e}") from None
 

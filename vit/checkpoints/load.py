@@ -23,8 +23,8 @@ from .formats import checkpoint_filter_fn, detect_format, google_num_heads, load
     unwrap_state_dict
 from .files import CHECKPOINT_SUFFIXES, OWN_FORMAT, OWN_VERSION, read_file
 from .huggingface import read_folder as read_huggingface_folder
-from .infer import checkpoint_grid, infer_config
-from .pipelines import huggingface_preprocess, open_clip_preprocess, source_preprocess
+from .infer import checkpoint_grid, format_facts, infer_config
+from .pipelines import huggingface_preprocess, open_clip_preprocess, source_preprocess, timm_preprocess
 from ..clip import TextTower, TextTransformer, Tokenizer, bundled_tokenizer, infer_text_config
 from ..labels import default_labels, imagenet_labels
 from ..model import ViTConfig, VisionTransformer, sincos_2d_position_embedding, variant
@@ -237,6 +237,7 @@ def _build(raw: dict, source: str, meta: _Meta, overrides: dict) -> LoadedModel:
     if fmt == "openai-clip":  # OpenAI's CLIP and open_clip's "-quickgelu" models; others say so in their config
         config["mlp_act"] = "quick_gelu"
     config.update(meta.config)
+    config = {**format_facts(fmt, state, {**config, **overrides}), **config}  # what the key layout says; metadata wins
     state = checkpoint_filter_fn(state, fmt)
     text_state = {k.removeprefix("text."): state.pop(k) for k in [k for k in state if k.startswith("text.")]}
     cfg = infer_config(state, **{**config, **overrides})
@@ -283,7 +284,7 @@ def _build_own(ckpt: dict, source: str, meta: _Meta, overrides: dict) -> LoadedM
 
 def _fit_pos_embed(state: dict, cfg: ViTConfig, old_grid: tuple[int, int]) -> dict:
     """Resample the checkpoint's position embeddings when the model is built for another grid."""
-    if "pos_embed" not in state or tuple(old_grid) == cfg.grid:
+    if "pos_embed" not in state or tuple(old_grid) == cfg.pos_grid:
         return state
     num_prefix = int(cfg.class_token) + int(cfg.distilled) if cfg.pos_embed_prefix else 0
     if cfg.pos_embed_kind == "sincos2d":  # a fixed table is computed for the new grid, not resized
@@ -316,10 +317,19 @@ def default_preprocess(fmt: str, cfg: ViTConfig) -> Preprocess:
 
     Hugging Face key layouts: the family's image processor's defaults (ViT, BEiT, CLIP, SigLIP); OpenAI's and
     open_clip's CLIP: open_clip's defaults (shorter side to the crop, bicubic, CLIP's mean and std);
-    torchvision: its ViT weights' 256 -> 224 bilinear crop with ImageNet's mean and std; anything else timm's
-    default configuration (224 / 0.875 -> 256 -> 224, bicubic) with the family's mean and std (timm's CLIP and
-    EVA-02 use OpenAI's, SigLIP and BEiT map pixels to [-1, 1], crop_pct 0.9).
+    torchvision: its ViT weights' 256 -> 224 bilinear crop with ImageNet's mean and std; timm's NaFlexViT and SigLIP
+    2's NaFlex tower: each photo at its aspect ratio in as many patches as the square input holds (timm's NaFlex
+    transform at its 384-pixel input_size, 0.5/0.5; Siglip2ImageProcessor's defaults); anything else timm's default
+    configuration (224 / 0.875 -> 256 -> 224, bicubic) with the family's mean and std (timm's CLIP and EVA-02 use
+    OpenAI's; SigLIP, BEiT, the relative-position and parallel-block ViTs map pixels to [-1, 1], crop_pct 0.9).
     """
+    if fmt == "huggingface-clip" and cfg.pos_embed_grid is not None:   # SigLIP 2's NaFlex tower: its processor
+        gh, gw = cfg.grid                                               # with the model's patch and input
+        return huggingface_preprocess({"patch_size": cfg.patch_size, "max_num_patches": gh * gw},
+                                      "siglip2_vision_model", cfg.img_size)
+    if fmt == "timm-naflex":   # each photo at its own aspect ratio, in as many patches as the square input has
+        return timm_preprocess({"input_size": (3, *cfg.img_size), "mean": INCEPTION_MEAN, "std": INCEPTION_STD},
+                               naflex_patch=cfg.patch_size)
     if fmt in ("huggingface", "huggingface-clip"):
         return huggingface_preprocess(None, cfg.family if cfg.family in ("beit", "clip", "siglip") else "vit",
                                       cfg.img_size)

@@ -25,6 +25,7 @@ TIMM_SWAPS: Swaps = [
     (r"^pre_logits\.fc\.", "pre_logits.0."),  # timm < 0.9 representation layer (ImageNet-21k ViTs)
     (r"^(blocks\.\d+)\.gamma_([12])$", r"\1.ls\2.gamma"),  # BEiT / EVA layer scale
     (r"\.attn\.(q|k|v)_proj\.", r".attn.\1."),  # EVA-02 with separate q/k/v (fused into attn.qkv below)
+    (r"\.attn\.rel_pos\.relative_position_bias_table$", ".attn.relative_position_bias_table"),  # relpos, table kind
 ]
 TIMM_DROP = [r"relative_position_index$"]  # BEiT: a buffer some versions saved, recomputed from the grid
 # timm's NaFlexViT: the patch embedding, tokens and position table live in one ``embeds`` module; the patch projection
@@ -162,7 +163,17 @@ def swap_keys(state_dict: dict, swaps: Swaps, drop: list[str] = ()) -> dict:
 def timm_filter_fn(state_dict: dict) -> dict:
     """timm's ViT (also its CLIP and SigLIP towers, relative-position and parallel-block ViTs), EVA-02 and BEiT -> ours."""
     sd = _share_rel_pos(_fold_parallel(swap_keys(state_dict, TIMM_SWAPS, TIMM_DROP)))
-    return _timm_clip_projection(_split_glu(_fuse_qkv(sd)))
+    return _timm_clip_projection(_split_glu(_fuse_qkv(_prefix_rows(sd))))
+
+
+def _prefix_rows(sd: dict) -> dict:
+    """timm's relpos table (``rel_pos_type='bias'``) has BEiT's 3 prefix rows only with a CLS token: without one,
+    (2gh-1)(2gw-1) rows, an odd square, get 3 zero rows (never read: there is no prefix token)."""
+    out = dict(sd)
+    for k, t in sd.items():
+        if k.endswith("attn.relative_position_bias_table") and math.isqrt(t.shape[0]) ** 2 == t.shape[0]:
+            out[k] = torch.cat([t, t.new_zeros(3, t.shape[1])])
+    return out
 
 
 def naflex_filter_fn(state_dict: dict) -> dict:

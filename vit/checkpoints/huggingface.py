@@ -134,7 +134,9 @@ def _read_timm_folder(folder: Path, timm_cfg: dict) -> HuggingFaceFolder:
         preprocess = timm_preprocess(pretrained, naflex_patch=int(patch[1]) if patch else None)
         config["img_size"] = preprocess.crop
     labels = pretrained.get("label_names") or timm_cfg.get("label_names")
-    return HuggingFaceFolder(_read_weights(folder), config, list(labels) if labels else None, preprocess, "timm")
+    state = _read_weights(folder)
+    fmt = "timm-naflex" if "embeds.proj.weight" in state else "timm"     # NaFlexViT keeps its embeddings apart
+    return HuggingFaceFolder(state, config, list(labels) if labels else None, preprocess, fmt)
 
 
 def _read_open_clip_folder(folder: Path, oc: dict) -> HuggingFaceFolder:

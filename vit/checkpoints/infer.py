@@ -67,6 +67,9 @@ def infer_config(sd: dict, **overrides) -> ViTConfig:
         mlp_norm="blocks.0.mlp.norm.weight" in sd,
         proj_dim=int(sd["proj.weight"].shape[0]) if "proj.weight" in sd else None,
     )
+    if rel_mlp is not None and "blocks.0.attn.rel_pos.mlp.fc2.bias" not in sd:
+        raise ValueError("timm's relative-position MLP in Swin V2 mode (rel_pos_type 'mlp_swin': a sigmoid bias "
+                         "times 16, no fc2 bias) is not supported; timm's vit_relpos_* models use its 'cr' mode.")
     if rel_mlp is not None:  # timm's relpos blocks have LayerScale, its res-post-norm (*_rpn) blocks none
         fields.update(rel_pos_mlp=True, rel_pos_mlp_dim=int(rel_mlp.shape[1]), res_post_norm=not fields["layer_scale"])
     if swiglu:
@@ -203,10 +206,13 @@ def format_facts(fmt: str, sd: dict, given: dict) -> dict:
     - timm's NaFlexViT: a (1, h, w, D) table of patches only, resized to every input's grid with antialiasing, by
       the architecture's interpolation and aspect rule (``NAFLEX_RESIZING``), at timm's 384-pixel input;
     - SigLIP 2's NaFlex tower (transformers, a Linear patch embedding): a square table of ``num_patches`` rows
-      resized bilinearly with antialiasing, as transformers resizes it, at the input a square photo gets.
+      resized bilinearly with antialiasing, as transformers resizes it, at the input a square photo gets; tanh GELU;
+    - timm's parallel blocks (``attns.j``): the table resized as timm resizes it, bicubic with antialiasing.
     """
     if fmt == "timm-naflex":
         return _naflex_facts(sd, given)
+    if fmt == "timm" and any(".attns.0." in k for k in sd):  # parallel blocks: a table resized as timm resizes it
+        return dict(pos_embed_antialias=True)                  # (resample_abs_pos_embed: bicubic, antialiased)
     patch = next((v for k, v in sd.items() if re.fullmatch(r"(vision_model\.)?embeddings\.patch_embedding\.weight", k)),
                  None)
     if fmt == "huggingface-clip" and patch is not None and patch.ndim == 2:
@@ -214,7 +220,7 @@ def format_facts(fmt: str, sd: dict, given: dict) -> dict:
         side = math.isqrt(int(table.shape[0]))
         P = math.isqrt(int(patch.shape[1]) // 3)
         return dict(pos_embed_grid=(side, side), pos_embed_interp="bilinear", pos_embed_antialias=True,
-                    img_size=(side * P, side * P))
+                    img_size=(side * P, side * P), mlp_act="gelu_tanh")   # Siglip2VisionConfig's hidden_act
     return {}
 
 

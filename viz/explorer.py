@@ -101,8 +101,11 @@ def summary(a: Analysis, lang: str = "en", preprocess=None) -> str:
 
 def input_kind(preprocess) -> str:
     """The catalogue key naming a model input made by ``preprocess``: "summary.crop" (a crop of the photo, its
-    aspect ratio kept), "summary.squashed" (the whole photo stretched to the input) or "summary.stretched_crop"
-    (the photo stretched, then its centre cut out)."""
+    aspect ratio kept), "summary.squashed" (the whole photo stretched to the input), "summary.stretched_crop"
+    (the photo stretched, then its centre cut out) or "summary.aspect" (NaFlex: the whole photo at its own aspect
+    ratio, the input's shape following it)."""
+    if preprocess is not None and preprocess.varies:
+        return "summary.aspect"
     if preprocess is None or not preprocess.stretches:
         return "summary.crop"
     return "summary.squashed" if tuple(preprocess.resize) == tuple(preprocess.crop) else "summary.stretched_crop"
@@ -235,8 +238,9 @@ def query_views(s: Session, a: Analysis, c: Controls, lang: str = "en") -> tuple
 def crop_view(photo: str, model: ServedModel, lang: str = "en") -> tuple[Image.Image, str]:
     """The upload with the crop the model saw outlined, and a note (enlarged tiny photo, else what the box is)."""
     loaded = model.loaded
-    picture, note = panels.crop_panel(open_image(photo), loaded.preprocess, CROP_SIZE, language(lang))
-    crop_h, crop_w = loaded.preprocess.crop
+    image = open_image(photo)
+    picture, note = panels.crop_panel(image, loaded.preprocess, CROP_SIZE, language(lang))
+    crop_h, crop_w = loaded.preprocess.input_size(image.size)      # open_image: already upright
     return picture, note or t("note.crop", lang, crop=f"{crop_w}×{crop_h}")
 
 

@@ -231,5 +231,5 @@ def model_arrays(model, name: str = "") -> ModelArrays:
     return ModelArrays(name=name,
                        patch_weight=model.patch_embed.proj.weight.detach().float().cpu().numpy(),
                        pos_embed=pos_embed,
-                       native_grid=tuple(cfg.grid), patch_size=cfg.patch_size, num_prefix=cfg.num_prefix_tokens,
+                       native_grid=tuple(cfg.pos_grid), patch_size=cfg.patch_size, num_prefix=cfg.num_prefix_tokens,
                        depth=cfg.depth, heads=cfg.num_heads, pos_embed_kind=kind)

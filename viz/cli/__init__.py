@@ -40,11 +40,21 @@ def check_run(args, loaded) -> None:
         raise ValueError(f"--frame-ms must be at least 10 but got {args.frame_ms}.")
     if args.mp4 and not args.animate:
         raise ValueError("--mp4 writes the animation as MP4 too: add --animate.")
+    if args.batch_size > 1 and loaded.preprocess.varies:
+        raise ValueError(varying_batch_note(loaded.preprocess))
     if args.mp4:
         from ..animate import mp4_available
         if not mp4_available():
             raise ValueError("--mp4 needs the optional packages imageio and imageio-ffmpeg (pip install imageio "
                              "imageio-ffmpeg); leave --mp4 out for the GIF alone.")
+
+
+def varying_batch_note(preprocess) -> str:
+    """Why photos of a NaFlex model cannot share a batch, and what to do (one sentence)."""
+    return (f"--batch-size above 1 needs one input shape, but this model sizes each photo's input by its aspect ratio "
+            f"(at most {preprocess.resize} patches of {preprocess.patch} pixels), so photos of different shapes cannot "
+            f"share a batch: leave --batch-size at 1, or give --preprocess crop or squash for one "
+            f"{preprocess.crop[0]}×{preprocess.crop[1]} input.")
 
 
 def trust_options(request, data_set: bool) -> dict:
@@ -76,7 +86,8 @@ def main(argv: list[str] | None = None) -> int:
         loaded = load_model(args)
         loaded.model.to(device)
         o = options_from(args)
-        grid = loaded.model.token_layout(*loaded.preprocess.crop).grid
+        # a NaFlex model's grid follows each photo: the patch asked for is then checked photo by photo
+        grid = None if loaded.preprocess.varies else loaded.model.token_layout(*loaded.preprocess.crop).grid
         panels.check_options(o, loaded.model.cfg.depth, loaded.model.cfg.num_heads, grid)
         request = explain_request(args, loaded)
         inside = inside_request(args, loaded)

@@ -111,7 +111,9 @@ def run_info(loaded, options: RunOptions, processes: Processes, device: torch.de
     model = loaded.model
     height, width = loaded.preprocess.crop
     layout = model.token_layout(height, width)
+    varies = getattr(loaded.preprocess, "varies", False)   # NaFlex: each photo's own size; the square one's here
     return {"model": getattr(loaded, "name", ""), "weights": options.weights, "input_size": [height, width],
+            "input_varies": varies,
             "preprocess": {"mode": getattr(loaded, "preprocess_choice", "own"), **loaded.preprocess.to_dict()},
             "grid": list(layout.grid), "patch_size": model.cfg.patch_size, "num_prefix_tokens": layout.num_prefix,
             "depth": len(model.blocks), "heads": model.cfg.num_heads, "tokens": layout.num_tokens,

@@ -38,6 +38,7 @@ PAGE: dict[str, tuple[str, str]] = {
     "summary.crop": ("crop", "裁剪图像"),
     "summary.squashed": ("squashed photo", "拉伸后的整张照片"),
     "summary.stretched_crop": ("crop of the stretched photo", "拉伸后照片的中心裁剪"),
+    "summary.aspect": ("whole photo at its own aspect ratio", "保持原长宽比的整张照片"),
     "summary.prefix": (" + {count} prefix", " + {count} 个前缀词元"),
     "summary.took": (" · forward pass {ms:.0f} ms", " · 前向计算 {ms:.0f} 毫秒"),
 
@@ -552,6 +553,11 @@ PAGE: dict[str, tuple[str, str]] = {
     "note.whole": (
         "The model sees the whole photo, resized to its {crop} input: nothing is cut away.",
         "模型看到的是整张照片，缩放成 {crop} 的输入：没有裁掉任何部分。"),
+    "note.aspect": (
+        "The model sees the whole photo at its own aspect ratio, resized to {crop} ({grid} patches, at most {most}): "
+        "nothing is cut away, and its maps have the photo's shape.",
+        "模型看到的是保持原长宽比的整张照片，缩放成 {crop}（{grid} 个图块，最多 {most} 个）：没有裁掉任何部分，"
+        "各幅图也保持照片的形状。"),
     "note.stretched_crop": (
         "The photo is stretched to {resize} (its aspect ratio is not kept), then the outlined {crop} centre is cut "
         "out; everything outside it is cut away.",

@@ -59,10 +59,11 @@ PICTURES: dict[str, tuple[str, str]] = {
     # --- notes under or on maps ----------------------------------------------------------------------------
     "caption.crop": ("what the model saw", "模型看到的区域"),
     "note.no_position_embeddings": (
-        "This model has no absolute position embeddings (trained without them, or BEiT, whose positions enter "
-        "inside attention as a learnt relative bias per layer), so there is no Figure 7 centre to show.",
-        "这个模型没有绝对位置嵌入（训练时没有使用，或者是 BEiT：位置信息以每层学习得到的相对偏置在注意力内部加入），"
-        "因此没有图 7 中间那幅图。"),
+        "This model has no absolute position embeddings (trained without them, or BEiT and timm's relative-position "
+        "ViTs, whose positions enter inside attention as a relative bias per layer, a learnt table or one an MLP "
+        "computes from each offset), so there is no Figure 7 centre to show.",
+        "这个模型没有绝对位置嵌入（训练时没有使用，或者是 BEiT 和 timm 的相对位置 ViT：位置信息以每层的相对偏置在注意力"
+        "内部加入，偏置来自学习得到的表，或由一个小 MLP 从每个偏移算出），因此没有图 7 中间那幅图。"),
 
     # --- captions and axes of the guided walk's pictures (viz.drawing.walk_steps) -------------------------
     "walk.caption.grid": ("{shape} → {grid} patches", "{shape} → {grid} 个图块"),

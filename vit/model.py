@@ -594,15 +594,18 @@ class Block(nn.Module):
             heads = h if heads is None else heads(h)
         if rows is not None:
             x = x[:, rows]                                          # (B, Tq, D)
-        merged = self.attn.merge(heads)                             # (B, Tq, D)
-        attn_branch = self.drop_path(self.ls1(self.norm1(merged) if self.res_post_norm else merged))
-        x = x + attn_branch
-        if mlp is None:
-            hidden = self.mlp(x if self.res_post_norm else self.norm2(x))
-            mlp = self.drop_path(self.ls2(self.norm2(hidden) if self.res_post_norm else hidden))
-        x = x + mlp
+        if self.res_post_norm:                                      # timm's *_rpn: each norm after its branch
+            attn_branch = self.drop_path(self.ls1(self.norm1(self.attn.merge(heads))))
+            x = x + attn_branch
+            mlp_branch = self.drop_path(self.ls2(self.norm2(self.mlp(x)))) if mlp is None else mlp
+            x = x + mlp_branch
+        else:
+            attn_branch = self.drop_path(self.ls1(self.attn.merge(heads)))
+            x = x + attn_branch
+            mlp_branch = self.drop_path(self.ls2(self.mlp(self.norm2(x)))) if mlp is None else mlp
+            x = x + mlp_branch
         keep = lambda name, t: t if name in taps else None      # noqa: E731
-        return BlockStep(x, heads, attn_branch, mlp, keep("normed", normed), keep("qk", q), keep("qk", k),
+        return BlockStep(x, heads, attn_branch, mlp_branch, keep("normed", normed), keep("qk", q), keep("qk", k),
                          attn)
 
 

@@ -38,7 +38,8 @@ class Walkthrough:
     embeddings: np.ndarray             # (N, D) patch embeddings: the output of ``patch_embed``
     tokens: np.ndarray                 # (T, D) the prefix tokens prepended, before the position embeddings
     embedded: np.ndarray               # (T, D) z₀: the output of ``embed`` (position embeddings added)
-    position_similarity: np.ndarray    # (N, N) cosine similarity of the patches' position embeddings
+    position_similarity: np.ndarray | None  # (N, N) cosine similarity of the patches' position embeddings; None
+                                            # without a table (BEiT, timm's relpos: positions act inside attention)
     cls_attention: np.ndarray          # (L, H, T) every layer's attention row of the first token (CLS)
     output: np.ndarray                 # (D,) y: what the head reads (the final CLS token, or the pooled patches)
     logits: np.ndarray                 # (K,)
@@ -83,15 +84,17 @@ def walk(model, preprocess, image: Image.Image, labels=None) -> Walkthrough:
     embeddings = model.patch_embed(x)                                     # (1, N, D)
     embedded = model.embed(x)                                             # (1, T, D) = z₀
     tokens = _prepended(model, embeddings)                                # (1, T, D) before E_pos
+    positions = model.token_positions(*x.shape[-2:], x.device)          # relative bias, rotary angles (or None)
     z, rows, layer_shape, attention_shape = embedded, [], None, None
     for block in model.blocks:
-        z, attn = block(z, return_attn=True)                              # (1, T, D), (1, H, T, T)
+        z, attn = block(z, True, positions)                               # (1, T, D), (1, H, T, T)
         rows.append(attn[0, :, 0, :])                                     # (H, T): where the first token looks
         layer_shape, attention_shape = tuple(z.shape[1:]), tuple(attn.shape[1:])
     output = _head_input(model, z)                                        # (1, D)
     logits = model.forward_head(z)                                        # (1, K)
     probabilities = logits.float().softmax(dim=-1)
-    pos = model.resampled_pos_embed((gh, gw))[0, -gh * gw:]               # (N, D): the patches' position embeddings
+    table = model.resampled_pos_embed((gh, gw))                           # None without absolute positions
+    pos = None if table is None else table[0, -gh * gw:]                  # (N, D): the patches' position embeddings
     K = logits.shape[-1]
     names = tuple(labels) if labels is not None and len(labels) == K else tuple(f"class {i}" for i in range(K))
     cfg = model.cfg
@@ -116,7 +119,8 @@ def walk(model, preprocess, image: Image.Image, labels=None) -> Walkthrough:
                        grid=(gh, gw), prefix_names=prefix,
                        pool=cfg.global_pool, shapes=shapes, patches=as_numpy(patches), embeddings=as_numpy(embeddings),
                        tokens=as_numpy(tokens), embedded=as_numpy(embedded),
-                       position_similarity=position_similarity(pos.detach().float().cpu().numpy(), (gh, gw)),
+                       position_similarity=None if pos is None else
+                       position_similarity(pos.detach().float().cpu().numpy(), (gh, gw)),
                        cls_attention=torch.stack(rows).float().cpu().numpy(), output=as_numpy(output),
                        logits=as_numpy(logits), probabilities=as_numpy(probabilities), labels=names)
 

@@ -171,8 +171,11 @@ def tokens_picture(w: Walkthrough, which: str = "embedded", size: int = 448, lan
 
 
 def position_patch_picture(w: Walkthrough, row: int, col: int, size: int = 448, lang: str = "en") -> Image.Image:
-    """How similar patch (row, col)'s position embedding is to every other patch's, over the crop."""
+    """How similar patch (row, col)'s position embedding is to every other patch's, over the crop (a model without
+    absolute position embeddings gets a picture that says why there is none)."""
     i = w.patch_index(row, col)
+    if w.position_similarity is None:
+        return render.message_image(t("note.no_position_embeddings", lang), lang=lang)
     values = w.position_similarity[i].reshape(w.grid)
     base = _scaled_crop(w, size)
     image = render.overlay(base, values, "viridis", 0.7, vmin=-1.0, vmax=1.0, colorbar=True,

@@ -96,12 +96,12 @@ class ViTConfig:
     proj_dim: int | None = None      # CLIP: width of the bias-free projection into the image–text space, model(x)'s output
     # timm's relative-position ViTs (vit_relpos_*, vit_srelpos_*), timm's parallel blocks, NaFlex (SigLIP 2, timm's
     # NaFlexViT); the defaults are the plain ViT.
-    rel_pos_mlp: bool = False        # each block's q·kᵀ bias computed by an MLP from the offsets' log coordinates (any grid)
+    rel_pos_mlp: bool = False        # each block's q·kᵀ bias from an MLP on the offsets' log coordinates (any grid)
     rel_pos_mlp_dim: int = 128       # hidden width of that MLP (timm's rel_pos_dim)
-    res_post_norm: bool = False      # the LayerNorms after each branch, x + norm1(attn(x)), x + norm2(mlp(x)) (timm's *_rpn)
-    head_dim: int | None = None      # width of each head when heads × width ≠ D (parallel blocks: 2·H heads of D/H); None: D/H
-    parallel: int = 1                # branches each block was built of (timm's *_18x2: 2), folded into its heads and MLP
-    pos_embed_grid: tuple[int, int] | None = None  # grid of the learned table when not img_size's (NaFlex: resized per input)
+    res_post_norm: bool = False      # the LayerNorms after each branch: x + norm1(attn(x)), x + norm2(mlp(x)) (*_rpn)
+    head_dim: int | None = None      # width of each head when heads × width ≠ D (parallel: 2·H heads of D/H); None: D/H
+    parallel: int = 1                # branches each block was built of (timm's *_18x2: 2), folded into heads and MLP
+    pos_embed_grid: tuple[int, int] | None = None  # grid of the learned table if not img_size's (NaFlex: per input)
     pos_embed_interp: str = "bicubic"  # how the learned table is resized for another grid: "bicubic" or "bilinear"
     pos_embed_ar_preserving: bool = False  # resized to a square of the longer side, top-left kept (NaFlexViT's par_*)
 
@@ -114,7 +114,8 @@ class ViTConfig:
         if self.pos_embed_grid is not None:
             object.__setattr__(self, "pos_embed_grid", tuple(int(s) for s in self.pos_embed_grid))
         if self.pos_embed_interp not in POS_EMBED_INTERPOLATIONS:
-            raise ValueError(f"pos_embed_interp must be one of {POS_EMBED_INTERPOLATIONS} but got {self.pos_embed_interp!r}!")
+            raise ValueError(f"pos_embed_interp must be one of {POS_EMBED_INTERPOLATIONS} but got "
+                             f"{self.pos_embed_interp!r}!")
         if self.rel_pos_mlp and self.rel_pos_bias:
             raise ValueError("rel_pos_mlp and rel_pos_bias are exclusive: a block's relative bias comes from a table "
                              "(BEiT) or from an MLP (timm's vit_relpos), not both!")
@@ -434,7 +435,7 @@ class RelativePositionMlp(nn.Module):
 
 
 class PositionMlp(nn.Module):
-    """Linear(2, hidden) -> ReLU -> Linear(hidden, H) (the dropout timm has on the hidden units acts in training only)."""
+    """Linear(2, hidden) -> ReLU -> Linear(hidden, H) (timm's dropout on the hidden units acts in training only)."""
 
     def __init__(self, hidden: int, heads: int):
         super().__init__()
@@ -531,7 +532,7 @@ class BlockStep:
     out: torch.Tensor                   # (B, Tq, D) the stream after the block
     heads: torch.Tensor                 # (B, H, Tq, Dh) every head's attn @ v, before merge (edited, if asked)
     attn_branch: torch.Tensor           # (B, Tq, D) what attention adds to the stream: ls1(merge(heads))
-    mlp_branch: torch.Tensor            # (B, Tq, D) what the MLP adds: ls2(mlp(norm2(x + attn_branch))) (see Block.step)
+    mlp_branch: torch.Tensor            # (B, Tq, D) what the MLP adds: ls2(mlp(norm2(x + attn_branch))) (Block.step)
     normed: torch.Tensor | None = None  # (B, T, D) norm1(x), the attention's input; tap "normed"
     q: torch.Tensor | None = None       # (B, H, T, Dh) queries, positions applied; tap "qk"
     k: torch.Tensor | None = None       # (B, H, T, Dh) keys, positions applied; tap "qk"

@@ -87,8 +87,8 @@ class Preprocess:
                                  f"of {what}! Got resize={self.resize!r}.")
             object.__setattr__(self, "resize", int(self.resize))
             if self.resize_mode == "patches" and not (isinstance(self.patch, (int, np.integer)) and self.patch >= 1):
-                raise ValueError(f"Preprocess with resize_mode 'patches' needs patch, the model's patch side in pixels! "
-                                 f"Got patch={self.patch!r}.")
+                raise ValueError(f"Preprocess with resize_mode 'patches' needs patch, the model's patch side in "
+                                 f"pixels! Got patch={self.patch!r}.")
         else:
             object.__setattr__(self, "resize", pair(self.resize, "resize"))
         object.__setattr__(self, "crop", pair(self.crop, "crop"))

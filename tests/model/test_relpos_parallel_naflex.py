@@ -323,3 +323,28 @@ def test_a_timm_hub_folder_names_the_naflex_architecture(naflex, tmp_path):
     x = images(1, (160, 288))
     with torch.no_grad():
         assert_close(loaded.model(x), ref(naflex_batch(x, 16, 180)))
+
+
+def test_a_non_square_naflex_table_keeps_its_own_grid(tmp_path):
+    """A table learnt on a 12×20 grid (NaFlexVitCfg.pos_embed_grid_size) is resized from that grid, as timm does."""
+    ref = timm_model("naflexvit_base_patch16_map", depth=2, embed_dim=192, num_heads=3, pos_embed_grid_size=(12, 20))
+    loaded = vit.load(saved(ref, tmp_path))
+    assert loaded.config.pos_embed_grid == (12, 20)
+    for size in [(192, 320), (160, 288), (400, 224)]:
+        x = images(1, size)
+        n = (size[0] // 16) * (size[1] // 16)
+        with torch.no_grad():
+            assert_close(loaded.model(x), ref(naflex_batch(x, 16, n + 3)), f"output at {size}")
+
+
+def test_what_each_bare_file_says_it_assumed(relpos, parallel, naflex, tmp_path):
+    """Facts identified from what distinguishes timm's models, not read from the file, are listed in
+    ``LoadedModel.assumptions``; what the tensors show (the relpos heads: the MLP's outputs) is not."""
+    keys = lambda loaded: {a.key for a in loaded.assumptions}          # noqa: E731
+    assert keys(relpos("vit_relpos_small_patch16_224")[1]) == {"img_size_relpos", "preprocess", "labels"}
+    assert keys(relpos("vit_relpos_small_patch16_rpn_224")[1]) == {"img_size_relpos", "block_order", "preprocess",
+                                                                    "labels"}
+    assert {"heads_parallel", "preprocess"} <= keys(parallel[1]) and "heads_known" not in keys(parallel[1])
+    assert keys(naflex("naflexvit_base_patch16_siglip")[1]) >= {"img_size_naflex", "naflex_resize", "act_naflex"}
+    said = next(a for a in naflex("naflexvit_base_patch16_par_gap")[1].assumptions if a.key == "naflex_resize")
+    assert "bicubic, antialiased, to a square of the longer side" in said

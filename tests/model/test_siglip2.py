@@ -109,12 +109,15 @@ def test_a_bare_siglip2_state_dict_is_recognised_by_its_linear_patch_embedding(s
     loaded = vit.load(tmp_path / "model.safetensors", num_heads=4)
     p = loaded.preprocess
     assert loaded.config.pos_embed_grid == (4, 4) and (p.resize_mode, p.resize, p.patch) == ("patches", TABLE, P)
+    assert {a.key for a in loaded.assumptions} == {"act_naflex", "img_size_table", "preprocess"}   # and said so
+    assert not [a for a in siglip2[1].assumptions if a.key != "processor"]      # the folder's config says it all
     x = images(1, (24, 40))
     with torch.no_grad():
         assert_close(loaded.model(x), ref(**padded(x, 20)).pooler_output)
 
 
-PHOTOS = {"wide": data.coffee(), "tall": np.ascontiguousarray(np.rot90(data.chelsea())), "tiny": data.chelsea()[:29, :45]}
+PHOTOS = {"wide": data.coffee(), "tall": np.ascontiguousarray(np.rot90(data.chelsea())),
+          "tiny": data.chelsea()[:29, :45]}
 
 
 @pytest.mark.parametrize("max_patches", [16, 40])

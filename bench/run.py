@@ -19,7 +19,8 @@ not change timings) unless ``--weights`` names a checkpoint. Every number comes 
 - class-specific explanations (``viz.analysis.explain``) for a new target against one plain forward: the
   gradient family (gae, grad_rollout, gradcam from one backward) and AttnLRP, the bytes cached per
   (photo, target), and re-rendering an explanation from them;
-- the inside views (``bench.inside``): lens + DLA, head importance estimated and exact, patching, each ÷ one forward.
+- the inside views (``bench.inside``): lens + DLA, head importance estimated and exact, patching, each ÷ one forward;
+- a rotary family (``bench.rotary``): DINOv3 ViT-S/16 with full capture ÷ timm's forward at 224 and 512.
 
 Timings are medians of interleaved rounds after a warm-up (see ``bench.measure``).
 """
@@ -531,6 +532,8 @@ def main(argv=None) -> None:
         rows += thorough_rows(loaded, loaded.preprocess(open_image(photos[0])), 2)
         from bench.inside import inside_rows   # the inside views (bench/inside.py): cat, patched from the coffee
         rows += inside_rows(loaded, photos[0], photos[2], max(3, args.rounds // 2))
+        from bench.rotary import rotary_rows     # a rotary family (bench/rotary.py): DINOv3 ViT-S/16 at 224 and 512
+        rows += rotary_rows(args.rounds)
         if not args.no_app:
             from viz.explorer import cached_bytes
             fill = cropped_photos(photos[0], state.ANALYSES_MEMORY // cached_bytes(result["analysis"]) + 4, tmp)

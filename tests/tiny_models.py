@@ -32,6 +32,13 @@ FAMILIES = {  # one tiny model of every family and token layout the explorer run
     "eva02": dict(rope=True, k_bias=False, mlp_act="swiglu", mlp_norm=True, attn_norm=True),
     "beit": dict(rel_pos_bias=True, pos_embed_kind="none", layer_scale=True, k_bias=False, global_pool="avg",
                  fc_norm=True),
+    "dinov3": dict(rope=True, rope_coords="centered", rope_temperature=100.0, rope_half=True, pos_embed_kind="none",
+                   num_reg_tokens=4, layer_scale=True, k_bias=False, mlp_act="swiglu", layer_norm_eps=1e-5,
+                   prefix_norm=True),   # untied: the CLS and registers' own final norm
+    "rope_vit": dict(rope=True, rope_axes="xy", rope_temperature=100.0, pos_embed_kind="none", layer_scale=True),
+    "rope_mixed_ape": dict(rope=True, rope_mixed=True, rope_axes="xy", pos_embed_prefix=False, layer_scale=True),
+    "rope_gap": dict(rope=True, rope_ref_grid=(16, 16), pos_embed_kind="none", class_token=False, num_reg_tokens=1,
+                     global_pool="avg", fc_norm=True, layer_scale=True, k_bias=False),
     "relpos": dict(rel_pos_mlp=True, rel_pos_mlp_dim=16, pos_embed_kind="none", layer_scale=True, qkv_bias=False,
                    class_token=False, global_pool="avg", fc_norm=True),        # timm's vit_relpos_*
     "relpos_rpn": dict(rel_pos_mlp=True, rel_pos_mlp_dim=16, pos_embed_kind="none", res_post_norm=True,

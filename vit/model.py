@@ -43,8 +43,9 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from .positions import (TokenPositions, apply_rope, attention_bias, num_relative_positions, relative_log_coords,
-                        relative_position_index, rope_tables)
+from .positions import (ROPE_AXES, ROPE_COORDS, TokenPositions, apply_rope, attention_bias, mixed_rope_tables,
+                        num_relative_positions, patch_coordinates, relative_log_coords, relative_position_index,
+                        rope_angles, rope_tables, rotary_kernel)
 
 
 POS_EMBED_KINDS = ("learned", "sincos2d", "none")
@@ -86,8 +87,14 @@ class ViTConfig:
     norm_pre: bool = False           # LayerNorm on the tokens before the first block (CLIP's ln_pre)
     k_bias: bool = True              # with qkv_bias, a key bias too; False: query and value biases only (BEiT, EVA-02)
     rel_pos_bias: bool = False       # BEiT: each block learns a bias per head and (query, key) offset, added to q·kᵀ/√d
-    rope: bool = False               # EVA-02: rotary embedding of the patches' q and k, half the channels per axis
+    rope: bool = False               # rotary embedding of the patches' q and k (EVA-02, RoPE-ViT, DINOv3; positions.py)
     rope_ref_grid: tuple[int, int] | None = None  # grid the rotary angles are scaled to (EVA-02: 16×16); None: the input's
+    rope_temperature: float = 10000.0  # base of the rotary frequencies temperature^(-b/(Dh/4)) (RoPE-ViT, DINOv3: 100)
+    rope_coords: str = "index"       # "index": patch row and column; "centered": DINOv3's centres in [-1, 1] per axis
+    rope_axes: str = "ij"            # the axis turning the first half of the planes: "ij" rows, "xy" columns (RoPE-ViT)
+    rope_half: bool = False          # rotate channel c with c + Dh/2 (DINOv3) instead of neighbouring channel pairs
+    rope_mixed: bool = False         # RoPE-Mixed: frequencies learnt per block and head (attn.rope_freqs), axes mixed
+    prefix_norm: bool = False        # DINOv3's untied final norm: CLS and registers get their own LayerNorm (cls_norm)
     attn_norm: bool = False          # LayerNorm on the heads' output before attn.proj (EVA-02 CLIP's sub-LN)
     # MLP: "gelu" (exact), "gelu_tanh" (SigLIP in Hugging Face), "quick_gelu" (x·σ(1.702x), OpenAI's CLIP) or
     # "swiglu" (EVA-02: SiLU(x·W_g) ⊙ x·W_x, each mlp_dim wide)
@@ -137,6 +144,14 @@ class ViTConfig:
             raise ValueError("global_pool='map' uses a plain MLP in its pooling head; mlp_act='swiglu' is not supported with it!")
         if self.rope and self.attention_head_dim % 4:
             raise ValueError(f"rope needs a head width divisible by 4 but got {self.attention_head_dim}!")
+        if self.rope_coords not in ROPE_COORDS or self.rope_axes not in ROPE_AXES:
+            raise ValueError(f"rope_coords must be one of {ROPE_COORDS} and rope_axes one of {ROPE_AXES} but got "
+                             f"{self.rope_coords!r} and {self.rope_axes!r}!")
+        if self.rope_mixed and (not self.rope or self.rope_half or self.rope_coords != "index"):
+            raise ValueError("rope_mixed (RoPE-Mixed) needs rope=True with patch-index coordinates and neighbouring "
+                             "planes (rope_coords='index', rope_half=False)!")
+        if self.prefix_norm and not self.num_prefix_tokens:
+            raise ValueError("prefix_norm normalises the prefix tokens (CLS, registers) apart; this model has none!")
         for side in self.img_size:
             if side % self.patch_size:
                 raise ValueError(f"img_size {self.img_size} is not divisible by patch_size {self.patch_size}!")
@@ -167,10 +182,12 @@ class ViTConfig:
 
     @property
     def family(self) -> str:
-        """The family these features make: "eva02", "beit", "relpos", "parallel", "naflex", "siglip", "clip" or "vit"
-        (names defaults and descriptions)."""
+        """The family these features make: "dinov3", "eva02", "rope_vit", "beit", "relpos", "parallel", "naflex",
+        "siglip", "clip" or "vit" (names defaults and descriptions)."""
+        if self.rope and self.rope_coords == "centered":
+            return "dinov3"
         if self.rope:
-            return "eva02"
+            return "eva02" if self.mlp_act == "swiglu" else "rope_vit"
         if self.rel_pos_bias:
             return "beit"
         if self.rel_pos_mlp:
@@ -302,6 +319,9 @@ class Attention(nn.Module):
         self.norm = nn.LayerNorm(inner, eps=cfg.layer_norm_eps) if cfg.attn_norm else nn.Identity()
         self.proj = nn.Linear(inner, D)
         self.proj_drop = nn.Dropout(cfg.drop_rate)
+        self.rope_half = cfg.rope_half  # DINOv3 rotates channel c with c + Dh/2, the others neighbouring pairs
+        # RoPE-Mixed: this block's learnt frequencies (x, y) per head and plane
+        self.rope_freqs = nn.Parameter(torch.zeros(2, cfg.num_heads, self.head_dim // 2)) if cfg.rope_mixed else None
 
     def forward(self, x: torch.Tensor, return_attn: bool = False,
                 positions: TokenPositions | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
@@ -336,15 +356,20 @@ class Attention(nn.Module):
         q, k, v = qkv.permute(2, 0, 3, 1, 4).unbind(0)              # each (B, H, T, Dh)
         return q, k, v
 
-    @staticmethod
-    def positioned(q: torch.Tensor, k: torch.Tensor,
+    def positioned(self, q: torch.Tensor, k: torch.Tensor,
                    positions: TokenPositions | None) -> tuple[torch.Tensor, torch.Tensor]:
-        """q, k (B, H, T, Dh) as attention compares them: the patch tokens rotated by their position (EVA-02's
-        rotary embedding); unchanged without one."""
-        if positions is None or positions.rope is None:
+        """q, k (B, H, T, Dh) as attention compares them: the patch tokens rotated by their position (the rotary
+        embedding: the model's axial tables, or this block's own RoPE-Mixed frequencies); unchanged without one."""
+        if positions is None:
             return q, k
-        return (apply_rope(q, *positions.rope, positions.num_prefix),
-                apply_rope(k, *positions.rope, positions.num_prefix))
+        if self.rope_freqs is not None and positions.coords is not None:
+            sin, cos = mixed_rope_tables(positions.coords, self.rope_freqs)   # (…, H, N, Dh): this block's own
+        elif positions.rope is not None:
+            sin, cos = positions.rope
+        else:
+            return q, k
+        return (apply_rope(q, sin, cos, positions.num_prefix, self.rope_half),
+                apply_rope(k, sin, cos, positions.num_prefix, self.rope_half))
 
     def queries_and_keys(self, normed: torch.Tensor,
                          positions: TokenPositions | None = None) -> tuple[torch.Tensor, torch.Tensor]:
@@ -675,6 +700,7 @@ class VisionTransformer(nn.Module):
         self.blocks = nn.ModuleList([Block(cfg, r) for r in rates])
         use_fc_norm = cfg.global_pool == "avg" and cfg.fc_norm
         self.norm = nn.Identity() if use_fc_norm else nn.LayerNorm(D, eps=cfg.layer_norm_eps)
+        self.cls_norm = nn.LayerNorm(D, eps=cfg.layer_norm_eps) if cfg.prefix_norm else None  # DINOv3's untied norm
         self.attn_pool = AttentionPool(cfg) if cfg.global_pool == "map" else None
         self.fc_norm = nn.LayerNorm(D, eps=cfg.layer_norm_eps) if use_fc_norm else nn.Identity()
         R = cfg.representation_size
@@ -743,11 +769,44 @@ class VisionTransformer(nn.Module):
         if not (cfg.rope or relative):
             return None
         layout = self.token_layout(height, width)
-        rope = rope_tables(layout.grid, cfg.attention_head_dim, cfg.rope_ref_grid, device=device) \
-            if cfg.rope else None
+        rope = coords = None
+        if cfg.rope and cfg.rope_mixed:     # each block turns the coordinates by its own frequencies
+            coords = patch_coordinates(layout.grid, device)
+        elif cfg.rope:
+            rope = rope_tables(layout.grid, cfg.attention_head_dim, cfg.rope_ref_grid, cfg.rope_temperature,
+                               device, cfg.rope_coords, cfg.rope_axes, cfg.rope_half)
         rel_index = relative_position_index(layout.grid, layout.num_prefix, device) if relative else None
         rel_coords = relative_log_coords(layout.grid, device) if cfg.rel_pos_mlp else None
-        return TokenPositions(layout.num_prefix, rope, rel_index, rel_coords=rel_coords)
+        return TokenPositions(layout.num_prefix, rope, rel_index, coords=coords, rel_coords=rel_coords)
+
+    def rotary_kernel(self, grid: tuple[int, int] | None = None, axis: str = "both") -> torch.Tensor | None:
+        """(N, N) float32 for the N patches of a gh×gw grid (default: the native one): how alike the rotary embedding
+        leaves one vector at two patches, the mean over its planes of cos(θ_i − θ_j) (``positions.rotary_kernel``),
+        the position similarity the rotation itself implies; None for a model without a rotation.
+
+        ``axis``: "both", or "rows" / "columns" for the planes that turn with that axis only (axial RoPE: the kernel
+        of the rows' planes depends on the rows alone). RoPE-Mixed's planes mix both axes, each block and head its
+        own: the mean over all of them ("both" only)."""
+        cfg = self.cfg
+        if not cfg.rope:
+            return None
+        if axis not in ("both", "rows", "columns"):
+            raise ValueError(f"axis must be 'both', 'rows' or 'columns' but got {axis!r}!")
+        grid = tuple(grid or cfg.grid)
+        if cfg.rope_mixed:
+            if axis != "both":
+                raise ValueError("RoPE-Mixed turns every plane with both axes: its kernel has no rows' or columns' "
+                                 "part.")
+            coords = patch_coordinates(grid, self.patch_embed.proj.weight.device)
+            angles = torch.stack([coords[:, 0, None] * b.attn.rope_freqs[0][:, None] +
+                                  coords[:, 1, None] * b.attn.rope_freqs[1][:, None] for b in self.blocks])
+            return rotary_kernel(angles.detach().float())                        # angles (L, H, N, Dh/2)
+        Dh = cfg.attention_head_dim
+        angles = rope_angles(grid, Dh, cfg.rope_ref_grid, cfg.rope_temperature, None, cfg.rope_coords, cfg.rope_axes)
+        if axis != "both":                                                        # the first Dh/4 planes: rows for "ij"
+            first = (axis == "rows") == (cfg.rope_axes == "ij")
+            angles = angles[:, :Dh // 4] if first else angles[:, Dh // 4:]
+        return rotary_kernel(angles)
 
     def resampled_pos_embed(self, grid: tuple[int, int]) -> torch.Tensor | None:
         """Position embeddings for a gh×gw grid: the patch part resized as the family resizes it (bicubic by default;
@@ -799,8 +858,8 @@ class VisionTransformer(nn.Module):
         With ``return_probe``: ``(output, probe)``, the MAP probe's attention (B, H, T) for "map" pooling (it
         attends over the patch tokens only, as timm's attn_pool, so it reads 0 on the prefix), else None.
         """
-        x = self.norm(x)
         n = self.cfg.num_prefix_tokens
+        x = self.norm(x) if self.cls_norm is None else self.final_norm(x)
         probe = None
         if self.attn_pool is not None:
             pooled, probe = self.attn_pool(x[:, n:], return_probe)  # probe: (B, H, N)
@@ -815,6 +874,14 @@ class VisionTransformer(nn.Module):
             dist_logits = self.head_dist(self.head_drop(self.pre_logits(x[:, 1])))
             logits = (logits + dist_logits) / 2
         return (logits, probe) if return_probe else logits
+
+    def final_norm(self, x: torch.Tensor) -> torch.Tensor:
+        """The last tokens (B, T, D) normalised as ``forward_head`` reads them: ``norm`` on every token, or with
+        DINOv3's untied norms (``prefix_norm``) ``cls_norm`` on the prefix tokens and ``norm`` on the patches."""
+        if self.cls_norm is None:
+            return self.norm(x)
+        n = self.cfg.num_prefix_tokens
+        return torch.cat([self.cls_norm(x[:, :n]), self.norm(x[:, n:])], dim=1)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Images (B, C, H, W) -> logits (B, num_classes) (or the embedding / features, see ``forward_head``)."""

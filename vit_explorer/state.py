@@ -140,6 +140,13 @@ class Pick:
         text tower."""
         return resolve_target(loaded, self.target, self.texts, text=self.text)
 
+    def require_classes(self, loaded, lang: str) -> None:
+        """gr.Error in the visitor's language when the pick needs classes the model does not have: a backbone
+        (DINOv3, DINO: features, no classifier head) has nothing to explain, check or look inside for, unless
+        typed texts of a CLIP checkpoint are picked."""
+        if not self.text and loaded.config.num_classes == 0:
+            raise gr.Error(t("message.no_classes", lang), print_exception=False)
+
 
 def explain_key(key: tuple[str, str, str, Pick]) -> Explained:
     """(photo, model source, preprocessing, pick) -> every method's map for that target (each model pass once)."""

@@ -37,8 +37,9 @@ def _linear(d_in: int, d_out: int, bias: bool = True) -> int:
 ACTIVATION_NAMES = {"gelu": "GELU", "gelu_tanh": "tanh-approximated GELU", "quick_gelu": "QuickGELU x·σ(1.702x)",
                     "swiglu": "SwiGLU"}
 FAMILY_NAMES = {"vit": "Vision Transformer", "clip": "CLIP image tower", "siglip": "SigLIP image tower",
-                "eva02": "EVA-02", "beit": "BEiT", "relpos": "relative-position ViT (timm)",
-                "parallel": "parallel-block ViT (timm)", "naflex": "NaFlex ViT (any aspect ratio)"}
+                "eva02": "EVA-02", "beit": "BEiT", "dinov3": "DINOv3", "rope_vit": "RoPE ViT",
+                "relpos": "relative-position ViT (timm)", "parallel": "parallel-block ViT (timm)",
+                "naflex": "NaFlex ViT (any aspect ratio)"}
 
 
 def _inner(cfg) -> int:
@@ -65,10 +66,11 @@ def _bias_params(cfg) -> int:
 
 
 def _attention_params(cfg) -> int:
-    """q/k/v, the relative position bias, the output LayerNorm (EVA-02 CLIP) and proj of one block."""
+    """q/k/v, the relative position bias (BEiT's table or timm's MLP) or RoPE-Mixed's learnt frequencies, the output
+    LayerNorm (EVA-02 CLIP) and proj of one block."""
     inner = _inner(cfg)
-    return _qkv_params(cfg) + _bias_params(cfg) + (_layer_norm(inner) if cfg.attn_norm else 0) + \
-        _linear(inner, cfg.embed_dim)
+    table = _bias_params(cfg) + (cfg.embed_dim if cfg.rope_mixed else 0)   # RoPE-Mixed: (2, H, Dh/2) frequencies
+    return _qkv_params(cfg) + table + (_layer_norm(inner) if cfg.attn_norm else 0) + _linear(inner, cfg.embed_dim)
 
 
 def _mlp_params(cfg) -> int:
@@ -97,7 +99,7 @@ def family_summary(cfg) -> str:
                                                                        else "")
     tokens += f", {cfg.num_reg_tokens} registers" if cfg.num_reg_tokens else ""
     positions = {"learned": "learnt absolute position embeddings", "none": "no absolute position embeddings",
-                 "sincos2d": "fixed 2-D sine-cosine position embeddings"}[cfg.pos_embed_kind]
+                 "sincos2d": "a fixed 2-D sine-cosine position table"}[cfg.pos_embed_kind]
     if cfg.pos_embed_grid is not None:
         positions += (f" on a {cfg.pos_embed_grid[0]}×{cfg.pos_embed_grid[1]} grid, resized to each photo's own grid "
                       f"(the photo keeps its aspect ratio)")
@@ -107,7 +109,9 @@ def family_summary(cfg) -> str:
         positions += (" and a relative position bias in every block's attention, computed by a small MLP from each "
                       "offset, for any grid")
     if cfg.rope:
-        positions += " and a rotary embedding of the patches' queries and keys in every block"
+        positions += " and a rotary embedding of the patches' queries and keys in every block" + (
+            " (frequencies learnt per block and head, mixing rows and columns)" if cfg.rope_mixed else
+            " (on patch centres normalised to [-1, 1] per axis)" if cfg.rope_coords == "centered" else "")
     block = f"{'res-post-norm' if cfg.res_post_norm else 'pre-norm'} blocks with a {ACTIVATION_NAMES[cfg.mlp_act]} MLP"
     if cfg.parallel > 1:
         block = (f"pre-norm blocks of {cfg.parallel} attentions side by side, then {cfg.parallel} "
@@ -116,6 +120,7 @@ def family_summary(cfg) -> str:
     block += ", q and v biases but none on k" if cfg.qkv_bias and not cfg.k_bias else ""
     block += ", LayerScale" if cfg.layer_scale else ""
     block += "; a LayerNorm before the first block" if cfg.norm_pre else ""
+    block += "; the CLS and register tokens get their own final LayerNorm" if cfg.prefix_norm else ""
     pooling = {"token": "the CLS token is the image's summary (the maps read its row)",
                "avg": "the mean of the patch tokens is the image's summary (the maps read the mean of the patch rows)",
                "map": "a learnt probe query attends over the patches (attention pooling, \"MAP\"; the maps read "
@@ -181,7 +186,13 @@ def stages(cfg, image_hw: tuple[int, int] | None = None) -> list[Stage]:
                          f"(2 → {cfg.rel_pos_mlp_dim} → {heads}) from sign(d)·ln(1 + |d|) of the offset d")
     if cfg.parallel > 1:
         qkv_note += f" ({cfg.parallel} branches of {heads // cfg.parallel} heads, each with its own norm)"
-    if cfg.rope:
+    if cfg.rope and cfg.rope_mixed:
+        softmax_note += ("; R rotates each patch's q and k by its row and column through frequencies learnt per "
+                         "block and head, so q·k depends on the offset")
+    elif cfg.rope and cfg.rope_coords == "centered":
+        softmax_note += ("; R rotates each patch's q and k by its centre's coordinates in [-1, 1] on each axis, so "
+                         "q·k depends on the offset as a fraction of the image")
+    elif cfg.rope:
         ref = cfg.rope_ref_grid or (gh, gw)
         softmax_note += (f"; R rotates each patch's q and k by its row and column (angles on a {ref[0]}×{ref[1]} "
                          f"grid), so q·k depends on the offset")
@@ -206,7 +217,7 @@ def stages(cfg, image_hw: tuple[int, int] | None = None) -> list[Stage]:
               f"{T}×{D}",
               _layer_norm(D) + _mlp_params(cfg) + (D if cfg.layer_scale else 0), mlp_note),
     ]
-    final_norm = _layer_norm(D)
+    final_norm = _layer_norm(D) * (2 if cfg.prefix_norm else 1)   # DINOv3's untied norms: the prefix's own
     if cfg.global_pool == "avg":
         rows.append(Stage("Mean of patch tokens" + (" → LayerNorm" if cfg.fc_norm else ", after LayerNorm"),
                           f"{D}", final_norm, "average over the patches"))

@@ -78,6 +78,9 @@ class ModelArrays:
     depth: int
     heads: int
     pos_embed_kind: str = "learned"      # "learned", "sincos2d" (fixed table) or "none" (pos_embed is then None)
+    # (N, N) on the native grid: the position similarity a rotary embedding implies (``VisionTransformer.
+    # rotary_kernel``), for a model that rotates q and k by position instead of adding a table; None otherwise
+    rotary_kernel: np.ndarray | None = None
 
     @property
     def has_position_embedding(self) -> bool:

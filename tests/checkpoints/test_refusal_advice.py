@@ -26,7 +26,8 @@ from torchvision.models import vision_transformer as tv
 
 import vit
 from hub_cache import FakeHub, offline_hub, online_hub
-from reference_models import assert_close, google_npz_arrays, images, open_clip_tiny, randomize_
+from reference_models import (assert_close, assert_same_as_timm, google_npz_arrays, images, meta_dinov3_layout,
+                              open_clip_tiny, randomize_)
 from vit.checkpoints import formats, identity
 from vit.checkpoints.pipelines import huggingface_preprocess
 
@@ -730,6 +731,79 @@ def siglip2_patches_and_processor(tmp_path, monkeypatch):
         pixel_values=x.unfold(2, 8, 8).unfold(3, 8, 8).permute(0, 2, 3, 4, 5, 1).reshape(x.shape[0], 16, 192),
         pixel_attention_mask=torch.ones(x.shape[0], 16, dtype=torch.long),
         spatial_shapes=torch.tensor([[4, 4]] * x.shape[0])).pooler_output)
+
+
+# --- the rotary families (vit/checkpoints/families.py) ---------------------------------------------------------
+
+def _sidecar(path: Path, **fields) -> None:
+    path.with_suffix(".json").write_text(json.dumps(fields))
+
+
+@case("families.py:identify")
+def rope_vit_or_deit3(tmp_path, monkeypatch):
+    """timm's vit_*_patch16_rope_ape_224 has DeiT III's tensors exactly (EVA-style LayerScale, a table of the patches
+    only, a key bias): loaded as a plain ViT it would run without its rotation, so it is refused until named."""
+    torch.manual_seed(0)
+    ref = randomize_(timm.create_model("vit_small_patch16_rope_ape_224", depth=2, num_classes=5))
+    path = write_safetensors(ref, tmp_path / "model.safetensors")
+    with pytest.raises(ValueError, match=r"DeiT III .* RoPE-ViT .*\"architecture\": \"deit3_small_patch16_224\" or "
+                                         r"\"vit_small_patch16_rope_ape_224\""):
+        vit.load(path)
+    _sidecar(path, architecture="vit_small_patch16_rope_ape_224.naver_in1k")     # the advice, followed
+    loaded = vit.load(path)
+    assert loaded.config.family == "rope_vit" and loaded.config.rope_axes == "xy"
+    assert_same_as_timm(loaded, ref, (224, 224))
+    _sidecar(path, architecture="deit3_small_patch16_224")                      # or: it is DeiT III
+    plain = vit.load(path)
+    assert not plain.config.rope and plain.config.layer_scale and not plain.config.pos_embed_prefix
+
+
+@case("families.py:identify")
+def eva_layout_without_positions(tmp_path, monkeypatch):
+    """A DINOv3 without registers (no timm model, but a DINOv3 all the same) has no position tensor and none of the
+    features that tell the rotary families apart; named, it opens with DINOv3's rotation."""
+    torch.manual_seed(0)
+    ref = randomize_(timm.create_model("vit_small_patch16_dinov3", depth=2, num_reg_tokens=0, global_pool="token"))
+    path = write_safetensors(ref, tmp_path / "model.safetensors")
+    with pytest.raises(ValueError, match=r"holds no position information .* settings are not in the file\. .*"
+                                         r"\"architecture\".*pos_embed_kind='none'"):
+        vit.load(path)
+    _sidecar(path, architecture="vit_small_patch16_dinov3")
+    loaded = vit.load(path)
+    assert loaded.config.family == "dinov3" and loaded.config.num_reg_tokens == 0
+    assert_same_as_timm(loaded, ref, (256, 256))
+
+
+def _meta_dinov3_file(tmp_path, **changes) -> Path:
+    """A DINOv3 ViT-S/16 (one block) in Meta's layout, with ``changes`` to its tensors."""
+    torch.manual_seed(0)
+    ref = randomize_(timm.create_model("vit_small_patch16_dinov3_qkvb", depth=1, global_pool="token"))
+    torch.save({**meta_dinov3_layout(ref.state_dict(), heads=6), **changes}, tmp_path / "model.pth")
+    return tmp_path / "model.pth"
+
+
+@case("are not DINOv3's base-100 schedule", "holds NaN: the file was saved before its key-bias mask was set")
+def meta_dinov3_rotation_we_do_not_reproduce(tmp_path, monkeypatch):
+    """Another clear refusal: the file's rotation is not DINOv3's (timm's and transformers'), or its mask unset."""
+    other_base = (1000.0 ** (2 * torch.arange(16) / 32)).to(torch.bfloat16)      # 64-wide heads, base 1000
+    with pytest.raises(ValueError, match="not DINOv3's base-100 schedule"):
+        vit.load(_meta_dinov3_file(tmp_path, **{"rope_embed.periods": other_base}))
+    with pytest.raises(ValueError, match="bias_mask holds NaN"):
+        vit.load(_meta_dinov3_file(tmp_path, **{"blocks.0.attn.qkv.bias_mask": torch.full((1152,), float("nan"))}))
+
+
+@case("is not supported! Expected the published models' biases.", "a query bias without a value bias",
+      "a gated MLP with hidden_act")
+def transformers_dinov3_without_its_biases(tmp_path, monkeypatch):
+    """Another clear refusal: transformers' DINOv3 options no published model uses."""
+    small = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=1, num_attention_heads=4, image_size=32,
+                 patch_size=16)
+    for i, (options, message) in enumerate([(dict(proj_bias=False), "without proj biases"),
+                                            (dict(value_bias=False), "a query bias without a value bias"),
+                                            (dict(use_gated_mlp=True, hidden_act="gelu"), "hidden_act 'gelu'")]):
+        transformers.DINOv3ViTModel(transformers.DINOv3ViTConfig(**small, **options)).save_pretrained(tmp_path / str(i))
+        with pytest.raises(ValueError, match=message):
+            vit.load(tmp_path / str(i))
 
 
 @pytest.mark.parametrize("name", sorted(CASES))

@@ -44,12 +44,12 @@ FAMILIES = {
                  k_bias=False),
     "registers": dict(num_reg_tokens=4),
     "distilled": dict(distilled=True),
-    **{name: tiny_models.FAMILIES[name] for name in ("relpos", "relpos_rpn", "relpos_cls", "parallel", "naflex",
-                                                      "naflex_reg")},
+    **{name: tiny_models.FAMILIES[name] for name in ("dinov3", "rope_vit", "rope_mixed_ape", "rope_gap", "relpos",
+                                                      "relpos_rpn", "relpos_cls", "parallel", "naflex", "naflex_reg")},
 }
 QUERY = {"clip": "cls", "siglip": "map", "eva02": "cls", "beit": "mean", "registers": "cls", "distilled": "cls",
-         "relpos": "mean", "relpos_rpn": "mean", "relpos_cls": "cls", "parallel": "cls", "naflex": "map",
-         "naflex_reg": "mean"}
+         "dinov3": "cls", "rope_vit": "cls", "rope_mixed_ape": "cls", "rope_gap": "mean", "relpos": "mean",
+         "relpos_rpn": "mean", "relpos_cls": "cls", "parallel": "cls", "naflex": "map", "naflex_reg": "mean"}
 CONSERVATION_TOL = 1e-4   # |Σ relevance - logit| / |logit| (float32; CP-LRP conserves exactly up to rounding)
 
 

@@ -17,6 +17,10 @@ from viz.architecture import FAMILY_NAMES, block_params, family_summary, stages,
     ("tiny", dict(class_token=False, global_pool="avg", fc_norm=True, representation_size=96)),
     ("tiny-32", dict(pos_embed_prefix=False, qkv_bias=False, num_classes=10)),
     ("tiny", dict(num_classes=0)),
+    # DINOv3 (untied final norms, SwiGLU), RoPE-Mixed with its learnt frequencies
+    ("small", dict(rope=True, rope_coords="centered", rope_half=True, pos_embed_kind="none", num_reg_tokens=4,
+                   layer_scale=True, k_bias=False, mlp_act="swiglu", prefix_norm=True, num_classes=0)),
+    ("small", dict(rope=True, rope_mixed=True, rope_axes="xy", pos_embed_kind="none", layer_scale=True)),
     *[("tiny", FAMILIES[f]) for f in ("relpos", "relpos_rpn", "relpos_cls", "parallel", "naflex", "naflex_reg")],
 ])
 def test_parameter_counts_match_the_model(name, overrides):

@@ -19,12 +19,14 @@ CJK = re.compile(r"[\u3000-\u303f\u4e00-\u9fff\uff00-\uffef]")
 # Latin words allowed in the Chinese texts: names of things that Chinese ViT notes keep in English.
 NAMES = {"CLS", "DIST", "REG", "ViT", "DINO", "MLP", "L2", "LN", "softmax", "logit", "logits", "BERT", "Transformer",
          "MAP", "BEiT", "SigLIP", "CLIP", "Abnar", "Zuidema", "Darcet", "Petsiuk", "Chefer", "Adebayo", "ROAD", "Rong",
-         "nostalgebraist", "Elhage", "Meng", "Heimersheim", "Nanda", "CPU", "AUC", "x_class", "E_pos", "z_L", "python", "app", "py", "weights", "class",
+         "nostalgebraist", "Elhage", "RoPE", "DINOv3",
+         "Meng", "Heimersheim",
+         "Nanda", "CPU", "AUC", "x_class", "E_pos", "z_L", "python", "app", "py", "weights", "class",
          # what the loader assumed: libraries, data sets, activations, and the code that gives the real value
          "Hugging", "Face", "Hub", "OpenAI", "LAION", "DataComp", "ImageNet", "EVA", "GELU", "QuickGELU", "tanh",
          "JSON",
          "timm", "open_clip", "vit", "load", "num_heads", "mlp_act", "img_size", "gelu", "quick_gelu", "gelu_tanh",
-         "clip_quickgelu", "preprocess", "labels", "preprocessor_config", "json", "NaFlex",
+         "clip_quickgelu", "preprocess", "labels", "preprocessor_config", "json", "architecture", "NaFlex",
          # … and for the relative-position, parallel-block and NaFlex families
          "LayerNorm", "LayerScale", "rpn", "res_post_norm", "false", "true", "NaFlexViT", "naflexvit", "siglip",
          "transformers", "Siglip2", "VisionModel", "pos_embed_interp", "pos_embed_ar_preserving", "bicubic", "bilinear",

@@ -39,6 +39,9 @@ ASSUMED: dict[str, str] = {  # Assumption.key -> the sentence; viz/i18n/page.py 
                   "SigLIP 2 towers with tanh GELU need " + _how("mlp_act", '"gelu_tanh"') + ".",
     "rope_grid": "The rotary embedding is not in the file: EVA-02's, its angles scaled to the {grid} grid timm's "
                  "EVA-02 models were trained on, assumed.",
+    "rotary_family": "The rotary position embedding is not in the file: {family}'s assumed, as its tensors are "
+                     "{family}'s; if it is another model, give its timm name as \"architecture\" in a sidecar JSON "
+                     "beside the file.",
     "img_size": "The input size is not in the file: {size} assumed from its {count} position embeddings as a square "
                 "{grid} grid; if it was trained on another grid, give " + _how("img_size", "[H, W]") + ".",
     "preprocess": "The preprocessing is not in the file: the {source} convention for {family} assumed (resize "
@@ -198,8 +201,9 @@ def family_name(fmt: str, cfg: ViTConfig) -> str:
     "relative-position ViT", "parallel-block ViT", "NaFlex ViT", "DINO", "I-JEPA", "GAP ViT" (mean-pooled, no CLS
     token) or "ViT". A timm ViT without CLS token, head or registers is
     SigLIP's mean-pooled tower (I-JEPA's at its widths); with a head, one of timm's mean-pooled classifiers."""
-    named = {"eva02": "EVA-02", "beit": "BEiT", "siglip": "SigLIP", "clip": "CLIP", "relpos": "relative-position ViT",
-             "parallel": "parallel-block ViT", "naflex": "NaFlex ViT"}
+    named = {"eva02": "EVA-02", "beit": "BEiT", "siglip": "SigLIP", "clip": "CLIP", "dinov3": "DINOv3",
+             "rope_vit": "RoPE ViT", "relpos": "relative-position ViT", "parallel": "parallel-block ViT",
+             "naflex": "NaFlex ViT"}
     if cfg.family in named:
         return named[cfg.family]
     if fmt == "dino":

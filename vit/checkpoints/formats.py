@@ -157,6 +157,31 @@ HF_CLIP_SWAPS: Swaps = [  # Hugging Face CLIPModel / CLIPVisionModel(WithProject
     (r"\.self_attn\.out_proj\.", ".attn.proj."),
 ]
 HF_CLIP_DROP = [r"position_ids$"]  # a buffer older transformers saved
+META_DINOV3_SWAPS: Swaps = [  # facebookresearch/dinov3's DinoVisionTransformer (its hub files, a teacher's backbone)
+    (r"^module\.", ""),
+    (r"^backbone\.", ""),
+    (r"^storage_tokens$", "reg_token"),                     # its registers
+    (r"\.mlp\.w1\.", ".mlp.fc1_g."),                        # SwiGLUFFN: silu(w1 x) · w2 x -> w3
+    (r"\.mlp\.w2\.", ".mlp.fc1_x."),
+    (r"\.mlp\.w3\.", ".mlp.fc2."),
+]
+# the pre-training mask token, the norm of local crops' CLS (training only), the RoPE periods (recomputed, checked
+# by vit.checkpoints.families), the training heads of a full checkpoint
+META_DINOV3_DROP = [r"(^|\.)mask_token$", r"^(module\.)?(backbone\.)?local_cls_norm\.", r"rope_embed\.periods$",
+                    r"^(module\.)?(dino_head|ibot_head|dino_loss|ibot_patch_loss)\."]
+HF_DINOV3_SWAPS: Swaps = [  # transformers' DINOv3ViTModel / DINOv3ViTBackbone
+    (r"^model\.layer\.", "layer."),                          # transformers >= 5 in-memory -> file layout
+    (r"^embeddings\.cls_token$", "cls_token"),
+    (r"^embeddings\.register_tokens$", "reg_token"),
+    (r"^embeddings\.patch_embeddings\.", "patch_embed.proj."),
+    (r"^layer\.(\d+)\.", r"blocks.\1."),
+    (r"\.attention\.(q|k|v)_proj\.", r".attn.\1."),       # fused into attn.qkv below
+    (r"\.attention\.o_proj\.", ".attn.proj."),
+    (r"\.layer_scale([12])\.lambda1$", r".ls\1.gamma"),
+    (r"\.mlp\.gate_proj\.", ".mlp.fc1_g."),                 # gated: silu(gate) · up -> down
+    (r"\.mlp\.down_proj\.", ".mlp.fc2."),                   # up_proj: fc1_x beside a gate, else fc1 (below)
+]
+HF_DINOV3_DROP = [r"^embeddings\.mask_token$", r"inv_freq$"]
 OPEN_CLIP_TIMM_SWAPS: Swaps = [  # open_clip's TimmModel (SigLIP, SigLIP 2): the timm model is its image tower's trunk
     (r"^module\.", ""),
     (r"^visual\.trunk\.", ""),
@@ -178,8 +203,9 @@ def swap_keys(state_dict: dict, swaps: Swaps, drop: list[str] = ()) -> dict:
 
 
 def timm_filter_fn(state_dict: dict) -> dict:
-    """timm's ViT (its CLIP and SigLIP towers, relative-position and parallel-block ViTs too), EVA-02, BEiT -> ours."""
-    sd = _share_rel_pos(_fold_parallel(swap_keys(state_dict, TIMM_SWAPS, TIMM_DROP)))
+    """timm's ViT (its CLIP and SigLIP towers, relative-position and parallel-block ViTs too), EVA-02, BEiT, DINOv3
+    and RoPE ViTs -> ours."""
+    sd = _share_rel_pos(_fold_parallel(_split_mixed_rope(swap_keys(state_dict, TIMM_SWAPS, TIMM_DROP))))
     return _timm_clip_projection(_split_glu(_fuse_qkv(_prefix_rows(sd))))
 
 
@@ -288,6 +314,57 @@ def _fold_branch(sd: dict, prefix: str, inner: str, into: str, out_of: str):
     if scale is not None:
         w_out, b_out = w_out * scale[:, None], b_out * scale
     return tuple(t.to(dtype) for t in (w_in, b_in, w_out, b_out))
+
+
+
+def _split_mixed_rope(sd: dict) -> dict:
+    """timm's RoPE-Mixed keeps every block's learnt frequencies in one (2, L, H, Dh/2) tensor, rope.freqs -> each
+    block's own blocks.i.attn.rope_freqs (2, H, Dh/2)."""
+    freqs = sd.get("rope.freqs")
+    if freqs is None or freqs.ndim != 4:
+        return sd
+    out = {k: v for k, v in sd.items() if k != "rope.freqs"}
+    out.update({f"blocks.{i}.attn.rope_freqs": freqs[:, i] for i in range(freqs.shape[1])})
+    return out
+
+
+def meta_dinov3_filter_fn(state_dict: dict) -> dict:
+    """facebookresearch/dinov3's ViTs -> ours: registers, SwiGLU, and the masked key bias applied (bias × bias_mask,
+    LinearKMaskedBias): with the mask's usual zeros on k, q and v biases (``attn.q_bias``, ``attn.v_bias``)."""
+    return _masked_qkv_bias(swap_keys(state_dict, META_DINOV3_SWAPS, META_DINOV3_DROP))
+
+
+def _masked_qkv_bias(sd: dict) -> dict:
+    out = {k: v for k, v in sd.items() if not k.endswith(".attn.qkv.bias_mask")}
+    for k in [k for k in sd if k.endswith(".attn.qkv.bias_mask")]:
+        prefix, mask = k.removesuffix(".qkv.bias_mask"), sd[k].float()
+        bias = out.pop(f"{prefix}.qkv.bias", None)
+        if bias is None:
+            continue
+        if not torch.isfinite(mask).all():
+            raise ValueError(f"{k} holds NaN: the file was saved before its key-bias mask was set (DINOv3 fills it "
+                             f"with NaN until init_weights). Expected 1 on q and v and 0 on k.")
+        bias = bias.float() * mask
+        D = bias.shape[0] // 3
+        if bool((mask[:D] == 1).all() and (mask[D:2 * D] == 0).all() and (mask[2 * D:] == 1).all()):
+            out[f"{prefix}.q_bias"], out[f"{prefix}.v_bias"] = bias[:D], bias[2 * D:]
+        else:                                                          # another mask: the masked bias as it is
+            out[f"{prefix}.qkv.bias"] = bias
+    return out
+
+
+def huggingface_dinov3_filter_fn(state_dict: dict) -> dict:
+    """transformers' DINOv3 ViT -> ours: renames, q/k/v fused (no key bias: q and v biases), the MLP's up_proj as
+    the value of a gated MLP or the first layer of a plain one."""
+    out = swap_keys(state_dict, HF_DINOV3_SWAPS, HF_DINOV3_DROP)
+    if "reg_token" in out and out["reg_token"].numel() == 0:        # num_register_tokens 0: an empty parameter
+        del out["reg_token"]
+    gated = {m[1] for k in out if (m := re.match(r"(blocks\.\d+)\.mlp\.fc1_g\.", k))}
+    renamed = {}
+    for k, v in out.items():
+        m = re.match(r"(blocks\.\d+)\.mlp\.up_proj\.(weight|bias)$", k)
+        renamed[f"{m[1]}.mlp.{'fc1_x' if m[1] in gated else 'fc1'}.{m[2]}" if m else k] = v
+    return _fuse_qkv(renamed)
 
 
 def _timm_clip_projection(sd: dict) -> dict:
@@ -466,6 +543,8 @@ FILTERS = {
     "torchvision": torchvision_filter_fn,
     "huggingface": huggingface_filter_fn,
     "google-npz": google_filter_fn,
+    "dinov3": meta_dinov3_filter_fn,
+    "huggingface-dinov3": huggingface_dinov3_filter_fn,
 }
 
 
@@ -474,6 +553,10 @@ def detect_format(state_dict: dict) -> str:
     keys = list(state_dict)
     if any(k.endswith("embeddings.patch_embeddings.projection.weight") for k in keys):
         return "huggingface"
+    if "embeddings.patch_embeddings.weight" in state_dict and "embeddings.register_tokens" in state_dict:
+        return "huggingface-dinov3"
+    if any(re.fullmatch(r"(module\.)?(backbone\.)?(storage_tokens|rope_embed\.periods)", k) for k in keys):
+        return "dinov3"
     if any(re.fullmatch(r"(module\.)?visual\.class_embedding", k) for k in keys):
         return "openai-clip"
     if any(re.match(r"(module\.)?visual\.trunk\.patch_embed\.", k) for k in keys):

@@ -3,10 +3,10 @@
 transformers (``model_type`` in config.json): ViTForImageClassification / DeiT / BEiT / data2vec-vision, DINOv2
 (with or without registers), MAE's encoder and MSN (format "huggingface"), CLIPModel,
 CLIPVisionModel(WithProjection), SiglipVisionModel and SiglipModel's image tower, Siglip2VisionModel and Siglip2Model's
-NaFlex image tower (format "huggingface-clip"). Tensors are renamed by the format's filter in
-``vit.checkpoints.formats``; this module reads what lies around them: config.json (heads, LayerNorm eps, activation,
-image size, id2label, the text tower's config), preprocessor_config.json, and a CLIP tokenizer's vocab.json +
-merges.txt.
+NaFlex image tower (format "huggingface-clip"), DINOv3ViTModel / DINOv3ViTBackbone (format "huggingface-dinov3").
+Tensors are renamed by the format's filter in ``vit.checkpoints.formats``; this module reads what lies around them:
+config.json (heads, LayerNorm eps, activation, image size, id2label, the text tower's config),
+preprocessor_config.json, and a CLIP tokenizer's vocab.json + merges.txt.
 
 timm (config.json with ``architecture`` and ``pretrained_cfg``, as on huggingface.co/timm): the architecture
 name says what the tensors cannot (QuickGELU for ``*_quickgelu_*``), the pretrained config gives the
@@ -41,7 +41,7 @@ CLIP_TYPES = ("clip", "clip_vision_model", "siglip", "siglip_vision_model", "sig
 VIT_TYPES = ("vit", "deit", "vit_msn", "vit_mae")          # ViT's layout and pooling (MAE: its encoder, unmasked)
 BEIT_TYPES = ("beit", "data2vec-vision")                  # relative position bias, layer scale, mean pooling
 DINOV2_TYPES = ("dinov2", "dinov2_with_registers")        # layer scale, registers, SwiGLU for the giant
-SUPPORTED_TYPES = (*VIT_TYPES, *BEIT_TYPES, *DINOV2_TYPES, *CLIP_TYPES)
+SUPPORTED_TYPES = (*VIT_TYPES, *BEIT_TYPES, *DINOV2_TYPES, *CLIP_TYPES, "dinov3_vit")
 OPEN_CLIP_TIMM_PROJECTIONS = ("none", "linear")  # open_clip's timm_proj: none, or a bias-free Linear (proj_bias false)
 
 
@@ -77,6 +77,8 @@ def read_folder(folder: Path) -> HuggingFaceFolder:
         return _read_dinov2_folder(folder, hf)
     if kind in CLIP_TYPES:
         return _read_clip_folder(folder, hf)
+    if kind == "dinov3_vit":
+        return _read_dinov3_folder(folder, hf)
     raise ValueError(f"{folder}: unsupported Hugging Face model_type {kind!r}! Expected one of "
                      f"{', '.join(repr(t) for t in SUPPORTED_TYPES)}, or a timm folder (config.json with "
                      f"'architecture') or an open_clip folder (open_clip_config.json).")
@@ -154,6 +156,28 @@ def _read_clip_folder(folder: Path, hf: dict) -> HuggingFaceFolder:
         elif text.get("eos_token_id", 2) != 2:  # 2: configs from before transformers knew it (argmax pooling)
             text_config["eot_token_id"] = text["eos_token_id"]
     return HuggingFaceFolder(state, config, None, preprocess, "huggingface-clip", text_config, tokenizer,
+                             assumptions=assumed)
+
+
+def _read_dinov3_folder(folder: Path, hf: dict) -> HuggingFaceFolder:
+    """DINOv3ViTModel / DINOv3ViTBackbone: its rotation's base (rope_theta), heads, eps, size and MLP from config.json
+    (the rest of DINOv3's rotation is its family's, ``vit.checkpoints.families``)."""
+    for name in ("proj_bias", "mlp_bias"):
+        if not hf.get(name, True):
+            raise ValueError(f"{folder}: a DINOv3 without {name.replace('_', ' ')}es ({name} false) is not supported! "
+                             f"Expected the published models' biases.")
+    if hf.get("query_bias", True) != hf.get("value_bias", True):
+        raise ValueError(f"{folder}: a query bias without a value bias (or the reverse) is not supported! Expected "
+                         f"query_bias and value_bias both true (DINOv3's) or both false.")
+    gated = bool(hf.get("use_gated_mlp", False))
+    if gated and hf.get("hidden_act", "silu") != "silu":
+        raise ValueError(f"{folder}: a gated MLP with hidden_act {hf['hidden_act']!r} is not supported! Expected "
+                         f"'silu' (SwiGLU, DINOv3's).")
+    config = _encoder_config(hf, default_eps=1e-5)
+    config.update(mlp_act="swiglu" if gated else _activation(folder, hf),
+                  rope_temperature=float(hf.get("rope_theta", 100.0)))
+    preprocess, assumed = _processor(folder, "dinov3_vit", config["img_size"])
+    return HuggingFaceFolder(_read_weights(folder), config, None, preprocess, "huggingface-dinov3",
                              assumptions=assumed)
 
 

@@ -77,6 +77,7 @@ def infer_config(sd: dict, **overrides) -> ViTConfig:
         attn_norm="blocks.0.attn.norm.weight" in sd,
         mlp_norm="blocks.0.mlp.norm.weight" in sd,
         proj_dim=int(sd["proj.weight"].shape[0]) if "proj.weight" in sd else None,
+        prefix_norm="cls_norm.weight" in sd,                     # DINOv3's untied norm of CLS and registers
     )
     if rel_mlp is not None and "blocks.0.attn.rel_pos.mlp.fc2.bias" not in sd:
         raise ValueError("timm's relative-position MLP in Swin V2 mode (rel_pos_type 'mlp_swin': a sigmoid bias "
@@ -148,9 +149,10 @@ def _grid_without_pos_embed(sd: dict, P: int, overrides: dict) -> dict:
         raise ValueError("Cannot infer the image size: the checkpoint has neither position embeddings (pos_embed) "
                          "nor a relative position bias table, so where its tokens are is not in the file. A RoPE ViT "
                          "(timm's vit_*_rope_*, DINOv3) rotates them by a rule no tensor holds: open it by its Hugging "
-                         "Face Hub name or folder, whose config names its architecture. Only for a ViT trained without "
-                         "any position information, pass img_size=(H, W) and pos_embed_kind='none', e.g. in a sidecar "
-                         "JSON.")
+                         "Face Hub name or folder, whose config names its architecture, or name it in a sidecar JSON "
+                         "beside the file: {\"architecture\": \"vit_small_patch16_rope_224\"}. Only for a ViT "
+                         "trained without any position information, pass img_size=(H, W) and pos_embed_kind='none', "
+                         "e.g. in a sidecar JSON.")
     gh, gw = grid_from_relative_positions(int(table.shape[0]))
     return dict(img_size=(gh * P, gw * P))
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import torch
 
-from . import assumptions, hub, registry
+from . import assumptions, families, hub, registry
 from .assumptions import Assumption
 from .formats import checkpoint_filter_fn, detect_format, google_num_heads, load_strict, resample_pos_embed, \
     unwrap_state_dict
@@ -35,7 +35,7 @@ from ..model import ViTConfig, VisionTransformer, sincos_2d_position_embedding, 
 from ..preprocess import CHOICES, Preprocess
 
 _REPO = Path(__file__).resolve().parents[2]
-SIDECAR_FIELDS = {"name", "variant", "config", "format", "preprocess", "labels"}
+SIDECAR_FIELDS = {"name", "variant", "architecture", "config", "format", "preprocess", "labels"}
 
 
 def weights_dir() -> Path:
@@ -195,9 +195,9 @@ def _load_known(known: registry.KnownCheckpoint, download: bool, overrides: dict
 
 
 def _meta_from_known(known: registry.KnownCheckpoint) -> _Meta:
-    """Every known checkpoint is an ImageNet-1k classifier (``vit.checkpoints.registry``)."""
+    """A known checkpoint is an ImageNet-1k classifier, or a backbone without classes (``vit.checkpoints.registry``)."""
     return _Meta(name=known.name, format=known.format, config=dict(known.config), preprocess=known.preprocess,
-                 labels=imagenet_labels())
+                 labels=imagenet_labels() if known.imagenet_classes else [])
 
 
 def _load_path(path: Path, source: str, overrides: dict, known: registry.KnownCheckpoint | None = None,
@@ -219,9 +219,12 @@ def _load_path(path: Path, source: str, overrides: dict, known: registry.KnownCh
 
 
 def _apply_sidecar(meta: _Meta, path: Path) -> _Meta:
-    """model.pt + model.json: {"name", "variant", "config", "format", "preprocess", "labels"} (all optional).
+    """model.pt + model.json: {"name", "variant", "architecture", "config", "format", "preprocess", "labels"} (all
+    optional).
 
-    "preprocess": ``vit.Preprocess`` fields, or one source's own settings under its name (``source_preprocess``)."""
+    "architecture": timm's name of the model (what a rotary family's file does not show, ``families``); "config"
+    fields win over it. "preprocess": ``vit.Preprocess`` fields, or one source's own settings under its name
+    (``source_preprocess``)."""
     try:
         d = json.loads(path.read_text())
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
@@ -240,9 +243,10 @@ def _apply_sidecar(meta: _Meta, path: Path) -> _Meta:
         preprocess = source_preprocess(d["preprocess"]) if "preprocess" in d else meta.preprocess
     except (ValueError, TypeError) as e:
         raise ValueError(f"Sidecar {path}: {e}") from None
+    named = families.architecture_fields(str(d["architecture"])) if "architecture" in d else {}
     return dataclasses.replace(meta, name=d.get("name", meta.name), format=d.get("format", meta.format),
-                               config={**meta.config, **d.get("config", {})}, preprocess=preprocess, labels=labels,
-                               variant=d.get("variant", meta.variant))
+                               config={**meta.config, **named, **d.get("config", {})}, preprocess=preprocess,
+                               labels=labels, variant=d.get("variant", meta.variant))
 
 
 def _build(raw: dict, source: str, meta: _Meta, overrides: dict) -> LoadedModel:
@@ -267,6 +271,12 @@ def _build(raw: dict, source: str, meta: _Meta, overrides: dict) -> LoadedModel:
         convention["mlp_act"] = "quick_gelu"
     if fmt in TIMM_FORMATS:  # timm resizes a position table with antialiasing (resample_abs_pos_embed's default)
         convention["pos_embed_antialias"] = True
+    identified = families.identify(state, fmt, read, source, meta.preprocess)   # a rotary family, or a refusal
+    if identified is not None:
+        read.update(identified.read)
+        convention.update(identified.convention)
+        meta = dataclasses.replace(meta, preprocess=meta.preprocess or identified.preprocess,
+                                   assumptions=(*meta.assumptions, *identified.said))
     convention.update(format_facts(fmt, state, read))   # what only the key layout shows (NaFlex tables, SigLIP 2)
     state = checkpoint_filter_fn(state, fmt)
     text_state = {k.removeprefix("text."): state.pop(k) for k in [k for k in state if k.startswith("text.")]}
@@ -303,7 +313,7 @@ def _config_assumptions(state: dict, cfg: ViTConfig, fmt: str, read: dict, meta:
             said.append(Assumption("act_clip"))
         elif fmt == "timm" and family == "SigLIP":
             said.append(Assumption("act_siglip"))
-    if cfg.rope and cfg.rope_ref_grid is not None and "rope_ref_grid" not in read:
+    if cfg.family == "eva02" and cfg.rope_ref_grid is not None and "rope_ref_grid" not in read:
         said.append(Assumption("rope_grid", grid="×".join(map(str, cfg.rope_ref_grid))))
     if "img_size" not in read and cfg.pos_embed_kind == "learned" and "pos_embed" in state:
         if cfg.pos_embed_grid is None:

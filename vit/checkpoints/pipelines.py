@@ -45,6 +45,10 @@ HF_PROCESSORS = {
     # NaFlex: no size, the photo keeps its aspect ratio in at most max_num_patches patches (resize_mode "patches")
     "Siglip2ImageProcessor": dict(size=None, do_center_crop=False, resample=2, image_mean=INCEPTION_MEAN,
                                   image_std=INCEPTION_STD, patch_size=16, max_num_patches=256, square=True),
+    # DINOv3's processor resizes float tensors with torchvision (antialiased bilinear), not PIL: equal to ours up to
+    # the resampling's rounding (tests/checkpoints/test_dinov3_preprocess.py, within 1.5 grey levels)
+    "DINOv3ViTImageProcessor": dict(size={"height": 224, "width": 224}, do_center_crop=False, resample=2,
+                                    image_mean=IMAGENET_MEAN, image_std=IMAGENET_STD, square=True),
 }
 HF_COMMON = dict(do_resize=True, do_rescale=True, rescale_factor=1 / 255, do_normalize=True)  # every class's
 # The processor AutoImageProcessor picks from config.json's model_type when preprocessor_config.json names none.
@@ -54,7 +58,7 @@ HF_MODEL_PROCESSORS = {"vit": "ViTImageProcessor", "deit": "DeiTImageProcessor",
                        "data2vec-vision": "BeitImageProcessor", "clip": "CLIPImageProcessor",
                        "clip_vision_model": "CLIPImageProcessor", "siglip": "SiglipImageProcessor",
                        "siglip_vision_model": "SiglipImageProcessor", "siglip2": "Siglip2ImageProcessor",
-                       "siglip2_vision_model": "Siglip2ImageProcessor"}
+                       "siglip2_vision_model": "Siglip2ImageProcessor", "dinov3_vit": "DINOv3ViTImageProcessor"}
 
 
 def huggingface_processor_name(settings: dict, model_type: str) -> str:

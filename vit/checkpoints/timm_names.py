@@ -6,6 +6,7 @@ architecture timm defines, as it checks the head count ``infer.default_num_heads
 """
 from __future__ import annotations
 
+from .families import architecture_fields
 from .infer import EVA02_ROPE_REF_GRID
 
 # timm's ViTs whose MLP uses tanh-approximated GELU: SigLIP 2's B/32, L/16 at 512, So400m/16 and g-opt towers.
@@ -27,8 +28,10 @@ def plain_mlp_activation(name: str) -> str | None:
 
 
 def architecture_config(name: str) -> dict:
-    """ViTConfig fields a timm architecture's name fixes beside the activation: EVA-02's rotary reference grid."""
-    return {"rope_ref_grid": EVA02_ROPE_REF_GRID} if name.split(".")[0].startswith("eva02_") else {}
+    """ViTConfig fields a timm architecture's name fixes beside the activation: EVA-02's rotary reference grid, the
+    rotation of DINOv3 and of the RoPE ViTs (or that another timm ViT has none, ``families.architecture_fields``)."""
+    eva02 = {"rope_ref_grid": EVA02_ROPE_REF_GRID} if name.split(".")[0].startswith("eva02_") else {}
+    return {**eva02, **architecture_fields(name)}
 
 
 def naflex_architecture(name: str) -> dict:

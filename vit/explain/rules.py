@@ -143,8 +143,9 @@ class RuleAttention(Attention):
 
     - q/v biases (BEiT, EVA-02): part of the linear qkv map; like every bias they are model constants that
       keep (absorb) the relevance gradient × input would give them;
-    - rotary embedding (EVA-02): a rotation of q and k, linear, so relevance passes through it as gradient ×
-      input of a linear map; the bilinear rule's scale on q and k commutes with it;
+    - rotary embedding (EVA-02, RoPE-ViT with axial or mixed frequencies, DINOv3): a rotation of q and k, linear,
+      so relevance passes through it as gradient × input of a linear map; the bilinear rule's scale on q and k
+      commutes with it;
     - relative position bias (BEiT's table, or timm's computed by an MLP from the grid alone): a constant added to
       the logits; it absorbs its gradient × input share of the softmax's relevance, as any bias does;
     - the softmax keeps its own gradient (fused or explicit: both are the exact gradient of
@@ -154,7 +155,7 @@ class RuleAttention(Attention):
     """
 
     KNOWN_MODULES = {"qkv", "attn_drop", "norm", "proj", "proj_drop", "rel_pos"}  # the parts the model's attention runs
-    KNOWN_PARAMETERS = {"q_bias", "v_bias", "relative_position_bias_table"}
+    KNOWN_PARAMETERS = {"q_bias", "v_bias", "relative_position_bias_table", "rope_freqs"}
     walk_children = True   # ``rewired`` gives qkv, norm, proj, proj_drop their own rules
 
     def __init__(self, inner: Attention, qkv_scale: tuple[float, float, float]):

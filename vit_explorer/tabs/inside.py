@@ -133,6 +133,7 @@ def _job(key: tuple, lang: str, **kw) -> InsideJob:
     in ``kw``) moves the same class, or the second photo's top-1 when none is picked (as the CLI's --target does)."""
     analysis_key, chosen, other = key
     loaded = state.model_of(analysis_key).loaded                 # turns photos into inputs as the key says
+    chosen.require_classes(loaded, lang)
     a = state.analysis(analysis_key, lang)
     try:
         target = chosen.resolve(loaded)

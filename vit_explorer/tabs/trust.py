@@ -68,6 +68,7 @@ def check(session, target, texts, use_text, trust_sanity, trust_depth, lang, pro
     a = state.analysis(session.key, lang)
     words = typed(texts)
     chosen = Pick(words[0], tuple(words), text=True) if use_text and words else (pick(target) or Pick())
+    chosen.require_classes(loaded, lang)
     started = time.perf_counter()
     try:
         with state.MODEL_TURN:

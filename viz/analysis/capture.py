@@ -224,12 +224,15 @@ def analyze(loaded, image: Image.Image, attention_dtype=np.float32, dtype: torch
 @torch.inference_mode()
 def model_arrays(model, name: str = "") -> ModelArrays:
     """Copy the patch-embedding filters and position embeddings out of a VisionTransformer (``pos_embed`` None for
-    a model without absolute position embeddings, such as BEiT)."""
+    a model without absolute position embeddings, such as BEiT; a rotary model without a table gets the similarity
+    its rotation implies instead, ``rotary_kernel``)."""
     cfg = model.cfg
     kind = getattr(cfg, "pos_embed_kind", "learned")
     pos_embed = model.pos_embed.detach().float().cpu().numpy()[0] if model.pos_embed is not None else None
+    kernel = model.rotary_kernel() if pos_embed is None and getattr(cfg, "rope", False) else None
     return ModelArrays(name=name,
                        patch_weight=model.patch_embed.proj.weight.detach().float().cpu().numpy(),
                        pos_embed=pos_embed,
                        native_grid=tuple(cfg.pos_grid), patch_size=cfg.patch_size, num_prefix=cfg.num_prefix_tokens,
-                       depth=cfg.depth, heads=cfg.num_heads, pos_embed_kind=kind)
+                       depth=cfg.depth, heads=cfg.num_heads, pos_embed_kind=kind,
+                       rotary_kernel=None if kernel is None else kernel.cpu().numpy())

@@ -25,13 +25,15 @@ PANEL_HELP = """panels written per image (PNG):
   query_row          where the --query patch attends (its attention row)
   query_column       who attends to the --query patch (its attention column)
   filters            Figure 7 left: top 28 principal components of the patch-embedding filters
-  pos_similarity     Figure 7 centre: cosine similarity of the position embeddings
+  pos_similarity     Figure 7 centre: cosine similarity of the position embeddings (a rotary model without a
+                     table: the similarity its rotation implies)
   mean_distance      Figure 7 right: mean attention distance of every head against depth
   token_norms        L2 norm of every patch token after each block, high-norm tokens outlined
   token_norm_curves  token norms against depth, flagged tokens in red
 
 attention.npz holds: attention (L, H, T, T), rollout (gh, gw), num_prefix_tokens, grid (gh, gw),
-patch_size, pos_similarity (N, N) on the checkpoint's native grid, mean_distance (L, H) in pixels,
+patch_size, pos_similarity (N, N) on the checkpoint's native grid (rotary_kernel (N, N) instead for a rotary
+model without a table), mean_distance (L, H) in pixels,
 token_norms (L, T), probabilities (K,), cls_attention (the query's attention), query_row, query_column
 (gh, gw), query_patch, high_norm_flags (L, gh, gw), probe_attention (H, T) for MAP models. Layers and heads
 are 0-based; negative indices count from the end.

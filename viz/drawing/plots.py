@@ -191,7 +191,8 @@ def position_similarity_plot(sim: np.ndarray, grid: tuple[int, int], title: str 
     dpi = 100
     zoom = max(1, round(420 / max(mosaic.shape)))           # whole screen pixels per mosaic pixel: crisp tiles
     axes_w, axes_h = mosaic.shape[1] * zoom, mosaic.shape[0] * zoom
-    left, right, bottom, top = 70, 110, 55, 35 if title else 15  # margins in pixels for labels and colour bar
+    lines = title.count("\n") + 1 if title else 0
+    left, right, bottom, top = 70, 110, 55, 15 + 20 * lines   # margins in pixels for labels, colour bar, title lines
     fig_w, fig_h = left + axes_w + right, bottom + axes_h + top
     fig = new_figure(fig_w / dpi, fig_h / dpi, dpi)
     ax = fig.add_axes((left / fig_w, bottom / fig_h, axes_w / fig_w, axes_h / fig_h))

@@ -70,7 +70,8 @@ def step_texts(w: Walkthrough, layer: int = -1, row: int | None = None, col: int
                  t("walk.cls.text", lang, names=names, shape=shape_text(s["tokens"])) if names else
                  t("walk.cls.none", lang, count=N, shape=shape_text(s["tokens"]))),
         StepText("position", t("walk.position.title", lang), shape_text(s["embedded"]),
-                 t("walk.position.text", lang, shape=shape_text(s["embedded"]))),
+                 t({"table": "walk.position.text", "rotary": "walk.position.rotary", "none": "walk.position.none"}[
+                     w.positions], lang, shape=shape_text(s["embedded"]))),
         StepText("layers", t("walk.blocks.title", lang, depth=w.depth), shape_text(s["layers"]),
                  t("walk.blocks.text", lang, tokens=T, heads=w.heads, shape=shape_text(s["layers"]), layer=layer,
                    attention=shape_text(s["attention"]))),
@@ -171,8 +172,9 @@ def tokens_picture(w: Walkthrough, which: str = "embedded", size: int = 448, lan
 
 
 def position_patch_picture(w: Walkthrough, row: int, col: int, size: int = 448, lang: str = "en") -> Image.Image:
-    """How similar patch (row, col)'s position embedding is to every other patch's, over the crop (a model without
-    absolute position embeddings gets a picture that says why there is none)."""
+    """How similar patch (row, col)'s position embedding is to every other patch's, over the crop (for a rotary
+    model, how alike its rotation leaves one vector there and at every other patch; a model with neither: why there
+    is nothing to show)."""
     i = w.patch_index(row, col)
     if w.position_similarity is None:
         return render.message_image(t("note.no_position_embeddings", lang), lang=lang)

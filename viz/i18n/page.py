@@ -73,6 +73,9 @@ PAGE: dict[str, tuple[str, str]] = {
         "图像塔需要 mlp_act=\"gelu_tanh\"" + _how_zh("mlp_act", '"gelu_tanh"') + "。"),
     "assumption.rope_grid": (ASSUMED["rope_grid"],
         "文件中没有旋转位置编码：假定为 EVA-02 的，其角度按 timm 的 EVA-02 模型训练时的 {grid} 网格缩放。"),
+    "assumption.rotary_family": (ASSUMED["rotary_family"],
+        "文件中没有旋转位置编码：假定为 {family} 的，因为它的张量就是 {family} 的；若它是别的模型，请在文件旁的同名 JSON "
+        "文件中用 \"architecture\" 给出它在 timm 中的名字。"),
     "assumption.img_size": (ASSUMED["img_size"],
         "文件中没有输入尺寸：根据它的 {count} 个位置嵌入，按 {grid} 的方形网格假定为 {size}；若它是在别的网格上训练的，"
         "请给出 img_size=[H, W]" + _how_zh("img_size", "[H, W]") + "。"),
@@ -279,6 +282,17 @@ PAGE: dict[str, tuple[str, str]] = {
         "cosine similarity shows.",
         "注意力本身不管顺序，所以每个词元都加上一个学到的位置嵌入（z₀ = [x_class; x¹E; …; xᴺE] + E_pos，{shape}）；"
         "相邻图块学到的嵌入很相似，余弦相似度图显示了这一点。"),
+    "walk.position.rotary": (
+        "This model adds no position embedding ({shape}): every layer rotates the patches' queries and keys by their "
+        "position (RoPE), so q·k depends on how far apart two patches are. The picture shows how alike the rotation "
+        "leaves one vector at the framed patch and at every other.",
+        "这个模型不加位置嵌入（{shape}）：每一层都按位置旋转图块的查询和键（RoPE），所以 q·k 取决于两个图块相隔多远。"
+        "图中是同一个向量在框出的图块和其他每个图块上被旋转后有多相似。"),
+    "walk.position.none": (
+        "This model adds no position embedding ({shape}): its positions enter inside attention, as a learnt bias "
+        "for every offset between two patches (BEiT), so there is no similarity of positions to show.",
+        "这个模型不加位置嵌入（{shape}）：位置信息在注意力内部加入，是每个图块间偏移量对应的一个学到的偏置（BEiT），"
+        "因此没有位置相似度可以显示。"),
     "walk.blocks.title": ("7. {depth} encoder layers", "7. {depth} 个编码器层"),
     "walk.blocks.text": (
         "In every layer each token attends to all {tokens} tokens through {heads} heads (LayerNorm, multi-head "
@@ -358,6 +372,11 @@ PAGE: dict[str, tuple[str, str]] = {
     "label.zero_shot": ("Zero-shot probabilities", "零样本概率"),
     "control.explain_text": ("Explain this text instead of a class", "解释这段文本而不是类别"),
     "help.explain_text": ("a CLIP checkpoint's image–text score is the target", "目标是 CLIP 检查点的图文相似度得分"),
+    "message.no_classes": (
+        "This model has no classifier head (a backbone such as DINOv3: its output is features, not classes), so it has "
+        "no class to explain, check or look inside for; with a CLIP checkpoint, tick typed texts instead.",
+        "这个模型没有分类头（例如 DINOv3 这样的骨干网络：它输出的是特征，不是类别），因此没有可以解释、检验或深入查看的"
+        "类别；如果是 CLIP 检查点，可以改为勾选输入的文本。"),
     "message.no_text_tower": ("This checkpoint has no text tower, so typed texts cannot be scored.",
                               "这个检查点没有文本塔，无法计算输入文本的概率。"),
     "about.compare": (

@@ -64,6 +64,10 @@ PICTURES: dict[str, tuple[str, str]] = {
         "computes from each offset), so there is no Figure 7 centre to show.",
         "这个模型没有绝对位置嵌入（训练时没有使用，或者是 BEiT 和 timm 的相对位置 ViT：位置信息以每层的相对偏置在注意力"
         "内部加入，偏置来自学习得到的表，或由一个小 MLP 从每个偏移算出），因此没有图 7 中间那幅图。"),
+    "title.rotary_kernel": (
+        "No position table: this model rotates queries and keys by position (RoPE).\n"
+        "Shown: the similarity its rotation implies (mean cos of the angle differences)",
+        "没有位置表：这个模型按位置旋转查询和键（RoPE）。\n图中是旋转本身带来的位置相似度（角度差余弦的平均）"),
 
     # --- captions and axes of the guided walk's pictures (viz.drawing.walk_steps) -------------------------
     "walk.caption.grid": ("{shape} → {grid} patches", "{shape} → {grid} 个图块"),

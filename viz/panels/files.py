@@ -192,11 +192,16 @@ def distance_panel(mean_distance: np.ndarray, grid: tuple[int, int], patch_size:
 
 def position_panel(m: ModelArrays, lang: str = "en") -> Image.Image:
     """Figure 7, centre: position-embedding similarity, one tile per patch (a full matplotlib draw, ~0.1 s:
-    render it once per model and language); a model without position embeddings gets a panel that says so."""
-    return _position_image(position_similarity_of(m), m.native_grid, lang)
+    render it once per model and language); a rotary model without a table gets the similarity its rotation implies
+    under a title that says so, a model with neither a panel that says why there is nothing to show."""
+    return _position_image(position_similarity_of(m), m.native_grid, lang, m.rotary_kernel)
 
 
-def _position_image(similarity: np.ndarray | None, grid: tuple[int, int], lang: str = "en") -> Image.Image:
+def _position_image(similarity: np.ndarray | None, grid: tuple[int, int], lang: str = "en",
+                    rotary: np.ndarray | None = None) -> Image.Image:
+    if similarity is None and rotary is not None:
+        return plots.figure_to_image(plots.position_similarity_plot(rotary, grid, t("title.rotary_kernel", lang),
+                                                                    lang=lang))
     if similarity is None:
         return render.message_image(t("note.no_position_embeddings", lang), lang=lang)
     return plots.figure_to_image(plots.position_similarity_plot(similarity, grid, lang=lang))
@@ -213,7 +218,10 @@ def model_panels(m: ModelArrays, lang: str = "en") -> tuple[dict[str, Image.Imag
     -> ({name: image}, {name: array})."""
     similarity = position_similarity_of(m)
     arrays = {"pos_similarity": similarity} if similarity is not None else {}
-    return {"filters": filters_panel(m), "pos_similarity": _position_image(similarity, m.native_grid, lang)}, arrays
+    if similarity is None and m.rotary_kernel is not None:
+        arrays["rotary_kernel"] = m.rotary_kernel
+    return {"filters": filters_panel(m),
+            "pos_similarity": _position_image(similarity, m.native_grid, lang, m.rotary_kernel)}, arrays
 
 
 def image_panels(a: Analysis, o: MapOptions = MapOptions()) -> tuple[dict[str, Image.Image], dict[str, np.ndarray]]:

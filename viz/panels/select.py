@@ -76,7 +76,8 @@ def mean_distance_of(a: Analysis, renormalise: bool = False) -> np.ndarray:
 
 
 def position_similarity_of(m: ModelArrays) -> np.ndarray | None:
-    """Cosine similarity of the position embeddings on the checkpoint's native grid (N, N); None without them."""
+    """Cosine similarity of the position embeddings on the checkpoint's native grid (N, N); None without them (a
+    rotary model's counterpart is ``ModelArrays.rotary_kernel``)."""
     return embeddings.position_similarity(m.pos_embed, m.native_grid) if m.pos_embed is not None else None
 
 

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from PIL import Image
 from skimage import data
+from canaries import FifoCanary
 from viz import panels
 from viz.cli import build_parser, main, options_from
 from viz.maps.rollout import rollout_map
@@ -105,3 +106,14 @@ def test_help_runs_as_a_module_and_lists_the_panels():
     result = subprocess.run([sys.executable, "-m", "viz", "--help"], capture_output=True, text=True, check=True)
     for text in PANELS + ["--weights", "--out", "attention.npz", "--mask-artifacts", "--discard-ratio"]:
         assert text in result.stdout
+
+
+def test_a_fifo_as_weights_is_refused_at_once(tmp_path, cat):
+    """A FIFO named as --weights would block the reader until something writes to it (the CLI hung): it is refused
+    before it is opened. Run as a child process, bounded in time, so that a regression fails instead of hanging."""
+    cat.save(tmp_path / "cat.png")
+    with FifoCanary(tmp_path / "weights.pt") as canary:
+        result = subprocess.run([sys.executable, "-m", "viz", str(tmp_path / "cat.png"), "--weights", str(canary.path),
+                                 "--out", str(tmp_path / "out")], capture_output=True, text=True, timeout=120)
+        assert not canary.opened.is_set()
+    assert result.returncode == 2 and "is not a checkpoint: it is a FIFO" in result.stderr, result.stderr

@@ -21,7 +21,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .files import read_file
+from .files import read_file, regular_file
 from .pipelines import huggingface_preprocess, open_clip_preprocess, timm_preprocess
 from ..clip.tokenizer import Tokenizer
 from ..preprocess import Preprocess
@@ -169,7 +169,7 @@ def _read_json(path: Path) -> dict | None:
     if not path.is_file():
         return None
     try:
-        return json.loads(path.read_text())
+        return json.loads(regular_file(path).read_text())
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise ValueError(f"{path} is not valid JSON: {e}") from None
 

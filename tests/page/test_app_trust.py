@@ -16,6 +16,7 @@ from PIL import Image
 
 import app_server
 import vit
+from handler_steps import finished
 from vit.explain import class_target
 from viz.trust import PROTOCOLS, ProtocolsReport
 from viz.trust.job import check_steps, protocols_report, trust_report
@@ -49,8 +50,8 @@ def test_the_trust_tab_shows_the_librarys_numbers_for_the_chosen_class_with_prog
     monkeypatch.setattr(state, "TRUST", Cache(None, 8 * 2**20))      # nothing cached by earlier tests of the same photo
     session = api.analyze(cat_path, augreg_weights)[0]
     seen: list[float] = []
-    values = trust.check(session, "tabby", "", False, False, trust.FAST, "en",
-                         progress=lambda f, desc=None: seen.append(f))
+    values = finished(trust.check(session, "tabby", "", False, False, trust.FAST, "en",
+                         progress=lambda f, desc=None: seen.append(f)))
     rows = _rows(values["trust_table"])
 
     loaded = vit.load(augreg_weights)
@@ -77,8 +78,8 @@ def test_the_trust_tab_shows_the_librarys_numbers_for_the_chosen_class_with_prog
 
     cached = len(state.TRUST)
     again: list[float] = []
-    repeated = trust.check(session, "tabby", "", False, False, trust.FAST, "en",
-                           progress=lambda f, desc=None: again.append(f))["trust_table"]
+    repeated = finished(trust.check(session, "tabby", "", False, False, trust.FAST, "en",
+                           progress=lambda f, desc=None: again.append(f)))["trust_table"]
     assert repeated.split("\n")[1:] == values["trust_table"].split("\n")[1:]   # all but the time it took
     assert len(state.TRUST) == cached and len(again) < len(seen)       # every method's curves came from the cache
 
@@ -89,10 +90,10 @@ def test_a_thorough_check_gives_every_verdict_its_gains_auc_tables_and_agreement
     and the page says, per method, what the library's verdict says, with the gain under each protocol."""
     build_app(augreg_weights)
     session = api.analyze(cat_path, augreg_weights)[0]
-    trust.check(session, "tabby", "", False, False, trust.FAST, "en", progress=lambda f, desc=None: None)
+    finished(trust.check(session, "tabby", "", False, False, trust.FAST, "en", progress=lambda f, desc=None: None))
     seen: list[str] = []
-    values = trust.check(session, "tabby", "", False, False, trust.THOROUGH, "en",
-                         progress=lambda f, desc=None: seen.append(desc))
+    values = finished(trust.check(session, "tabby", "", False, False, trust.THOROUGH, "en",
+                         progress=lambda f, desc=None: seen.append(desc)))
     loaded = vit.load(augreg_weights)
     x = loaded.preprocess.to_tensor(state.ANALYSES.get(session.key).image)
     report = protocols_report(loaded.model, x, class_target(loaded.labels, "tabby"), protocols="all",
@@ -119,7 +120,8 @@ def test_a_thorough_check_gives_every_verdict_its_gains_auc_tables_and_agreement
 def test_the_trust_tab_speaks_chinese(augreg_weights, cat_path):
     build_app(augreg_weights)
     session = api.analyze(cat_path, augreg_weights)[0]
-    table = trust.check(session, TOP1, "", False, False, trust.FAST, "zh-CN", progress=lambda f, desc=None: None)
+    table = finished(trust.check(session, TOP1, "", False, False, trust.FAST, "zh-CN",
+                                 progress=lambda f, desc=None: None))
     assert "删除 AUC" in table["trust_table"] and "插入 AUC" in table["trust_table"]
     assert "（单一协议）" in table["trust_table"] and "**全面**检验" in table["trust_table"]
 

@@ -12,6 +12,7 @@ import pytest
 import torch
 
 import app_server  # noqa: F401  (gives this process its own GRADIO_TEMP_DIR before the app is built)
+from handler_steps import finished
 from viz.cache import Cache
 from vit_explorer import api, state
 from vit_explorer.controls import ControlValues
@@ -97,10 +98,10 @@ def test_the_inside_views_take_the_turn_once_per_step(tmp_path, photo, monkeypat
     monkeypatch.setattr(state, "INSIDE", Cache(None, state.INSIDE_MEMORY))       # nothing looked at yet
     session = api.analyze(photo, model)[0]
     quiet = lambda fraction, desc=None: None                                       # noqa: E731
-    done = _waits_for_the_turn(lambda: inside.look_inside(session, TOP1, NO_CONTRAST, "", False, "en", quiet))
+    done = _waits_for_the_turn(lambda: finished(inside.look_inside(session, TOP1, NO_CONTRAST, "", False, "en", quiet)))
     shown = done["result"]["inside_state"]
     assert done["turns"] == 1 + depth                                 # the forward and backward, then each layer
-    done = _waits_for_the_turn(lambda: inside.ablate_heads(session, shown, ["1.0"], "en", quiet))
+    done = _waits_for_the_turn(lambda: finished(inside.ablate_heads(session, shown, ["1.0"], "en", quiet)))
     assert "1.0" in done["result"]["inside_ablation"] and done["turns"] == 2    # the forward, the ablated forward
-    done = _waits_for_the_turn(lambda: inside.patch_from(session, shown, photo, "en", quiet))
+    done = _waits_for_the_turn(lambda: finished(inside.patch_from(session, shown, photo, "en", quiet)))
     assert done["result"]["inside_patch_line"] and done["turns"] == 3 + depth  # both photos, the gradient, each layer

@@ -45,7 +45,7 @@ def test_cli_writes_every_file_for_the_cat(real_weights_dir, cat, tmp_path):
     np.testing.assert_allclose(np.diag(npz["pos_similarity"]), 1.0, atol=1e-6)
     assert npz["mean_distance"].shape == (12, 3) and (npz["mean_distance"] > 0).all()
     # the saved attention reproduces the saved map
-    np.testing.assert_allclose(npz["rollout"], rollout_map(npz["attention"], 1, (14, 14)), rtol=1e-6)
+    np.testing.assert_allclose(npz["rollout"], rollout_map(npz["attention"], 1, (14, 14)), rtol=1e-5)
 
 
 def test_cli_folder_options_and_average(real_weights_dir, tmp_path):
@@ -66,7 +66,7 @@ def test_cli_folder_options_and_average(real_weights_dir, tmp_path):
         flags = npz["high_norm_flags"]
         expected = rollout_map(npz["attention"], 1, (14, 18), fusion="max", discard_ratio=0.9,
                                drop_patches=flags.any(axis=0))
-        np.testing.assert_allclose(npz["rollout"], expected, rtol=1e-6)
+        np.testing.assert_allclose(npz["rollout"], expected, rtol=1e-5)
         row = npz["attention"][5, 1, 0].astype(np.float32)          # --mask-artifacts: the flagged keys dropped,
         row[1:][flags.any(axis=0).ravel()] = 0.0                     # the rest renormalised
         np.testing.assert_allclose(npz["cls_attention"], (row / row.sum())[1:].reshape(14, 18), rtol=1e-5)
@@ -74,7 +74,7 @@ def test_cli_folder_options_and_average(real_weights_dir, tmp_path):
             assert image.size == (288, 224)                  # no colour bar, the input's own pixels
     summary = np.load(out / "summary" / "mean_distance.npz")
     assert summary["per_image"].shape == (2, 12, 3)
-    np.testing.assert_allclose(summary["mean_distance"], summary["per_image"].mean(axis=0))
+    np.testing.assert_allclose(summary["mean_distance"], summary["per_image"].mean(axis=0), rtol=1e-5)
     assert (out / "summary" / "mean_distance.png").is_file()
 
 

@@ -186,13 +186,13 @@ def test_parameter_counts():
         assert quote == f"{total_params(stages(vit.variant(name))):,}", name
 
 
-def _app_constant(name: str) -> int:
-    """A number assigned in the page's state (read, not imported: importing the page starts Gradio)."""
-    tree = ast.parse((REPO / "vit_explorer" / "state.py").read_text())
+def _app_constant(name: str, module: str = "state") -> int:
+    """A number assigned in a module of the page (read, not imported: importing the page starts Gradio)."""
+    tree = ast.parse((REPO / "vit_explorer" / f"{module}.py").read_text())
     for node in tree.body:
         if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", None) == name:
-            return eval(compile(ast.Expression(node.value), "state.py", "eval"), {"__builtins__": {}})
-    raise AssertionError(f"vit_explorer/state.py has no {name}")
+            return eval(compile(ast.Expression(node.value), f"{module}.py", "eval"), {"__builtins__": {}})
+    raise AssertionError(f"vit_explorer/{module}.py has no {name}")
 
 
 def _analysis_bytes(depth: int, heads: int, grid: tuple[int, int]) -> int:
@@ -214,6 +214,8 @@ def test_memory_and_limits():
                    r"ViT-Ti analyses\)", APP)[0]
     assert quote == (str(budget // MB), str(budget // b16), str(budget // ti16))
     assert quoted(r"Gradio keeps at most `MAX_SESSIONS` = (\d+)", APP) == [(str(_app_constant("MAX_SESSIONS")),)]
+    assert quoted(r"one heavy job per visitor, at most (\d+) waiting in all", APP) == \
+        [(str(_app_constant("QUEUE_MAX", "heavy")),)]
     assert quoted(r"the limits are (\d+) MB and (\d+) megapixels", APP) == [(str(MAX_BYTES // MB),
                                                                           str(MAX_PIXELS // 1_000_000))]
     assert quoted(r"the top (\d+) principal components", MAPS) == [("28",)]

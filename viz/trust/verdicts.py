@@ -19,7 +19,7 @@ The protocols' agreement is Kendall's τ-b between every pair of protocols' rank
 (ties counted as scipy's ``kendalltau`` does): 1 when they rank the methods alike, −1 when reversed. **The tie
 rule**: under a protocol, two methods whose ABPCs differ by less than their combined error (``auc_error_abpc`` of
 each, added) are tied: the curves cannot tell them apart, so their order is no evidence either way. Without the
-rule, such a pair swapped with the rounding of the CPU's kernels and τ with it; with it, τ moves only when a
+rule such a pair would swap with the rounding of a CPU's kernels, and τ with it; with it, τ moves only when a
 difference crosses the methods' own error, which no rounding does.
 """
 from __future__ import annotations

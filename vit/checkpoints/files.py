@@ -45,13 +45,15 @@ def regular_file(path: str | Path) -> Path:
     mode, size = (st := os.stat(path)).st_mode, st.st_size       # follows symlinks: what a reader would open
     if not stat.S_ISREG(mode):
         kind = next((name for test, name in _KINDS if test(mode)), "not a regular file")
-        raise ValueError(f"{path} is not a checkpoint: it is {kind}, not a file! Expected a checkpoint file.")
+        raise ValueError(f"{path} is not a checkpoint: it is {kind}, not a file! Expected the path of a checkpoint "
+                         f"file.")
     real = os.path.realpath(path)
     if any(real == root or real.startswith(root + os.sep) for root in PSEUDO_FILE_SYSTEMS):
         raise ValueError(f"{path} is not a checkpoint: it is one of the system's pseudo files ({real.split(os.sep)[1]}"
-                         f"), not a file on disk! Expected a checkpoint file.")
+                         f"), not a file on disk! Expected the path of a checkpoint file.")
     if size == 0:
-        raise ValueError(f"{path} is not a checkpoint: the file is empty (0 bytes).")
+        raise ValueError(f"{path} is not a checkpoint: the file is empty (0 bytes), an interrupted download or save? "
+                         f"Download or save it again.")
     return path
 
 
@@ -62,7 +64,8 @@ def _check_zip_sizes(path: Path, archive: zipfile.ZipFile, size: int) -> None:
     if declared > ZIP_EXPANSION * size + ZIP_SLACK:
         raise ValueError(f"Refusing to load {path}: its members declare {declared / 2**20:,.0f} MB in an archive of "
                          f"{size / 2**20:,.1f} MB, more than weights can be compressed from (a decompression bomb?). "
-                         f"It was refused before anything was decompressed.")
+                         f"It was refused before anything was decompressed; if you trust the file, save its arrays "
+                         f"uncompressed (numpy.savez, torch.save) or as safetensors.")
 
 
 def sniff_kind(path: Path) -> str:
@@ -116,10 +119,10 @@ def _read_npz(path: Path) -> dict:
     try:
         with np.load(path, allow_pickle=False) as z:
             return {k: z[k] for k in z.files}
-    except ValueError as e:  # numpy refuses object arrays, which would need pickle; or a header it cannot parse
-        if "pickle" in str(e):
+    except ValueError as e:   # the message names no byte of the file
+        if "allow_pickle" in str(e):  # numpy refuses object arrays, which would need pickle
             raise ValueError(f"Refusing to load {path}: it holds pickled Python objects, not plain arrays.") from None
-        raise ValueError(f"{path} is a damaged .npz file: an array's header cannot be read.") from None
+        raise ValueError(f"{path} is a damaged .npz file (truncated download?).") from None
     except (OSError, zipfile.BadZipFile, EOFError):
         raise ValueError(f"{path} is a damaged .npz file (truncated download?).") from None
 
@@ -144,12 +147,14 @@ def _read_torch(path: Path) -> dict:
         obj = torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as e:
         found = re.search(r"GLOBAL ([\w.]+)", str(e))  # name only: torch's advice to allowlist it is not ours
-        detail = f" The safe loader stopped at the Python object {found[1]}." if found else ""
+        if found is None:  # no object named: the pickle itself is broken (a truncated download)
+            raise ValueError(f"{path} is not a readable torch checkpoint (damaged or truncated?).") from None
         raise ValueError(
             f"Refusing to load {path}: it is a pickle that holds Python objects other than tensors, which could run "
             f"code when loaded. Only weights-only checkpoints and safetensors are loaded; re-save the state dict "
-            f"with torch.save(model.state_dict(), ...) or as safetensors.{detail}") from None
-    except (RuntimeError, EOFError, OSError):
+            f"with torch.save(model.state_dict(), ...) or as safetensors. The safe loader stopped at: the Python "
+            f"object {found[1]}") from None
+    except (RuntimeError, EOFError, OSError, IndexError, struct.error):  # what a cut pickle raises
         raise ValueError(f"{path} is not a readable torch checkpoint (damaged or truncated?).") from None
     if not isinstance(obj, dict):
         raise ValueError(f"{path} holds a {type(obj).__name__}, not a checkpoint! Expected a dict of tensors "

@@ -202,7 +202,7 @@ PAGE: dict[str, tuple[str, str]] = {
     "message.photo_too_large": ("The photo is too large: {size:.1f} MB, the limit is {limit:.0f} MB.",
                                 "照片太大：{size:.1f} MB，上限是 {limit:.0f} MB。"),
     "message.not_a_number": ("A number sent by the page is not a number (NaN or infinite). Reload the page.",
-                             "页面发送的某个数值不是有效数字（NaN 或无穷大）。请重新加载页面。"),
+                             "页面发送的某个数值不是有效数字（非数字或无穷大）。请重新加载页面。"),
     "message.bad_request": (
         "The server could not handle this request: the page sent something it does not understand. Reload the "
         "page and try again.",

@@ -1,7 +1,8 @@
 """Starting the server: the command line, where the models run, the memory tuning of a long-running process, the
 start-up messages (no model, no Chinese font), and Gradio's launch with the queue and the limits set.
 
-    python app.py [--weights PATH | --model NAME] [--host 127.0.0.1] [--port 7860] [--share] [--device auto]
+    python app.py [--weights PATH | --model NAME] [--host 127.0.0.1] [--port 7860] [--share] [--public]
+                  [--device auto]
 
 ``main(argv)`` is that command (``app.py`` calls it; an installed package can name it as its console command).
 """
@@ -41,6 +42,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--port", type=int, default=int(os.environ.get("GRADIO_SERVER_PORT", 7860)),
                    help="port to serve on (default 7860)")
     p.add_argument("--share", action="store_true", help="also serve through a temporary public gradio.live link")
+    p.add_argument("--public", action="store_true",
+                   help="serve as a public server whatever the host (behind a reverse proxy on 127.0.0.1): only the "
+                        "listed models, no typed paths (--host 0.0.0.0 and --share are public anyway)")
     p.add_argument("--device", default="auto", metavar="{auto,cpu,cuda,mps}",
                    help="where the models run (default auto: CUDA when available, else the CPU; also cuda:N)")
     return p.parse_args(argv)
@@ -61,7 +65,7 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(startup_failure(source, err))
     for sentence in state.MODELS.get(str(source).strip()).loaded.assumptions:  # loaded by build_app, cached
         print(f"assumed ({source}): {sentence}", file=sys.stderr)
-    launch(demo, args.host, args.port, args.share)
+    launch(demo, args.host, args.port, args.share, public=args.public)
 
 
 def startup_failure(source: str, err: Exception) -> str:
@@ -114,14 +118,15 @@ def only_this_machine(host: str, share: bool) -> bool:
     return host in LOCAL_HOSTS and not share
 
 
-def launch(demo: gr.Blocks, host: str, port: int, share: bool = False, **kwargs):
-    """Serve with the queue set up: model work one at a time, re-renders alongside; bounded session memory; a
-    server others can reach loads only the models in its list. Says once, at start, when Chinese pictures will
-    come with English labels (no CJK font on this machine)."""
+def launch(demo: gr.Blocks, host: str, port: int, share: bool = False, public: bool = False, **kwargs):
+    """Serve with the queue set up: model work one at a time, re-renders alongside; bounded session memory; every
+    event through the queue (no direct REST calls that would skip its limits). A public server (``public``, or one
+    others can reach) loads only the models in its list and shows no Python error text. Says once, at start, when
+    Chinese pictures will come with English labels (no CJK font on this machine)."""
     return_freed_memory_to_the_os()
     if (message := missing_font_message()) is not None:
         print(message, file=sys.stderr)
-    state.SETTINGS.any_model = only_this_machine(host, share)
-    demo.queue(default_concurrency_limit=1)
+    state.SETTINGS.any_model = only_this_machine(host, share) and not public
+    demo.queue(default_concurrency_limit=1, api_open=False)
     return demo.launch(server_name=host, server_port=port, share=share, state_session_capacity=state.MAX_SESSIONS,
-                       max_file_size=MAX_BYTES, show_error=True, css=CSS, i18n=I18N, **kwargs)
+                       max_file_size=MAX_BYTES, show_error=state.SETTINGS.any_model, css=CSS, i18n=I18N, **kwargs)

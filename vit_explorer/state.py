@@ -55,10 +55,13 @@ EXAMPLES_DIR = next((d for d in (Path(__file__).resolve().parent.parent / "examp
 class Settings:
     """What ``python app.py`` decides at start-up (``vit_explorer.server``)."""
     device: torch.device = field(default_factory=lambda: torch.device("cpu"))  # where the models run (--device)
-    # Whether the Model box (and /analyze's ``model``) may name any path or known model, or only those listed. A
-    # server reachable by others must not let them read files by path or download any model: launch() decides.
+    # Whether visitors may name any path or known model (in the Model box, Compare, the snapshots, the API), or only
+    # the models listed. A public server (--public, --host 0.0.0.0, --share) must not let them read files by path or
+    # download any model: launch() decides.
     any_model: bool = True
-    models: list[str] = field(default_factory=list)   # the models on offer; the first is the server's own
+    # The models on offer as vit.load sources (paths, known names, Hub names: opaque strings); the first is the
+    # server's own. The page names them by display_name, never by where they lie on the server.
+    models: list[str] = field(default_factory=list)
 
 
 SETTINGS = Settings()
@@ -180,10 +183,39 @@ REFUSED: dict[str, str] = {}        # browser session -> the last photo refused 
 
 # ---- what the handlers ask for -----------------------------------------------------------------------------------
 
+def display_name(source: str) -> str:
+    """How the page names a model source: a file or folder on this machine by its own name (never where it lies),
+    anything else (a known model, a Hub name, a file in weights/) as it is."""
+    path = Path(source).expanduser()
+    return path.name if (path.is_absolute() or source != path.name) and path.exists() else source
+
+
+def listed_models() -> dict[str, str]:
+    """The models on offer, {display name: source}: the one the server started with, then the files in weights/."""
+    listed: dict[str, str] = {}
+    for source in [*SETTINGS.models, *vit.list_local_checkpoints()]:
+        listed.setdefault(display_name(source), source)
+    return listed
+
+
 def model_choices(extra: str | None = None) -> list[str]:
-    """The models on offer: the one the server started with, the files in weights/, and ``extra`` (a path)."""
-    choices = list(dict.fromkeys(SETTINGS.models + vit.list_local_checkpoints()))
+    """The Model box's choices: the display names of the models on offer, and ``extra`` (a path a visitor typed)."""
+    choices = list(listed_models())
     return choices + [extra] if extra and extra not in choices else choices
+
+
+def model_source(name, lang: str = "en") -> str:
+    """THE models' guard: every handler that opens a checkpoint (the analysis, the Model box, Compare, the snapshots
+    and their slider, the API) asks it for the source to load. A listed model's display name gives its source
+    (compared exactly, as a string); on a server only this machine reaches, anything else is a path or name to try
+    as it is; on a public server, a gr.Error that is the same whatever was typed (nothing is looked up)."""
+    name = "" if name is None else str(name).strip()
+    listed = listed_models()
+    if name in listed:
+        return listed[name]
+    if SETTINGS.any_model and name:
+        return name
+    raise gr.Error(t("message.models_listed_only", lang), print_exception=False)
 
 
 def example_photos() -> list[str]:
@@ -192,19 +224,18 @@ def example_photos() -> list[str]:
     return sorted(str(p) for p in EXAMPLES_DIR.glob("*") if p.suffix.lower() in (".jpg", ".jpeg", ".png", ".webp"))
 
 
-def served(source: str, lang: str = "en", preprocess: str = "own") -> ServedModel:
-    """The loaded model of ``source`` with the ``preprocess`` choice (own, crop, squash), or a gr.Error saying why
-    not (not on offer, not a checkpoint, not found, no such preprocessing)."""
-    source = str(source).strip()
-    if not SETTINGS.any_model and source not in model_choices():
-        raise gr.Error(t("message.models_listed_only", lang), print_exception=False)
+def served(name: str, lang: str = "en", preprocess: str = "own") -> ServedModel:
+    """The loaded model a visitor named (``model_source``) with the ``preprocess`` choice (own, crop, squash), or a
+    gr.Error saying why not (not on offer, not a checkpoint, not found, no such preprocessing)."""
+    source = model_source(name, lang)
     if preprocess not in PREPROCESS_CHOICES:
         raise gr.Error(t("message.preprocess_unknown", lang, choice=preprocess, choices=", ".join(PREPROCESS_CHOICES)),
                        print_exception=False)
     try:
         return MODELS.get(source).with_preprocess(preprocess)
     except (ValueError, OSError) as err:  # vit.load: bad checkpoint (ValueError), nothing found (FileNotFoundError)
-        raise gr.Error(t("message.model_failed", lang, model=source, error=err), print_exception=False) from None
+        raise gr.Error(t("message.model_failed", lang, model=str(name).strip(), error=err),
+                       print_exception=False) from None
 
 
 def analysis(key: AnalysisKey, lang: str = "en") -> Analysis:

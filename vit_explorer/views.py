@@ -88,7 +88,7 @@ def page_analyze(request: gr.Request, photo, model, controls: ControlValues, ses
     previous photo put back, everything else untouched."""
     if not photo:
         return {}
-    key = AnalysisKey(str(photo), str(model).strip(), preprocess)
+    key = AnalysisKey(str(photo), state.model_source(model, lang), preprocess)
     if session is not None and session.key[1:] == key[1:] and _same_file(session.key.photo, key.photo):
         return {}
     served = state.served(model, lang, preprocess)
@@ -123,7 +123,7 @@ def switch_model(model, current_model, photo, session, controls: ControlValues, 
               "start_layer": gr.Slider(maximum=L - 1, value=0), "learn_layer": gr.Slider(maximum=L - 1, value=L - 1)}
     if not photo:
         return values
-    key = AnalysisKey(str(photo), str(model).strip(), preprocess)
+    key = AnalysisKey(str(photo), state.model_source(model, lang), preprocess)
     try:
         a = state.ANALYSES.get(key)
     except (ValueError, OSError) as err:

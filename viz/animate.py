@@ -10,6 +10,7 @@ the single panels do, so the GIF shows where each block looks, not how sharply.
 from __future__ import annotations
 
 import importlib.util
+import io
 from pathlib import Path
 
 import numpy as np
@@ -100,13 +101,20 @@ def save_gif(frames: list[Image.Image], path: str | Path, frame_ms: int = FRAME_
     """Write an endlessly looping GIF with one frame per image (each quantised to its own 256-colour palette).
 
     Returns the path. ValueError for no frames."""
+    path = Path(path)
+    path.write_bytes(gif_bytes(frames, frame_ms))
+    return path
+
+
+def gif_bytes(frames: list[Image.Image], frame_ms: int = FRAME_MS) -> bytes:
+    """The bytes of ``save_gif``'s GIF. ValueError for no frames."""
     if not frames:
         raise ValueError("No frames to animate! Expected at least one image.")
-    path = Path(path)
     first, *rest = padded(frames)
-    first.save(path, format="GIF", save_all=True, append_images=rest, duration=int(frame_ms), loop=0,
+    buffer = io.BytesIO()
+    first.save(buffer, format="GIF", save_all=True, append_images=rest, duration=int(frame_ms), loop=0,
                disposal=1, optimize=False)
-    return path
+    return buffer.getvalue()
 
 
 def mp4_available() -> bool:

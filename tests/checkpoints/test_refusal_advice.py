@@ -25,6 +25,7 @@ from timm.layers import resample_abs_pos_embed
 from torchvision.models import vision_transformer as tv
 
 import vit
+from canaries import FifoCanary
 from hub_cache import FakeHub, offline_hub, online_hub
 from reference_models import (assert_close, assert_same_as_timm, google_npz_arrays, images, meta_dinov3_layout,
                               open_clip_tiny, randomize_)
@@ -115,6 +116,45 @@ def not_a_checkpoint(tmp_path, monkeypatch):
         vit.load(tmp_path / "model.pt")
     ref = small_timm()   # advice: a safetensors file, a torch file or a Google .npz
     same_as(vit.load(write_safetensors(ref, tmp_path / "model.safetensors")), ref)
+
+
+@case("not a file! Expected the path of a checkpoint", "not a file on disk! Expected the path of a checkpoint")
+def not_a_file(tmp_path, monkeypatch):
+    """A FIFO, a device or a /proc file where a checkpoint was expected: refused before it is opened. Advice: the
+    path of the checkpoint file itself."""
+    ref = small_timm()
+    with FifoCanary(tmp_path / "model.pt") as fifo:
+        with pytest.raises(ValueError, match="it is a FIFO"):
+            vit.load(fifo.path)
+        assert not fifo.opened.is_set()
+    (tmp_path / "status.pt").symlink_to("/proc/self/status")
+    with pytest.raises(ValueError, match="one of the system's pseudo files"):
+        vit.load(tmp_path / "status.pt")
+    same_as(vit.load(write_safetensors(ref, tmp_path / "model.safetensors")), ref)
+
+
+@case("the file is empty (0 bytes)")
+def empty_file(tmp_path, monkeypatch):
+    ref = small_timm()
+    (tmp_path / "model.safetensors").write_bytes(b"")
+    with pytest.raises(ValueError, match="the file is empty"):
+        vit.load(tmp_path / "model.safetensors")
+    same_as(vit.load(write_safetensors(ref, tmp_path / "model.safetensors")), ref)   # saved again
+
+
+@case("more than weights can be compressed from")
+def compressed_beyond_weights(tmp_path, monkeypatch):
+    """A compressed .npz whose members declare more than 8 times its size (+16 MB): here a zeroed head of 100,000
+    classes (77 MB that deflate to almost nothing, beside 3 MB of weights). Advice: save the arrays uncompressed."""
+    ref = small_timm(num_classes=100_000)
+    with torch.no_grad():
+        ref.head.weight.zero_()
+    arrays = google_npz_arrays(ref)
+    np.savez_compressed(tmp_path / "packed.npz", **arrays)
+    with pytest.raises(ValueError, match="refused before anything was decompressed.*numpy.savez"):
+        vit.load(tmp_path / "packed.npz")
+    np.savez(tmp_path / "plain.npz", **arrays)
+    same_as(vit.load(tmp_path / "plain.npz"), ref)
 
 
 @case("is a damaged zip archive (truncated download?)")

@@ -43,7 +43,7 @@ def test_fused_heads_equal_the_numpy_definition():
     fused = postprocess.fuse_heads(maps)
     for fusion in FUSIONS:
         expected = fuse_heads(maps.numpy(), fusion)   # per image: (H, T, T) is an (L, T, T) stack for numpy
-        np.testing.assert_allclose(fused[fusion].numpy(), expected, rtol=1e-6, atol=1e-7)
+        np.testing.assert_allclose(fused[fusion].numpy(), expected, rtol=1e-5, atol=1e-7)
     np.testing.assert_array_equal(fused["max"].numpy(), maps.numpy().max(axis=1))       # max and min exactly
 
 
@@ -66,10 +66,10 @@ def test_mean_distance_equals_the_numpy_definition_and_a_hand_computed_case():
             hand[0, 0, PREFIX + i] = 0.0
             hand[0, 0, PREFIX + i, 0] = 0.5
             hand[0, 0, PREFIX + i, PREFIX + i + 1] = 0.5
-    assert postprocess.mean_distance(hand, weights, PREFIX).item() == pytest.approx(6.0, rel=1e-6)
+    assert postprocess.mean_distance(hand, weights, PREFIX).item() == pytest.approx(6.0, rel=1e-5)
     # renormalised over patches: the neighbours' 16 px on 9 patches, the last column's rows have no patch mass
     assert postprocess.mean_distance_renormalised(hand, torch.from_numpy(patch_distances(GRID, PATCH)),
-                                                  PREFIX).item() == pytest.approx(16.0 * 9 / 12, rel=1e-6)
+                                                  PREFIX).item() == pytest.approx(16.0 * 9 / 12, rel=1e-5)
 
 
 def test_entropy_and_key_mass_equal_the_numpy_definitions():
@@ -81,15 +81,15 @@ def test_entropy_and_key_mass_equal_the_numpy_definitions():
 
 def test_entropy_and_shares_of_hand_made_attention():
     uniform = np.full((1, 2, T, T), 1.0 / T)
-    np.testing.assert_allclose(attention_entropy(uniform), math.log(T))                  # ln T: the largest
+    np.testing.assert_allclose(attention_entropy(uniform), math.log(T), rtol=1e-5)                  # ln T: the largest
     one_hot = np.zeros((1, 1, T, T))
     one_hot[..., 0] = 1.0                                                                # everyone looks at CLS
     np.testing.assert_allclose(attention_entropy(one_hot), 0.0)
     high = np.zeros(GRID, dtype=bool)
     high[0, 0] = True
     prefix, flagged = attention_shares(uniform, PREFIX, GRID, high)
-    np.testing.assert_allclose(prefix, PREFIX / T)
-    np.testing.assert_allclose(flagged, 1 / T)
+    np.testing.assert_allclose(prefix, PREFIX / T, rtol=1e-5)
+    np.testing.assert_allclose(flagged, 1 / T, rtol=1e-5)
     prefix, flagged = attention_shares(one_hot, PREFIX, GRID, high)
     np.testing.assert_allclose((prefix, flagged), ([1.0], [0.0]))
 
@@ -116,12 +116,12 @@ def test_capture_equals_the_numpy_definitions_on_a_real_forward():
     attn = attn.numpy()
     p, grid = 3, (3, 4)                                        # CLS + 2 registers, 48×64 px in 16-px patches
     assert (got.num_prefix, got.grid) == (p, grid)
-    np.testing.assert_allclose(got.probabilities, logits.softmax(-1).numpy(), rtol=1e-6)
+    np.testing.assert_allclose(got.probabilities, logits.softmax(-1).numpy(), rtol=1e-5)
     np.testing.assert_array_equal(got.attention, attn)
     np.testing.assert_array_equal(got.token_norms, norms.numpy())
     for b in range(2):
         for fusion in FUSIONS:
-            np.testing.assert_allclose(got.fused[fusion][b], fuse_heads(attn[b], fusion), rtol=1e-6, atol=1e-8)
+            np.testing.assert_allclose(got.fused[fusion][b], fuse_heads(attn[b], fusion), rtol=1e-5, atol=1e-8)
         np.testing.assert_allclose(got.mean_distance[b], mean_attention_distance(attn[b], p, grid, 16), rtol=1e-5)
         np.testing.assert_allclose(got.mean_distance_renormalised[b],
                                    mean_attention_distance(attn[b], p, grid, 16, renormalise=True), rtol=1e-5)
@@ -129,7 +129,7 @@ def test_capture_equals_the_numpy_definitions_on_a_real_forward():
         np.testing.assert_allclose(got.key_mass[b], key_mass(attn[b]), rtol=1e-5, atol=1e-8)
         # rollout (computed at render time from the head-fused maps) is the rollout of the attention
         np.testing.assert_allclose(rollout_map(got.attention[b], p, grid),
-                                   rollout_map(attn[b], p, grid), rtol=1e-6)
+                                   rollout_map(attn[b], p, grid), rtol=1e-5)
         flags = flag_high_norm(got.token_norms[b], p, grid)
         assert artifact_mask(flags).shape == grid
     half = capture(model, x, np.float16)
@@ -178,7 +178,7 @@ def test_blocks_reduced_one_by_one_or_together_give_the_same_arrays(monkeypatch)
         results.append(capture(model, x, np.float16, statistics=True, distance_renormalise=True))
     for other in results[1:]:
         for name in ("attention", "token_norms", "mean_distance", "entropy", "key_mass", "mean_distance_renormalised"):
-            np.testing.assert_allclose(getattr(other, name), getattr(results[0], name), rtol=1e-6, atol=1e-9,
+            np.testing.assert_allclose(getattr(other, name), getattr(results[0], name), rtol=1e-5, atol=1e-9,
                                        err_msg=name)
         for fusion in FUSIONS:
             np.testing.assert_array_equal(other.fused[fusion], results[0].fused[fusion])

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import os
+from pathlib import Path
 
 import gradio as gr
 import numpy as np
@@ -405,11 +407,18 @@ def test_compare_two_checkpoints_and_animate_through_depth(cat_result, photos, r
         assert gif.n_frames == 12
 
 
-def test_upload_component_passes_files_unopened(demo, tmp_path):
+def test_upload_component_passes_uploaded_files_unopened(demo, tmp_path):
+    """An upload reaches the handler as a path, unopened (the handler's decoder says what is wrong with it); a file
+    outside the upload folder never does (tests/security/test_door.py: the refusals)."""
     component = PhotoInput(type="filepath", image_mode=None)
-    text = tmp_path / "notes.jpg"
+    text = Path(component.GRADIO_CACHE) / "test-upload" / "notes.jpg"
+    text.parent.mkdir(parents=True, exist_ok=True)
     text.write_text("not an image")
-    assert component.preprocess(ImageData(path=str(text), orig_name="notes.jpg")) == str(text)
+    assert component.preprocess(ImageData(path=str(text), orig_name="notes.jpg")) == os.path.realpath(text)
+    outside = tmp_path / "notes.jpg"
+    outside.write_text("not an image")
+    with pytest.raises(gr.Error, match="Only photos uploaded to this page"):
+        component.preprocess(ImageData(path=str(outside), orig_name="notes.jpg"))
     assert component.preprocess(None) is None
     payload = b"\x89PNG\r\n\x1a\n broken on purpose"
     url = "data:image/png;base64," + base64.b64encode(payload).decode()
@@ -420,12 +429,12 @@ def test_upload_component_passes_files_unopened(demo, tmp_path):
 
 def test_command_line_defaults_and_flags():
     args = parse_args([])
-    assert (args.host, args.port, args.share, args.model, args.weights, args.device) == \
-        ("127.0.0.1", 7860, False, "default", None, "auto")
-    args = parse_args(["--weights", "w.safetensors", "--port", "8000", "--host", "0.0.0.0", "--share",
-                           "--device", "cpu"])
-    assert (args.weights, args.port, args.host, args.share, args.device) == ("w.safetensors", 8000, "0.0.0.0", True,
-                                                                             "cpu")
+    assert (args.host, args.port, args.share, args.public, args.model, args.weights, args.device) == \
+        ("127.0.0.1", 7860, False, False, "default", None, "auto")
+    args = parse_args(["--weights", "w.safetensors", "--port", "8000", "--host", "0.0.0.0", "--share", "--public",
+                       "--device", "cpu"])
+    assert (args.weights, args.port, args.host, args.share, args.public, args.device) == \
+        ("w.safetensors", 8000, "0.0.0.0", True, True, "cpu")
     with pytest.raises(SystemExit):
         parse_args(["--weights", "a.pth", "--model", "vit_b_16"])
 

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import assumptions
-from .files import read_file
+from .files import read_file, regular_file
 from .pipelines import huggingface_preprocess, huggingface_processor_name, open_clip_preprocess, timm_preprocess
 from .timm_names import architecture_config, naflex_architecture, plain_mlp_activation
 from ..clip.tokenizer import Tokenizer
@@ -288,7 +288,7 @@ def _read_json(path: Path) -> dict | None:
     if not path.is_file():
         return None
     try:
-        return json.loads(path.read_text())
+        return json.loads(regular_file(path).read_text())
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise ValueError(f"{path} is not valid JSON: {e}") from None
 

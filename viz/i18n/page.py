@@ -223,6 +223,25 @@ PAGE: dict[str, tuple[str, str]] = {
         "app runs on your own machine (python app.py).",
         "这个服务器只运行模型列表里的模型。输入路径或其他模型名，只在你自己的电脑上运行本应用时有效（python app.py）。"),
     "message.model_failed": ("Could not load the model {model!r}. {error}", "无法加载模型 {model!r}。{error}"),
+    # what the server refuses at the door (vit_explorer.door, vit_explorer.heavy): one message whatever was sent
+    "message.photo_not_uploaded": (
+        "Only photos uploaded to this page can be analysed. Upload the photo (or paste it, or pick an example).",
+        "只能分析上传到本页面的照片。请上传这张照片（或粘贴它，或选一张示例照片）。"),
+    "message.photo_too_large": ("The photo is too large: {size:.1f} MB, the limit is {limit:.0f} MB.",
+                                "照片太大：{size:.1f} MB，上限是 {limit:.0f} MB。"),
+    "message.not_a_number": ("A number sent by the page is not a number (NaN or infinite). Reload the page.",
+                             "页面发送的某个数值不是有效数字（非数字或无穷大）。请重新加载页面。"),
+    "message.bad_request": (
+        "The server could not handle this request: the page sent something it does not understand. Reload the "
+        "page and try again.",
+        "服务器无法处理这个请求：页面发送了它无法理解的内容。请重新加载页面后再试。"),
+    "message.heavy_one_at_a_time": (
+        "You already have a long job waiting or running (a trust check, a look inside, a comparison or an "
+        "animation). Wait for it to finish, then start the next one.",
+        "你已有一个较长的任务在排队或运行（可信度检验、查看模型内部、比较或动画）。请等它完成后再开始下一个。"),
+    "message.heavy_queue_full": (
+        "The server is busy with other visitors' long jobs. Try again in a minute.",
+        "服务器正忙于其他访客的较长任务。请一分钟后再试。"),
     "message.preprocess_unknown": ("Unknown preprocessing {choice!r}: expected one of {choices}.",
                                    "未知的预处理方式 {choice!r}：应为 {choices} 之一。"),
     "message.no_analysis": (
@@ -406,6 +425,8 @@ PAGE: dict[str, tuple[str, str]] = {
     "picture.snapshot": ("The model learning to see", "模型学会看的过程"),
     "message.compare_failed": ("Could not compare: {error}", "无法比较：{error}"),
     "message.snapshots_failed": ("Could not open the snapshots: {error}", "无法打开快照：{error}"),
+    "message.snapshots_first": ("Open the snapshots first (type the folder and press Enter).",
+                                "请先打开快照（输入文件夹路径后按回车）。"),
     "message.bad_photo": ("{error}", "这张照片无法读取：{error}"),
     "label.heads_info": ("Selected head", "选中的头"),
     "help.heads_info": ("Click a thumbnail: its layer, head, mean attention distance and entropy appear here, and "

@@ -110,9 +110,10 @@ def input_kind(preprocess) -> str:
 
 def cached_bytes(a: Analysis) -> int:
     """Memory the server's cache spends on one analysis: the attention, its head-fused copies, the token
-    norms and the cropped photo (what bounds the cache of analyses)."""
+    norms, the residual stream and the cropped photo (what bounds the cache of analyses)."""
     width, height = a.image.size
-    return (a.attention.nbytes + sum(f.nbytes for f in a.fused.values()) + a.token_norms.nbytes
+    stream = 0 if a.stream is None else a.stream.nbytes
+    return (a.attention.nbytes + sum(f.nbytes for f in a.fused.values()) + a.token_norms.nbytes + stream
             + width * height * len(a.image.getbands()))
 
 

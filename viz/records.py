@@ -11,6 +11,15 @@ from .maps.rollout import fuse_heads
 
 
 @dataclass(frozen=True)
+class FinalNorm:
+    """A model's last LayerNorm as arrays (what DINOv2's ``x_norm_patchtokens`` come out of), so that any layer's
+    tokens can be normalised as the last layer's are without the model."""
+    weight: np.ndarray                   # (D,) float32
+    bias: np.ndarray                     # (D,) float32
+    eps: float
+
+
+@dataclass(frozen=True)
 class Analysis:
     """One image through one model.
 
@@ -40,6 +49,11 @@ class Analysis:
     mean_distance: dict = field(default_factory=dict)
     readout: str = "cls"                       # the maps' query: "cls", "map" (the MAP probe) or "mean" (of patches)
     probe_attention: np.ndarray | None = None  # (H, T) the MAP probe's attention over the tokens (readout "map")
+    # The residual stream, when kept (the page, --features): the tokens entering block 0, then after each block
+    # (L + 1, T, D), in the cache's dtype; with ``final_norm`` (None: the model has no LayerNorm before pooling,
+    # e.g. BEiT's fc_norm) any layer's patch features (``viz.features``).
+    stream: np.ndarray | None = None
+    final_norm: FinalNorm | None = None
 
     @property
     def depth(self) -> int:

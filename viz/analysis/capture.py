@@ -21,7 +21,7 @@ from PIL import Image
 from vit.device import forward_precision
 
 from ..maps.distance import patch_distances
-from ..records import Analysis, ModelArrays
+from ..records import Analysis, FinalNorm, ModelArrays
 from . import postprocess
 
 _TORCH_DTYPES = {np.dtype(np.float32): torch.float32, np.dtype(np.float16): torch.float16}
@@ -44,6 +44,8 @@ class Captured:
     mean_distance_renormalised: np.ndarray | None = None  # (B, L, H) rows renormalised over patches; when asked
     readout: str = "cls"                  # the maps' query: "cls", "map" (SigLIP's probe) or "mean" (of the patches)
     probe_attention: np.ndarray | None = None  # (B, H, T) float32, the MAP probe's attention; "map" readout only
+    stream: np.ndarray | None = None      # (B, L + 1, T, D) the residual stream in the cache dtype; keep_stream only
+    final_norm: FinalNorm | None = None   # the model's last LayerNorm (None when it has none); keep_stream only
     timings: dict = field(default_factory=dict)  # seconds for the whole batch: preprocess, forward, to_numpy
 
 
@@ -99,13 +101,16 @@ def run_blocks(model, x: torch.Tensor, on_block, dtype: torch.dtype = torch.floa
 
 @torch.inference_mode()
 def capture(model, x: torch.Tensor, attention_dtype=np.float32, statistics: bool = False,
-            dtype: torch.dtype = torch.float32, distance_renormalise: bool = False) -> Captured:
+            dtype: torch.dtype = torch.float32, distance_renormalise: bool = False,
+            keep_stream: bool = False) -> Captured:
     """One forward pass of the batch ``x`` (B, C, H, W) on the model's device -> ``Captured`` on the host.
 
     ``attention_dtype``: np.float32 or np.float16 for the kept maps and their head-fused copies, or None to keep
     neither (data-set statistics only: then no (L, H, T, T) array per image is ever made). ``statistics``: also
     the entropy and key mass per block. ``distance_renormalise``: also the mean distance with rows renormalised
-    over the patches. Everything stays on the device until one move to the host at the end.
+    over the patches. ``keep_stream``: also the residual stream (the tokens entering block 0 and after every block,
+    in ``attention_dtype``, float32 without one) and the final LayerNorm, from which ``viz.features`` reads any
+    layer's patch features. Everything stays on the device until one move to the host at the end.
     """
     device = x.device
     B = x.shape[0]
@@ -120,6 +125,11 @@ def capture(model, x: torch.Tensor, attention_dtype=np.float32, statistics: bool
         out.update({f"fused_{f}": torch.empty(B, L, T, T, **kept) for f in ("mean", "max", "min")})
     if statistics:
         out.update(entropy=torch.empty(B, L, H, **f32), key_mass=torch.empty(B, L, T, **f32))
+    if keep_stream:
+        stream_dtype = _TORCH_DTYPES[np.dtype(attention_dtype or np.float32)]
+        out["stream"] = torch.empty(B, L + 1, T, model.cfg.embed_dim, device=device, dtype=stream_dtype)
+        with forward_precision(device, dtype):
+            out["stream"][:, 0] = model.embed(x)                   # what the first block reads
     if distance_renormalise:
         out["mean_distance_renormalised"] = torch.empty(B, L, H, **f32)
         distances = torch.from_numpy(patch_distances(layout.grid, model.cfg.patch_size)).to(device)
@@ -148,6 +158,8 @@ def capture(model, x: torch.Tensor, attention_dtype=np.float32, statistics: bool
 
     def on_block(i: int, maps: torch.Tensor, tokens: torch.Tensor) -> None:
         out["token_norms"][:, i] = tokens.norm(dim=-1)
+        if keep_stream:
+            out["stream"][:, i + 1] = tokens
         if stage is None:
             reduce(i, maps.unsqueeze(1))
             return
@@ -174,7 +186,18 @@ def capture(model, x: torch.Tensor, attention_dtype=np.float32, statistics: bool
                     entropy=host.get("entropy"), key_mass=host.get("key_mass"),
                     mean_distance_renormalised=host.get("mean_distance_renormalised"),
                     readout=READOUT_OF_POOL[model.cfg.global_pool], probe_attention=host.get("probe_attention"),
+                    stream=host.get("stream"), final_norm=final_norm(model) if keep_stream else None,
                     timings={"forward": t1 - t0, "to_numpy": t2 - t1})
+
+
+def final_norm(model) -> FinalNorm | None:
+    """The model's LayerNorm before pooling as arrays (None where it has none: ``fc_norm`` models normalise after
+    pooling, so their patch tokens are read as they leave the last block)."""
+    norm = model.norm
+    if not isinstance(norm, torch.nn.LayerNorm):
+        return None
+    return FinalNorm(norm.weight.detach().float().cpu().numpy().copy(), norm.bias.detach().float().cpu().numpy().copy(),
+                     float(norm.eps))
 
 
 def class_labels(loaded, num_classes: int) -> tuple[str, ...]:
@@ -194,15 +217,18 @@ def analyses(loaded, captured: Captured, images: list[Image.Image], timings: dic
                      fused={f: maps[b] for f, maps in captured.fused.items()},
                      mean_distance={k: d[b] for k, d in distances.items() if d is not None},
                      readout=captured.readout,
-                     probe_attention=None if captured.probe_attention is None else captured.probe_attention[b])
+                     probe_attention=None if captured.probe_attention is None else captured.probe_attention[b],
+                     stream=None if captured.stream is None else captured.stream[b], final_norm=captured.final_norm)
             for b, image in enumerate(images)]
 
 
-def analyze(loaded, image: Image.Image, attention_dtype=np.float32, dtype: torch.dtype = torch.float32) -> Analysis:
+def analyze(loaded, image: Image.Image, attention_dtype=np.float32, dtype: torch.dtype = torch.float32,
+            keep_stream: bool = False) -> Analysis:
     """One forward pass with attention capture -> Analysis.
 
     ``loaded``: a ``vit.LoadedModel`` (anything with ``.model``, ``.preprocess``, ``.labels``, ``.name``), on any
     device. ``image``: any PIL image; ``loaded.preprocess.crop_image`` gives the exact pixels the model sees.
+    ``keep_stream``: also the residual stream, for the patch features of any layer (``viz.features``).
     ``attention_dtype``: np.float16 halves the cache (ViT-B/16 at 224: 11 MB instead of 22 MB). Measured on
     the AugReg ViT-Ti and the cat photo: rollout changes by 1e-4 of its maximum; with a 0.9 discard by
     2e-3, since rounding reorders near-equal entries. ``dtype``: the forward pass's format (``vit.device``).
@@ -217,7 +243,7 @@ def analyze(loaded, image: Image.Image, attention_dtype=np.float32, dtype: torch
     pixels = torch.from_numpy(np.array(cropped)).unsqueeze(0)               # (1, H, W, 3) uint8
     x = model_input(pixels, loaded.preprocess, next(model.parameters()).device)
     t1 = time.perf_counter()
-    captured = capture(model, x, attention_dtype, dtype=dtype)
+    captured = capture(model, x, attention_dtype, dtype=dtype, keep_stream=keep_stream)
     return analyses(loaded, captured, [cropped], {"preprocess": t1 - t0, **captured.timings})[0]
 
 

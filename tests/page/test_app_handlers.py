@@ -99,8 +99,9 @@ def test_cat_photo_is_classified_as_a_cat_with_every_panel_at_display_size(cat_r
     assert 0.97 * explorer.HEADS_WIDTH <= cat_result["heads"].width <= explorer.HEADS_WIDTH   # fills the width
     assert "| 224×224×3 |" in architecture and "| 197×192 |" in architecture and "3×197×197" in architecture
     assert "**Total: 5,717,416 parameters.**" in architecture
-    assert a.attention.dtype == np.float16  # the cache stays small: maps + 3 fusions, token norms, the crop
-    assert explorer.cached_bytes(a) == (12 * 3 + 3 * 12) * 197 * 197 * 2 + 12 * 197 * 4 + 224 * 224 * 3
+    assert a.attention.dtype == np.float16  # the cache stays small: maps + 3 fusions, token norms, the stream, the crop
+    assert explorer.cached_bytes(a) == ((12 * 3 + 3 * 12) * 197 * 197 * 2 + 12 * 197 * 4 + 13 * 197 * 192 * 2
+                                        + 224 * 224 * 3)
 
 
 def test_same_photo_and_model_reuse_the_cached_analysis(cat_result, photos, augreg_weights):

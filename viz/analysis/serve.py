@@ -87,5 +87,6 @@ def serve(loaded, device=None) -> ServedModel:
 
 
 def analyze_photo(photo: str, model: ServedModel) -> Analysis:
-    """Decode the photo file and run the model once on it (vit.image_file.ImageFileError for a bad file)."""
-    return analyze(model.loaded, open_image(photo), ATTENTION_DTYPE)
+    """Decode the photo file and run the model once on it (vit.image_file.ImageFileError for a bad file), keeping
+    the residual stream for the Features tab."""
+    return analyze(model.loaded, open_image(photo), ATTENTION_DTYPE, keep_stream=True)

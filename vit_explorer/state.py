@@ -109,7 +109,7 @@ def analyze_key(key: AnalysisKey) -> Analysis:
     """(photo file, model source, preprocessing) -> its analysis: the one model call of a photo."""
     served = model_of(key)
     with MODEL_TURN:
-        return analyze_photo(key.photo, served)
+        return analyze_photo(key.photo, served, MODEL_TURN)
 
 
 ANALYSES = Cache(analyze_key, ANALYSES_MEMORY, weigh=explorer.cached_bytes)

@@ -109,11 +109,16 @@ def input_kind(preprocess) -> str:
 
 
 def cached_bytes(a: Analysis) -> int:
-    """Memory the server's cache spends on one analysis: the attention, its head-fused copies, the token
-    norms, the residual stream and the cropped photo (what bounds the cache of analyses)."""
+    """Memory the server's cache spends on one analysis: what recomputes its attention (the residual stream, the
+    readout rows and log-sum-exps, the head-fused copies while small) or the attention itself, the token norms, the
+    mean distances and the cropped photo (what bounds the cache of analyses)."""
     width, height = a.image.size
-    stream = 0 if a.stream is None else a.stream.nbytes
-    return (a.attention.nbytes + sum(f.nbytes for f in a.fused.values()) + a.token_norms.nbytes + stream
+    if a.source is not None:
+        attention = a.source.nbytes
+    else:
+        stream = 0 if a.stream is None else a.stream.nbytes
+        attention = a.attention.nbytes + sum(f.nbytes for f in a.fused.values()) + stream
+    return (attention + a.token_norms.nbytes + sum(d.nbytes for d in a.mean_distance.values())
             + width * height * len(a.image.getbands()))
 
 
@@ -121,10 +126,13 @@ def architecture(model: ServedModel, a: Analysis) -> str:
     """The Model tab: the family (tokens, pooling, position scheme), stages with this photo's tensor shapes and
     parameter counts, and the analysis's cache size."""
     cfg = model.loaded.config
+    T = a.num_prefix + a.grid[0] * a.grid[1]
+    full = a.depth * a.heads * T * T * 4
     return (to_markdown(stages(cfg, a.input_size), model.loaded.name, family_summary(cfg))
-            + f"\n\nAll {a.depth}×{a.heads} attention maps of this photo are cached as {a.attention.dtype} "
-            f"({cached_bytes(a) / 2**20:.1f} MB with their head-fused copies), so every control re-renders "
-            f"without running the model again (unless the server needed the room: then it runs once more).")
+            + f"\n\nThis photo's analysis keeps {cached_bytes(a) / 2**20:.1f} MB: what recomputes any of its "
+            f"{a.depth}×{a.heads} attention maps on demand (the tokens entering every layer), not the maps themselves "
+            f"({full / 2**20:.1f} MB in float32), so every control re-renders without running the whole model again "
+            f"(unless the server needed the room: then it runs once more).")
 
 
 def display(c: Controls, lang: str = "en", size: int = DISPLAY_SIZE) -> panels.Display:

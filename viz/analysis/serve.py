@@ -16,7 +16,7 @@ from ..i18n import language
 from ..records import Analysis, ModelArrays
 from .capture import analyze, model_arrays
 
-ATTENTION_DTYPE = np.float16  # cached maps: ViT-B/16 at 224 needs 11 MB per image instead of 22 MB
+ATTENTION_DTYPE = np.float16  # the kept stream and head-fused maps: half the bytes of float32
 
 
 @dataclass(frozen=True)
@@ -82,11 +82,13 @@ def serve(loaded, device=None) -> ServedModel:
     if device is not None:
         loaded.model.to(device)
     height, width = loaded.preprocess.crop
-    analyze(loaded, Image.new("RGB", (width, height)), ATTENTION_DTYPE)
+    analyze(loaded, Image.new("RGB", (width, height)), ATTENTION_DTYPE, on_demand=True)
     return ServedModel(loaded, model_arrays(loaded.model, loaded.name))
 
 
-def analyze_photo(photo: str, model: ServedModel) -> Analysis:
+def analyze_photo(photo: str, model: ServedModel, turn=None) -> Analysis:
     """Decode the photo file and run the model once on it (vit.image_file.ImageFileError for a bad file), keeping
-    the residual stream for the Features tab."""
-    return analyze(model.loaded, open_image(photo), ATTENTION_DTYPE, keep_stream=True)
+    what recomputes any map on demand (``viz.analysis.capture``: memory that grows with the tokens, not their
+    square) and the residual stream the Features tab reads; ``turn``: the context every later recomputation takes
+    (the server's model turn)."""
+    return analyze(model.loaded, open_image(photo), ATTENTION_DTYPE, on_demand=True, turn=turn)

@@ -25,6 +25,8 @@ from .attention import without_tokens
 from .layout import layer_index
 from .rollout import FUSIONS, discard_lowest, fuse_heads, with_residual
 
+COLUMNS_BYTES = 64 * 2**20     # columns of every head asked for together when summing a row's kept mass
+
 
 class AttentionSource(Protocol):
     """Rows, columns and head-fused matrices of one image's attention; every array float32, each row a softmax over
@@ -103,14 +105,16 @@ def kept_rows(source: AttentionSource, layer: int, head: int | None, queries: Se
 
 def kept_column(source: AttentionSource, layer: int, head: int | None, key: int,
                 keep: np.ndarray | None = None) -> np.ndarray:
-    """(T,): how much each kept query attends to ``key``, its row renormalised over the kept keys (rows sum to 1,
-    so a row's kept mass is 1 minus its mass on the dropped keys); dropped queries read 0."""
+    """(T,): how much each kept query attends to ``key``, its row renormalised over the kept keys (its mass on them
+    summed, not 1 minus the mass on the dropped ones: when artifact tokens take nearly all of a row, that difference
+    would cancel its digits away); dropped queries read 0."""
     column = source.columns(layer, head, [key])[:, 0]
     T = column.shape[0]
     if keep is None or keep.size == T:
         return column
-    dropped = np.setdiff1d(np.arange(T), keep)
-    kept_mass = 1.0 - source.columns(layer, head, dropped).sum(axis=1)
+    step = max(1, COLUMNS_BYTES // (4 * T * source.heads))
+    kept_mass = sum(source.columns(layer, head, keep[i:i + step]).sum(axis=1, dtype=np.float64)
+                    for i in range(0, keep.size, step))
     out = np.zeros_like(column)
     out[keep] = column[keep] / np.maximum(kept_mass[keep], 1e-12)
     return out

@@ -2,6 +2,7 @@
 start-up messages (no model, no Chinese font), and Gradio's launch with the queue and the limits set.
 
     python app.py [--weights PATH | --model NAME] [--host 127.0.0.1] [--port 7860] [--share] [--device auto]
+                  [--max-tokens N]
 
 ``main(argv)`` is that command (``app.py`` calls it; an installed package can name it as its console command).
 """
@@ -18,6 +19,7 @@ import gradio as gr
 import vit
 from vit.device import pick_device
 from vit.image_file import MAX_BYTES
+from viz.analysis.cost import LOCAL_MAX_TOKENS
 from viz.drawing.fonts import missing_font_message
 from viz.i18n import LANGUAGES, t
 
@@ -42,7 +44,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--share", action="store_true", help="also serve through a temporary public gradio.live link")
     p.add_argument("--device", default="auto", metavar="{auto,cpu,cuda,mps}",
                    help="where the models run (default auto: CUDA when available, else the CPU; also cuda:N)")
+    p.add_argument("--max-tokens", type=tokens_arg, metavar="N",
+                   help=f"the most tokens one analysis may have: the input size control goes up to it (default "
+                        f"{LOCAL_MAX_TOKENS:,} on a server for this machine alone; on one others can reach, as many "
+                        f"as keep one analysis within a quarter of the analyses' memory)")
     return p.parse_args(argv)
+
+
+def tokens_arg(text: str) -> int:
+    value = int(text)
+    if value < 2:
+        raise argparse.ArgumentTypeError(f"expected at least 2 tokens (a prefix token and a patch) but got {text}")
+    return value
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -54,6 +67,8 @@ def main(argv: list[str] | None = None) -> None:
     except ValueError as err:
         sys.exit(f"Cannot start: {err}")
     source = args.weights or args.model
+    state.SETTINGS.any_model = only_this_machine(args.host, args.share)    # the size control's range depends on it
+    state.SETTINGS.max_tokens = args.max_tokens
     try:
         demo = build_app(source)
     except (ValueError, OSError) as err:

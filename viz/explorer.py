@@ -51,10 +51,12 @@ class Controls:
 
 class AnalysisKey(NamedTuple):
     """What one analysis is of, and the key of every cache that follows from it: the same photo through another
-    preprocessing is another input, so another analysis (and explanation, walk, comparison)."""
+    preprocessing, or at another input size, is another input, so another analysis (and explanation, walk,
+    comparison)."""
     photo: str                                 # the photo file
     model: str                                 # the model source (vit.load)
     preprocess: str = "own"                    # how the photo became the input: vit.preprocess.CHOICES
+    size: int = 0                              # the square input's side in pixels; 0: the checkpoint's own input
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ import torch
 import vit
 from PIL import Image
 from viz.analysis import capture, model_input, postprocess
-from viz.maps.distance import mean_attention_distance, patch_distances
+from viz.maps.distance import mean_attention_distance
 from viz.maps.norms import artifact_mask, flag_high_norm
 from viz.maps.rollout import FUSIONS, fuse_heads, rollout_map
 from oracles import attention_entropy, attention_shares, key_mass

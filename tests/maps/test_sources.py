@@ -144,9 +144,10 @@ MEMORY = """
 import json, resource, sys
 import numpy as np, torch
 import vit
-import viz.analysis.capture as capture_module
-from viz.analysis import capture
+import importlib
+capture_module = importlib.import_module("viz.analysis.capture")     # the module: the package exports the function
 capture_module.CHUNK_BYTES = 4 * 2**20
+capture = capture_module.capture
 torch.manual_seed(0)
 model = vit.VisionTransformer(vit.ViTConfig(img_size=256, patch_size=4, embed_dim=16, depth=2, num_heads=2,
                                             mlp_dim=32, num_classes=3)).eval()
@@ -164,7 +165,7 @@ print(json.dumps({"rise": rss()["VmHWM"] - before, "tokens": got.token_norms.sha
 @pytest.mark.slow
 def test_memory_grows_with_the_tokens_not_their_square():
     """A tiny-width model on 64×64 patches (T = 4,097): its L·H·T² float32 probabilities are 268 MB. Analysed on
-    demand in a fresh process, the peak resident memory rises by less than 48 MB over what it was before (the full
+    demand in a fresh process, the peak resident memory rises by less than 64 MB over what it was before (the full
     capture, for comparison, by more than the 268 MB it keeps)."""
     rises = {}
     for mode in ("on_demand", "full"):
@@ -173,6 +174,6 @@ def test_memory_grows_with_the_tokens_not_their_square():
         rises[mode] = json.loads(result.stdout.strip().splitlines()[-1])
     T = rises["full"]["tokens"]
     quadratic = 2 * 2 * T * T * 4
-    assert T == 4097 and quadratic > 260 * 2**20
+    assert T == 4097 and quadratic > 256 * 2**20                     # 268 MB
     assert rises["full"]["rise"] > quadratic
-    assert rises["on_demand"]["rise"] < 48 * 2**20, rises
+    assert rises["on_demand"]["rise"] < 64 * 2**20, rises

@@ -119,7 +119,7 @@ def test_another_model_runs_again(cat_result, photos, real_weights_dir):
     deit = str(real_weights_dir / DEIT)
     other = _analyze(photos["cat"], deit, session=cat_result["session"])
     assert _cached(other["session"]) is not _cached(cat_result["session"])
-    assert other["session"].key == (photos["cat"], deit, "own") and list(other["top5"])[0] in CAT_CLASSES
+    assert other["session"].key == (photos["cat"], deit, "own", 0) and list(other["top5"])[0] in CAT_CLASSES
 
 
 def test_grayscale_photo_is_classified(demo, photos, augreg_weights):
@@ -164,12 +164,12 @@ def test_a_bad_upload_warns_once_and_changes_nothing_but_the_photo_back(cat_resu
     assert len(warned) == 1
     assert refused == {"photo": photos["cat"]}             # the previous photo back; every other output untouched
     page = events.Page(I18N, state.MODELS.get(augreg_weights))
-    names = [*api.API_OUTPUTS, "photo", "model", "lang", "preprocess", *CONTROL_NAMES]
+    names = [*api.API_OUTPUTS, "photo", "model", "lang", "preprocess", "input_size", *CONTROL_NAMES]
     page.components.update({n: n for n in names})
     handler = page.wire(views.page_analyze, [*api.API_OUTPUTS, "photo"])["fn"]
     controls = _controls()
     values = handler(None, photos["notes"], augreg_weights, *(getattr(controls, n) for n in CONTROL_NAMES), good["session"],
-                     "en", "own")
+                     "en", "own", 224)
     assert values[:-1] == (gr.skip(),) * len(api.API_OUTPUTS) and values[-1] == photos["cat"]
 
 

@@ -67,11 +67,11 @@ def _rows(num_prefix: int, grid: tuple[int, int], patch_size: int, start: int, s
     rows = torch.zeros(stop - start, T, dtype=torch.float32, device=device)
     queries = torch.arange(max(start, num_prefix), stop, device=device) - num_prefix     # the patches among the rows
     if queries.numel():
-        keys = torch.arange(gh * gw, device=device)
-        dr = torch.div(queries, gw, rounding_mode="floor")[:, None] - torch.div(keys, gw, rounding_mode="floor")[None]
-        dc = (queries % gw)[:, None] - (keys % gw)[None]
-        rows[queries + num_prefix - start, num_prefix:] = _by_offset(grid, patch_size, str(device))[dr + gh - 1,
-                                                                                                    dc + gw - 1]
+        # query (r, c) reads table[r - r' + gh - 1, c - c' + gw - 1] for every patch (r', c'): the gh×gw window of the
+        # flipped table at (gh - 1 - r, gw - 1 - c), a view (no index array as large as the rows is made)
+        windows = _by_offset(grid, patch_size, str(device)).flip(0, 1).unfold(0, gh, 1).unfold(1, gw, 1)
+        r, c = torch.div(queries, gw, rounding_mode="floor"), queries % gw
+        rows[queries + num_prefix - start, num_prefix:] = windows[gh - 1 - r, gw - 1 - c].reshape(len(queries), -1)
     return rows.reshape(-1)
 
 

@@ -564,6 +564,30 @@ PAGE: dict[str, tuple[str, str]] = {
         "({share:.0%} of the maximum {maximum:.2f})",
         "第 {layer} 层，头 {head}：平均注意力距离 {distance:.0f} 像素，熵 {entropy:.2f} 比特"
         "（最大值 {maximum:.2f} 的 {share:.0%}）"),
+    # --- the input size (vit_explorer.views: size_control, size_cost, switch_size) ------------------------------
+    "control.input_size": ("Input size (pixels per side)", "输入尺寸（每边像素）"),
+    "help.input_size": (
+        "the model's own size, or larger up to this server's token budget: more patches, finer maps (the position "
+        "embeddings are resampled to the grid); the cost is said before it runs",
+        "模型自己的尺寸，或更大，直到本服务器的词元上限：图块更多，图更精细（位置嵌入按网格重采样）；运行前先说明代价"),
+    "note.input_cost": ("{side}×{side}: {tokens:,} tokens (this server allows {budget:,}); the server keeps {mb:.1f} MB "
+                        "for it.",
+                        "{side}×{side}：{tokens:,} 个词元（本服务器上限 {budget:,}）；服务器为它保留 {mb:.1f} 兆字节。"),
+    "note.input_cost_timed": ("{side}×{side}: {tokens:,} tokens (this server allows {budget:,}), about {seconds:.1f} s "
+                              "to analyse, {mb:.1f} MB kept for it.",
+                              "{side}×{side}：{tokens:,} 个词元（本服务器上限 {budget:,}），分析约需 {seconds:.1f} 秒，"
+                              "保留 {mb:.1f} 兆字节。"),
+    "note.input_size_fixed": ("This model's relative position bias was learnt for its own {side}×{side} input: it runs "
+                              "at that size only.",
+                              "这个模型的相对位置偏置是为它自己 {side}×{side} 的输入学到的：只能以这个尺寸运行。"),
+    "message.input_size_fixed": ("This model runs at its own {side}×{side} input only: its relative position bias "
+                                 "cannot follow another grid.",
+                                 "这个模型只能以它自己 {side}×{side} 的输入运行：它的相对位置偏置无法用于别的网格。"),
+    "message.input_size_refused": (
+        "Cannot analyse at {side}×{side}: expected a multiple of the patch size {patch} with at most {budget:,} "
+        "tokens on this server (up to {largest}×{largest}).",
+        "无法以 {side}×{side} 分析：需要是图块大小 {patch} 的倍数，且本服务器最多 {budget:,} 个词元（最大 "
+        "{largest}×{largest}）。"),
     # --- the Features tab (vit_explorer.tabs.features; the pictures by viz.features.view) -----------------------
     "tab.features": ("Features", "特征"),
     "about.features": (

@@ -1,6 +1,6 @@
 """docs/maps.md's numbers on patch features are the ones the code gives: the cat's PCA variance shares and their
 sum, the most alike patch to the cat's left eye and its similarity (the real AugReg ViT-Ti, examples/chelsea.jpg
-read as the CLI reads it)."""
+read as the CLI reads it); docs/library.md's sizes of the attention a full capture holds."""
 from __future__ import annotations
 
 import re
@@ -15,6 +15,16 @@ from viz.features import patch_features, patch_similarity, pca_rgb
 
 REPO = Path(__file__).resolve().parents[2]
 MAPS = (REPO / "docs" / "maps.md").read_text(encoding="utf-8")
+LIBRARY = (REPO / "docs" / "library.md").read_text(encoding="utf-8")
+
+
+def test_the_sizes_of_the_full_attention():
+    tiny = vit.variant("vit_ti_16")
+    small = vit.variant("small-14", img_size=518)
+    T = 1 + (1022 // 14) ** 2
+    assert (f"L·H·T² numbers: {tiny.depth * tiny.num_heads * 197 ** 2 * 4 / 2**20:.1f} MB in float32 for a ViT-Ti at "
+            f"224, but {small.depth * small.num_heads * T * T * 4 / 2**30:.1f} GB for a DINOv2\nViT-S/14 at 1022×1022 "
+            f"({T:,} tokens)") in LIBRARY
 
 
 def test_the_cats_feature_numbers(real_weights_dir):

@@ -67,6 +67,12 @@ def test_a_public_servers_budget_keeps_one_analysis_within_its_memory(checkpoint
     side = cost.largest_side(cfg, budget)
     assert cost.kept_bytes(cfg, side) <= state.ANALYSES_MEMORY // 4 < cost.kept_bytes(cfg, side + 16)
     assert budget < cost.LOCAL_MAX_TOKENS
+    app = (REPO / "docs" / "app.md").read_text(encoding="utf-8")
+    assert f"(a ViT-B/16 up to {budget:,} tokens, {side}×{side})" in app
+    assert f"| `--max-tokens N` | {cost.LOCAL_MAX_TOKENS:,} (this machine alone) |" in app
+    small = vit.variant("small-14", img_size=518, num_classes=0, layer_scale=True)
+    assert (f"1022×1022, {cost.tokens_at(small, 1022):,} tokens (a local server allows {cost.LOCAL_MAX_TOKENS:,}) "
+            f"and {cost.kept_bytes(small, 1022) / 2**20:.1f} MB kept") in app.replace("\n", " ")
 
 
 def test_a_larger_size_is_the_librarys_analysis_at_that_size_with_its_cost_said_first(checkpoints, local, cat):

@@ -19,7 +19,12 @@ CJK = re.compile(r"[\u3000-\u303f\u4e00-\u9fff\uff00-\uffef]")
 # Latin words allowed in the Chinese texts: names of things that Chinese ViT notes keep in English.
 NAMES = {"CLS", "DIST", "REG", "ViT", "DINO", "DINOv2", "LayerNorm", "x_norm_patchtokens", "MLP", "L2", "LN", "softmax", "logit", "logits", "BERT", "Transformer",
          "MAP", "BEiT", "SigLIP", "CLIP", "Abnar", "Zuidema", "Darcet", "Petsiuk", "Chefer", "Adebayo", "ROAD", "Rong",
-         "nostalgebraist", "Elhage", "Meng", "Heimersheim", "Nanda", "CPU", "AUC", "x_class", "E_pos", "z_L", "python", "app", "py", "weights", "class"}
+         "nostalgebraist", "Elhage", "Meng", "Heimersheim", "Nanda", "CPU", "AUC", "x_class", "E_pos", "z_L", "python", "app", "py", "weights", "class",
+         # what the loader assumed: libraries, data sets, activations, and the code that gives the real value
+         "Hugging", "Face", "Hub", "OpenAI", "LAION", "DataComp", "ImageNet", "EVA", "GELU", "QuickGELU", "tanh",
+         "JSON",
+         "timm", "open_clip", "vit", "load", "num_heads", "mlp_act", "img_size", "gelu", "quick_gelu", "gelu_tanh",
+         "clip_quickgelu", "preprocess", "labels", "preprocessor_config", "json"}
 
 
 def test_every_key_has_both_languages_with_the_same_fields():

@@ -121,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
             inside_files = inside_outputs(loaded, a, inside, args.lang, head_importance) if inside else None
             features_files = features_outputs(a, features, o) if features else None
             write_image_result(entry.path, args.out / entry.name, a, model, o, args, decode_s, explained, texts,
-                               inside_files, preprocess, features_files)
+                               inside_files, preprocess, loaded.assumptions, features_files)
 
     processes = distributed.start(device)
     try:

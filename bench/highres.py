@@ -5,8 +5,9 @@ A random DINOv2 ViT-S/14 (LayerScale, no classifier: timm's ``vit_small_patch14_
 attention on demand, float16 kept): the plain forward, the analysis and their ratio; the page's first pictures of a
 new photo (``viz.explorer.pictures``: the rollout, recomputed from the top, among them); a patch click and a rollout
 control as the page's handlers run them (Gradio-free: ``viz.explorer``); what the server caches for the photo; and
-the peak memory: on the CPU the resident set of this process (run it alone: ``bench.run`` starts it as a child
-process), on a GPU the device memory allocated above the model's.
+the peak memory: on the CPU the resident set of this process (run it alone, with glibc's malloc tuned as the server
+tunes it: ``bench.run`` starts it so, as ``MALLOC_ARENA_MAX=2 MALLOC_MMAP_THRESHOLD_=524288 python -m bench.highres``),
+on a GPU the device memory allocated above the model's.
 
 ``rows(device, size, rounds)`` returns the table's rows, for ``bench.run`` or a GPU machine
 (``python -m bench.highres --device cuda``): nothing here imports Gradio.

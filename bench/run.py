@@ -52,6 +52,9 @@ from bench.trust import thorough_rows
 from vit.image_file import open_image
 
 MB = 2 ** 20
+# glibc's malloc as vit_explorer.server.return_freed_memory_to_the_os tunes it, for a child process that does not
+# import the server (bench.highres imports no Gradio): two arenas, every buffer of 512 KB or more mapped afresh
+MALLOC_AS_THE_SERVER = {"MALLOC_ARENA_MAX": "2", "MALLOC_MMAP_THRESHOLD_": str(512 * 2**10)}
 
 
 def machine() -> str:
@@ -522,8 +525,9 @@ def highres_table() -> str:
 
     from bench.highres import rows
 
+    env = {**os.environ, **MALLOC_AS_THE_SERVER}
     result = subprocess.run([sys.executable, "-m", "bench.highres", "--json"], capture_output=True, text=True,
-                            check=True, cwd=Path(__file__).resolve().parent.parent)
+                            check=True, cwd=Path(__file__).resolve().parent.parent, env=env)
     return table(rows(json.loads(result.stdout.strip().splitlines()[-1])))
 
 

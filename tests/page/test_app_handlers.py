@@ -100,11 +100,11 @@ def test_cat_photo_is_classified_as_a_cat_with_every_panel_at_display_size(cat_r
     assert "| 224×224×3 |" in architecture and "| 197×192 |" in architecture and "3×197×197" in architecture
     assert "**Total: 5,717,416 parameters.**" in architecture
     # the cache stays small: no L·H·T² maps, but what recomputes them (the float16 stream entering every layer, each
-    # head's readout row and each row's log-sum-exp), the 3 head-fused copies (small enough to keep at 224), token
-    # norms, mean distances, the crop
+    # head's readout row and each row's log-sum-exp), the 3 head-fused copies (small enough to keep at 224), one
+    # layer's float32 queries and keys, token norms, mean distances, the crop
     assert a.attention is None and a.stream.dtype == np.float16 and a.fused["mean"].dtype == np.float16
     assert explorer.cached_bytes(a) == (13 * 197 * 192 * 2 + 2 * 12 * 3 * 197 * 4 + 3 * 12 * 197 * 197 * 2
-                                        + 12 * 197 * 4 + 12 * 3 * 4 + 224 * 224 * 3)
+                                        + 2 * 197 * 192 * 4 + 12 * 197 * 4 + 12 * 3 * 4 + 224 * 224 * 3)
 
 
 def test_same_photo_and_model_reuse_the_cached_analysis(cat_result, photos, augreg_weights):
@@ -278,7 +278,7 @@ def test_sessions_with_the_same_photo_and_model_share_one_analysis(cat_result, p
 
 @pytest.fixture
 def small_cache(monkeypatch):
-    """The app's cache of analyses with room for one AugReg ViT-Ti analysis (4 MB), as on a busy server."""
+    """The app's cache of analyses with room for one AugReg ViT-Ti analysis (4.1 MB), as on a busy server."""
     cache = Cache(state.analyze_key, capacity=6 * 2**20, weigh=explorer.cached_bytes)
     monkeypatch.setattr(state, "ANALYSES", cache)
     return cache

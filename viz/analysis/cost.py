@@ -13,6 +13,7 @@ import math
 from dataclasses import dataclass
 
 from .capture import FUSED_BYTES
+from .recompute import KEPT_KEYS
 
 LOCAL_MAX_TOKENS = 6000          # a server on this machine alone: one analysis of a ViT-S/14 at 1022 (5,330 tokens)
 KEPT_BYTES = 2                   # float16: what the page keeps (viz.analysis.serve.ATTENTION_DTYPE)
@@ -54,12 +55,14 @@ def forward_work(cfg, tokens: int) -> float:
 def kept_bytes(cfg, side: int) -> int:
     """What the server keeps for an on-demand analysis at side×side (``viz.explorer.cached_bytes``): the float16
     stream (L + 1)·T·D, each head's readout row and each row's log-sum-exp (float32), the head-fused copies while they
-    fit ``FUSED_BYTES``, the token norms, the mean distances and the photo."""
+    fit ``FUSED_BYTES``, one layer's float32 queries and keys while they fit ``KEPT_KEYS``, the token norms, the mean
+    distances and the photo."""
     L, H, D = cfg.depth, cfg.num_heads, cfg.embed_dim
     T = tokens_at(cfg, side)
     fused = 3 * L * T * T * KEPT_BYTES
-    return ((L + 1) * T * D * KEPT_BYTES + 2 * L * H * T * 4 + (fused if fused <= FUSED_BYTES else 0) + L * T * 4
-            + L * H * 4 + side * side * 3)
+    keys = 2 * T * D * 4
+    return ((L + 1) * T * D * KEPT_BYTES + 2 * L * H * T * 4 + (fused if fused <= FUSED_BYTES else 0)
+            + (keys if keys <= KEPT_KEYS else 0) + L * T * 4 + L * H * 4 + side * side * 3)
 
 
 def analysis_cost(cfg, side: int, native_side: int, native_seconds: float) -> Cost:

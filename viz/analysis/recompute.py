@@ -3,7 +3,8 @@ the residual stream (the tokens entering every block), each row's log-sum-exp an
 (``viz.maps.source.AttentionSource``; the page's analyses).
 
 A layer's queries and keys are the model's own (``Block.attention_input``, ``Attention.queries_and_keys``, with
-``Attention.logit_bias``): T·D² work, kept for the last few layers asked (``KEYS``). From them:
+``Attention.logit_bias``): T·D² work, the last layer's kept by the source while they are small (``KEPT_KEYS``), so
+that clicks in one layer recompute nothing; counted in what the source holds. From them:
 
 - rows: ``vit.model.attention_rows`` (Tq·T·D);
 - a column j: exp(q_i·k_j·scale + bias_ij − lse_i) for every query i, with the row's log-sum-exp kept from the
@@ -15,7 +16,7 @@ value; float16, the page's: about 1e-3 of it for real weights, whose logits are 
 """
 from __future__ import annotations
 
-import weakref
+import threading
 from contextlib import AbstractContextManager
 from typing import Sequence
 
@@ -24,17 +25,11 @@ import torch
 
 from vit.model import attention_rows
 
-from ..cache import Cache, nbytes
 from ..maps.layout import layer_index
 from ..maps.rollout import FUSIONS
 from ..maps.source import check_head
 
-# The last layers' queries and keys (float32) and head-fused matrices, keyed by the source and the layer, shared by
-# every analysis (they do not keep it alive): a click after a click in the same layer, or a rollout control after a
-# rollout, recomputes nothing.
-KEYS = Cache(None, 64 * 2**20, weigh=lambda kept: nbytes(kept[1]))
-FUSED = Cache(None, 64 * 2**20, weigh=lambda kept: nbytes(kept[1]))
-FUSED_LARGEST = 16 * 2**20     # a head-fused matrix larger than this is recomputed each time, never kept
+KEPT_KEYS = 4 * 2**20         # a layer's float32 queries and keys up to this size are kept for the next call
 ROWS_BYTES = 64 * 2**20        # float32 rows of all heads recomputed together when fusing
 
 
@@ -53,12 +48,21 @@ class RecomputedAttention:
         self._layout = (num_prefix, tuple(grid))
         self._readout, self._lse, self.fused_copies = readout_rows, logsumexp, fused
         self.depth, self.heads = readout_rows.shape[:2]
+        self._last: tuple[int, tuple] | None = None        # (layer, its queries and keys) when small (KEPT_KEYS)
+        self._lock = threading.Lock()
+
+    @property
+    def keys_bytes(self) -> int:
+        """A layer's float32 queries and keys: 2·T·D·4 bytes."""
+        return 2 * self.stream.shape[1] * self.stream.shape[2] * 4
 
     @property
     def nbytes(self) -> int:
-        """What the source holds for its image (the model is the server's, counted there)."""
+        """What the source holds for its image, the one layer's queries and keys it may keep included (the model is
+        the server's, counted there)."""
+        kept = self.keys_bytes if self.keys_bytes <= KEPT_KEYS else 0
         return (self.stream.nbytes + self._readout.nbytes + self._lse.nbytes
-                + sum(f.nbytes for f in self.fused_copies.values()))
+                + sum(f.nbytes for f in self.fused_copies.values()) + kept)
 
     def layout(self, layer: int) -> tuple[int, tuple[int, int]]:
         return self._layout
@@ -69,21 +73,24 @@ class RecomputedAttention:
     def queries_and_keys(self, layer: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None, float]:
         """(q, k (1, H, T, Dh) float32, the logit bias or None, the scale) of a layer, on the model's device."""
         layer = layer_index(layer, self.depth)
-
-        def compute() -> tuple[weakref.ref, tuple]:
-            block = self.model.blocks[layer]
-            parameter = next(self.model.parameters())
-            num_prefix, (gh, gw) = self._layout
-            size = self.model.cfg.patch_size
-            with self.turn, torch.inference_mode():
-                x = torch.from_numpy(np.ascontiguousarray(self.stream[layer]))[None]
-                x = x.to(device=parameter.device, dtype=parameter.dtype)                    # (1, T, D)
-                positions = self.model.token_positions(gh * size, gw * size, parameter.device)
-                q, k = block.attn.queries_and_keys(block.attention_input(x), positions)
-                bias = block.attn.logit_bias(positions, torch.float32)
-            return weakref.ref(self), (q.float(), k.float(), bias, block.attn.scale)
-
-        return _kept(KEYS, (id(self), layer), self, compute)
+        with self._lock:
+            if self._last is not None and self._last[0] == layer:
+                return self._last[1]
+        block = self.model.blocks[layer]
+        parameter = next(self.model.parameters())
+        num_prefix, (gh, gw) = self._layout
+        size = self.model.cfg.patch_size
+        with self.turn, torch.inference_mode():
+            x = torch.from_numpy(np.ascontiguousarray(self.stream[layer]))[None]
+            x = x.to(device=parameter.device, dtype=parameter.dtype)                    # (1, T, D)
+            positions = self.model.token_positions(gh * size, gw * size, parameter.device)
+            q, k = block.attn.queries_and_keys(block.attention_input(x), positions)
+            bias = block.attn.logit_bias(positions, torch.float32)
+        computed = (q.float(), k.float(), bias, block.attn.scale)
+        if self.keys_bytes <= KEPT_KEYS:
+            with self._lock:
+                self._last = (layer, computed)
+        return computed
 
     def rows(self, layer: int, head: int | None, queries: Sequence[int]) -> np.ndarray:
         q, k, bias, scale = self._heads(layer, head)
@@ -106,11 +113,8 @@ class RecomputedAttention:
             raise ValueError(f"Unknown head fusion {fusion!r}! Expected one of {FUSIONS}.")
         layer = layer_index(layer, self.depth)
         if fusion in self.fused_copies:
-            return np.asarray(self.fused_copies[fusion][layer], dtype=np.float32)
-        T = self.stream.shape[1]
-        if T * T * 4 > FUSED_LARGEST:
-            return self._fuse(layer, fusion)
-        return _kept(FUSED, (id(self), layer, fusion), self, lambda: (weakref.ref(self), self._fuse(layer, fusion)))
+            return np.array(self.fused_copies[fusion][layer], dtype=np.float32)
+        return self._fuse(layer, fusion)
 
     def _fuse(self, layer: int, fusion: str) -> np.ndarray:
         """Every head's rows, a chunk of queries at a time, combined by ``fusion`` -> (T, T) float32."""
@@ -132,12 +136,3 @@ class RecomputedAttention:
         check_head(head, self.heads)
         h = slice(head % self.heads, head % self.heads + 1)
         return q[:, h], k[:, h], None if bias is None else bias[..., h, :, :], scale
-
-
-def _kept(cache: Cache, key: tuple, owner, compute):
-    """A value kept for ``owner`` (weakly: another object later at the same address gets its own)."""
-    kept = cache.get(key, compute)
-    if kept[0]() is not owner:
-        kept = compute()
-        cache.put(key, kept)
-    return kept[1]

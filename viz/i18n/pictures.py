@@ -46,7 +46,7 @@ PICTURES: dict[str, tuple[str, str]] = {
     "colorbar.cosine": ("Cosine similarity", "余弦相似度"),
     "colorbar.similarity": ("cosine similarity to patch ({row}, {col}), layer {layer}",
                             "与图块 ({row}, {col}) 的余弦相似度，第 {layer} 层"),
-    "colorbar.similarity_other": ("cosine similarity to patch ({row}, {col}) of the first photo, layer {layer}",
+    "colorbar.similarity_other": ("cosine to the 1st photo's patch ({row}, {col}), layer {layer}",
                                   "与第一张照片图块 ({row}, {col}) 的余弦相似度，第 {layer} 层"),
     "colorbar.value": ("value", "数值"),
 

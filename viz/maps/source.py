@@ -44,7 +44,8 @@ class AttentionSource(Protocol):
         """(T, Tk): how much every query attends to each key."""
 
     def fused(self, layer: int, fusion: str = "mean") -> np.ndarray:
-        """(T, T): the layer's heads combined by mean, max or min (what rollout multiplies)."""
+        """(T, T): the layer's heads combined by mean, max or min (what rollout multiplies); a new array the caller
+        may write into."""
 
     def readout_rows(self) -> np.ndarray:
         """(L, H, T): each head's row of the per-layer query (``viz.maps.readout.heads_query``): the CLS row, or the
@@ -81,7 +82,7 @@ class HeldAttention:
     def fused(self, layer: int, fusion: str = "mean") -> np.ndarray:
         layer = layer_index(layer, self.depth)
         if fusion in self.fused_copies:
-            return np.asarray(self.fused_copies[fusion][layer], dtype=np.float32)
+            return np.array(self.fused_copies[fusion][layer], dtype=np.float32)
         return fuse_heads(self.attention[layer:layer + 1], fusion)[0]
 
     def readout_rows(self) -> np.ndarray:
@@ -135,10 +136,10 @@ def residual_step(source: AttentionSource, layer: int, fusion: str, discard_rati
     tokens (``protect``: indices among them)."""
     if fusion not in FUSIONS:
         raise ValueError(f"Unknown head fusion {fusion!r}! Expected one of {FUSIONS}.")
-    matrix = source.fused(layer, fusion)
+    matrix = source.fused(layer, fusion)                 # a new array: discarded and mixed in place
     if keep.size < matrix.shape[0]:
         matrix = matrix[np.ix_(keep, keep)]
-    return with_residual(discard_lowest(matrix, discard_ratio, protect))
+    return with_residual(discard_lowest(matrix, discard_ratio, protect, overwrite=True), overwrite=True)
 
 
 def rollout_rows(source: AttentionSource, weights: np.ndarray, fusion: str = "mean", discard_ratio: float = 0.0,

@@ -114,6 +114,22 @@ def test_rows_columns_and_fused_matrices_of_the_source():
     np.testing.assert_allclose(kept.maps.rows(1, None, every).sum(axis=1), 1.0, rtol=1e-6)
 
 
+def test_columns_of_peaked_attention_whose_small_entries_underflow():
+    """Logits so large that most probabilities underflow to 0 (the rows' log-sum-exp then comes from each row's
+    largest entry): the columns are still the full capture's."""
+    model = tiny()
+    with torch.no_grad():
+        for block in model.blocks:
+            block.attn.qkv.weight.mul_(12.0)
+    full, kept = both(model, torch.randn(1, 3, 32, 40))
+    assert (full.attention == 0).mean() > 0.3
+    T = full.attention.shape[-1]
+    for layer in range(full.depth):
+        for head in (None, 0, 1):
+            close(kept.maps.columns(layer, head, np.arange(T)), full.maps.columns(layer, head, np.arange(T)), "columns",
+                  1e-4)
+
+
 @pytest.mark.parametrize("size", [(224, 224), (224, 320)])
 def test_the_real_vit_ti_on_the_cat(real_weights_dir, cat, size, no_fused_copies):
     """The AugReg ViT-Ti, at 224 and at a non-square size; a 0.9 discard may zero another of two near-equal entries

@@ -104,17 +104,26 @@ def row_chunks(B: int, H: int, T: int) -> list[tuple[int, int]]:
 
 def logsumexp_of(attn, q: torch.Tensor, k: torch.Tensor, bias: torch.Tensor | None, p: torch.Tensor,
                  start: int) -> torch.Tensor:
-    """Each row's log Σ_j exp(logit_ij) from its probabilities ``p`` (B, H, c, T) (rows ``start``…): the logit of the
-    row's largest probability, q_i·k_j·scale (+ the bias) as ``Attention.attend`` forms it, minus that probability's
-    log (the largest is at least 1/T, so its log is exact to float32) -> (B, H, c)."""
-    largest, where = p.max(dim=-1)                                                   # (B, H, c)
-    c = p.shape[-2]
+    """Each row's log Σ_j exp(logit_ij) from its probabilities ``p`` (B, H, c, T) (rows ``start``…): the logit of one of
+    its entries, q_i·k_j·scale (+ the bias) as ``Attention.attend`` forms it, minus that entry's log. The entry: the
+    larger of the row's first column and its own token (no pass over the row); where both underflow below 1e-30, the
+    row's largest (at least 1/T, so its log is exact to float32) -> (B, H, c)."""
+    B, H, c, T = p.shape
+    rows = torch.arange(start, start + c, device=p.device)
+    own = p[:, :, torch.arange(c, device=p.device), rows]                            # (B, H, c) p_ii
+    first = p[..., 0]                                                                # (B, H, c) p_i0
+    where = torch.where(own > first, rows, torch.zeros_like(rows))                   # (B, H, c) the column j
+    value = torch.maximum(own, first)
+    weak = value < 1e-30
+    if weak.any():                                                                   # both underflow: the largest
+        largest, at = p.max(dim=-1)
+        where, value = torch.where(weak, at, where), torch.where(weak, largest, value)
     keys = k.gather(2, where.unsqueeze(-1).expand(-1, -1, -1, k.shape[-1]))          # (B, H, c, Dh)
     logits = (q[:, :, start:start + c].float() * attn.scale * keys.float()).sum(dim=-1)
     if bias is not None:
-        rows = bias[..., start:start + c, :].float()                                 # (…, c, T)
-        logits = logits + rows.expand(*p.shape[:2], -1, -1).gather(-1, where.unsqueeze(-1))[..., 0]
-    return logits - largest.log()
+        band = bias[..., start:start + c, :].float().expand(B, H, -1, -1)             # (B, H, c, T)
+        logits = logits + band.gather(-1, where.unsqueeze(-1))[..., 0]
+    return logits - value.log()
 
 
 @torch.inference_mode()
@@ -154,6 +163,7 @@ def capture(model, x: torch.Tensor, attention_dtype=np.float32, statistics: bool
     if distance_renormalise:
         out["mean_distance_renormalised"] = torch.zeros(B, L, H, **f32)
     chunks = row_chunks(B, H, T)
+    distances: dict[int, torch.Tensor] = {}     # each chunk's distance rows, made for the first block, read by all
     query = heads_query(READOUT_OF_POOL[model.cfg.global_pool])
 
     def reduce(i: int, start: int, p: torch.Tensor, rows: torch.Tensor, attn, q, k, bias) -> None:
@@ -193,7 +203,9 @@ def capture(model, x: torch.Tensor, attention_dtype=np.float32, statistics: bool
         whole = len(chunks) == 1                                      # small maps: the block's attention at once
         heads = None
         for start, stop in chunks:
-            rows = postprocess.distance_rows(P, layout.grid, model.cfg.patch_size, start, stop, device)
+            if start not in distances:
+                distances[start] = postprocess.distance_rows(P, layout.grid, model.cfg.patch_size, start, stop, device)
+            rows = distances[start]
             with precision():
                 part, p = block.attn.attend(q, k, v, bias, True,
                                             None if whole else torch.arange(start, stop, device=device))

@@ -39,6 +39,7 @@ _TORCH_DTYPES = {np.dtype(np.float32): torch.float32, np.dtype(np.float16): torc
 READOUT_OF_POOL = {"token": "cls", "map": "map", "avg": "mean"}  # ViTConfig.global_pool -> Analysis.readout
 CHUNK_BYTES = 64 * 2**20    # float32 probabilities of one block reduced together: B·H·rows·T·4 bytes at most
 FUSED_BYTES = 16 * 2**20    # on demand: the head-fused copies (3·L·T² in the kept dtype) are kept below this
+DISTANCE_BYTES = 32 * 2**20  # a layout's T×T pixel distances are kept for every block of a capture below this
 
 
 @dataclass
@@ -164,6 +165,7 @@ def capture(model, x: torch.Tensor, attention_dtype=np.float32, statistics: bool
         out["mean_distance_renormalised"] = torch.zeros(B, L, H, **f32)
     chunks = row_chunks(B, H, T)
     distances: dict[int, torch.Tensor] = {}     # each chunk's distance rows, made for the first block, read by all
+    keep_distances = T * T * 4 <= DISTANCE_BYTES  # (a T×T table: kept only while small, else made again per block)
     query = heads_query(READOUT_OF_POOL[model.cfg.global_pool])
 
     def reduce(i: int, start: int, p: torch.Tensor, rows: torch.Tensor, attn, q, k, bias) -> None:
@@ -203,9 +205,11 @@ def capture(model, x: torch.Tensor, attention_dtype=np.float32, statistics: bool
         whole = len(chunks) == 1                                      # small maps: the block's attention at once
         heads = None
         for start, stop in chunks:
-            if start not in distances:
-                distances[start] = postprocess.distance_rows(P, layout.grid, model.cfg.patch_size, start, stop, device)
-            rows = distances[start]
+            rows = distances.get(start)
+            if rows is None:
+                rows = postprocess.distance_rows(P, layout.grid, model.cfg.patch_size, start, stop, device)
+                if keep_distances:
+                    distances[start] = rows
             with precision():
                 part, p = block.attn.attend(q, k, v, bias, True,
                                             None if whole else torch.arange(start, stop, device=device))

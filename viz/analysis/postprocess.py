@@ -68,10 +68,13 @@ def _rows(num_prefix: int, grid: tuple[int, int], patch_size: int, start: int, s
     queries = torch.arange(max(start, num_prefix), stop, device=device) - num_prefix     # the patches among the rows
     if queries.numel():
         # query (r, c) reads table[r - r' + gh - 1, c - c' + gw - 1] for every patch (r', c'): the gh×gw window of the
-        # flipped table at (gh - 1 - r, gw - 1 - c), a view (no index array as large as the rows is made)
-        windows = _by_offset(grid, patch_size, str(device)).flip(0, 1).unfold(0, gh, 1).unfold(1, gw, 1)
+        # flipped table at (gh - 1 - r, gw - 1 - c); every window is a view of it, so one index_select copies them
+        flipped = _by_offset(grid, patch_size, str(device)).flip(0, 1).contiguous()     # (2gh - 1, 2gw - 1)
+        width = 2 * gw - 1
+        windows = flipped.flatten().as_strided((flipped.numel() - (gh - 1) * width - (gw - 1), gh, gw), (1, width, 1))
         r, c = torch.div(queries, gw, rounding_mode="floor"), queries % gw
-        rows[queries + num_prefix - start, num_prefix:] = windows[gh - 1 - r, gw - 1 - c].reshape(len(queries), -1)
+        starts = (gh - 1 - r) * width + (gw - 1 - c)
+        rows[queries + num_prefix - start, num_prefix:] = windows.index_select(0, starts).reshape(len(queries), -1)
     return rows.reshape(-1)
 
 

@@ -27,7 +27,8 @@ from .records import Analysis
 if TYPE_CHECKING:
     from .analysis.serve import ServedModel
 
-QUERY_PHOTO_SCALE = 2         # the photo to click on in the Patch query tab is shown at twice the model's size
+QUERY_PHOTO_SCALE = 2         # the photo to click on in the Patch query tab is shown at twice the model's size,
+QUERY_PHOTO_MAX = 1024        # but no larger than this (or the model's size, when that is larger)
 DISPLAY_SIZE = 640            # longer side of the page's maps in pixels: sharp in a ~700 px panel, ~10 ms to draw
 HEADS_WIDTH = 1100            # the heads grid's width in pixels, colour bar included
 CROP_SIZE = 320               # longer side of the upload with the crop outlined
@@ -226,17 +227,25 @@ def head_info(a: Analysis, layer: int, head: int, mask_artifacts: bool = False, 
              maximum=stats.max_bits)
 
 
+def query_photo_side(a: Analysis) -> int:
+    """The longer side of the photo to click on: ``QUERY_PHOTO_SCALE``× the model's input, at most
+    ``QUERY_PHOTO_MAX`` (a large input is shown at its own size)."""
+    side = max(a.image.size)
+    return min(QUERY_PHOTO_SCALE * side, max(QUERY_PHOTO_MAX, side))
+
+
 def query_photo(s: Session, a: Analysis) -> Image.Image:
-    """The photo to click on, enlarged ``QUERY_PHOTO_SCALE``× so patches are easy to hit, the queried one framed."""
+    """The photo to click on, enlarged so patches are easy to hit (``query_photo_side``), the queried one framed."""
     row, col = s.query or panels.default_query(a)
-    enlarged = panels.display_photo(a, QUERY_PHOTO_SCALE * max(a.image.size), Image.Resampling.LANCZOS)  # = photo()'s
+    enlarged = panels.display_photo(a, query_photo_side(a), Image.Resampling.LANCZOS)  # = photo()'s at 2×
     return render.mark_patch(enlarged, row, col, a.grid)
 
 
 def select_patch(s: Session, a: Analysis, x: float, y: float) -> Session:
     """Pixel (x, y) clicked on ``query_photo`` -> session whose query is the patch under it."""
     w, h = a.image.size
-    size = (w * QUERY_PHOTO_SCALE, h * QUERY_PHOTO_SCALE)
+    scale = query_photo_side(a) / max(w, h)
+    size = (max(1, round(w * scale)), max(1, round(h * scale)))
     return replace(s, query=pixel_to_patch(x, y, size, a.grid))
 
 

@@ -188,6 +188,28 @@ def test_bfloat16_forward_changes_the_maps_little(cat):
     assert np.abs(a16.probabilities - a32.probabilities).max() < 0.02
 
 
+def test_on_demand_with_the_fused_kernel_is_the_plain_forward(monkeypatch):
+    """Large inputs on demand (head-fused copies not kept, a CLS readout): the blocks run the fused kernel, so the
+    tokens and the output are the plain forward's bit for bit; the rows' log-sum-exps and CLS rows are those of the
+    explicit softmax, the mean distances left to the first view."""
+    module = importlib.import_module("viz.analysis.capture")
+    monkeypatch.setattr(module, "FUSED_BYTES", 0)
+    model = tiny_model(num_reg_tokens=2)
+    x = torch.randn(2, 3, 48, 64)
+    got = capture(model, x, np.float32, on_demand=True)
+    explicit = capture(model, x, np.float32)
+    with torch.inference_mode():
+        logits = model(x)
+    np.testing.assert_array_equal(got.probabilities, logits.softmax(-1).numpy())
+    assert got.mean_distance is None and got.fused == {}
+    np.testing.assert_allclose(got.readout_rows, explicit.attention[:, :, :, 0], rtol=1e-5, atol=1e-7)
+    with torch.inference_mode():
+        for layer, block in enumerate(model.blocks):                                       # the logits by hand
+            q, k, _ = block.attn.project(block.attention_input(torch.from_numpy(got.stream[:, layer])))
+            lse = ((q * block.attn.scale) @ k.transpose(-2, -1)).logsumexp(dim=-1)
+            np.testing.assert_allclose(got.logsumexp[:, layer], lse.numpy(), rtol=1e-5, atol=1e-5)
+
+
 def test_rows_reduced_in_chunks_or_at_once_give_the_same_arrays(monkeypatch):
     """Large maps come a chunk of query rows at a time (``CHUNK_BYTES``): one row, five rows and all rows at once
     agree (the whole block is the model's own call, the chunks its rows)."""

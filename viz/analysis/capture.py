@@ -16,6 +16,12 @@ attention comes a chunk of query rows at a time (``CHUNK_BYTES``), reduced on th
 - always: the token norms, the mean attention distance per head, the probe's attention (SigLIP) and, for data sets,
   entropy and key shares.
 
+On demand, when the head-fused copies are too large to keep and the readout is the CLS token, nothing needs the
+probabilities during the pass: each block runs the fused kernel (``Attention.attend_with_logsumexp``: the plain
+forward's output and its rows' log-sum-exp), the CLS rows are recomputed (one row per head), and the mean
+distances are left to the first view that asks (``RecomputedAttention.mean_distance``): the analysis costs about
+what the plain forward does.
+
 The results go to the host once, at the end.
 """
 from __future__ import annotations
@@ -29,6 +35,7 @@ import torch
 from PIL import Image
 
 from vit.device import forward_precision
+from vit.model import attention_rows
 
 from ..maps.readout import heads_query
 from ..records import Analysis, FinalNorm, ModelArrays
@@ -47,7 +54,8 @@ class Captured:
     """What one batch of B images left on the host after the forward pass, image along axis 0 (numpy arrays)."""
     probabilities: np.ndarray             # (B, K) softmax over the classes, float32; (B, 0) without a classifier
     token_norms: np.ndarray               # (B, L, T) L2 norm of every token after each block
-    mean_distance: np.ndarray             # (B, L, H) mean attention distance in pixels (prefix attention = 0)
+    mean_distance: np.ndarray | None      # (B, L, H) mean attention distance in pixels (prefix attention = 0); None:
+                                          # left to the first view (on demand with the fused kernel)
     num_prefix: int
     grid: tuple[int, int]                 # (gh, gw)
     attention: np.ndarray | None = None   # (B, L, H, T, T) in the cache dtype; None when not kept
@@ -159,6 +167,10 @@ def capture(model, x: torch.Tensor, attention_dtype=np.float32, statistics: bool
         out["stream"] = torch.empty(B, L + 1, T, model.cfg.embed_dim, device=device, dtype=kept)
     if on_demand:
         out.update(readout_rows=torch.zeros(B, L, H, T, **f32), logsumexp=torch.empty(B, L, H, T, **f32))
+    query = heads_query(READOUT_OF_POOL[model.cfg.global_pool])
+    fused_kernel = on_demand and not keep_fused and query == "cls" and not statistics and not distance_renormalise
+    if fused_kernel:
+        del out["mean_distance"]                  # left to the first view that asks (module docstring)
     if statistics:
         out.update(entropy=torch.zeros(B, L, H, **f32), key_mass=torch.zeros(B, L, T, **f32))
     if distance_renormalise:
@@ -166,7 +178,6 @@ def capture(model, x: torch.Tensor, attention_dtype=np.float32, statistics: bool
     chunks = row_chunks(B, H, T)
     distances: dict[int, torch.Tensor] = {}     # each chunk's distance rows, made for the first block, read by all
     keep_distances = T * T * 4 <= DISTANCE_BYTES  # (a T×T table: kept only while small, else made again per block)
-    query = heads_query(READOUT_OF_POOL[model.cfg.global_pool])
 
     def reduce(i: int, start: int, p: torch.Tensor, rows: torch.Tensor, attn, q, k, bias) -> None:
         """Block i's probabilities for the query rows start … start + c - 1, p (B, H, c, T) float32 -> ``out``."""
@@ -202,6 +213,15 @@ def capture(model, x: torch.Tensor, attention_dtype=np.float32, statistics: bool
             q, k, v = block.attn.project(block.attention_input(tokens))
             q, k = block.attn.positioned(q, k, positions)
             bias = block.attn.logit_bias(positions, q.dtype)
+        if fused_kernel:
+            with precision():
+                heads, out["logsumexp"][:, i] = block.attn.attend_with_logsumexp(q, k, v, bias)
+                tokens = block.step(tokens, positions, heads=heads).out
+            cls = torch.zeros(1, dtype=torch.long, device=device)
+            out["readout_rows"][:, i] = attention_rows(q, k, block.attn.scale, bias, cls)[:, :, 0]
+            out["token_norms"][:, i] = tokens.float().norm(dim=-1)
+            out["stream"][:, i + 1] = tokens
+            continue
         whole = len(chunks) == 1                                      # small maps: the block's attention at once
         heads = None
         for start, stop in chunks:
@@ -226,7 +246,8 @@ def capture(model, x: torch.Tensor, attention_dtype=np.float32, statistics: bool
             out["stream"][:, i + 1] = tokens
     with precision():
         output, probe = model.forward_head(tokens, return_probe=True)
-    out["mean_distance"] /= N
+    if "mean_distance" in out:
+        out["mean_distance"] /= N
     if statistics:
         out["entropy"] /= T
         out["key_mass"] /= H * T
@@ -243,7 +264,7 @@ def capture(model, x: torch.Tensor, attention_dtype=np.float32, statistics: bool
     host = to_host(out, device)                                           # the one move to the host
     t2 = time.perf_counter()
     return Captured(probabilities=host["probabilities"], token_norms=host["token_norms"],
-                    mean_distance=host["mean_distance"], num_prefix=P, grid=tuple(layout.grid),
+                    mean_distance=host.get("mean_distance"), num_prefix=P, grid=tuple(layout.grid),
                     attention=host.get("attention"),
                     fused={f: host[f"fused_{f}"] for f in ("mean", "max", "min") if f"fused_{f}" in host},
                     entropy=host.get("entropy"), key_mass=host.get("key_mass"),

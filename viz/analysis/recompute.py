@@ -25,6 +25,7 @@ import torch
 
 from vit.model import attention_rows
 
+from . import postprocess
 from ..maps.layout import layer_index
 from ..maps.rollout import FUSIONS
 from ..maps.source import check_head
@@ -115,6 +116,26 @@ class RecomputedAttention:
         if fusion in self.fused_copies:
             return np.array(self.fused_copies[fusion][layer], dtype=np.float32)
         return self._fuse(layer, fusion)
+
+    def mean_distance(self, patch_size: int, renormalise: bool = False) -> np.ndarray:
+        """The mean attention distance in pixels of every layer and head (L, H) (``viz.maps.distance``), from every
+        head's rows recomputed a chunk of queries at a time: what the capture leaves to the first view that asks when
+        it ran the fused kernel."""
+        num_prefix, grid = self._layout
+        out = np.empty((self.depth, self.heads), dtype=np.float32)
+        for layer in range(self.depth):
+            q, k, bias, scale = self.queries_and_keys(layer)
+            H, T = q.shape[1], q.shape[2]
+            step = max(1, ROWS_BYTES // (H * T * 4))
+            total = torch.zeros(1, H, device=q.device)
+            for start in range(0, T, step):
+                stop = min(start + step, T)
+                p = attention_rows(q, k, scale, bias, torch.arange(start, stop, device=q.device), chunk=step)
+                rows = postprocess.distance_rows(num_prefix, grid, patch_size, start, stop, q.device)
+                total += (postprocess.renormalised_distance_sum(p, rows, num_prefix, start) if renormalise else
+                          postprocess.distance_sum(p, rows))
+            out[layer] = (total[0] / (T - num_prefix)).cpu().numpy()
+        return out
 
     def _fuse(self, layer: int, fusion: str) -> np.ndarray:
         """Every head's rows, a chunk of queries at a time, combined by ``fusion`` -> (T, T) float32."""

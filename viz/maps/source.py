@@ -12,7 +12,8 @@ probabilities. A view needs only a few rows or columns of it, or one layer's hea
 
 A model whose attention is not one T×T matrix per head of a flat token sequence (Swin's windows) provides the same
 five things for its layers: ``layout(layer)``, ``rows``, ``columns``, ``fused`` and ``readout_rows`` (rows outside a
-window are simply zero). The functions below build every view's numbers from them, layer by layer, and equal the
+window are simply zero). A source may also offer ``mean_distance(patch_size, renormalise) -> (L, H)`` where it can
+compute the mean attention distance faster than row by row (``viz.panels.select.mean_distance_of`` asks for it). The functions below build every view's numbers from them, layer by layer, and equal the
 definitions applied to the whole array (``tests/maps/test_sources.py``).
 """
 from __future__ import annotations

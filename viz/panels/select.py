@@ -147,9 +147,14 @@ def query_maps(a: Analysis, row: int, col: int, layer: int = -1, head: int | Non
 
 
 def mean_distance_of(a: Analysis, renormalise: bool = False) -> np.ndarray:
-    """Mean attention distance in pixels (L, H) (kept by ``analyze``; else computed layer by layer and head by head
-    from the attention source)."""
+    """Mean attention distance in pixels (L, H): kept by ``analyze``; else computed once from the attention source
+    (by its own ``mean_distance`` where it has one, layer by layer and head by head otherwise) and kept with the
+    analysis."""
     if renormalise in a.mean_distance:
+        return a.mean_distance[renormalise]
+    own = getattr(a.maps, "mean_distance", None)
+    if own is not None:
+        a.mean_distance[renormalise] = own(a.patch_size, renormalise)
         return a.mean_distance[renormalise]
     T = a.num_prefix + a.grid[0] * a.grid[1]
     every = np.arange(T)

@@ -414,12 +414,50 @@ class Attention(nn.Module):
             x = self.attn_drop(attn) @ v                   # (B, H, Tq, Dh)
         return x, attn
 
+    def attend_with_logsumexp(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                              bias: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """q, k, v (B, H, T, Dh) -> (attn @ v (B, H, T, Dh), each row's log Σ_j exp(q_i·k_j·scale + bias_ij) (B, H, T)
+        float32), in eval mode: the fused kernel's output (the plain forward's, bit for bit on the CPU) with the
+        log-sum-exp it computes anyway, from which any entry of the attention is exp(logit − lse) without its row
+        (``viz.analysis.recompute``); the explicit softmax where no fused kernel gives it (or ``fused_attn`` is off)."""
+        if self.fused_attn and not self.causal and not self.training:
+            kernel = FUSED_LOGSUMEXP.get(q.device.type)
+            if kernel is not None:
+                try:
+                    return kernel(q, k, v, bias, self.scale)
+                except RuntimeError:        # a dtype, shape or build the kernel does not take: the explicit softmax
+                    pass
+        logits = (q * self.scale) @ k.transpose(-2, -1)     # (B, H, T, T)
+        if bias is not None:
+            logits = logits + bias
+        lse = logits.float().logsumexp(dim=-1)               # (B, H, T)
+        return (logits.float() - lse.unsqueeze(-1)).exp().to(v.dtype) @ v, lse
+
     def merge(self, heads: torch.Tensor) -> torch.Tensor:
         """Heads (B, H, T, Dh) -> (B, T, D): concatenated (head h in channels h·Dh … (h+1)·Dh − 1, the columns of
         ``proj`` that read it), [EVA-02's sub-LN], projected."""
         B, H, T, Dh = heads.shape
         x = heads.transpose(1, 2).reshape(B, T, H * Dh)    # heads concatenated back to (B, T, D) (P·D: parallel)
         return self.proj_drop(self.proj(self.norm(x)))
+
+
+def _cpu_logsumexp(q, k, v, bias, scale):
+    """torch's fused CPU attention kernel (what ``scaled_dot_product_attention`` runs), which returns the log-sum-exp."""
+    mask = None if bias is None else bias.expand(q.shape[0], q.shape[1], -1, -1)
+    out, lse = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(q, k, v, 0.0, False, attn_mask=mask,
+                                                                          scale=scale)
+    return out, lse.float()
+
+
+def _cuda_logsumexp(q, k, v, bias, scale):
+    """torch's memory-efficient CUDA kernel, asked for the log-sum-exp (padded to a multiple of 32 rows)."""
+    mask = None if bias is None else bias.expand(q.shape[0], q.shape[1], -1, -1).to(q.dtype)
+    out, lse = torch.ops.aten._scaled_dot_product_efficient_attention(q, k, v, mask, True, 0.0, False,
+                                                                      scale=scale)[:2]
+    return out, lse[..., :q.shape[-2]].float()
+
+
+FUSED_LOGSUMEXP = {"cpu": _cpu_logsumexp, "cuda": _cuda_logsumexp}   # device type -> fused kernel with the lse
 
 
 def attention_rows(q: torch.Tensor, k: torch.Tensor, scale: float, bias: torch.Tensor | None = None,

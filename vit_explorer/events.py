@@ -157,10 +157,13 @@ def declare(page: Page, demo: gr.Blocks) -> None:
                                    **page.model_work)
     preprocessed = page["preprocess"].input(**page.wire(views.switch_preprocess, views.ANALYSIS_OUTPUTS),
                                             **page.model_work)
+    page["input_size"].input(**page.wire(views.size_cost, ["input_cost"]), **page.instant)
+    resized = page["input_size"].release(**page.wire(views.switch_size, [*views.ANALYSIS_OUTPUTS, "input_cost"]),
+                                         **page.model_work)
     relabelled = page["language_switch"].input(
         **page.wire(views.switch_language, ["lang", "font_note", *views.TAB_LABELS, *views.ANALYSIS_OUTPUTS]),
         js=SET_LOCALE_JS, **page.model_work)
-    for event in (analysed, switched, preprocessed, relabelled):
+    for event in (analysed, switched, preprocessed, resized, relabelled):
         event.then(**lazy, **page.model_work)
 
     # a control: only the maps that use it

@@ -10,7 +10,7 @@ import gradio as gr
 from vit.preprocess import CHOICES as PREPROCESS_CHOICES
 from viz.explain.methods import DEFAULT_METHOD
 
-from . import events, state
+from . import events, state, views
 from .components import Picture, PhotoInput, note, picture
 from .door import Explorer
 from .tabs import TABS
@@ -75,6 +75,12 @@ def build_app(default_model: str) -> gr.Blocks:
                                                     label=i18n("control.preprocess"), info=i18n("help.preprocess"),
                                                     elem_id="preprocess"))
                     page.add("rerun", gr.Button(i18n("button.analyze"), variant="primary", scale=1, min_width=90))
+                with gr.Row(equal_height=True):
+                    with gr.Column(scale=3, min_width=260):
+                        page.add("input_size", gr.Slider(label=i18n("control.input_size"), info=i18n("help.input_size"),
+                                                         elem_id="input-size", **views.size_range(served)))
+                    with gr.Column(scale=2, min_width=260):
+                        page.add("input_cost", note("input-cost"))
                 photos = state.example_photos()
                 if photos:
                     gr.Examples(photos, inputs=page["photo"], cache_examples=False, api_visibility="private",

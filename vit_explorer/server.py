@@ -2,7 +2,7 @@
 start-up messages (no model, no Chinese font), and Gradio's launch with the queue and the limits set.
 
     python app.py [--weights PATH | --model NAME] [--host 127.0.0.1] [--port 7860] [--share] [--public]
-                  [--device auto]
+                  [--device auto] [--max-tokens N]
 
 ``main(argv)`` is that command (``app.py`` calls it; an installed package can name it as its console command).
 """
@@ -19,6 +19,7 @@ import gradio as gr
 import vit
 from vit.device import pick_device
 from vit.image_file import MAX_BYTES
+from viz.analysis.cost import LOCAL_MAX_TOKENS
 from viz.drawing.fonts import missing_font_message
 from viz.i18n import LANGUAGES, t
 
@@ -47,7 +48,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         "listed models, no typed paths (--host 0.0.0.0 and --share are public anyway)")
     p.add_argument("--device", default="auto", metavar="{auto,cpu,cuda,mps}",
                    help="where the models run (default auto: CUDA when available, else the CPU; also cuda:N)")
+    p.add_argument("--max-tokens", type=tokens_arg, metavar="N",
+                   help=f"the most tokens one analysis may have: the input size control goes up to it (default "
+                        f"{LOCAL_MAX_TOKENS:,} on a server for this machine alone; on one others can reach, as many "
+                        f"as keep one analysis within a quarter of the analyses' memory)")
     return p.parse_args(argv)
+
+
+def tokens_arg(text: str) -> int:
+    value = int(text)
+    if value < 2:
+        raise argparse.ArgumentTypeError(f"expected at least 2 tokens (a prefix token and a patch) but got {text}")
+    return value
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -59,6 +71,9 @@ def main(argv: list[str] | None = None) -> None:
     except ValueError as err:
         sys.exit(f"Cannot start: {err}")
     source = args.weights or args.model
+    # the size control's range depends on it (launch sets it again for a server started from Python)
+    state.SETTINGS.any_model = only_this_machine(args.host, args.share) and not args.public
+    state.SETTINGS.max_tokens = args.max_tokens
     try:
         demo = build_app(source)
     except (ValueError, OSError) as err:

@@ -29,7 +29,8 @@ import vit
 from vit.image_file import ImageFileError, open_image
 from vit.preprocess import CHOICES as PREPROCESS_CHOICES
 from viz import explorer
-from viz.analysis import explain_tensor, resolve_target, walk
+from viz.analysis import cost, explain_tensor, resolve_target, walk
+from viz.analysis.cost import LOCAL_MAX_TOKENS
 from viz.analysis.serve import ServedModel, analyze_photo, serve
 from viz.cache import Cache, nbytes
 from viz.explorer import AnalysisKey, Session
@@ -62,6 +63,10 @@ class Settings:
     # The models on offer as vit.load sources (paths, known names, Hub names: opaque strings); the first is the
     # server's own. The page names them by display_name, never by where they lie on the server.
     models: list[str] = field(default_factory=list)
+    # The most tokens one analysis may have (the input size control's limit, --max-tokens); None: LOCAL_MAX_TOKENS on
+    # a server for this machine alone, and on one others can reach as many as keep one analysis within a quarter of
+    # ANALYSES_MEMORY (``token_budget``)
+    max_tokens: int | None = None
 
 
 SETTINGS = Settings()
@@ -103,16 +108,30 @@ MODELS = Cache(load_model, MODELS_MEMORY, weigh=lambda served: served.nbytes)
 
 
 def model_of(key: AnalysisKey) -> ServedModel:
-    """The served checkpoint an analysis is of, turning photos into inputs as the key's preprocessing says (one
-    loaded model per source whatever the preprocessing: ``ServedModel.with_preprocess`` shares it)."""
-    return MODELS.get(key.model).with_preprocess(key.preprocess)
+    """The served checkpoint an analysis is of, turning photos into inputs as the key's preprocessing and size say
+    (one loaded model per source whatever the preprocessing and size: ``ServedModel.with_preprocess`` and
+    ``at_size`` share it)."""
+    return MODELS.get(key.model).with_preprocess(key.preprocess).at_size(key.size)
+
+
+def token_budget(cfg) -> int:
+    """The most tokens one analysis may have on this server (``Settings.max_tokens``)."""
+    if SETTINGS.max_tokens is not None:
+        return SETTINGS.max_tokens
+    if SETTINGS.any_model:                       # a server for this machine alone
+        return LOCAL_MAX_TOKENS
+    side = cfg.patch_size
+    while cost.tokens_at(cfg, side + cfg.patch_size) <= LOCAL_MAX_TOKENS and \
+            cost.kept_bytes(cfg, side + cfg.patch_size) <= ANALYSES_MEMORY // 4:
+        side += cfg.patch_size
+    return cost.tokens_at(cfg, side)
 
 
 def analyze_key(key: AnalysisKey) -> Analysis:
     """(photo file, model source, preprocessing) -> its analysis: the one model call of a photo."""
     served = model_of(key)
     with MODEL_TURN:
-        return analyze_photo(key.photo, served)
+        return analyze_photo(key.photo, served, MODEL_TURN)
 
 
 ANALYSES = Cache(analyze_key, ANALYSES_MEMORY, weigh=explorer.cached_bytes)
@@ -224,18 +243,42 @@ def example_photos() -> list[str]:
     return sorted(str(p) for p in EXAMPLES_DIR.glob("*") if p.suffix.lower() in (".jpg", ".jpeg", ".png", ".webp"))
 
 
-def served(name: str, lang: str = "en", preprocess: str = "own") -> ServedModel:
-    """The loaded model a visitor named (``model_source``) with the ``preprocess`` choice (own, crop, squash), or a
-    gr.Error saying why not (not on offer, not a checkpoint, not found, no such preprocessing)."""
-    source = model_source(name, lang)
+def served(name: str, lang: str = "en", preprocess: str = "own", size: int = 0) -> ServedModel:
+    """The loaded model a visitor named (``model_source``) with the ``preprocess`` choice (own, crop, squash) at the
+    input ``size`` (0: its own), or a gr.Error saying why not (not on offer, not a checkpoint, not found, no such
+    preprocessing, a size its positions cannot follow or beyond the server's token budget)."""
+    return served_source(model_source(name, lang), lang, preprocess, size, shown=str(name).strip())
+
+
+def served_source(source: str, lang: str = "en", preprocess: str = "own", size: int = 0,
+                  shown: str | None = None) -> ServedModel:
+    """``served`` for a source the models' guard already gave (a session's ``key.model``, never a visitor's text);
+    ``shown`` is how a message names the model (its display name by default, never where it lies)."""
     if preprocess not in PREPROCESS_CHOICES:
         raise gr.Error(t("message.preprocess_unknown", lang, choice=preprocess, choices=", ".join(PREPROCESS_CHOICES)),
                        print_exception=False)
     try:
-        return MODELS.get(source).with_preprocess(preprocess)
+        model = MODELS.get(source).with_preprocess(preprocess)
     except (ValueError, OSError) as err:  # vit.load: bad checkpoint (ValueError), nothing found (FileNotFoundError)
-        raise gr.Error(t("message.model_failed", lang, model=str(name).strip(), error=err),
+        raise gr.Error(t("message.model_failed", lang, model=shown or display_name(source), error=err),
                        print_exception=False) from None
+    return sized(model, size, lang)
+
+
+def sized(model: ServedModel, size: int, lang: str = "en") -> ServedModel:
+    """``model`` at the input ``size`` (0: its own), or a gr.Error: a size its positions cannot follow, not a multiple
+    of its patch size, or beyond the server's token budget."""
+    size = int(size or 0)
+    if not size or size == model.native_side:
+        return model
+    cfg = model.loaded.config
+    if not cost.follows_size(cfg):
+        raise gr.Error(t("message.input_size_fixed", lang, side=model.native_side), print_exception=False)
+    budget = token_budget(cfg)
+    if size % cfg.patch_size or cost.tokens_at(cfg, size) > budget:
+        raise gr.Error(t("message.input_size_refused", lang, side=size, patch=cfg.patch_size, budget=budget,
+                         largest=cost.largest_side(cfg, budget)), print_exception=False)
+    return model.at_size(size)
 
 
 def analysis(key: AnalysisKey, lang: str = "en") -> Analysis:

@@ -19,7 +19,6 @@ from PIL import Image
 from . import panels
 from .drawing import render
 from .maps.layout import layer_index
-from .maps.rollout import fused_rollout_map
 from .records import Analysis
 
 ANIMATED_MAPS = ("attention", "rollout")
@@ -34,10 +33,8 @@ def rollout_through(a: Analysis, layer: int, fusion: str = "mean", discard_ratio
     At the last block this is ``panels.rollout_of`` (start block 0). High-norm tokens, when masked, are the ones
     flagged in any block (as in the full rollout), so the frames of an animation drop the same tokens.
     """
-    depth = a.depth
-    last = layer_index(layer, depth)
-    drop = panels.artifact_drop(a, mask_artifacts, norm_ratio)
-    return fused_rollout_map(a.fused_heads(fusion)[:last + 1], a.num_prefix, a.grid, 0, discard_ratio, 0, drop)
+    return panels.rollout_of(a, fusion, discard_ratio, 0, mask_artifacts, norm_ratio, stop_layer=layer_index(layer,
+                                                                                                             a.depth))
 
 
 def rollout_panel_through(a: Analysis, layer: int, fusion: str = "mean", discard_ratio: float = 0.0,

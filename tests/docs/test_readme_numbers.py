@@ -20,7 +20,7 @@ from viz import panels
 from viz.analysis import analyze, walk
 from viz.architecture import stages, total_params
 from viz.analysis.serve import ATTENTION_DTYPE
-from viz.explorer import cached_bytes
+from viz.analysis.cost import kept_bytes
 from viz.maps import norms
 from viz.records import Analysis
 
@@ -195,24 +195,22 @@ def _app_constant(name: str, module: str = "state") -> int:
     raise AssertionError(f"vit_explorer/{module}.py has no {name}")
 
 
-def _analysis_bytes(depth: int, heads: int, grid: tuple[int, int]) -> int:
-    """What the server caches for one analysis of this shape (``viz.explorer.cached_bytes``)."""
-    T = 1 + grid[0] * grid[1]
-    attention = np.zeros((depth, heads, T, T), dtype=ATTENTION_DTYPE)
-    a = Analysis(image=Image.new("RGB", (grid[1] * 16, grid[0] * 16)), probabilities=np.zeros(1000), labels=("x",),
-                 attention=attention, token_norms=np.zeros((depth, T), dtype=np.float32), num_prefix=1, grid=grid,
-                 patch_size=16, fused={f: np.zeros((depth, T, T), dtype=ATTENTION_DTYPE) for f in ("mean", "max", "min")})
-    return cached_bytes(a)
+def _analysis_bytes(name: str, side: int, **overrides) -> int:
+    """What the server caches for one analysis of this model at side×side (``viz.analysis.cost.kept_bytes``, which
+    tests/page/test_page_input_size.py holds equal to ``viz.explorer.cached_bytes`` of the analysis itself)."""
+    return kept_bytes(vit.variant(name, **overrides), side)
 
 
 def test_memory_and_limits():
-    b16, ti16 = _analysis_bytes(12, 12, (14, 14)), _analysis_bytes(12, 3, (14, 14))
+    b16, ti16 = _analysis_bytes("vit_b_16", 224), _analysis_bytes("vit_ti_16", 224)
+    s14 = _analysis_bytes("small-14", 1022, img_size=518, num_classes=0, layer_scale=True)
     MB = 2 ** 20
-    assert quoted(r"head-fused copies, ([\d.]+) MB per photo for ViT-B/16", APP) == [(f"{b16 / MB:.1f}",)]
+    assert quoted(r"— ([\d.]+) MB per photo for ViT-B/16 at 224, ([\d.]+) MB for ViT-Ti", APP) == [
+        (f"{b16 / MB:.1f}", f"{ti16 / MB:.1f}")]
     budget = _app_constant("ANALYSES_MEMORY")
     quote = quoted(r"\(`ANALYSES_MEMORY` = (\d+) MB in `vit_explorer/state.py`:\s+(\d+)\s+ViT-B/16\s+or (\d+) "
-                   r"ViT-Ti analyses\)", APP)[0]
-    assert quote == (str(budget // MB), str(budget // b16), str(budget // ti16))
+                   r"ViT-Ti\s+analyses at 224, (\d+) of a ViT-S/14 at 1022\)", APP)[0]
+    assert quote == (str(budget // MB), str(budget // b16), str(budget // ti16), str(budget // s14))
     assert quoted(r"Gradio keeps at most `MAX_SESSIONS` = (\d+)", APP) == [(str(_app_constant("MAX_SESSIONS")),)]
     assert quoted(r"one heavy job per visitor, at most (\d+) waiting in all", APP) == \
         [(str(_app_constant("QUEUE_MAX", "heavy")),)]

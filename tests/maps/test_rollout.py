@@ -91,6 +91,24 @@ def test_discard_of_tied_float16_values_zeroes_the_same_entries_as_before(protec
     np.testing.assert_array_equal(discard_lowest(m, 0.9, protect), flat_discard(m, 0.9, protect))
 
 
+@pytest.mark.parametrize("protect", [(0,), (7,), (), (0, 3)])
+@pytest.mark.parametrize("tied", [False, True])
+def test_a_large_discard_cut_at_its_kth_value_zeroes_the_same_entries(protect, tied, monkeypatch):
+    """Above ``SELECT_BYTES`` the discard finds the k-th value by a partition instead of indexing every entry: the same
+    entries fall, also when that value is tied (then the index path decides, as before); in place when asked."""
+    import viz.maps.rollout as rollout
+    m = random_attention(L=1, H=1, T=40, seed=5)[0, 0]
+    if tied:
+        m = np.round(m * 500) / 500
+    expected = flat_discard(m, 0.9, protect)
+    monkeypatch.setattr(rollout, "SELECT_BYTES", 0)
+    np.testing.assert_array_equal(discard_lowest(m, 0.9, protect), expected)
+    mine = np.array(m, dtype=np.float32)
+    assert discard_lowest(mine, 0.9, protect, overwrite=True) is mine
+    np.testing.assert_array_equal(mine, expected)
+    np.testing.assert_array_equal(with_residual(mine.copy(), overwrite=True), with_residual(mine))
+
+
 def test_rollout_from_cached_fused_heads_is_the_same():
     attn = random_attention(L=5, T=1 + 6)
     drop = np.zeros((2, 3), dtype=bool)

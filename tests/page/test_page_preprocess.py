@@ -54,7 +54,7 @@ def _library_top5(augreg_weights: str, photo: str, mode: str) -> list[tuple[str,
 @pytest.mark.parametrize("lang", ["en", "zh-CN"])
 def test_the_top5_outline_note_and_summary_follow_the_mode(shown, wide, augreg_weights, lang):
     own, squash = shown[lang]["own"], shown[lang]["squash"]
-    assert own["session"].key == (wide, augreg_weights, "own") and squash["session"].key == (wide, augreg_weights, "squash")
+    assert own["session"].key == (wide, augreg_weights, "own", 0) and squash["session"].key == (wide, augreg_weights, "squash", 0)
     for page, mode in ((own, "own"), (squash, "squash")):
         expected = _library_top5(augreg_weights, wide, mode)
         assert list(page["top5"]) == [label for label, _ in expected]

@@ -17,7 +17,7 @@ from viz.i18n import CATALOGUE, LANGUAGES, PAGE, PICTURES, language, language_fr
 
 CJK = re.compile(r"[\u3000-\u303f\u4e00-\u9fff\uff00-\uffef]")
 # Latin words allowed in the Chinese texts: names of things that Chinese ViT notes keep in English.
-NAMES = {"CLS", "DIST", "REG", "ViT", "DINO", "MLP", "L2", "LN", "softmax", "logit", "logits", "BERT", "Transformer",
+NAMES = {"CLS", "DIST", "REG", "ViT", "DINO", "DINOv2", "LayerNorm", "x_norm_patchtokens", "MLP", "L2", "LN", "softmax", "logit", "logits", "BERT", "Transformer",
          "MAP", "BEiT", "SigLIP", "CLIP", "Abnar", "Zuidema", "Darcet", "Petsiuk", "Chefer", "Adebayo", "ROAD", "Rong",
          "nostalgebraist", "Elhage", "RoPE", "DINOv3",
          "Meng", "Heimersheim",

@@ -14,6 +14,7 @@ from viz.drawing import render
 from viz.i18n import t
 from viz.maps import attention, norms
 from viz.maps.distance import mean_attention_distance
+from viz.maps.rollout import fuse_heads
 from viz.records import Analysis
 
 GRID = (4, 5)
@@ -182,7 +183,7 @@ def test_masking_drops_exactly_the_flagged_tokens_on_every_view():
     assert (row_panel.values[drop] == 0).all() and (column_panel.values[drop] == 0).all()
     np.testing.assert_allclose(column_panel.values, column_map * (T - 2), rtol=1e-5)
     # rolled out: the flagged tokens are gone from every layer
-    rolled_row, rolled_column = attention.rollout_query_maps(a.fused_heads("mean"), PREFIX, GRID, 2, 3,
+    rolled_row, rolled_column = attention.rollout_query_maps(fuse_heads(attn, "mean"), PREFIX, GRID, 2, 3,
                                                              drop_patches=drop)
     assert (rolled_row[drop] == 0).all() and (rolled_column[drop] == 0).all() and (rolled_row[keep] > 0).all()
     # a masked patch cannot be queried

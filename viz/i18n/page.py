@@ -678,6 +678,60 @@ PAGE: dict[str, tuple[str, str]] = {
         "({share:.0%} of the maximum {maximum:.2f})",
         "第 {layer} 层，头 {head}：平均注意力距离 {distance:.0f} 像素，熵 {entropy:.2f} 比特"
         "（最大值 {maximum:.2f} 的 {share:.0%}）"),
+    # --- the input size (vit_explorer.views: size_control, size_cost, switch_size) ------------------------------
+    "control.input_size": ("Input size (pixels per side)", "输入尺寸（每边像素）"),
+    "help.input_size": (
+        "the model's own size, or larger up to this server's token budget: more patches, finer maps (the position "
+        "embeddings are resampled to the grid); the cost is said before it runs",
+        "模型自己的尺寸，或更大，直到本服务器的词元上限：图块更多，图更精细（位置嵌入按网格重采样）；运行前先说明代价"),
+    "note.input_cost": ("{side}×{side}: {tokens:,} tokens (this server allows {budget:,}); the server keeps {mb:.1f} MB "
+                        "for it.",
+                        "{side}×{side}：{tokens:,} 个词元（本服务器上限 {budget:,}）；服务器为它保留 {mb:.1f} 兆字节。"),
+    "note.input_cost_timed": ("{side}×{side}: {tokens:,} tokens (this server allows {budget:,}), about {seconds:.1f} s "
+                              "to analyse, {mb:.1f} MB kept for it.",
+                              "{side}×{side}：{tokens:,} 个词元（本服务器上限 {budget:,}），分析约需 {seconds:.1f} 秒，"
+                              "保留 {mb:.1f} 兆字节。"),
+    "note.input_size_fixed": ("This model's relative position bias was learnt for its own {side}×{side} input: it runs "
+                              "at that size only.",
+                              "这个模型的相对位置偏置是为它自己 {side}×{side} 的输入学到的：只能以这个尺寸运行。"),
+    "message.input_size_fixed": ("This model runs at its own {side}×{side} input only: its relative position bias "
+                                 "cannot follow another grid.",
+                                 "这个模型只能以它自己 {side}×{side} 的输入运行：它的相对位置偏置无法用于别的网格。"),
+    "message.input_size_refused": (
+        "Cannot analyse at {side}×{side}: expected a multiple of the patch size {patch} with at most {budget:,} "
+        "tokens on this server (up to {largest}×{largest}).",
+        "无法以 {side}×{side} 分析：需要是图块大小 {patch} 的倍数，且本服务器最多 {budget:,} 个词元（最大 "
+        "{largest}×{largest}）。"),
+    # --- the Features tab (vit_explorer.tabs.features; the pictures by viz.features.view) -----------------------
+    "tab.features": ("Features", "特征"),
+    "about.features": (
+        "Not only where the model attends, but what it has made of each patch: the patch tokens of one layer after "
+        "the final LayerNorm (DINOv2's x_norm_patchtokens for the last layer). The first three principal components "
+        "of this photo's patch features are shown as red, green and blue: patches with alike features get alike "
+        "colours. Click a patch to see how alike every patch's features are to its own (cosine similarity), and add "
+        "a second photo to find the same part there. What the colours and maps show, and what they do not, is in "
+        "docs/maps.md.",
+        "不只看模型关注哪里，也看它把每个图块变成了什么：某一层经过最后的 LayerNorm 之后的图块词元（最后一层即 DINOv2 的 "
+        "x_norm_patchtokens）。这张照片图块特征的前三个主成分分别显示为红、绿、蓝：特征相近的图块颜色相近。点击一个图块，"
+        "看每个图块的特征与它有多相近（余弦相似度）；再加一张照片，在那张照片中找同一个部位。这些颜色和图能说明什么、"
+        "不能说明什么，见 docs/maps.md。"),
+    "control.features_layer": ("Layer of the features", "特征所在的层"),
+    "help.features_layer": ("whose output is read, after the final LayerNorm (the last: what DINO's users read)",
+                            "读取哪一层的输出，经过最后的 LayerNorm（最后一层：DINO 的用户读的那一层）"),
+    "control.features_foreground": ("Foreground only (DINOv2)", "只看前景（DINOv2）"),
+    "help.features_foreground": (
+        "the first component thresholded, the side holding less of the photo's border kept, the PCA fitted again on "
+        "it; the background black",
+        "对第一主成分取阈值，保留较少接触照片边缘的一侧，只在这一侧重新做主成分分析；背景为黑色"),
+    "picture.features_pca": ("Principal components of the patch features as RGB", "图块特征的主成分（显示为红绿蓝三色）"),
+    "picture.features_photo": ("Click a patch", "点击一个图块"),
+    "picture.features_similarity": ("How alike every patch is to it", "每个图块与它有多相近"),
+    "label.features_other": ("Second photo: where is the same part?", "第二张照片：同一部位在哪里？"),
+    "picture.features_match": ("The clicked patch's matches on the second photo", "所点图块在第二张照片上的匹配"),
+    "note.features_match": ("Best match: patch ({row}, {col}), cosine similarity {value:.2f} (framed in cyan).",
+                            "最佳匹配：图块 ({row}, {col})，余弦相似度 {value:.2f}（青色方框）。"),
+    "note.features_other_first": ("Add a second photo to match the clicked patch on it.",
+                                  "添加第二张照片，在其上匹配所点的图块。"),
     "message.no_cjk_font": (
         "Pictures are drawn with English labels: this machine has no Chinese font. Install {font} "
         "(Debian/Ubuntu: `{command}`) and restart the app.",

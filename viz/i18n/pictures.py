@@ -24,6 +24,18 @@ PICTURES: dict[str, tuple[str, str]] = {
     "caption.probe": ("MAP probe (after layer {layer}), {heads}", "MAP 探针（第 {layer} 层之后），{heads}"),
     "caption.heads": ("{query} attention of every layer (rows) and head (columns)",
                       "每一层（行）每个头（列）的 {query} 注意力"),
+    "caption.features_pca": ("PCA of the patch features after layer {layer}: components 1-3 as red, green, blue "
+                             "(variance {shares})",
+                             "第 {layer} 层之后图块特征的主成分分析：第 1-3 主成分分别为红、绿、蓝（方差占比 {shares}）"),
+    "caption.features_pca_foreground": ("PCA of the foreground's patch features after layer {layer} (background "
+                                        "black; variance {shares})",
+                                        "第 {layer} 层之后前景图块特征的主成分分析（背景为黑；方差占比 {shares}）"),
+    "caption.features_pca_empty": ("Layer {layer}: the first component leaves too few foreground patches to colour",
+                                   "第 {layer} 层：第一主成分留下的前景图块太少，无法着色"),
+    "caption.features_joint": ("One PCA of the patch features after layer {layer} over {images} photos "
+                               "(variance {shares}): the same colour, alike features in every photo",
+                               "{images} 张照片共用一个第 {layer} 层图块特征的主成分分析（方差占比 {shares}）："
+                               "各照片中颜色相同即特征相近"),
     "caption.threshold": ("smallest patch set holding {share:.0%} of the mass: {source}",
                           "容纳 {share:.0%} 注意力质量的最小图块集合：{source}"),
 
@@ -32,6 +44,10 @@ PICTURES: dict[str, tuple[str, str]] = {
     "colorbar.attends_to": ("attends to, {where}", "它关注哪里，{where}"),
     "colorbar.attended_by": ("attended by, {where}", "谁关注它，{where}"),
     "colorbar.cosine": ("Cosine similarity", "余弦相似度"),
+    "colorbar.similarity": ("cosine similarity to patch ({row}, {col}), layer {layer}",
+                            "与图块 ({row}, {col}) 的余弦相似度，第 {layer} 层"),
+    "colorbar.similarity_other": ("cosine to the 1st photo's patch ({row}, {col}), layer {layer}",
+                                  "与第一张照片图块 ({row}, {col}) 的余弦相似度，第 {layer} 层"),
     "colorbar.value": ("value", "数值"),
 
     # --- mean attention distance (Figure 7, right) -------------------------------------------------------

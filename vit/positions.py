@@ -1,11 +1,16 @@
-"""Position schemes that act inside attention instead of on the tokens: BEiT's relative position bias and the
-rotary embeddings (EVA-02, timm's RoPE ViTs, DINOv3). They depend only on the token layout (and, for RoPE-Mixed,
-each block's learnt frequencies), so they are computed per forward pass from the grid and handed to every block as
-one ``TokenPositions``.
+"""Position schemes that act inside attention instead of on the tokens: BEiT's relative position bias, timm's
+relative-position MLP and the rotary embeddings (EVA-02, timm's RoPE ViTs, DINOv3). They depend only on the token
+layout (and, for RoPE-Mixed, each block's learnt frequencies), so they are computed per forward pass from the grid and
+handed to every block as one ``TokenPositions``.
 
 Relative position bias (BEiT, Bao et al. 2022): each block learns a table of (2gh-1)(2gw-1) + 3 rows × H
 heads; the bias of query i and key j is the row of their offset (Δrow, Δcol), or one of 3 extra rows when
 a prefix token is involved (prefix→patch, patch→prefix, prefix→prefix). It is added to q·kᵀ/√d.
+
+Relative-position MLP (timm's vit_relpos_*, after Swin V2's continuous position bias, Liu et al. 2022): the same
+table, but computed for the input's grid by a small MLP from each offset's log-spaced coordinates
+sign(d)·ln(1 + |d|) (``relative_log_coords``), so it exists at any input size; the 3 prefix rows are 0 (the prefix
+tokens get no bias).
 
 Rotary embedding (RoPE; Su et al. 2021, for images Heo et al. 2024): q and k of every patch token are rotated in
 Dh/2 planes of 2 channels by angles proportional to the patch's coordinates; then q_i·k_j depends on the offset
@@ -38,6 +43,8 @@ class TokenPositions(NamedTuple):
     mask: torch.Tensor | None = None                  # (B, T, T) bool: query i may attend key j (several sequences
                                                       # packed in one row, vit.explain.perturb); None: every pair
     coords: torch.Tensor | None = None                # (N, 2) or (B, T, 2): (x, y) of the patches, for RoPE-Mixed
+    rel_coords: torch.Tensor | None = None            # (R - 3, 2) log-spaced (Δrow, Δcol) of every patch offset's table
+                                                      # row, the input of the relative-position MLP (timm's vit_relpos)
 
 
 def attention_bias(positions: TokenPositions | None, rel_table: torch.Tensor | None,
@@ -74,6 +81,17 @@ def grid_from_relative_positions(rows: int) -> tuple[int, int]:
         raise ValueError(f"A relative position bias table of {rows} rows is not (2·s-1)² + 3 for a square s×s grid; "
                          f"pass img_size=(H, W) for a non-square one.")
     return side, side
+
+
+def relative_log_coords(grid: tuple[int, int], device=None) -> torch.Tensor:
+    """(R - 3, 2) float32, R = ``num_relative_positions(grid)``: row (Δrow + gh-1)·(2gw-1) + (Δcol + gw-1) holds
+    sign(d)·ln(1 + |d|) of its offset d = (Δrow, Δcol) in patches, what timm's relative-position MLP reads (its
+    ``"cr"`` coordinates); offsets mean the same distance whatever the grid, so the bias works at any input size."""
+    gh, gw = grid
+    d_row = torch.arange(-(gh - 1), gh, device=device, dtype=torch.float32)           # (2gh-1,)
+    d_col = torch.arange(-(gw - 1), gw, device=device, dtype=torch.float32)           # (2gw-1,)
+    coords = torch.stack(torch.meshgrid(d_row, d_col, indexing="ij"), dim=-1)           # (2gh-1, 2gw-1, 2)
+    return (torch.sign(coords) * torch.log(1.0 + coords.abs())).reshape(-1, 2)
 
 
 def relative_position_index(grid: tuple[int, int], num_prefix: int, device=None) -> torch.Tensor:

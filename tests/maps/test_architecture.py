@@ -5,7 +5,8 @@ import pytest
 import torch
 
 import vit
-from viz.architecture import block_params, stages, to_markdown, total_params
+from tiny_models import FAMILIES
+from viz.architecture import FAMILY_NAMES, block_params, family_summary, stages, to_markdown, total_params
 
 
 @pytest.mark.parametrize("name, overrides", [
@@ -20,13 +21,25 @@ from viz.architecture import block_params, stages, to_markdown, total_params
     ("small", dict(rope=True, rope_coords="centered", rope_half=True, pos_embed_kind="none", num_reg_tokens=4,
                    layer_scale=True, k_bias=False, mlp_act="swiglu", prefix_norm=True, num_classes=0)),
     ("small", dict(rope=True, rope_mixed=True, rope_axes="xy", pos_embed_kind="none", layer_scale=True)),
+    *[("tiny", FAMILIES[f]) for f in ("relpos", "relpos_rpn", "relpos_cls", "parallel", "naflex", "naflex_reg")],
 ])
 def test_parameter_counts_match_the_model(name, overrides):
-    cfg = vit.variant(name, **overrides)
+    cfg = vit.variant(name, **{k: v for k, v in overrides.items() if k != "head_dim"})
+    if cfg.parallel > 1:   # two branches of the width's 3 heads: 6 heads of 64
+        cfg = vit.variant(name, **{**overrides, "num_heads": 6, "head_dim": 64})
     with torch.device("meta"):  # shapes only: no memory, no initialisation cost
         model = vit.VisionTransformer(cfg)
     assert total_params(stages(cfg)) == sum(p.numel() for p in model.parameters())
     assert block_params(cfg) == sum(p.numel() for p in model.blocks[0].parameters())
+    assert family_summary(cfg).startswith(f"**{FAMILY_NAMES[cfg.family]}**")
+
+
+def test_the_new_families_rows_say_how_positions_and_norms_act():
+    relpos = {r.name.strip(" ├└"): r for r in stages(vit.variant("tiny", **FAMILIES["relpos_rpn"]), (160, 96))}
+    assert "MLP (2 → 16 → 3)" in relpos["softmax(q·kᵀ/√d + B) — the attention maps"].note
+    assert "attention · v → proj Linear → LayerNorm, + residual" in relpos
+    naflex = stages(vit.variant("tiny", **FAMILIES["naflex"]), (160, 96))
+    assert "for a 3×3 grid, resampled bilinearly with antialiasing to 10×6" in naflex[2].note
 
 
 def test_vit_b16_shapes_at_224_are_the_papers():

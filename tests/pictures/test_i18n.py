@@ -17,7 +17,7 @@ from viz.i18n import CATALOGUE, LANGUAGES, PAGE, PICTURES, language, language_fr
 
 CJK = re.compile(r"[\u3000-\u303f\u4e00-\u9fff\uff00-\uffef]")
 # Latin words allowed in the Chinese texts: names of things that Chinese ViT notes keep in English.
-NAMES = {"CLS", "DIST", "REG", "ViT", "DINO", "MLP", "L2", "LN", "softmax", "logit", "logits", "BERT", "Transformer",
+NAMES = {"CLS", "DIST", "REG", "ViT", "DINO", "DINOv2", "LayerNorm", "x_norm_patchtokens", "MLP", "L2", "LN", "softmax", "logit", "logits", "BERT", "Transformer",
          "MAP", "BEiT", "SigLIP", "CLIP", "Abnar", "Zuidema", "Darcet", "Petsiuk", "Chefer", "Adebayo", "ROAD", "Rong",
          "nostalgebraist", "Elhage", "RoPE", "DINOv3",
          "Meng", "Heimersheim",
@@ -26,7 +26,12 @@ NAMES = {"CLS", "DIST", "REG", "ViT", "DINO", "MLP", "L2", "LN", "softmax", "log
          "Hugging", "Face", "Hub", "OpenAI", "LAION", "DataComp", "ImageNet", "EVA", "GELU", "QuickGELU", "tanh",
          "JSON",
          "timm", "open_clip", "vit", "load", "num_heads", "mlp_act", "img_size", "gelu", "quick_gelu", "gelu_tanh",
-         "clip_quickgelu", "preprocess", "labels", "preprocessor_config", "json", "architecture"}
+         "clip_quickgelu", "preprocess", "labels", "preprocessor_config", "json", "architecture", "NaFlex",
+         # … and for the relative-position, parallel-block and NaFlex families
+         "LayerNorm", "LayerScale", "rpn", "res_post_norm", "false", "true", "NaFlexViT", "naflexvit", "siglip",
+         "transformers", "Siglip2", "VisionModel", "pos_embed_interp", "pos_embed_ar_preserving", "bicubic", "bilinear",
+         "config",
+         "MB"}   # a unit Chinese pages write as it is (the upload limit)
 
 
 def test_every_key_has_both_languages_with_the_same_fields():

@@ -129,7 +129,8 @@ def identify(state: dict, fmt: str, given: dict, source: str = "checkpoint",
     if "rope.freqs" in keys:
         freqs = state[next(k for k in state if k.endswith("rope.freqs"))]
         return _with(ROPE_MIXED, state, given, {"num_heads": int(freqs.shape[2])}, fmt, given_preprocess)
-    positioned = "pos_embed" in keys or any(k.endswith("relative_position_bias_table") for k in keys)
+    positioned = "pos_embed" in keys or any(k.endswith("relative_position_bias_table") or ".rel_pos.mlp." in k
+                                            or k.startswith("shared_rel_pos.") for k in keys)   # relpos: its MLP
     cls, registers = "cls_token" in keys, "reg_token" in keys
     eva_scale = any(k.endswith(".gamma_1") for k in keys)
     key_bias = any(re.fullmatch(r"blocks\.\d+\.attn\.qkv\.bias", k) for k in keys)

@@ -27,7 +27,7 @@ from .formats import checkpoint_filter_fn, detect_format, google_num_heads, load
     unwrap_state_dict
 from .files import CHECKPOINT_SUFFIXES, OWN_FORMAT, OWN_VERSION, read_file
 from .huggingface import read_folder as read_huggingface_folder
-from .infer import checkpoint_grid, infer_config
+from .infer import checkpoint_grid, format_facts, infer_config
 from .pipelines import source_preprocess
 from .swin_formats import detect_swin, infer_swin_config, swin_filter_fn, window_from_buffers
 from ..clip import TextTower, TextTransformer, Tokenizer, bundled_tokenizer, infer_text_config
@@ -282,6 +282,7 @@ def _build(raw: dict, source: str, meta: _Meta, overrides: dict) -> LoadedModel:
         convention.update(identified.convention)
         meta = dataclasses.replace(meta, preprocess=meta.preprocess or identified.preprocess,
                                    assumptions=(*meta.assumptions, *identified.said))
+    convention.update(format_facts(fmt, state, read))   # what only the key layout shows (NaFlex tables, SigLIP 2)
     state = checkpoint_filter_fn(state, fmt)
     text_state = {k.removeprefix("text."): state.pop(k) for k in [k for k in state if k.startswith("text.")]}
     if overrides.get("num_classes") == 0:  # the backbone, asked for without its classifier
@@ -317,14 +318,15 @@ def _build_swin(state: dict, fmt: str, source: str, meta: _Meta, overrides: dict
 
 
 OPENAI_METADATA = ("input_resolution", "context_length", "vocab_size")  # tensors of OpenAI's TorchScript CLIP archives
-TIMM_FORMATS = ("timm", "open-clip-timm")  # tensors in timm's layout, run as timm runs them
+TIMM_FORMATS = ("timm", "open-clip-timm", "timm-naflex")  # tensors in timm's layout, run as timm runs them
 
 
 def _config_assumptions(state: dict, cfg: ViTConfig, fmt: str, read: dict, meta: _Meta,
                         openai_file: bool) -> list[Assumption]:
     """What ``cfg`` took from a convention rather than from the tensors or the metadata."""
     said = []
-    if "num_heads" not in read and not cfg.rel_pos_bias:  # BEiT's bias table has one column per head
+    relative = cfg.rel_pos_bias or cfg.rel_pos_mlp          # a bias per head: a column of the table, an MLP output
+    if "num_heads" not in read and not relative and cfg.parallel == 1:   # parallel branches: ``family_facts``
         said.append(assumptions.heads(cfg))
     if "mlp_act" not in read and meta.activation is None:
         family = assumptions.family_name(fmt, cfg)
@@ -337,9 +339,12 @@ def _config_assumptions(state: dict, cfg: ViTConfig, fmt: str, read: dict, meta:
     if cfg.family == "eva02" and cfg.rope_ref_grid is not None and "rope_ref_grid" not in read:
         said.append(Assumption("rope_grid", grid="×".join(map(str, cfg.rope_ref_grid))))
     if "img_size" not in read and cfg.pos_embed_kind == "learned" and "pos_embed" in state:
-        prefix = int(cfg.class_token) + int(cfg.distilled) if cfg.pos_embed_prefix else 0
-        said.append(assumptions.img_size(cfg, int(state["pos_embed"].shape[1]) - prefix))
-    return said
+        if cfg.pos_embed_grid is None:
+            prefix = int(cfg.class_token) + int(cfg.distilled) if cfg.pos_embed_prefix else 0
+            said.append(assumptions.img_size(cfg, int(state["pos_embed"].shape[1]) - prefix))
+        else:   # a NaFlex model: its input is a budget of patches, the table has a grid of its own
+            said.append(assumptions.naflex_size(cfg, fmt))
+    return said + assumptions.family_facts(cfg, fmt, read)
 
 
 def _refuse_two_token_classifier(state: dict, cfg: ViTConfig, source: str) -> None:
@@ -392,7 +397,7 @@ def _build_own(ckpt: dict, source: str, meta: _Meta, overrides: dict) -> LoadedM
 
 def _fit_pos_embed(state: dict, cfg: ViTConfig, old_grid: tuple[int, int]) -> dict:
     """Resample the checkpoint's position embeddings when the model is built for another grid."""
-    if "pos_embed" not in state or tuple(old_grid) == cfg.grid:
+    if "pos_embed" not in state or tuple(old_grid) == cfg.pos_grid:
         return state
     num_prefix = int(cfg.class_token) + int(cfg.distilled) if cfg.pos_embed_prefix else 0
     if cfg.pos_embed_kind == "sincos2d":  # a fixed table is computed for the new grid, not resized

@@ -8,7 +8,8 @@ patches ``keep[b]``, and each kept patch keeps its own position, whatever the sc
 
 - learned / sine-cosine table: the table is added before the tokens are gathered (``model.embed``);
 - rotary (EVA-02, RoPE-ViT, DINOv3): the kept patches' own rotation angles (RoPE-Mixed: coordinates), per image;
-- relative position bias (BEiT): the (prefix + K)² sub-matrix of the bias index, per image;
+- relative position bias (BEiT's table, timm's MLP): the (prefix + K)² sub-matrix of the bias index, per image,
+  into the table of the full grid;
 - mean / MAP pooling: over the kept patches only (the pooling sees the shorter sequence).
 
 Every step of ``model.embed`` acts on each token alone (patch projection, + position, CLIP's norm_pre), so
@@ -59,7 +60,8 @@ def _positions_of(model, height: int, width: int, ids: torch.Tensor,
         rope = (sin[ids].unsqueeze(1), cos[ids].unsqueeze(1))                   # each (B, 1, T, Dh): all heads alike
     if full is not None and full.rel_index is not None:
         rel_index = full.rel_index[ids[:, :, None], ids[:, None, :]]            # (B, T, T)
-    return TokenPositions(0, rope, rel_index, mask, coords)
+    rel_coords = None if full is None else full.rel_coords                     # the MLP's table: the full grid's
+    return TokenPositions(0, rope, rel_index, mask, coords, rel_coords)
 
 
 def _check_kept(model, layout, keeps: list[torch.Tensor]) -> None:

@@ -88,9 +88,10 @@ def walk(model, preprocess, image: Image.Image, labels=None) -> Walkthrough:
     embeddings = model.patch_embed(x)                                     # (1, N, D)
     embedded = model.embed(x)                                             # (1, T, D) = z₀
     tokens = _prepended(model, embeddings)                                # (1, T, D) before E_pos
+    where = model.token_positions(*x.shape[-2:], x.device)          # relative bias, rotary angles (or None)
     z, rows, layer_shape, attention_shape = embedded, [], None, None
     for block in model.blocks:
-        z, attn = block(z, return_attn=True)                              # (1, T, D), (1, H, T, T)
+        z, attn = block(z, True, where)                                   # (1, T, D), (1, H, T, T)
         rows.append(attn[0, :, 0, :])                                     # (H, T): where the first token looks
         layer_shape, attention_shape = tuple(z.shape[1:]), tuple(attn.shape[1:])
     output = _head_input(model, z)                                        # (1, D)

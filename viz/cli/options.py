@@ -74,6 +74,13 @@ over images), their "_std", "deletion", "insertion" (mean curves), "images", "ab
 (95 % bootstrap interval over images, 1,000 seeded resamples), "verdict" (over the folder), "by_protocol" with
 several protocols}}) and faithfulness.md. --protocol chefer2021 adds DIR/summary/chefer2021.json and .md.
 
+With --features: features_pca.png, features_similarity.png, features_pcs (gh, gw, 3: each patch's projection on
+the first three principal components of this photo's patch features, unscaled) and features_similarity (gh, gw:
+cosine similarity of the --query patch's features to every patch's) in attention.npz, and "features": {"layer",
+"explained_variance_ratio": [3], "query": [row, col]} in result.json. A folder run adds
+DIR/summary/features_pca_joint.png (one PCA fitted on all the photos' patches, the first photos coloured by it)
+and features_pca_joint.npz (mean, components, explained_variance_ratio, images, pcs).
+
 With several images (or --stats-only), DIR/summary/ holds statistics.json (images, mean_distance L x H,
 entropy L x H, prefix_share L, high_norm_share L, top1/top5 for a folder labelled by sub-folder, with their
 standard deviations over images), statistics.md, mean_distance.png, entropy.png, attention_shares.png and
@@ -215,6 +222,14 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--float16", action="store_true", help="store attention as float16 (half the file size)")
     g.add_argument("--compress", action="store_true", help="compress attention.npz (smaller, slower)")
     g.add_argument("--quiet", action="store_true", help="no progress bar")
+    g = p.add_argument_group("dense features (DINOv2 / DINOv3)")
+    g.add_argument("--features", action="store_true",
+                   help="the patch features of --features-layer after the final LayerNorm: features_pca.png (the "
+                        "first three principal components of this photo's patches as RGB), features_similarity.png "
+                        "(cosine similarity of the --query patch, default the centre, to every patch); a folder adds "
+                        "summary/features_pca_joint.png, one PCA fitted on every photo's patches")
+    g.add_argument("--features-layer", type=int, metavar="L",
+                   help="layer whose output is read for --features (0-based, -1 the last: default)")
     g = p.add_argument_group("class-specific explanations")
     g.add_argument("--explain", metavar="METHODS",
                    help=f"comma-separated explanation methods, from: {', '.join(METHODS)}")

@@ -20,10 +20,11 @@ from PIL import Image
 from ..drawing import plots, render
 from ..drawing.grids import GridLayout, thumbnail_grid, tile_images
 from ..i18n import language, t
-from ..maps import attention, distance, embeddings, norms, readout
+from ..maps import attention, distance, embeddings, norms
 from .select import (artifact_drop, artifact_flags, attention_caption, attention_of, default_query, heads_caption,
-                     mean_distance_of, position_similarity_of, query_maps, rollout_caption, rollout_of, where_name)
-from ..maps.layout import layer_index, patch_token
+                     mean_distance_of, position_similarity_of, query_maps, readout_rows_all, rollout_caption,
+                     rollout_of, where_name)
+from ..maps.layout import layer_index, patch_token, to_grid
 from ..maps.rollout import FUSIONS
 from ..records import Analysis, ModelArrays
 
@@ -110,7 +111,7 @@ def heads_panel(a: Analysis, cell: int = 56, cmap: str = render.DEFAULT_CMAP, wi
     its own (the CLS row, or for models without one the mean of the patch rows: ``heads_caption``). Returns
     the image and its layout; ``layout.cell_at(x, y)`` gives the (layer, head) clicked."""
     drop = artifact_drop(a, mask_artifacts, norm_ratio)
-    maps = readout.readout_all_heads_maps(a.attention, a.num_prefix, a.grid, a.readout, drop_patches=drop)
+    maps = to_grid(readout_rows_all(a, drop), a.num_prefix, a.grid)
     return thumbnail_grid(maps, cell=cell, cmap=cmap, row_labels=[t("name.layer", lang, layer=l) for l in range(a.depth)],
                           col_labels=[t("name.head", lang, head=h) for h in range(a.heads)],
                           background=a.image if with_photo else None, selected=selected, lang=lang)

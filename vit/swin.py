@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import lru_cache, wraps
 from typing import Iterator, NamedTuple
 
 import torch
@@ -214,7 +214,20 @@ def window_reverse(windows: torch.Tensor, grid: tuple[int, int], window: tuple[i
     return x.permute(0, 1, 3, 2, 4, 5).reshape(B, gh, gw, C)
 
 
-@lru_cache(maxsize=64)
+def _cached(function):
+    """``lru_cache`` for the index and mask tables, each made outside inference mode: a table first made under
+    ``torch.inference_mode`` (a capture) would otherwise refuse to take part in a later backward (an explanation)."""
+    cached = lru_cache(maxsize=64)(function)
+
+    @wraps(function)
+    def made_normally(*args):
+        with torch.inference_mode(False):
+            return cached(*args)
+    made_normally.cache_clear = cached.cache_clear
+    return made_normally
+
+
+@_cached
 def _relative_position_index(window: tuple[int, int], device: torch.device) -> torch.Tensor:
     """(N, N) long, N = wh·ww: the row of the (2wh−1)(2ww−1) offset table for every (query, key) pair of a window:
     (Δrow + wh − 1)·(2ww − 1) + (Δcol + ww − 1), Δ = query − key."""
@@ -226,7 +239,7 @@ def _relative_position_index(window: tuple[int, int], device: torch.device) -> t
     return (d_row * (2 * ww - 1) + d_col).to(device)
 
 
-@lru_cache(maxsize=64)
+@_cached
 def _shift_mask(grid: tuple[int, int], window: tuple[int, int], shift: tuple[int, int], device: torch.device,
                 dtype: torch.dtype) -> torch.Tensor:
     """(nW, 1, N, N): 0 between tokens that lie in one displaced window, −100 between tokens the cyclic roll only

@@ -127,3 +127,56 @@ class SnapshotSeries:
 
     def __len__(self) -> int:
         return len(self.epochs)
+
+
+@dataclass(frozen=True)
+class WindowAnalysis:
+    """One image through a Swin (``vit.swin``): every block's window attention with where its windows lie.
+
+    A Swin has no single (L, H, T, T) array: block l of stage s attends inside windows of its stage's grid, with
+    its own number of heads. ``attention[l]`` (nW, H_s, N, N) holds block l's windows as ``vit.swin.WindowLayout``
+    ``layouts[l]`` places them (``viz.maps.hierarchy.expand`` writes them into the stage's (T_s, T_s) matrix);
+    ``token_norms[l]`` (gh_s, gw_s) the norm of every token after block l. ``image`` is the crop the model saw
+    (stage 0's grid × ``patch_size`` pixels); the image-level maps read the average pool (``readout`` "mean")."""
+    image: Image.Image
+    probabilities: np.ndarray            # (K,) softmax over the classes
+    labels: tuple[str, ...]              # K class names
+    attention: tuple                     # per block: (nW, H_s, N, N) float32 window attention
+    layouts: tuple                       # per block: vit.swin.WindowLayout (stage, block, grid, window, shift, …)
+    token_norms: tuple                   # per block: (gh_s, gw_s) float32
+    patch_size: int                      # pixels a stage-0 token covers
+    model_name: str = ""
+    timings: dict = field(default_factory=dict)
+    readout: str = "mean"                # the average pool over the last stage's tokens
+
+    @property
+    def grid(self) -> tuple[int, int]:
+        """Stage 0's patch grid (gh0, gw0): every image-level map lies on it."""
+        return tuple(self.layouts[0].grid)
+
+    @property
+    def depth(self) -> int:
+        return len(self.attention)
+
+    @property
+    def heads(self) -> tuple[int, ...]:
+        """Heads of each block (a stage's blocks share their count)."""
+        return tuple(a.shape[1] for a in self.attention)
+
+    @property
+    def stages(self) -> tuple[tuple[int, ...], ...]:
+        """The blocks of each stage, as indices into ``attention``."""
+        out: dict[int, list[int]] = {}
+        for index, layout in enumerate(self.layouts):
+            out.setdefault(layout.stage, []).append(index)
+        return tuple(tuple(blocks) for _, blocks in sorted(out.items()))
+
+    @property
+    def input_size(self) -> tuple[int, int]:
+        """(H, W) in pixels of the model input."""
+        return self.grid[0] * self.patch_size, self.grid[1] * self.patch_size
+
+    def top_k(self, k: int = 5) -> list[tuple[str, float]]:
+        """The k most probable classes as (label, probability), most probable first."""
+        order = np.argsort(-self.probabilities, kind="stable")[:k]
+        return [(self.labels[i], float(self.probabilities[i])) for i in order]

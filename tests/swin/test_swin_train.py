@@ -14,6 +14,7 @@ import torch
 
 import vit
 from viz.analysis.explainer import explain
+from viz.cli import main as viz_main
 from vit.train import TrainOptions, fit
 from vit.train.__main__ import main
 from vit.train.data import open_data
@@ -102,3 +103,17 @@ def test_the_squares_swin_learns_and_its_rollout_peaks_on_the_square(tmp_path, c
         print(f"\nsquares Swin: held-out accuracy {best['val_acc']:.3f} (epoch {best['epoch']}), {seconds:.0f} s; "
               f"peak on the square: {share}")
     assert share["rollout"] >= 0.9, share
+    # the command line on the same checkpoint: 20 held-out photos as a folder, each one's attention.npz rollout
+    photos = tmp_path / "photos"
+    photos.mkdir()
+    for i in range(20):
+        held_out[i][0].save(photos / f"{i:02d}.png")
+    assert viz_main([str(photos), "--weights", str(out), "--out", str(tmp_path / "cli"), "--quiet"]) == 0
+    on = 0
+    for i in range(20):
+        rollout = np.load(tmp_path / "cli" / f"{i:02d}" / "attention.npz")["rollout"]
+        np.testing.assert_allclose(rollout, explain(loaded, held_out[i][0], methods=["rollout"]).map("rollout"),
+                                   rtol=1e-5, atol=1e-8)
+        r, c = np.unravel_index(np.argmax(rollout), rollout.shape)
+        on += bool(square_box(held_out[i][0])[2 * r:2 * r + 2, 2 * c:2 * c + 2].any())
+    assert on >= 18, on

@@ -22,12 +22,14 @@ import sys
 import numpy as np
 
 from .. import panels
+from ..analysis.windows import is_swin
 from ..records import Analysis
 from .compare import run_comparison
 from .explain import explain_request, explanation_outputs
 from .features import features_outputs, features_request
 from .inside import inside_outputs, inside_request
 from .options import build_parser, load_model, options_from
+from .windows import check_swin_run, run_swin
 from .write import no_classifier_note, write_image_result, zero_shot_entries
 
 __all__ = ["build_parser", "main", "options_from"]
@@ -90,12 +92,15 @@ def main(argv: list[str] | None = None) -> int:
         loaded = load_model(args)
         loaded.model.to(device)
         o = options_from(args)
-        # a NaFlex model's grid follows each photo: the patch asked for is then checked photo by photo
-        grid = None if loaded.preprocess.varies else loaded.model.token_layout(*loaded.preprocess.crop).grid
-        panels.check_options(o, loaded.model.cfg.depth, loaded.model.cfg.num_heads, grid)
+        swin = is_swin(loaded.model)
+        if swin:     # its options on its stages' grids and heads; what reads a ViT's one sequence refused
+            check_swin_run(args, loaded, o)
+        else:        # a NaFlex model's grid follows each photo: the patch asked for is then checked photo by photo
+            grid = None if loaded.preprocess.varies else loaded.model.token_layout(*loaded.preprocess.crop).grid
+            panels.check_options(o, loaded.model.cfg.depth, loaded.model.cfg.num_heads, grid)
         request = explain_request(args, loaded)
-        inside = inside_request(args, loaded)
-        features = features_request(args, loaded)
+        inside = None if swin else inside_request(args, loaded)
+        features = None if swin else features_request(args, loaded)
         entries = files.list_images(args.images, loaded.labels)
         if not entries:
             raise ValueError("no images found in " + ", ".join(args.images))
@@ -106,6 +111,8 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    if swin:
+        return run_swin(args, loaded, o, entries, request, device, dtype)
     if args.compare:
         return run_comparison(args, loaded, o, entries, request)
     if loaded.config.num_classes == 0:

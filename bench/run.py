@@ -23,7 +23,8 @@ not change timings) unless ``--weights`` names a checkpoint. Every number comes 
 - a rotary family (``bench.rotary``): DINOv3 ViT-S/16 with full capture ÷ timm's forward at 224 and 512;
 - high resolution (``bench.highres``, in a child process): a DINOv2 ViT-S/14 at 1022×1022 as the page analyses it,
   its ratio to the plain forward, a patch click, the bytes cached and the process's peak RSS.
-- a Swin (``bench.swin``): Swin-T's capture forward ÷ torchvision's ``swin_t``, a class map ÷ its plain forward.
+- a Swin (``bench.swin``): Swin-T's capture forward ÷ torchvision's ``swin_t``, its analysis ÷ its capture, a class map ÷
+  its plain forward.
 
 Timings are medians of interleaved rounds after a warm-up (see ``bench.measure``).
 """

@@ -5,6 +5,9 @@ Swin-T at 224 (window 7, random init: the cost does not depend on the weights), 
 
 - the forward with capture (``forward_with_attention``: every block's window attention with its layout) against
   torchvision's ``swin_t`` plain forward (its own explicit-softmax window attention), and our plain (SDPA) forward;
+- the analysis the CLI and the page make of a photo (``viz.analysis.windows.capture_windows``: the forward with
+  capture, every block's token norms, all moved to numpy, and the rollout, distances and stage heads the views read)
+  against the capture forward alone;
 - a class map for a new target (GAE through windows and merges: one forward and one backward with the formulas,
   ``viz.analysis.explain_tensor``) against our plain forward; rollout through the hierarchy from a capture, the
   formulas alone.
@@ -18,11 +21,13 @@ import torch
 from bench.measure import Row, interleaved, median, ms, table
 from bench.run import synchronized
 from viz.analysis.explainer import explain_tensor
+from viz.analysis.windows import capture_windows
 from viz.maps import hierarchy
 from vit.explain import ClassTarget
 from vit.swin import SwinTransformer, swin_variant
 
 TARGET_CAPTURE = 1.10    # capture forward ÷ torchvision's swin_t plain forward
+TARGET_ANALYSIS = 1.20   # the analysis of a photo ÷ the capture forward
 TARGET_CLASS_MAP = 3.00  # a class map (GAE) ÷ our plain forward
 
 
@@ -43,14 +48,23 @@ def swin_rows(rounds: int = 7, device: torch.device | None = None) -> list[Row]:
         with torch.inference_mode():
             ours.forward_with_attention(x)
 
+    def analysis():
+        arrays = capture_windows(ours, x)
+        attention = [a[0] for a in arrays["attention"]]
+        hierarchy.rollout_map(attention, arrays["layouts"])
+        for windows, layout in zip(attention, arrays["layouts"]):
+            hierarchy.attention_distance(windows, layout, layout.token_size)
+            hierarchy.readout_attention(windows, layout)
+
     with torch.inference_mode():
         captured = ours.forward_with_attention(x)
     attention = [a[0].float().cpu().numpy() for a in captured.attention]
-    calls = {"torchvision": lambda: plain(theirs), "plain": lambda: plain(ours), "capture": capture,
+    calls = {"torchvision": lambda: plain(theirs), "plain": lambda: plain(ours), "capture": capture, "analysis": analysis,
              "gae": lambda: explain_tensor(ours, x, ClassTarget(0), ["gae"]),
              "rollout": lambda: hierarchy.rollout_map(attention, captured.layouts)}
     t = interleaved({k: synchronized(fn, device) for k, fn in calls.items()}, rounds)
-    tv, our, cap, gae, roll = (median(t[k]) for k in ("torchvision", "plain", "capture", "gae", "rollout"))
+    tv, our, cap, gae, roll, ana = (median(t[k]) for k in ("torchvision", "plain", "capture", "gae", "rollout",
+                                                          "analysis"))
     where = device.type.upper() if device.type != "cpu" else "CPU"
     return [
         Row(f"torchvision `swin_t` plain forward, Swin-T @ 224, {where}", ms(tv)),
@@ -59,6 +73,9 @@ def swin_rows(rounds: int = 7, device: torch.device | None = None) -> list[Row]:
         Row("**Swin capture forward ÷ torchvision `swin_t` plain forward**", f"{cap / tv:.2f}",
             f"≤ {TARGET_CAPTURE:.2f}", cap / tv <= TARGET_CAPTURE),
         Row("our Swin plain forward ÷ torchvision `swin_t` plain forward", f"{our / tv:.2f}"),
+        Row("Swin analysis of a photo (capture, token norms, to numpy; rollout, distances, the pool's rows)", ms(ana)),
+        Row("**Swin analysis ÷ Swin capture forward**", f"{ana / cap:.2f}", f"≤ {TARGET_ANALYSIS:.2f}",
+            ana / cap <= TARGET_ANALYSIS),
         Row("Swin class map for a new target (GAE through windows and merges: forward + backward + formulas)", ms(gae)),
         Row("**Swin class map ÷ our plain forward**", f"{gae / our:.2f}", f"≤ {TARGET_CLASS_MAP:.2f}",
             gae / our <= TARGET_CLASS_MAP),

@@ -32,6 +32,7 @@ from viz import explorer
 from viz.analysis import cost, explain_tensor, resolve_target, walk
 from viz.analysis.cost import LOCAL_MAX_TOKENS
 from viz.analysis.serve import ServedModel, analyze_photo, serve
+from viz.analysis.windows import is_swin
 from viz.cache import Cache, nbytes
 from viz.explorer import AnalysisKey, Session
 from viz.i18n import t
@@ -290,6 +291,13 @@ def analysis(key: AnalysisKey, lang: str = "en") -> Analysis:
         raise gr.Error(str(err), print_exception=False) from None
     except (ValueError, OSError) as err:  # the model could not be loaded again, the photo file is gone
         raise gr.Error(t("message.analyse_again", lang, error=err), print_exception=False) from None
+
+
+def refuse_for_swin(session: Session | None, message: str, lang: str = "en") -> None:
+    """A gr.Error saying the catalogue's ``message`` (why, in one sentence) when the session's model is a Swin: for
+    the views that read a ViT's one sequence of tokens."""
+    if session is not None and is_swin(model_of(session.key).loaded.model):
+        raise gr.Error(t(message, lang), print_exception=False)
 
 
 def session_analysis(session: Session | None, lang: str = "en") -> Analysis | None:

@@ -22,7 +22,8 @@ from .architecture import family_summary, stages, to_markdown
 from .maps.layout import pixel_to_patch
 from .panels.heads import HeadsLayout
 from .i18n import language, t
-from .records import Analysis
+from . import window_views
+from .records import Analysis, WindowAnalysis
 
 if TYPE_CHECKING:
     from .analysis.serve import ServedModel
@@ -71,11 +72,14 @@ class Session:
     heads_layout: HeadsLayout | None = None    # geometry of the last heads grid, to map clicks to cells
 
 
-def clamp_controls(c: Controls, depth: int, heads: int) -> Controls:
-    """Controls valid for a model of ``depth`` blocks and ``heads`` heads (API callers may pass any numbers)."""
+def clamp_controls(c: Controls, depth: int, heads: int | tuple[int, ...]) -> Controls:
+    """Controls valid for a model of ``depth`` blocks and ``heads`` heads (a Swin: per block; API callers may pass
+    any numbers)."""
     def block(i: int) -> int:
         i = int(i)
         return min(max(depth + i if i < 0 else i, 0), depth - 1)
+    if isinstance(heads, tuple):                      # a Swin: the chosen block's heads
+        heads = heads[block(c.layer)]
     head = None if c.head is None else min(max(int(c.head), 0), heads - 1)
     discard = min(max(float(c.discard_ratio), 0.0), 0.99)
     opacity = min(max(float(c.opacity), 0.0), 1.0)
@@ -93,6 +97,10 @@ def summary(a: Analysis, lang: str = "en", preprocess=None, assumptions: Sequenc
     ``vit.Preprocess`` the analysis used) names what the input was: a crop, the squashed photo, or a crop of the
     stretched photo; None: a crop. ``assumptions`` (``vit.LoadedModel.assumptions``): what the loader assumed rather
     than read, listed below the line, each in ``lang``."""
+    if isinstance(a, WindowAnalysis):
+        line = window_views.summary(a, lang, input_kind(preprocess))
+        listed = "".join(f"\n- {assumed_text(x, lang)}" for x in assumptions)
+        return f"{line}\n\n{t('summary.assumed', lang)}{listed}" if assumptions else line
     H, W = a.input_size
     gh, gw = a.grid
     prefix = t("summary.prefix", lang, count=a.num_prefix) if a.num_prefix else ""
@@ -130,6 +138,8 @@ def cached_bytes(a: Analysis) -> int:
     """Memory the server's cache spends on one analysis: what recomputes its attention (the residual stream, the
     readout rows and log-sum-exps, the head-fused copies while small) or the attention itself, the token norms, the
     mean distances and the cropped photo (what bounds the cache of analyses)."""
+    if isinstance(a, WindowAnalysis):
+        return window_views.cached_bytes(a)
     width, height = a.image.size
     if a.source is not None:
         attention = a.source.nbytes
@@ -140,9 +150,11 @@ def cached_bytes(a: Analysis) -> int:
             + width * height * len(a.image.getbands()))
 
 
-def architecture(model: ServedModel, a: Analysis) -> str:
+def architecture(model: ServedModel, a: Analysis, lang: str = "en") -> str:
     """The Model tab: the family (tokens, pooling, position scheme), stages with this photo's tensor shapes and
-    parameter counts, and the analysis's cache size."""
+    parameter counts, and the analysis's cache size (a Swin: its stages, windows and heads)."""
+    if isinstance(a, WindowAnalysis):
+        return window_views.architecture(model, a, lang)
     cfg = model.loaded.config
     T = a.num_prefix + a.grid[0] * a.grid[1]
     full = a.depth * a.heads * T * T * 4
@@ -160,6 +172,8 @@ def display(c: Controls, lang: str = "en", size: int = DISPLAY_SIZE) -> panels.D
 
 def rollout_view(a: Analysis, c: Controls, lang: str = "en") -> tuple[Image.Image, str | None]:
     """(the query's rollout at display size, its note: artifacts masked or dominating, else None)."""
+    if isinstance(a, WindowAnalysis):
+        return window_views.rollout_view(a, c, lang)
     p = panels.rollout_map_panel(a, c.fusion, c.discard_ratio, c.start_layer, c.mask_artifacts,
                                  display=display(c, lang))
     return p.image, p.note
@@ -167,6 +181,8 @@ def rollout_view(a: Analysis, c: Controls, lang: str = "en") -> tuple[Image.Imag
 
 def attention_view(a: Analysis, c: Controls, lang: str = "en") -> tuple[Image.Image, str | None]:
     """(one layer's attention of the query at display size, DINO's outline when asked, its note)."""
+    if isinstance(a, WindowAnalysis):
+        return window_views.attention_view(a, c, lang)
     p = panels.attention_map_panel(a, c.layer, c.head, c.mask_artifacts, 0.6 if c.dino_mask else None,
                                    c.shared_scale, display=display(c, lang))
     return p.image, p.note
@@ -174,7 +190,9 @@ def attention_view(a: Analysis, c: Controls, lang: str = "en") -> tuple[Image.Im
 
 def heads_view(s: Session, a: Analysis, c: Controls, lang: str = "en") -> tuple[Session, Image.Image, str | None]:
     """The layers × heads grid over the photo, one colour scale, the current (layer, head) framed; the session
-    remembers its geometry for clicks."""
+    remembers its geometry for clicks (a Swin: one grid per stage, no clicks)."""
+    if isinstance(a, WindowAnalysis):
+        return window_views.heads_view(s, a, c, lang)
     selected = None if c.head is None else (c.layer, c.head)
     g = panels.heads_grid_panel(a, HEADS_WIDTH, c.mask_artifacts, selected=selected, display=display(c, lang))
     note = " ".join(n for n in (t("note.heads_scale", lang, tokens=g.tokens), g.note) if n)
@@ -195,6 +213,8 @@ def pictures(s: Session, a: Analysis, c: Controls, lang: str = "en") -> dict:
     the heads grid and the patch query: their heavy steps (Pillow's resizing, colouring and mixing, numpy) let go
     of the GIL, so on two cores a new photo's pictures take about 60 % of the time. While the helper draws for
     someone else, everything is drawn here, one after another: nobody waits in a queue."""
+    if isinstance(a, WindowAnalysis):
+        return window_views.pictures(s, a, c, lang, query_photo(s, a))
     def helper_part():
         return rollout_view(a, c, lang), attention_view(a, c, lang), distance_view(a, lang), norms_views(a, lang)
 
@@ -255,6 +275,8 @@ def select_patch(s: Session, a: Analysis, x: float, y: float) -> Session:
 def query_views(s: Session, a: Analysis, c: Controls, lang: str = "en") -> tuple[Image.Image, Image.Image, str | None]:
     """(where the queried patch attends, who attends to it, a note) in the control's layer and head, or rolled
     out. A masked artifact patch is shown unmasked, and the note says why."""
+    if isinstance(a, WindowAnalysis):
+        return window_views.query_views(s, a, c, lang)
     row, col = s.query or panels.default_query(a)
     options = dict(layer=c.layer, head=c.head, rolled=c.rolled, fusion=c.fusion, discard_ratio=c.discard_ratio,
                    start_layer=c.start_layer, shared_scale=c.shared_scale, display=display(c, lang, DISPLAY_SIZE // 2))
@@ -277,10 +299,14 @@ def crop_view(photo: str, model: ServedModel, lang: str = "en") -> tuple[Image.I
 
 
 def distance_view(a: Analysis, lang: str = "en") -> Image.Image:
+    if isinstance(a, WindowAnalysis):
+        return window_views.distance_view(a, lang)
     return panels.distance_panel(panels.mean_distance_of(a), a.grid, a.patch_size, lang=language(lang))
 
 
 def norms_views(a: Analysis, lang: str = "en") -> tuple[Image.Image, Image.Image]:
     """(token norms per layer as thumbnails, norms against depth as curves)."""
+    if isinstance(a, WindowAnalysis):
+        return window_views.norms_views(a, lang)
     lang = language(lang)
     return panels.token_norms_panel(a, lang=lang)[0], panels.token_norm_curves_panel(a, lang=lang)

@@ -31,6 +31,7 @@ NAMES = {"CLS", "DIST", "REG", "ViT", "DINO", "DINOv2", "LayerNorm", "x_norm_pat
          "LayerNorm", "LayerScale", "rpn", "res_post_norm", "false", "true", "NaFlexViT", "naflexvit", "siglip",
          "transformers", "Siglip2", "VisionModel", "pos_embed_interp", "pos_embed_ar_preserving", "bicubic", "bilinear",
          "config",
+         "Swin", "docs", "md",   # a Swin on the page, and the page of the docs that defines its maps
          "MB"}   # a unit Chinese pages write as it is (the upload limit)
 
 

@@ -171,6 +171,7 @@ def _views(model) -> tuple[str, ...]:
 
 def look_inside(session, target, contrast, texts, use_text, lang, progress=gr.Progress()):
     """The lens, DLA and head importance for the Explain tab's class on the session's photo (cached)."""
+    state.refuse_for_swin(session, "swin.not.inside", lang)
     if state.session_analysis(session, lang) is None:
         return {}
     key = _key(session, target, contrast, texts, use_text)
@@ -186,6 +187,7 @@ def look_inside(session, target, contrast, texts, use_text, lang, progress=gr.Pr
 
 def ablate_heads(session, inside_state, inside_ablate, lang, progress=gr.Progress()):
     """The picked heads removed together: the new top-5 beside the old and the target's Δ logit (cached)."""
+    state.refuse_for_swin(session, "swin.not.inside", lang)
     if state.session_analysis(session, lang) is None:
         return {}
     shown = _shown(inside_state, session, lang)
@@ -205,6 +207,7 @@ def ablate_heads(session, inside_state, inside_ablate, lang, progress=gr.Progres
 def patch_from(session, inside_state, inside_other, lang, progress=gr.Progress()):
     """A second photo: each head (exactly) and the stream at each (layer, token) (estimated) patched from it, as
     shares of the logit difference (cached)."""
+    state.refuse_for_swin(session, "swin.not.inside", lang)
     if state.session_analysis(session, lang) is None or not inside_other:
         return {}
     shown = _shown(inside_state, session, lang)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import gradio as gr
 
-from viz import tabs
+from viz import tabs, window_views
+from viz.analysis.windows import is_swin
 from viz.i18n import t
 
 from .. import state
@@ -37,6 +38,11 @@ def show(session, step, learn_layer, lang):
     """The guided walk's step ``step`` (1–9) on the photo, the layer of step 7, and the table of real shapes."""
     if session is None:
         return {}
+    served = state.model_of(session.key)
+    if is_swin(served.loaded.model):      # a Swin's walk: its stages and this photo's shapes
+        a = state.analysis(session.key, lang)
+        return dict(learn_text=t("swin.learn", lang), learn_picture=window_views.learn_picture(a),
+                    learn_table=window_views.architecture(served, a, lang))
     try:
         w = state.WALKS.get(session.key)
     except (ValueError, OSError) as err:

@@ -18,4 +18,5 @@ def build(page) -> None:
 
 
 def show(shown) -> dict:
-    return {"architecture": explorer.architecture(shown.served, shown.analysis), "filters": shown.served.filters}
+    return {"architecture": explorer.architecture(shown.served, shown.analysis, shown.lang),
+            "filters": shown.served.filters}

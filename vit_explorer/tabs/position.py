@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import gradio as gr
 
+from viz.analysis.windows import is_swin
+from viz.drawing.render import message_image
+from viz.i18n import t
+
 from ..components import Picture
 
 OUTPUTS = ("position",)
@@ -15,4 +19,6 @@ def build(page) -> None:
 
 
 def show(shown) -> dict:
+    if is_swin(shown.served.loaded.model):    # no table of positions: the one sentence why
+        return {"position": message_image(t("swin.not.position", shown.lang), lang=shown.lang)}
     return {"position": shown.served.position(shown.lang)}

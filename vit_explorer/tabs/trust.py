@@ -11,6 +11,7 @@ import time
 
 import gradio as gr
 
+from vit.explain.perturb import token_dropping_refusal
 from viz.i18n import t
 from viz.trust import PROTOCOLS
 from viz.trust.job import ProtocolsJob, check_steps
@@ -25,6 +26,15 @@ OUTPUTS = ("trust_table", "trust_aucs", "trust_more", "trust_picture")
 SHOWS = ("trust_cost",)           # a new photo, model or language: what fast and thorough cost on it
 FAST, THOROUGH = "fast", "thorough"
 DEPTHS = {FAST: ("tokens",), THOROUGH: tuple(PROTOCOLS)}
+PIXEL_FAST = ("mean_colour",)     # a Swin's fast check: its windows tile the grid, so no token is ever dropped
+
+
+def protocols_for(model, depth: str) -> tuple[str, ...]:
+    """The protocols of "fast" or "thorough" on this model: a Swin's without token dropping (its pixel protocols)."""
+    protocols = DEPTHS.get(depth, DEPTHS[FAST])
+    if token_dropping_refusal(model) is None:
+        return protocols
+    return tuple(p for p in protocols if p != "tokens") or PIXEL_FAST
 
 
 def build(page) -> None:
@@ -50,13 +60,18 @@ def build(page) -> None:
 def show(shown) -> dict:
     """What fast and thorough cost on this model at this photo's size (nothing runs)."""
     width, height = shown.analysis.image.size
-    return {"trust_cost": cost_line(dict(_steps(shown.session.key.model, height, width)), shown.lang)}
+    model = shown.served.loaded.model
+    line = cost_line(dict(_steps(shown.session.key.model, height, width)), shown.lang, protocols_for(model, FAST)[0])
+    if token_dropping_refusal(model) is not None:
+        line = f"{line} {t('swin.trust', shown.lang)}"
+    return {"trust_cost": line}
 
 
 @functools.lru_cache(maxsize=32)
 def _steps(source: str, height: int, width: int) -> tuple:
     """``check_steps`` of a served model at an input size (~30 ms of planning, so once, not for every photo)."""
-    return tuple(check_steps(state.MODELS.get(source).loaded.model, (height, width)).items())
+    model = state.MODELS.get(source).loaded.model
+    return tuple(check_steps(model, (height, width), protocols_for(model, THOROUGH)).items())
 
 
 def check(session, target, texts, use_text, trust_sanity, trust_depth, lang, progress=gr.Progress()):
@@ -75,7 +90,7 @@ def check(session, target, texts, use_text, trust_sanity, trust_depth, lang, pro
     try:
         with state.MODEL_TURN:
             job = ProtocolsJob(loaded.model, loaded.preprocess.to_tensor(a.image), chosen.resolve(loaded),
-                               protocols=DEPTHS.get(trust_depth, DEPTHS[FAST]), sanity=bool(trust_sanity),
+                               protocols=protocols_for(loaded.model, trust_depth), sanity=bool(trust_sanity),
                                cache=state.TRUST, model_id=session.key.model, labels=loaded.labels,
                                rows_per_step=1)   # a step: one forward, or one image, at most
         steps = job.steps()

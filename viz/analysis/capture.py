@@ -150,7 +150,7 @@ def capture(model, x: torch.Tensor, attention_dtype=np.float32, statistics: bool
     attention (module docstring). Everything stays on the device until one move to the host at the end.
     """
     # a Swin's windows are read by vit.swin and viz.maps.hierarchy, not by this (L, H, T, T) analysis
-    refuse_swin(model, "The attention analysis (its (L, H, T, T) maps, the page's and the CLI's views)")
+    refuse_swin(model, "This attention capture (its (L, H, T, T) maps; a Swin's is viz.analysis.windows)")
     device = x.device
     B = x.shape[0]
     layout = model.token_layout(x.shape[-2], x.shape[-1])

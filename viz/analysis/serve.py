@@ -16,6 +16,7 @@ from .. import panels
 from ..i18n import language
 from ..records import Analysis, ModelArrays
 from .capture import analyze, model_arrays
+from .windows import analyze_windows, is_swin, window_model_arrays
 
 ATTENTION_DTYPE = np.float16  # the kept stream and head-fused maps: half the bytes of float32
 
@@ -99,6 +100,9 @@ def serve(loaded, device=None) -> ServedModel:
     if device is not None:
         loaded.model.to(device)
     height, width = loaded.preprocess.crop
+    if is_swin(loaded.model):                  # its windows per stage: viz.analysis.windows
+        analyze_windows(loaded, Image.new("RGB", (width, height)))
+        return ServedModel(loaded, window_model_arrays(loaded.model, loaded.name))
     analyze(loaded, Image.new("RGB", (width, height)), ATTENTION_DTYPE, on_demand=True)
     return ServedModel(loaded, model_arrays(loaded.model, loaded.name))
 
@@ -108,4 +112,6 @@ def analyze_photo(photo: str, model: ServedModel, turn=None) -> Analysis:
     what recomputes any map on demand (``viz.analysis.capture``: memory that grows with the tokens, not their
     square) and the residual stream the Features tab reads; ``turn``: the context every later recomputation takes
     (the server's model turn)."""
+    if is_swin(model.loaded.model):            # a WindowAnalysis: every block's windows (a few MB at Swin-T)
+        return analyze_windows(model.loaded, open_image(photo))
     return analyze(model.loaded, open_image(photo), ATTENTION_DTYPE, on_demand=True, turn=turn)

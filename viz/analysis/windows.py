@@ -15,7 +15,7 @@ from PIL import Image
 
 from vit.device import forward_precision
 
-from ..records import WindowAnalysis
+from ..records import ModelArrays, WindowAnalysis
 from .capture import _synchronize, class_labels, model_input, to_host
 
 
@@ -68,3 +68,12 @@ def analyze_windows(loaded, image: Image.Image, dtype: torch.dtype = torch.float
     x = model_input(pixels, loaded.preprocess, next(loaded.model.parameters()).device)
     preprocess_s = time.perf_counter() - t0
     return window_analyses(loaded, capture_windows(loaded.model, x), [cropped], {"preprocess": preprocess_s})[0]
+
+
+def window_model_arrays(model, name: str = "") -> ModelArrays:
+    """A Swin's image-independent arrays for the page: its patch filters (Figure 7, left); no table of positions
+    (a Swin's only position information is the bias inside a window); the most heads of any stage."""
+    cfg = model.cfg
+    return ModelArrays(name=name, patch_weight=model.patch_embed.proj.weight.detach().float().cpu().numpy(),
+                       pos_embed=None, native_grid=cfg.grid, patch_size=cfg.patch_size, num_prefix=0, depth=cfg.depth,
+                       heads=max(cfg.num_heads), pos_embed_kind="none")

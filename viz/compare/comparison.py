@@ -22,7 +22,8 @@ from vit.preprocess import upright_rgb
 from .. import panels
 from ..maps import readout
 from ..maps.layout import layer_index
-from ..records import Analysis
+from ..panels import windows as window_panels
+from ..records import Analysis, WindowAnalysis
 from .align import Box, common_box, output_size, relative_to_uniform, resample_onto, same_box
 
 
@@ -139,7 +140,7 @@ def compare(photo: Image.Image, a: Side, b: Side, layer: int = -1, head: int | N
         raise ValueError(f"Block {layer} does not exist in both models! A has {a.analysis.depth} blocks and B "
                          f"{b.analysis.depth}: expected -{depth} <= layer < {depth}.")
     la, lb = layer_index(layer, a.analysis.depth), layer_index(layer, b.analysis.depth)
-    heads = min(a.analysis.heads, b.analysis.heads)
+    heads = min(_heads(a.analysis, la), _heads(b.analysis, lb))
     if head is not None and not -heads <= head < heads:
         raise ValueError(f"Head {head} does not exist in both models (A has {a.analysis.heads} heads, B "
                          f"{b.analysis.heads})! Expected 0 <= head < {heads}, or the mean of heads.")
@@ -158,11 +159,15 @@ def compare(photo: Image.Image, a: Side, b: Side, layer: int = -1, head: int | N
         return MapPair(title, on_common(map_a, a), on_common(map_b, b))
 
     def rollout(s: Side) -> np.ndarray:
+        if isinstance(s.analysis, WindowAnalysis):           # through windows and merges (docs/swin.md)
+            return window_panels.rollout_values(s.analysis, fusion)
         return panels.rollout_of(s.analysis, fusion, discard_ratio)
 
     def cls_attention(s: Side, block: int) -> np.ndarray:
         """The query's attention (the CLS row; SigLIP's probe, mean-pooled models' mean of patch rows: never
-        token 0 of a model without a CLS token, which is a patch)."""
+        token 0 of a model without a CLS token, which is a patch; a Swin's average pool on its block's stage grid)."""
+        if isinstance(s.analysis, WindowAnalysis):
+            return window_panels.pool_attention(s.analysis, block, head)
         return panels.attention_of(s.analysis, block, head)
 
     head_name = "mean of heads" if head is None else f"head {head}"
@@ -187,8 +192,18 @@ def compare(photo: Image.Image, a: Side, b: Side, layer: int = -1, head: int | N
     return Comparison(
         a=a, b=b, photo=common_photo, box=box, alignment=alignment_text(a, b, box, upright.size, size), maps=maps,
         top_a=_top_changes(a.analysis, b.analysis, top_k, True), top_b=_top_changes(b.analysis, a.analysis, top_k, False),
-        layers=(la, lb), head=head, distance_a=panels.mean_distance_of(a.analysis),
-        distance_b=panels.mean_distance_of(b.analysis) * (pixel_b / pixel_a), distance_unit=unit, probability_tv=tv)
+        layers=(la, lb), head=head, distance_a=_distances(a.analysis),
+        distance_b=_distances(b.analysis) * (pixel_b / pixel_a), distance_unit=unit, probability_tv=tv)
+
+
+def _heads(a, layer: int) -> int:
+    """Heads of block ``layer`` (a Swin's differ by stage)."""
+    return a.heads[layer] if isinstance(a, WindowAnalysis) else a.heads
+
+
+def _distances(a) -> np.ndarray:
+    """(L, H) mean attention distance in pixels of the input (a Swin: NaN past a stage's heads)."""
+    return window_panels.distance_table(a) if isinstance(a, WindowAnalysis) else panels.mean_distance_of(a)
 
 
 # --- what compare.json holds -------------------------------------------------------------------------------------

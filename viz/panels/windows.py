@@ -16,6 +16,7 @@ import numpy as np
 from PIL import Image, ImageDraw
 
 from ..drawing import plots, render
+from ..drawing.fonts import use_language_font
 from ..drawing.grids import thumbnail_grid
 from ..i18n import t
 from ..maps import hierarchy
@@ -146,7 +147,7 @@ def stage_heads_panel(a: WindowAnalysis, stage: int, cell: int = 56, cmap: str =
     vmin, vmax = float(maps.min()), float(maps.max())
     blocks = a.stages[stage]
     return thumbnail_grid(maps, cell=cell, cmap=cmap, value_range=(vmin, vmax), background=a.image,
-                          row_labels=[t("swin.block", lang, layer=l, block=a.layouts[l].block) for l in blocks],
+                          row_labels=[t("swin.layer", lang, layer=l) for l in blocks],
                           col_labels=[t("name.head", lang, head=h) for h in range(a.heads[blocks[0]])],
                           title=t("swin.stage_title", lang, stage=stage, low=render.tick_text(vmin),
                                   high=render.tick_text(vmax)),
@@ -157,6 +158,15 @@ def mean_distances(a: WindowAnalysis) -> list[np.ndarray]:
     """Per block: (H_s,) mean attention distance of each head in pixels of the input (Figure 7, right)."""
     return [hierarchy.attention_distance(windows, layout, layout.token_size)
             for windows, layout in zip(a.attention, a.layouts)]
+
+
+def distance_table(a: WindowAnalysis) -> np.ndarray:
+    """(L, most heads) float32: every head's mean attention distance, NaN where a block has fewer heads."""
+    distances = mean_distances(a)
+    table = np.full((a.depth, max(a.heads)), np.nan, np.float32)
+    for i, d in enumerate(distances):
+        table[i, :len(d)] = d
+    return table
 
 
 def distance_figure(distances: list[np.ndarray], layouts, lang: str = "en") -> Image.Image:
@@ -170,11 +180,12 @@ def distance_figure(distances: list[np.ndarray], layouts, lang: str = "en") -> I
         xs = np.concatenate([np.full(len(distances[i]), i) for i in blocks])
         ys = np.concatenate([distances[i] for i in blocks])
         ax.scatter(xs, ys, s=18, color=colors[stage % len(colors)], label=t("swin.stage", lang, stage=stage))
-    ax.set_xlabel(t("swin.axis_block", lang))
+    ax.set_xlabel(t("swin.axis_layer", lang))
     ax.set_ylabel(t("axis.mean_distance", lang))
     ax.set_xticks(range(len(layouts)))
     ax.set_ylim(bottom=0)
     ax.legend(fontsize=8)
+    use_language_font(fig, lang)
     return plots.figure_to_image(fig)
 
 
@@ -187,10 +198,11 @@ def token_norms_figure(a: WindowAnalysis, lang: str = "en") -> Image.Image:
     ax.fill_between(x, [n.min() for n in norms], [n.max() for n in norms], alpha=0.25, label=t("swin.norm_range", lang))
     ax.plot(x, [np.median(n) for n in norms], marker="o", label=t("swin.norm_median", lang))
     ax.set_yscale("log")
-    ax.set_xlabel(t("swin.axis_block", lang))
+    ax.set_xlabel(t("swin.axis_layer", lang))
     ax.set_ylabel(t("name.norm", lang))
     ax.set_xticks(range(a.depth))
     ax.legend(fontsize=8)
+    use_language_font(fig, lang)
     return plots.figure_to_image(fig)
 
 
@@ -216,9 +228,7 @@ def window_image_panels(a: WindowAnalysis, o: MapOptions = MapOptions()
     attention = pool_attention(a, layer, o.head)
     base = photo(a, o.scale)
     distances = mean_distances(a)
-    table = np.full((a.depth, max(a.heads)), np.nan, np.float32)
-    for i, d in enumerate(distances):
-        table[i, :len(d)] = d
+    table = distance_table(a)
     images = {
         "input": base,
         "rollout": render.overlay(base, rollout, o.cmap, o.alpha, colorbar=o.colorbar,

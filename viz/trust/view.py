@@ -67,7 +67,7 @@ def _sanity(m, lang: str) -> str:
 
 def _head(report: ProtocolsReport, lang: str, seconds: float | None) -> str:
     first = report.first
-    kind = "fast" if len(report.protocols) == 1 else "thorough"
+    kind = "thorough" if len(report.protocols) > 1 else "fast" if report.protocols[0] == "tokens" else "one"
     names = t("trust.comma", lang).join(protocol_name(p, lang) for p in report.protocols)
     return t(f"trust.head.{kind}", lang, target=first.target["name"], probability=first.probability,
              n=len(report.protocols), protocols=names, points=len(first.fractions)) + _seconds(seconds, lang)
@@ -152,9 +152,10 @@ def auc_tables(report: ProtocolsReport, lang: str = "en") -> str:
     return "\n".join(lines + [t("trust.legend.errors", lang, points=len(report.first.fractions))])
 
 
-def cost_line(steps: dict[str, int], lang: str = "en") -> str:
-    """What fast and thorough cost on this model, from ``viz.trust.job.check_steps`` ({protocol: steps})."""
-    return t("trust.cost", lang, fast=steps["tokens"], thorough=sum(steps.values()), road=steps.get("road", 0),
+def cost_line(steps: dict[str, int], lang: str = "en", fast: str = "tokens") -> str:
+    """What fast (its protocol ``fast``) and thorough cost on this model, from ``viz.trust.job.check_steps``
+    ({protocol: steps})."""
+    return t("trust.cost", lang, fast=steps[fast], thorough=sum(steps.values()), road=steps.get("road", 0),
              n=len(steps))
 
 

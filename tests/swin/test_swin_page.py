@@ -1,0 +1,119 @@
+"""The page on a Swin: a Swin checkpoint opens, every map tab shows what its views compute (``viz.panels.windows``
+on the analysis the page cached), the controls redraw, Explain and Trust run the Swin's methods and pixel protocols,
+the Model and Learn tabs show its stages with this photo's shapes, the tabs with no Swin form say why in one sentence
+in the visitor's language, and Compare puts a Swin beside a ViT on the same photo."""
+from __future__ import annotations
+
+import gradio as gr
+import numpy as np
+import pytest
+import vit
+
+import app_server  # noqa: F401  (gives this process its own GRADIO_TEMP_DIR before the app is built)
+from handler_steps import finished
+from swin_references import small_swin
+from tiny_run import tiny_checkpoint
+from vit_explorer import state, views
+from vit_explorer.controls import ControlValues
+from vit_explorer.tabs import compare, explain, features, inside, learn, position, trust
+from vit_explorer.tabs.explain import NO_CONTRAST, TOP1
+from viz.i18n import t
+from viz.maps import hierarchy
+from viz.panels import windows as panels
+from viz.records import WindowAnalysis
+
+LABELS = ["a", "b", "c", "d"]
+
+
+@pytest.fixture(scope="module")
+def swin_path(tmp_path_factory) -> str:
+    path = tmp_path_factory.mktemp("swin") / "small_swin.pt"
+    return str(vit.save_checkpoint(path, small_swin(1), LABELS, vit.Preprocess.for_crop(32),
+                                   extra={"name": "small swin"}))
+
+
+@pytest.fixture(scope="module")
+def photo(tmp_path_factory, cat) -> str:
+    path = tmp_path_factory.mktemp("photo") / "cat.jpg"
+    cat.save(path, quality=95)
+    return str(path)
+
+
+def opened(photo: str, model: str, lang: str = "en", **controls) -> dict:
+    return views.page_analyze(None, photo, model, ControlValues(**controls), None, lang)
+
+
+@pytest.mark.parametrize("lang", ["en", "zh-CN"])
+def test_a_swin_opens_and_its_map_tabs_show_its_windows(photo, swin_path, lang):
+    page = opened(photo, swin_path, lang, layer=3)
+    session = page["session"]
+    a = state.analysis(session.key, lang)
+    assert isinstance(a, WindowAnalysis) and a.depth == 6 and a.heads == (1, 1, 2, 2, 2, 2)
+    loaded = state.model_of(session.key).loaded
+    capture = loaded.model.forward_with_attention(loaded.preprocess.to_tensor(a.image))
+    for mine, theirs in zip(a.attention, capture.attention):
+        np.testing.assert_allclose(mine, theirs[0].detach().numpy(), rtol=1e-5, atol=1e-7)
+    assert list(page["top5"]) == [label for label, _ in a.top_k(5)]
+    assert "Swin" in page["summary"] and "16×16, 8×8, 4×4" in page["summary"]
+    for name in ("rollout", "attention", "heads", "query_out", "query_in", "distance", "norms", "norm_curves"):
+        assert page[name].width > 100 and page[name].height > 60, name
+    assert page["rollout_note"] == t("swin.note.rollout", lang)
+    assert page["attention_note"] == t("swin.note.layer", lang, stage=1, grid="8×8", window="4×4", shift=2, pixels=4)
+    assert "(4, 4)" in page["query_note"] and "8×8" in page["query_note"]      # patch (8, 8): stage 1's token (4, 4)
+    # the stacked heads grids: one per stage
+    stage_heights = [panels.stage_heads_panel(a, s, cell=96, lang=lang)[0].height for s in range(3)]
+    assert page["heads"].height == sum(stage_heights) + 16
+    assert page["position"].size == (420, 160)                                  # the sentence why, as a picture
+    assert "|" in page["architecture"] and "8 × 4×4" not in page["architecture"]
+    assert "4 × 4×4" in page["architecture"] and "1 × 4×4" in page["architecture"]   # stage 1: 4 windows, stage 2: 1
+
+
+def test_the_controls_redraw_the_chosen_block_and_head(photo, swin_path):
+    page = opened(photo, swin_path, layer=0)
+    session = page["session"]
+    a = state.analysis(session.key)
+    redrawn = views.redraw(session, ControlValues(layer=4, head=1, mean_heads=False), "en", "layer")
+    assert redrawn["attention_note"] == t("swin.note.layer", "en", stage=2, grid="4×4", window="4×4", shift=0,
+                                          pixels=8)
+    # the map drawn is the average pool's row of block 4, head 1
+    expected = hierarchy.rows_through(hierarchy.mean_row((4, 4)), a.attention[4][:, 1], a.layouts[4]).reshape(4, 4)
+    np.testing.assert_allclose(panels.pool_attention(a, 4, 1), expected, rtol=1e-6)
+    # a head past stage 0's one head is clamped to its last
+    assert views.redraw(session, ControlValues(layer=0, head=1, mean_heads=False), "en", "head") is not None
+    assert ControlValues(layer=0, head=1, mean_heads=False).for_analysis(a).head == 0
+
+
+def test_explain_and_trust_run_the_swins_methods(photo, swin_path):
+    session = opened(photo, swin_path)["session"]
+    shown = explain.explain(session, "gae", TOP1, NO_CONTRAST, "", False, 0.6, "en")
+    assert "explain_picture" in shown and "GAE" in shown["explain_line"]
+    cost = views.views(session, state.model_of(session.key), state.analysis(session.key),
+                       ControlValues().for_analysis(state.analysis(session.key)), "en")["trust_cost"]
+    assert t("swin.trust", "en") in cost
+    result = finished(trust.check(session, TOP1, "", False, False, trust.FAST, "en"))
+    assert "mean colour" in result["trust_table"].lower() or "mean_colour" in result["trust_table"]
+
+
+@pytest.mark.parametrize("lang", ["en", "zh-CN"])
+def test_tabs_with_no_swin_form_say_why(photo, swin_path, lang):
+    session = opened(photo, swin_path, lang)["session"]
+    for run, key in ((lambda: features.show(session, None, 0, False, 0.6, False, lang), "swin.not.features"),
+                     (lambda: finished(inside.look_inside(session, TOP1, NO_CONTRAST, "", False, lang)),
+                      "swin.not.inside")):
+        with pytest.raises(gr.Error) as refused:
+            run()
+        assert refused.value.message == t(key, lang)
+    walk = learn.show(session, 1, 0, lang)
+    assert walk["learn_text"] == t("swin.learn", lang) and "|" in walk["learn_table"]
+    assert walk["learn_picture"].size == (640, 640)
+
+
+def test_compare_puts_a_swin_beside_a_vit(photo, swin_path, tmp_path):
+    vit_path = str(tiny_checkpoint(tmp_path / "tiny.pt", size=32, patch=8, depth=3, heads=2))
+    session = opened(photo, swin_path)["session"]
+    shown = compare.compare(session, vit_path, "en", ControlValues())
+    assert shown["comparison"].width > 200 and list(shown["top5_a"])[0].startswith(
+        state.analysis(session.key).top_k(1)[0][0])
+    # and the other way round: a ViT's page compares with a Swin
+    session_vit = opened(photo, vit_path)["session"]
+    assert compare.compare(session_vit, swin_path, "en", ControlValues())["comparison"].width > 200

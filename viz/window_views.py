@@ -1,0 +1,165 @@
+"""What the explorer's tabs show for a Swin (``viz.records.WindowAnalysis``), at display size: the counterparts of
+``viz.explorer``'s views, which hand a Swin's analysis to the functions here. The numbers are ``viz.panels.windows``'
+(docs/swin.md defines them); the controls that read a ViT's single sequence (rollout's discard ratio and start block,
+artifact masking, DINO's outline, the shared scale over layers, a patch's rolled-out row) have no Swin form, and the
+picture's note says so.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+from PIL import Image
+
+from .drawing import render
+from .drawing.grids import thumbnail_grid
+from .i18n import t
+from .maps.layout import layer_index
+from .panels import display_photo
+from .panels import windows as panels
+from .records import WindowAnalysis
+
+DISPLAY_SIZE = 640      # as viz.explorer's
+HEADS_WIDTH = 1100
+
+
+def _base(a: WindowAnalysis, size: int) -> Image.Image:
+    return display_photo(a, size)
+
+
+def _font(size: int) -> int:
+    return max(12, round(size / 32))
+
+
+def rollout_view(a: WindowAnalysis, c, lang: str = "en", size: int = DISPLAY_SIZE) -> tuple[Image.Image, str]:
+    """(rollout through windows and merges over the photo, the note saying how it is read here)."""
+    values = panels.rollout_values(a, c.fusion)
+    image = render.overlay(_base(a, size), values, alpha=c.opacity, colorbar=True, smooth=not c.patch_true,
+                           label=t("swin.rollout_caption", lang), lang=lang, font_size=_font(size))
+    return image, t("swin.note.rollout", lang)
+
+
+def attention_view(a: WindowAnalysis, c, lang: str = "en", size: int = DISPLAY_SIZE) -> tuple[Image.Image, str]:
+    """(the average pool's view of one block, its windows outlined; the note naming the block's stage grid)."""
+    layer = layer_index(c.layer, a.depth)
+    layout = a.layouts[layer]
+    values = panels.pool_attention(a, layer, c.head)
+    base = _base(a, size)
+    image = render.overlay(base, values, alpha=c.opacity, colorbar=True, smooth=not c.patch_true,
+                           label=t("swin.pool_caption", lang, where=panels.where_label(a, layer, c.head, lang)),
+                           lang=lang, font_size=_font(size))
+    image = panels.outline_windows(image, layout, base.size)
+    note = t("swin.note.layer", lang, stage=layout.stage, grid=f"{layout.grid[0]}×{layout.grid[1]}",
+             window=f"{layout.window[0]}×{layout.window[1]}", shift=layout.shift[0], pixels=layout.token_size)
+    return image, note
+
+
+def heads_view(s, a: WindowAnalysis, c, lang: str = "en") -> tuple[object, Image.Image, str]:
+    """(session, every head of every stage: one grid per stage stacked, one colour scale per stage; the note)."""
+    grids = [panels.stage_heads_panel(a, stage, cell=max(40, min(96, HEADS_WIDTH // (max(a.heads) + 2))),
+                                      lang=lang)[0] for stage in range(len(a.stages))]
+    width = max(g.width for g in grids)
+    out = Image.new("RGB", (width, sum(g.height for g in grids) + 8 * (len(grids) - 1)), (255, 255, 255))
+    y = 0
+    for g in grids:
+        out.paste(g, (0, y))
+        y += g.height + 8
+    return replace(s, heads_layout=None), out, t("swin.note.heads", lang)     # no cell to click: one grid per stage
+
+
+def query_views(s, a: WindowAnalysis, c, lang: str = "en", size: int = DISPLAY_SIZE // 2
+                ) -> tuple[Image.Image, Image.Image, str]:
+    """(where the clicked patch's token looks in the chosen block, who looks at it; the note naming the token)."""
+    row, col = s.query or (a.grid[0] // 2, a.grid[1] // 2)
+    layer = layer_index(c.layer, a.depth)
+    out, into = panels.query_panels(a, row, col, layer, c.head, alpha=c.opacity, lang=lang, base=_base(a, size))
+    r, k = panels.stage_token(a, row, col, layer)
+    layout = a.layouts[layer]
+    note = t("swin.note.query", lang, row=row, col=col, stage=layout.stage, token_row=r, token_col=k,
+             grid=f"{layout.grid[0]}×{layout.grid[1]}")
+    if c.rolled:
+        note = f"{note} {t('swin.note.no_rolled', lang)}"
+    return out, into, note
+
+
+def distance_view(a: WindowAnalysis, lang: str = "en") -> Image.Image:
+    return panels.distance_figure(panels.mean_distances(a), a.layouts, lang)
+
+
+def norms_views(a: WindowAnalysis, lang: str = "en") -> tuple[Image.Image, Image.Image]:
+    """(every block's token norms on the photo's patch grid, each token's value on the patches it covers; the
+    median and range against the block)."""
+    gh, gw = a.grid
+    maps = np.stack([np.kron(np.asarray(n, np.float32), np.ones((gh // n.shape[0], gw // n.shape[1]), np.float32))
+                     for n in a.token_norms])                                         # (L, gh, gw)
+    picture = thumbnail_grid(maps[None], cell=56, cmap="viridis",
+                             col_labels=[t("swin.layer", lang, layer=l) for l in range(a.depth)],
+                             row_labels=[t("name.norm", lang)], lang=lang)[0]
+    return picture, panels.token_norms_figure(a, lang)
+
+
+def pictures(s, a: WindowAnalysis, c, lang: str = "en", query_photo=None) -> dict:
+    """``viz.explorer.pictures`` for a Swin: every picture and note by the page's output names."""
+    rollout, rollout_note = rollout_view(a, c, lang)
+    attention, attention_note = attention_view(a, c, lang)
+    s, heads, heads_note = heads_view(s, a, c, lang)
+    query_out, query_in, query_note = query_views(s, a, c, lang)
+    norms, norm_curves = norms_views(a, lang)
+    return dict(session=s, rollout=rollout, rollout_note=rollout_note, attention=attention,
+                attention_note=attention_note, heads=heads, heads_note=heads_note, query_photo=query_photo,
+                query_out=query_out, query_in=query_in, query_note=query_note, distance=distance_view(a, lang),
+                norms=norms, norm_curves=norm_curves)
+
+
+def learn_picture(a: WindowAnalysis, size: int = DISPLAY_SIZE) -> Image.Image:
+    """The photo with stage 0's patches and its first block's windows outlined (the Learn tab's picture)."""
+    base = _base(a, size)
+    gridded = Image.fromarray(render.draw_patch_grid(np.asarray(base), a.grid))
+    return panels.outline_windows(gridded, a.layouts[0], color=(255, 255, 0))
+
+
+def summary(a: WindowAnalysis, lang: str = "en", input_kind: str = "summary.crop") -> str:
+    """One line on what the Swin did with this photo (its stages' grids and windows), in ``lang``."""
+    H, W = a.input_size
+    stages = ", ".join(f"{a.layouts[b[0]].grid[0]}×{a.layouts[b[0]].grid[1]}" for b in a.stages)
+    forward = a.timings.get("forward")
+    took = t("summary.took", lang, ms=forward * 1000) if forward is not None else ""
+    return t("swin.summary", lang, model=a.model_name, width=W, height=H, input=t(input_kind, lang), stages=stages,
+             window=f"{a.layouts[0].window[0]}×{a.layouts[0].window[1]}", layers=a.depth, took=took)
+
+
+def cached_bytes(a: WindowAnalysis) -> int:
+    """Memory the server's cache spends on one Swin analysis: every block's windows, the norms and the photo."""
+    width, height = a.image.size
+    return (sum(x.nbytes for x in a.attention) + sum(n.nbytes for n in a.token_norms)
+            + width * height * len(a.image.getbands()))
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in rows])
+
+
+def architecture(model, a: WindowAnalysis, lang: str = "en") -> str:
+    """The Model tab (and the Learn tab) for a Swin: its stages with this photo's shapes, windows and heads."""
+    cfg = model.loaded.config
+    H, W = a.input_size
+    rows = [[t("swin.arch.input", lang), f"(1, 3, {H}, {W})", "", "", ""],
+            [t("swin.arch.patches", lang, patch=cfg.patch_size), f"(1, {a.grid[0]}, {a.grid[1]}, {cfg.embed_dim})",
+             "", "", ""]]
+    for stage, blocks in enumerate(a.stages):
+        layout = a.layouts[blocks[0]]
+        gh, gw = layout.grid
+        if stage:
+            rows.append([t("swin.arch.merge", lang), f"(1, {gh}, {gw}, {cfg.stage_dim(stage)})", "", "", ""])
+        shifts = " / ".join(str(a.layouts[b].shift[0]) for b in blocks)
+        rows.append([t("swin.arch.stage", lang, stage=stage, layers=len(blocks)),
+                     f"(1, {gh}, {gw}, {cfg.stage_dim(stage)})",
+                     f"{layout.num_windows} × {layout.window[0]}×{layout.window[1]}", str(a.heads[blocks[0]]), shifts])
+    rows.append([t("swin.arch.pool", lang), f"(1, {cfg.num_features})", "", "", ""])
+    rows.append([t("swin.arch.head", lang), f"(1, {cfg.num_classes})", "", "", ""])
+    header = [t(f"swin.arch.{k}", lang) for k in ("step", "shape", "windows", "heads", "shifts")]
+    parameters = sum(p.numel() for p in model.loaded.model.parameters())
+    return (t("swin.arch.title", lang, model=model.loaded.name, version=cfg.version, parameters=f"{parameters:,}")
+            + "\n\n" + _table(header, rows) + "\n\n" + t("swin.arch.cache", lang,
+                                                                  mb=f"{cached_bytes(a) / 2**20:.1f}"))

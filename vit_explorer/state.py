@@ -274,7 +274,8 @@ def sized(model: ServedModel, size: int, lang: str = "en") -> ServedModel:
         return model
     cfg = model.loaded.config
     if not cost.follows_size(cfg):
-        raise gr.Error(t("message.input_size_fixed", lang, side=model.native_side), print_exception=False)
+        fixed = "swin.input_size_fixed" if is_swin(model.loaded.model) else "message.input_size_fixed"
+        raise gr.Error(t(fixed, lang, side=model.native_side), print_exception=False)
     budget = token_budget(cfg)
     if size % cfg.patch_size or cost.tokens_at(cfg, size) > budget:
         raise gr.Error(t("message.input_size_refused", lang, side=size, patch=cfg.patch_size, budget=budget,

@@ -23,6 +23,7 @@ from vit.image_file import ImageFileError
 from viz import explorer
 from viz.analysis import cost
 from viz.analysis.serve import ServedModel
+from viz.analysis.windows import is_swin
 from viz.explorer import AnalysisKey, Controls, Session
 from viz.i18n import language, language_from_header, t
 from viz.records import Analysis
@@ -174,8 +175,13 @@ def size_control(served: ServedModel, lang: str) -> dict:
     """The input size control fitted to a model, and its line: the cost at its own size, or why it is fixed."""
     fixed = not cost.follows_size(served.loaded.config)
     return {"input_size": gr.Slider(**size_range(served)),
-            "input_cost": t("note.input_size_fixed", lang, side=served.native_side) if fixed else
+            "input_cost": t(fixed_note(served), lang, side=served.native_side) if fixed else
             cost_line(served, served.native_side, None, lang)}
+
+
+def fixed_note(served: ServedModel) -> str:
+    """The catalogue key saying why a model's input size is fixed: a Swin's windows, else a relative position bias."""
+    return "swin.input_size_fixed" if is_swin(served.loaded.model) else "note.input_size_fixed"
 
 
 def cost_line(served: ServedModel, side: int, a: Analysis | None, lang: str) -> str:

@@ -57,7 +57,7 @@ def attention_view(a: WindowAnalysis, c, lang: str = "en", size: int = DISPLAY_S
 def heads_view(s, a: WindowAnalysis, c, lang: str = "en") -> tuple[object, Image.Image, str]:
     """(session, every head of every stage: one grid per stage stacked, one colour scale per stage; the note)."""
     grids = [panels.stage_heads_panel(a, stage, cell=max(40, min(96, HEADS_WIDTH // (max(a.heads) + 2))),
-                                      lang=lang)[0] for stage in range(len(a.stages))]
+                                      lang=lang) for stage in range(len(a.stages))]
     width = max(g.width for g in grids)
     out = Image.new("RGB", (width, sum(g.height for g in grids) + 8 * (len(grids) - 1)), (255, 255, 255))
     y = 0

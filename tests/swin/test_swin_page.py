@@ -61,7 +61,7 @@ def test_a_swin_opens_and_its_map_tabs_show_its_windows(photo, swin_path, lang):
     assert page["attention_note"] == t("swin.note.layer", lang, stage=1, grid="8×8", window="4×4", shift=2, pixels=4)
     assert "(4, 4)" in page["query_note"] and "8×8" in page["query_note"]      # patch (8, 8): stage 1's token (4, 4)
     # the stacked heads grids: one per stage
-    stage_heights = [panels.stage_heads_panel(a, s, cell=96, lang=lang)[0].height for s in range(3)]
+    stage_heights = [panels.stage_heads_panel(a, s, cell=96, lang=lang).height for s in range(3)]
     assert page["heads"].height == sum(stage_heights) + 16
     assert page["position"].size == (420, 160)                                  # the sentence why, as a picture
     assert "|" in page["architecture"] and "8 × 4×4" not in page["architecture"]
@@ -97,7 +97,10 @@ def test_explain_and_trust_run_the_swins_methods(photo, swin_path):
 @pytest.mark.parametrize("lang", ["en", "zh-CN"])
 def test_tabs_with_no_swin_form_say_why(photo, swin_path, lang):
     session = opened(photo, swin_path, lang)["session"]
-    for run, key in ((lambda: features.show(session, None, 0, False, 0.6, False, lang), "swin.not.features"),
+    assert features.show(session, None, 0, False, 0.6, False, lang)["features_pca_note"] == \
+        t("swin.not.features", lang)
+    assert opened(photo, swin_path, lang)["inside_line"] == t("swin.not.inside", lang)   # said before a click
+    for run, key in ((lambda: features.redraw(None, session, 0, False, 0.6, False, lang), "swin.not.features"),
                      (lambda: finished(inside.look_inside(session, TOP1, NO_CONTRAST, "", False, lang)),
                       "swin.not.inside")):
         with pytest.raises(gr.Error) as refused:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 import gradio as gr
 
 from viz import panels
+from viz.analysis.windows import is_swin
 from viz.explorer import AnalysisKey
 from viz.features import view
 from viz.i18n import language, t
@@ -89,8 +90,10 @@ def _draw(shown: Shown, layer, foreground, opacity, patch_true, lang: str) -> di
 
 def show(session, features_state, features_layer, features_foreground, opacity, patch_true, lang):
     """Opening the tab, or a new photo, model or language while it is open: everything drawn; a new analysis starts
-    at its centre patch and the last layer (the slider fitted to the model), keeping the second photo."""
-    state.refuse_for_swin(session, "swin.not.features", lang)
+    at its centre patch and the last layer (the slider fitted to the model), keeping the second photo; a Swin: the
+    sentence why it has no dense features, in place of them."""
+    if session is not None and is_swin(state.model_of(session.key).loaded.model):
+        return {name: None for name in DRAWN} | {"features_pca_note": t("swin.not.features", lang)}
     if (a := state.session_analysis(session, lang)) is None:
         return {}
     new = features_state is None or features_state.key != session.key

@@ -21,6 +21,7 @@ import numpy as np
 from vit.image_file import open_image
 from vit.inside import parse_heads, why_not_linear
 from viz.analysis.inside import InsideJob
+from viz.analysis.windows import is_swin
 from viz.i18n import language, t
 from viz.inside import VIEWS
 from viz.inside import views as draw
@@ -114,6 +115,8 @@ def show(shown) -> dict:
                                        "inside_sources", "inside_heads", "inside_patch")}
     lines = {name: "" for name in ("inside_line", "inside_lens_line", "inside_lens_note", "inside_sources_note",
                                    "inside_dla_line", "inside_heads_line", "inside_ablation", "inside_patch_line")}
+    if is_swin(shown.served.loaded.model):      # the sentence why, before anyone presses the button
+        lines["inside_line"] = t("swin.not.inside", shown.lang)
     return {**cleared, **lines, "inside_layer": gr.Slider(maximum=L - 1, value=L - 1),
             "inside_ablate": gr.Dropdown(choices=_head_choices(L, H), value=[], multiselect=True)}
 

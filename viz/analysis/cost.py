@@ -5,7 +5,8 @@ the served model's own time at its native size by the work of a forward pass) an
 Which models can run at another size at all (``follows_size``): those whose position information can follow the
 grid: a learnt table (resampled bicubically, ``VisionTransformer.resampled_pos_embed``), the fixed sine-cosine table
 (computed for the grid), rotary embeddings (EVA-02) or none at all. BEiT's relative position bias is a table learnt
-for its own grid, which the model refuses to stretch: native size only.
+for its own grid, which the model refuses to stretch: native size only; a Swin too (its stages' grids must be whole
+numbers of windows, and its capture keeps every window: ``viz.analysis.windows``).
 """
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ class Cost:
 
 def follows_size(cfg) -> bool:
     """Whether the model's position information can follow another grid (module docstring)."""
-    return not cfg.rel_pos_bias
+    return getattr(cfg, "family", "") != "swin" and not cfg.rel_pos_bias
 
 
 def tokens_at(cfg, side: int) -> int:

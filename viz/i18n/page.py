@@ -787,6 +787,9 @@ PAGE: dict[str, tuple[str, str]] = {
                    "ROAD: its windows tile the whole grid, so patches are never dropped from the tokens.",
                    "对 Swin，快速检验把移除的图层涂成照片的平均颜色，全面检验再加上模糊和 ROAD：它的窗口铺满整个网格，"
                    "所以图层从不从词元序列中移除。"),
+    "swin.input_size_fixed": ("A Swin runs here at its own {side}×{side} input only: every stage's grid must be a "
+                              "whole number of its windows.",
+                              "Swin 在这里只以它自己 {side}×{side} 的输入运行：每个阶段的网格都必须是整数个窗口。"),
     "swin.arch.title": ("**{model}**: Swin v{version}, {parameters} parameters.",
                         "**{model}**：Swin v{version}，{parameters} 个参数。"),
     "swin.arch.cache": ("This photo's analysis keeps {mb} MB: every layer's window attention and token norms.",

@@ -140,18 +140,22 @@ def stage_heads_maps(a: WindowAnalysis, stage: int) -> np.ndarray:
 
 
 def stage_heads_panel(a: WindowAnalysis, stage: int, cell: int = 56, cmap: str = render.DEFAULT_CMAP,
-                      lang: str = "en", selected: tuple[int, int] | None = None):
+                      lang: str = "en", font_size: int = 13) -> Image.Image:
     """Every head of a stage at once (rows: its blocks, columns: its heads) over the photo, on one colour scale for
-    the whole stage (its range in the title) -> (image, GridLayout; ``cell_at`` gives (row, head))."""
+    the whole stage, its range in the title above (the canvas as wide as the title needs)."""
     maps = stage_heads_maps(a, stage)
     vmin, vmax = float(maps.min()), float(maps.max())
     blocks = a.stages[stage]
-    return thumbnail_grid(maps, cell=cell, cmap=cmap, value_range=(vmin, vmax), background=a.image,
-                          row_labels=[t("swin.layer", lang, layer=l) for l in blocks],
-                          col_labels=[t("name.head", lang, head=h) for h in range(a.heads[blocks[0]])],
-                          title=t("swin.stage_title", lang, stage=stage, low=render.tick_text(vmin),
-                                  high=render.tick_text(vmax)),
-                          selected=selected, lang=lang)
+    grid, _ = thumbnail_grid(maps, cell=cell, cmap=cmap, value_range=(vmin, vmax), background=a.image,
+                             row_labels=[t("swin.layer", lang, layer=l) for l in blocks],
+                             col_labels=[t("name.head", lang, head=h) for h in range(a.heads[blocks[0]])], lang=lang)
+    title = t("swin.stage_title", lang, stage=stage, low=render.tick_text(vmin), high=render.tick_text(vmax))
+    f = render.font(font_size, lang, title)
+    strip = render.caption_strip_height(font_size)
+    out = Image.new("RGB", (max(grid.width, round(f.getlength(title)) + 12), grid.height + strip), "white")
+    out.paste(grid, (0, strip))
+    ImageDraw.Draw(out).text((6, strip / 2), title, fill="black", font=f, anchor="lm")
+    return out
 
 
 def mean_distances(a: WindowAnalysis) -> list[np.ndarray]:
@@ -242,7 +246,7 @@ def window_image_panels(a: WindowAnalysis, o: MapOptions = MapOptions()
     }
     images["query_row"], images["query_column"] = query_panels(a, row, col, layer, o.head, base=base, **style)
     for stage in range(len(a.stages)):
-        images[f"heads_stage{stage}"] = stage_heads_panel(a, stage, cmap=o.cmap, lang=o.lang)[0]
+        images[f"heads_stage{stage}"] = stage_heads_panel(a, stage, cmap=o.cmap, lang=o.lang)
     query_out, query_in = query_values(a, row, col, layer, o.head)
     arrays = {"rollout": rollout, "attention": attention, "query_row": query_out, "query_column": query_in,
               "query_patch": np.array([row, col]), "mean_distance": table}

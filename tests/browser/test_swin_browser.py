@@ -1,0 +1,92 @@
+"""A Swin on the page as a person uses it, in a real browser (headless Debian chromium through pip playwright, the
+app served on 127.0.0.1 with a small random Swin, perturbed): the cat analysed, then every tab opened in turn, on a
+desktop in English and on a 390 px phone in Chinese. The map tabs draw their pictures with the Swin's notes, a click
+on the photo redraws the patch query, the Model and Learn tabs show its stages, Features and Inside say why they have
+no Swin form, Explain draws GAE through the windows, Trust states its pixel protocols; the phone needs no sideways
+scrolling. Screenshots go to tests/artifacts/ (git-ignored)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import vit
+from playwright.sync_api import Page
+
+from browser_setup import ARTIFACTS, TIMEOUT_MS, TOP1, app_in_browser
+from swin_references import small_swin
+from viz.i18n import t
+
+pytestmark = pytest.mark.slow   # a served app and a browser: about a minute
+
+REPO = Path(__file__).resolve().parents[2]
+DESKTOP = {"width": 1400, "height": 900}
+PHONE = {"width": 390, "height": 844}
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    path = vit.save_checkpoint(tmp_path_factory.mktemp("swin") / "small_swin.pt", small_swin(1), list("abcd"),
+                               vit.Preprocess.for_crop(32), extra={"name": "small swin"})
+    with app_in_browser(str(path)) as (url, browser):
+        yield {"url": url, "browser": browser}
+
+
+def _open(page: Page, tab: str, lang: str) -> None:
+    page.get_by_role("tab", name=t(f"tab.{tab}", lang), exact=True).click()
+
+
+def _text(page: Page, elem_id: str, expected: str) -> None:
+    page.wait_for_function("([id, text]) => { const e = document.querySelector('#' + id);"
+                           " return e !== null && e.innerText.includes(text); }", arg=[elem_id, expected])
+
+
+def _tour(server, locale: str, viewport: dict, shots: str) -> None:
+    lang = "zh-CN" if locale == "zh-CN" else "en"
+    page = server["browser"].new_context(locale=locale, viewport=viewport).new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    try:
+        page.goto(server["url"])
+        page.locator("#photo-input input[type=file]").set_input_files(str(REPO / "examples" / "chelsea.jpg"))
+        page.wait_for_selector(TOP1)
+        page.locator("#rollout-image img").first.wait_for()
+        _text(page, "rollout-note", t("swin.note.rollout", lang)[:12])
+        page.screenshot(path=str(ARTIFACTS / f"swin-{shots}-rollout.png"), full_page=True)
+        _open(page, "attention", lang)
+        page.locator("#attention-image img").first.wait_for()
+        _open(page, "heads", lang)
+        page.locator("#heads-image img").first.wait_for()
+        page.screenshot(path=str(ARTIFACTS / f"swin-{shots}-heads.png"), full_page=True)
+        _open(page, "query", lang)
+        before = page.locator("#query-out img").first.get_attribute("src")
+        page.locator("#query-photo img").first.click(position={"x": 4, "y": 4})
+        page.wait_for_function("old => { const i = document.querySelector('#query-out img');"
+                               " return i !== null && i.src !== old; }", arg=before)
+        _text(page, "query-note", "(0, 0)")
+        page.screenshot(path=str(ARTIFACTS / f"swin-{shots}-query.png"), full_page=True)
+        _open(page, "model", lang)
+        _text(page, "architecture", "Swin v1")
+        _open(page, "learn", lang)
+        _text(page, "learn-text", t("swin.learn", lang)[:10])
+        _text(page, "learn-table", t("swin.arch.merge", lang))
+        page.screenshot(path=str(ARTIFACTS / f"swin-{shots}-learn.png"), full_page=True)
+        _open(page, "features", lang)
+        _text(page, "features-pca-note", t("swin.not.features", lang)[:20])
+        _open(page, "inside", lang)
+        _text(page, "inside-line", t("swin.not.inside", lang)[:20])
+        _open(page, "explain", lang)
+        page.locator("#explain-image img").first.wait_for()
+        _text(page, "explain-line", "GAE")
+        page.screenshot(path=str(ARTIFACTS / f"swin-{shots}-explain.png"), full_page=True)
+        _open(page, "trust", lang)
+        _text(page, "trust-cost", t("swin.trust", lang)[:20])
+        assert page.evaluate("() => document.documentElement.scrollWidth") <= viewport["width"] + 1
+    finally:
+        page.context.close()
+
+
+def test_a_swin_on_a_desktop_in_english(server):
+    _tour(server, "en-US", DESKTOP, "en-desktop")
+
+
+def test_a_swin_on_a_phone_in_chinese(server):
+    _tour(server, "zh-CN", PHONE, "zh-phone")

@@ -88,9 +88,9 @@ def explain(session, method, target, contrast, texts, use_text, opacity, lang):
     else:
         chosen = pick(target) or Pick()
     chosen.require_classes(served.loaded, lang)
-    e = state.explained(session.key, chosen)
+    e = state.explained(session.key, chosen, lang)
     other = None if use_text else pick(contrast)
-    other = None if other is None else state.explained(session.key, other)
+    other = None if other is None else state.explained(session.key, other, lang)
     image, line = tabs.explain_view(a, e, method, other, float(opacity), lang)
     values = dict(explain_line=line, methods_row=tabs.methods_view(a, e, float(opacity)))
     if image is not None:

@@ -386,6 +386,7 @@ PAGE: dict[str, tuple[str, str]] = {
         "{readout}.",
         "**{method}** 解释 **{target}**：概率 {probability:.1%}，得分 {score:.3f}；{grid} 的热力图，读取自 {readout}。"),
     "explain.contrast": (" Contrast: minus **{other}**.", " 对比：减去 **{other}**。"),
+    "message.target_failed": ("Nothing to explain for that target: {error}", "无法解释这个目标：{error}"),
     "message.explain_failed": ("This model cannot be explained this way: {error}", "这个模型不能用这种方式解释：{error}"),
     "control.texts": ("Texts (CLIP zero-shot)", "文本（CLIP 零样本）"),
     "help.texts": ("class names or prompts, one per line or separated by commas, e.g. a photo of a cat",

@@ -165,5 +165,5 @@ def run_windows(loaded, entries: Sequence[ImageEntry], out: Path, processes: Pro
         result_summary = write_summary(out / "summary", total, info, [str(entries[i].path) for i in order],
                                        [distances[i] for i in order])
     distributed.barrier(processes)
-    return RunResult(len({i for i in distances}), [(entries[i].path, m) for i, m in sorted(failed_all)],
+    return RunResult(len(distances), [(entries[i].path, m) for i, m in sorted(failed_all)],
                      result_summary)

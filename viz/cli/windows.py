@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import panels
+from ..i18n import t
 from ..panels.windows import check_window_options, window_image_panels, where_label
 from ..records import WindowAnalysis
 from .write import no_classifier_note
@@ -110,8 +111,8 @@ def write_swin_result(path: Path, folder: Path, a: WindowAnalysis, o: panels.Map
         **({"top_k": [{"label": label, "probability": p} for label, p in a.top_k(args.top_k)]}
            if a.probabilities.size else {"notes": [no_classifier_note(a.model_name)]}),
         "readout": a.readout,
-        "captions": {"rollout": "rollout through windows and merges, read by the average pool",
-                     "attention": "average pool's attention, " + where_label(a, layer, o.head)},
+        "captions": {"rollout": t("swin.rollout_caption", o.lang),
+                     "attention": t("swin.pool_caption", o.lang, where=where_label(a, layer, o.head, o.lang))},
         "options": {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(o).items()},
         "timings_s": {"decode": decode_s, **a.timings, "panels": t1 - t0, "write": time.perf_counter() - t1},
         "files": sorted([f"{name}.png" for name in images] + ["attention.npz", "result.json"]),

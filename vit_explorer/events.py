@@ -19,7 +19,7 @@ from typing import Callable
 import gradio as gr
 
 from . import api, state, views
-from .assets import SET_LOCALE_JS
+from .assets import NARROW_SCREEN_JS, SET_LOCALE_JS
 from .controls import NAMES as CONTROL_NAMES
 from .controls import ControlValues
 from .tabs import TABS
@@ -121,6 +121,7 @@ def declare(page: Page, demo: gr.Blocks) -> None:
 
     # the photo, the model, the preprocessing and the language: every view, then the open lazy tab
     demo.load(views.initial_language, None, [page["lang"], page["language_switch"], page["font_note"]], **private)
+    demo.load(None, None, page["narrow"], js=NARROW_SCREEN_JS, **private)    # in the browser only
     lazy = lazy_renderer(page)
     analysed = gr.on([page["photo"].change, page["rerun"].click],
                      **page.wire(views.page_analyze, [*views.ANALYSIS_OUTPUTS, "photo"]), **page.model_work)

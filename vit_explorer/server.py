@@ -24,6 +24,7 @@ from viz.i18n import LANGUAGES, t
 from . import state
 from .assets import CSS
 from .layout import build_app
+from .site import MIDDLEWARE
 from .texts import I18N
 
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
@@ -113,12 +114,32 @@ def only_this_machine(host: str, share: bool) -> bool:
 
 def launch(demo: gr.Blocks, host: str, port: int, share: bool = False, **kwargs):
     """Serve with the queue set up: model work one at a time, re-renders alongside; bounded session memory; a
-    server others can reach loads only the models in its list. Says once, at start, when Chinese pictures will
-    come with English labels (no CJK font on this machine)."""
+    server others can reach loads only the models in its list; the page named in link previews and its documents
+    served (``vit_explorer.site``). Says once, at start, where the page is (and how to share it: ``--share``, not
+    Gradio's own advice) and when Chinese pictures will come with English labels (no CJK font on this machine)."""
     return_freed_memory_to_the_os()
     if (message := missing_font_message()) is not None:
         print(message, file=sys.stderr)
     state.SETTINGS.any_model = only_this_machine(host, share)
     demo.queue(default_concurrency_limit=1)
-    return demo.launch(server_name=host, server_port=port, share=share, state_session_capacity=state.MAX_SESSIONS,
-                       max_file_size=MAX_BYTES, show_error=True, css=CSS, i18n=I18N, **kwargs)
+    quiet, wait = kwargs.pop("quiet", False), not kwargs.pop("prevent_thread_lock", False)
+    result = demo.launch(server_name=host, server_port=port, share=share, state_session_capacity=state.MAX_SESSIONS,
+                         max_file_size=MAX_BYTES, show_error=True, css=CSS, i18n=I18N, quiet=True,
+                         prevent_thread_lock=True, app_kwargs={"middleware": MIDDLEWARE}, **kwargs)
+    if not quiet:
+        print(running_lines(demo.local_url, demo.share_url, share), flush=True)
+    if wait:
+        demo.block_thread()
+    return result
+
+
+def running_lines(local_url: str, share_url: str | None, share: bool = False) -> str:
+    """What ``python app.py`` prints once it serves: the page's address, and the public link (or, unless one was asked
+    for and Gradio said why there is none, how to get one with this command's ``--share``), in English and
+    Chinese."""
+    lines = [t("message.running", lang, url=local_url) for lang in LANGUAGES]
+    if share_url:
+        lines += [t("message.shared", lang, url=share_url) for lang in LANGUAGES]
+    elif not share:
+        lines += [t("message.share_hint", lang) for lang in LANGUAGES]
+    return "\n".join(lines)

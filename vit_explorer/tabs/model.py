@@ -14,8 +14,10 @@ OUTPUTS = ("architecture", "filters")
 def build(page) -> None:
     page.add("architecture", gr.Markdown(elem_id="architecture"))
     gr.Markdown(page.i18n("about.filters"))
-    page.add("filters", Picture(label=page.i18n("picture.filters"), interactive=False, format="png"))
+    page.add("filters", Picture(label=page.i18n("picture.filters"), interactive=False, format="png",
+                                     elem_classes=["picture"]))
 
 
 def show(shown) -> dict:
-    return {"architecture": explorer.architecture(shown.served, shown.analysis), "filters": shown.served.filters}
+    return {"architecture": explorer.architecture(shown.served, shown.analysis, shown.lang),
+            "filters": shown.served.filters}

@@ -11,8 +11,9 @@ OUTPUTS = ("position",)
 
 def build(page) -> None:
     gr.Markdown(page.i18n("about.position"))
-    page.add("position", Picture(label=page.i18n("picture.position"), interactive=False, format="png"))
+    page.add("position", Picture(label=page.i18n("picture.position"), interactive=False, format="png",
+                                      elem_classes=["picture"]))
 
 
 def show(shown) -> dict:
-    return {"position": shown.served.position(shown.lang)}
+    return {"position": shown.served.position(shown.lang, shown.controls.narrow)}

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 from PIL import Image
 
-from ..drawing import plots, render
+from ..drawing import plots, render, screens
 from ..drawing.grids import GridLayout, thumbnail_grid, tile_images
 from ..i18n import language, t
 from ..maps import attention, distance, embeddings, norms, readout
@@ -179,27 +179,32 @@ def token_norms_panel(a: Analysis, norm_ratio: float = 3.0, cell: int = 56,
                           row_labels=[t("name.norm", lang)], marks=flags[None], lang=lang)
 
 
-def token_norm_curves_panel(a: Analysis, norm_ratio: float = 3.0, lang: str = "en") -> Image.Image:
-    """Token norms against depth (log scale), flagged patches in red."""
-    return plots.token_norm_image(a.token_norms, a.num_prefix, artifact_flags(a, norm_ratio), lang=lang)
+def token_norm_curves_panel(a: Analysis, norm_ratio: float = 3.0, lang: str = "en",
+                            narrow: bool = False) -> Image.Image:
+    """Token norms against depth (log scale), flagged patches in red; ``narrow``: for a phone."""
+    return plots.token_norm_image(a.token_norms, a.num_prefix, artifact_flags(a, norm_ratio), lang=lang,
+                                  narrow=narrow)
 
 
 def distance_panel(mean_distance: np.ndarray, grid: tuple[int, int], patch_size: int,
-                   title: str | None = None, lang: str = "en") -> Image.Image:
+                   title: str | None = None, lang: str = "en", narrow: bool = False) -> Image.Image:
     """Mean attention distance (L, H) of one image, or averaged over images, against depth."""
-    return plots.distance_image(mean_distance, title, distance.uniform_distance(tuple(grid), patch_size), lang=lang)
+    return plots.distance_image(mean_distance, title, distance.uniform_distance(tuple(grid), patch_size), lang=lang,
+                                narrow=narrow)
 
 
-def position_panel(m: ModelArrays, lang: str = "en") -> Image.Image:
+def position_panel(m: ModelArrays, lang: str = "en", narrow: bool = False) -> Image.Image:
     """Figure 7, centre: position-embedding similarity, one tile per patch (a full matplotlib draw, ~0.1 s:
     render it once per model and language); a model without position embeddings gets a panel that says so."""
-    return _position_image(position_similarity_of(m), m.native_grid, lang)
+    return _position_image(position_similarity_of(m), m.native_grid, lang, narrow)
 
 
-def _position_image(similarity: np.ndarray | None, grid: tuple[int, int], lang: str = "en") -> Image.Image:
+def _position_image(similarity: np.ndarray | None, grid: tuple[int, int], lang: str = "en",
+                    narrow: bool = False) -> Image.Image:
     if similarity is None:
-        return render.message_image(t("note.no_position_embeddings", lang), lang=lang)
-    return plots.figure_to_image(plots.position_similarity_plot(similarity, grid, lang=lang))
+        width = screens.PHONE_WIDTH if narrow else 420
+        return render.message_image(t("note.no_position_embeddings", lang), (width, 200), 14, lang)
+    return plots.figure_to_image(plots.position_similarity_plot(similarity, grid, lang=lang, narrow=narrow))
 
 
 def filters_panel(m: ModelArrays, count: int = 28) -> Image.Image:

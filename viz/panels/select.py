@@ -36,11 +36,15 @@ def artifact_drop(a: Analysis, mask_artifacts: bool, norm_ratio: float = 3.0) ->
 
 
 def rollout_of(a: Analysis, fusion: str = "mean", discard_ratio: float = 0.0, start_layer: int = 0,
-               mask_artifacts: bool = False, norm_ratio: float = 3.0) -> np.ndarray:
+               mask_artifacts: bool = False, norm_ratio: float = 3.0, through: int | None = None) -> np.ndarray:
     """Rollout of the analysis' query (CLS, MAP probe or mean of patches) over the patches (gh, gw), optionally
-    without the high-norm tokens (they read 0)."""
+    without the high-norm tokens (they read 0); ``through``: of the layers up to that one only (an animation's
+    frame; the probe still reads as after the last layer)."""
     drop = artifact_drop(a, mask_artifacts, norm_ratio)
-    return readout.readout_rollout_map(a.fused_heads(fusion), a.num_prefix, a.grid, a.readout, a.probe_attention,
+    fused = a.fused_heads(fusion)
+    if through is not None:
+        fused = fused[:layer_index(through, a.depth) + 1]
+    return readout.readout_rollout_map(fused, a.num_prefix, a.grid, a.readout, a.probe_attention,
                                        fusion, discard_ratio, start_layer, drop)
 
 

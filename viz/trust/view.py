@@ -158,6 +158,6 @@ def cost_line(steps: dict[str, int], lang: str = "en") -> str:
              n=len(steps))
 
 
-def trust_view(report: ProtocolsReport, a: Analysis, lang: str = "en") -> Image.Image:
+def trust_view(report: ProtocolsReport, a: Analysis, lang: str = "en", narrow: bool = False) -> Image.Image:
     """The comparison figure (``viz.drawing.trust``) of the first protocol's report, on the photo the model saw."""
-    return figure_to_image(trust_figure(report.first, np.asarray(a.image.convert("RGB")), lang=lang))
+    return figure_to_image(trust_figure(report.first, np.asarray(a.image.convert("RGB")), lang=lang, narrow=narrow))

@@ -47,3 +47,4 @@ class ControlValues:
 
 
 NAMES = tuple(f.name for f in fields(ControlValues))   # the components that make a ControlValues, by name
+CONTROLS = tuple(name for name in NAMES if name != SCREEN)   # those a person changes (each redraws its maps)

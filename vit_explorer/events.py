@@ -20,6 +20,7 @@ import gradio as gr
 
 from . import api, state, views
 from .assets import NARROW_SCREEN_JS, SET_LOCALE_JS
+from .controls import CONTROLS
 from .controls import NAMES as CONTROL_NAMES
 from .controls import ControlValues
 from .tabs import TABS
@@ -136,7 +137,7 @@ def declare(page: Page, demo: gr.Blocks) -> None:
         event.then(**lazy, **page.model_work)
 
     # a control: only the maps that use it
-    for name in CONTROL_NAMES:
+    for name in CONTROLS:
         page[name].input(**page.wire(views.on_control(name), views.redrawn_by(name)), **page.render)
 
     # the tabs: the open one is remembered (a lazy one is drawn when opened), then each tab's own events

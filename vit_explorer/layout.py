@@ -11,7 +11,6 @@ from viz.explain.methods import DEFAULT_METHOD
 from viz.i18n import t
 
 from . import events, state
-from .assets import HEAD
 from .components import Picture, PhotoInput, note, picture
 from .tabs import TABS
 from .texts import I18N
@@ -24,7 +23,7 @@ def build_app(default_model: str) -> gr.Blocks:
     state.SETTINGS.models[:] = [default_model]
     i18n = I18N
     page = events.Page(i18n, served)
-    with gr.Blocks(title=t("page.title", "en"), delete_cache=(600, 3600), analytics_enabled=False, head=HEAD) as demo:
+    with gr.Blocks(title=t("page.title", "en"), delete_cache=(600, 3600), analytics_enabled=False) as demo:
         page.add("session", gr.State(None))
         page.add("current_model", gr.State(default_model))
         page.add("lang", gr.State("en"))

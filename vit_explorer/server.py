@@ -22,7 +22,7 @@ from viz.drawing.fonts import missing_font_message
 from viz.i18n import LANGUAGES, t
 
 from . import state
-from .assets import CSS
+from .assets import CSS, HEAD
 from .layout import build_app
 from .site import MIDDLEWARE
 from .texts import I18N
@@ -124,7 +124,7 @@ def launch(demo: gr.Blocks, host: str, port: int, share: bool = False, **kwargs)
     demo.queue(default_concurrency_limit=1)
     quiet, wait = kwargs.pop("quiet", False), not kwargs.pop("prevent_thread_lock", False)
     result = demo.launch(server_name=host, server_port=port, share=share, state_session_capacity=state.MAX_SESSIONS,
-                         max_file_size=MAX_BYTES, show_error=True, css=CSS, i18n=I18N, quiet=True,
+                         max_file_size=MAX_BYTES, show_error=True, css=CSS, head=HEAD, i18n=I18N, quiet=True,
                          prevent_thread_lock=True, app_kwargs={"middleware": MIDDLEWARE}, **kwargs)
     if not quiet:
         print(running_lines(demo.local_url, demo.share_url, share), flush=True)

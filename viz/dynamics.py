@@ -89,7 +89,7 @@ class DynamicsView:
         ax.set_xlim(-0.7, L - 0.3)
         ax.set_ylim(0, self.distance_top)
         ax.set_xticks(range(L))
-        ax.set_xlabel(t("dynamics.block", lang), fontsize=8)
+        ax.set_xlabel(t("dynamics.layer", lang), fontsize=8)
         ax.set_ylabel(t("dynamics.pixels", lang), fontsize=8)
         ax.tick_params(labelsize=8 if narrow else 7)
         ax.set_title(t("dynamics.distance", lang), fontsize=9)

@@ -75,7 +75,8 @@ def _select(x: float, y: float) -> gr.SelectData:
 
 
 def _controls(**changes) -> ControlValues:
-    """The twelve control values by name, defaults as in the page (the last of 12 layers), with ``changes``."""
+    """The control values by name, defaults as in the page (the last of 12 layers, artifacts masked), with
+    ``changes``."""
     return ControlValues(**{"layer": 11, **changes})
 
 
@@ -235,11 +236,12 @@ def test_clicking_a_thumbnail_tells_layer_head_distance_and_entropy(cat_result):
                                                 out["heads_info"])
     assert (layer, head, mean) == (4, 2, False)
     a = _cached(session)
-    stats = panels.head_stats(a)
+    stats = panels.head_stats(a, mask_artifacts=True)                # the page masks artifacts by default
     assert info == t("note.head_info", "en", layer=4, head=2, distance=float(stats.mean_distance[4, 2]),
                      entropy=float(stats.entropy_bits[4, 2]), share=float(stats.entropy_share[4, 2]),
                      maximum=stats.max_bits)
-    expected = panels.attention_map_panel(a, 4, 2, display=panels.Display(explorer.DISPLAY_SIZE, "en"))
+    expected = panels.attention_map_panel(a, 4, 2, mask_artifacts=True,
+                                          display=panels.Display(explorer.DISPLAY_SIZE, "en"))
     assert np.array_equal(_pixels(attention_image), _pixels(expected.image))
     assert heads.pick_head(_select(1, 1), session, _controls(), "en") == {}  # on the labels: nothing
 
@@ -251,7 +253,7 @@ def test_clicking_the_photo_queries_that_patch(cat_result):
                               "en")   # row 2, col 4
     new_session, attends_to, attended_by = picked["session"], picked["query_out"], picked["query_in"]
     assert new_session.query == (2, 4)
-    out, into = panels.query_map_panels(_cached(session), 2, 4, 11, None,
+    out, into = panels.query_map_panels(_cached(session), 2, 4, 11, None, mask_artifacts=True,
                                         display=panels.Display(explorer.DISPLAY_SIZE // 2, "en"))
     assert np.array_equal(_pixels(attends_to), _pixels(out.image))
     assert np.array_equal(_pixels(attended_by), _pixels(into.image))
@@ -285,7 +287,7 @@ def test_analyses_are_bounded_in_bytes_and_recomputed_when_dropped(demo, photos,
     first = _cached(cat["session"])
     camera = _analyze(photos["camera"], augreg_weights)
     assert small_cache.keys() == [camera["session"].key] and small_cache.weight <= small_cache.capacity
-    again = _redraw(cat["session"], "fusion")["rollout"]
+    again = _redraw(cat["session"], "fusion", mask_artifacts=False)["rollout"]     # as the API draws it
     assert np.array_equal(_pixels(again), _pixels(cat["rollout"]))
     assert small_cache.keys() == [cat["session"].key] and _cached(cat["session"]) is not first
 
@@ -397,12 +399,37 @@ def test_typed_texts_without_a_text_tower_are_one_plain_message(cat_result):
 @pytest.mark.slow
 def test_compare_two_checkpoints_and_animate_through_depth(cat_result, photos, real_weights_dir):
     session = cat_result["session"]
-    compared = compare.compare(session, str(real_weights_dir / DEIT), "en", _controls())
+    compared = compare.compare(session, str(real_weights_dir / DEIT), compare.AS_A, "en", _controls())
     assert compared["comparison"].width > 800
     assert [label.split(" (Δ")[0] for label in compared["top5_a"]] == list(cat_result["top5"])
     animated = compare.animate(session, "attention", "en", _controls())
     with Image.open(animated["animation_file"]) as gif:
         assert gif.n_frames == 12
+    phone = compare.compare(session, str(real_weights_dir / DEIT), compare.AS_A, "zh-CN", _controls(narrow=True))
+    assert phone["comparison"].width < 600 < phone["comparison"].height          # drawn for a phone: one column
+
+
+def test_compare_without_a_second_checkpoint_says_what_to_choose(cat_result, real_weights_dir, monkeypatch):
+    """Pressed with no B (or with A itself made the same way): one message that lists the checkpoints on this
+    machine and the other way, this model with another preprocessing; nothing runs."""
+    session = cat_result["session"]
+    monkeypatch.setattr(compare, "compare_side", lambda *a: pytest.fail("compared without a B"))
+    for model_b in (None, "", session.key.model):
+        with pytest.raises(gr.Error) as refused:
+            compare.compare(session, model_b, compare.AS_A, "en", _controls())
+        assert refused.value.message.startswith(t("message.compare_choose", "en", options="").split("\n")[0])
+        assert f"`{real_weights_dir / DEIT}`" in refused.value.message        # the test weights beside the clone
+        assert "B: photo → model input" in refused.value.message
+    with pytest.raises(gr.Error, match="请先选择用来比较的第二个检查点"):
+        compare.compare(session, None, compare.AS_A, "zh-CN", _controls())
+
+
+@pytest.mark.slow
+def test_compare_a_model_with_itself_through_another_preprocessing(cat_result):
+    """B can be A's checkpoint with its input made another way: the squashed photo against the model's own crop."""
+    session = cat_result["session"]
+    compared = compare.compare(session, session.key.model, "squash", "en", _controls())
+    assert compared["comparison"].width > 800 and "(Δ" in next(iter(compared["top5_b"]))
 
 
 def test_upload_component_passes_files_unopened(demo, tmp_path):

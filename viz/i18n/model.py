@@ -109,7 +109,7 @@ MODEL: dict[str, tuple[str, str]] = {
                         "一个查询关注 {count} 个图块词元（{heads} 个头），再接一个带残差的 MLP"),
     "arch.take_cls": ("LayerNorm, take the CLS token", "LayerNorm，取出 CLS 词元"),
     "arch.take_cls.note": ("the CLS token summarises the image", "CLS 词元概括整张图像"),
-    "arch.pre_logits": ("Pre-logits Linear + tanh", "Pre-logits Linear + tanh"),
+    "arch.pre_logits": ("Pre-logits Linear + tanh", "logits 之前的 Linear + tanh"),
     "arch.projection": ("Image projection Linear (no bias)", "图像投影 Linear（无偏置）"),
     "arch.projection.note": ("into the space shared with the text tower: the image embedding",
                              "投影到与文本塔共享的空间：图像嵌入"),

@@ -8,7 +8,7 @@ import re
 NAMES = {
     # tokens, modules and operations
     "CLS", "DIST", "REG", "ViT", "MLP", "L2", "LN", "softmax", "logit", "logits", "Transformer", "MAP", "LayerNorm",
-    "Linear", "Conv2d", "Conv2", "qkv", "proj", "GELU", "QuickGELU", "SwiGLU", "SiLU", "LayerScale", "ln_pre", "tanh", "Pre",
+    "Linear", "Conv2d", "qkv", "proj", "GELU", "QuickGELU", "SwiGLU", "SiLU", "LayerScale", "ln_pre", "tanh", "Pre",
     "W_g", "W_x", "RGB", "x_class", "E_pos", "z_L",
     # model families and explanation methods (each with its Chinese description beside it)
     "DINO", "BERT", "BEiT", "SigLIP", "CLIP", "EVA", "GAE", "AttnLRP", "CP", "LRP", "Grad", "CAM", "vit", "explain",
@@ -16,11 +16,12 @@ NAMES = {
     "Abnar", "Zuidema", "Darcet", "Petsiuk", "Chefer", "Adebayo", "ROAD", "Rong", "nostalgebraist", "Elhage", "Meng",
     "Heimersheim", "Nanda", "AUC",
     # units, keys, commands and their options, configuration names
-    "CPU", "MB", "Ctrl", "python", "app", "py", "share", "weights", "class", "pos_embed_kind", "none",
+    "CPU", "MB", "float16", "float32", "bfloat16", "Ctrl", "python", "app", "py", "share", "weights", "class", "pos_embed_kind", "none",
 }
-WORD = re.compile(r"[A-Za-z][A-Za-z_]*[A-Za-z0-9]|[A-Za-z]{2,}")
+WORD = re.compile(r"[A-Za-z][A-Za-z0-9_]*[A-Za-z0-9]")
 
 
 def english_words(text: str) -> set[str]:
-    """The Latin words of ``text`` (two letters or more, or a name with digits or underscores)."""
+    """The Latin words of ``text``: two characters or more, a letter first, digits and underscores inside (L2,
+    Conv2d, float16, x_class)."""
     return set(WORD.findall(text))

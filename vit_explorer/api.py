@@ -1,6 +1,7 @@
 """The API's handlers, ``/analyze`` and ``/explain``: what API clients (gradio_client) call. Unlike the page's
-handlers they raise ``gr.Error`` with a plain message, as API clients expect. Their inputs and outputs are a
-contract: keep their order, add at the end.
+handlers they raise ``gr.Error`` with a plain message, as API clients expect: the same sentence the page says for the
+same mistake (every message is a catalogue text, ``viz.i18n``; the API speaks English). Their inputs and outputs
+are a contract: keep their order, add at the end.
 """
 from __future__ import annotations
 
@@ -65,11 +66,12 @@ def explain(photo, method=DEFAULT_METHOD, target="", contrast="", model=None, pr
     Returns the picture of the map on the photo, and the numbers: {"method", "target": {"index", "name"},
     "contrast", "probability", "score", "readout", "grid": [gh, gw], "map": gh lists of gw values}."""
     if not photo:
-        raise gr.Error("Give a photo to explain.", print_exception=False)
+        raise gr.Error(t("message.no_analysis", "en"), print_exception=False)
     source = str(model or state.SETTINGS.models[0]).strip()
     state.served(source, preprocess=preprocess)
     if method not in METHODS:
-        raise gr.Error(f"Unknown method {method!r}! Expected one of: {', '.join(METHODS)}.", print_exception=False)
+        raise gr.Error(t("message.unknown_method", "en", method=method, methods=", ".join(METHODS)),
+                       print_exception=False)
     key = AnalysisKey(str(photo), source, preprocess)
     a = state.analysis(key)
     picks = [p for p in (pick(target) or Pick(), pick(contrast)) if p is not None]

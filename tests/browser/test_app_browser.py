@@ -333,7 +333,8 @@ def test_trust_checks_every_map_on_demand_in_both_languages(english, server):
     english.wait_for_function("() => document.querySelector('#trust-table').innerText.includes('deletion AUC')")
     _wait_for_new_src(english, "trust-image", None)
     rows = english.locator("#trust-table tbody tr").all()
-    assert {r.locator("td").first.inner_text().strip() for r in rows} >= {"gae", "attnlrp", "gradcam", "random"}
+    assert {r.locator("td").first.inner_text().strip() for r in rows} >= \
+        {t(f"method.{m}", "en") for m in ("gae", "attnlrp", "gradcam", "random")}
     _shot(english, "app-trust.png")
     phone = _open(server, "zh-CN", PHONE)                # the same photo, model and class: served from the cache
     try:

@@ -184,10 +184,26 @@ def test_the_same_photo_again_changes_nothing(cat_result, photos, augreg_weights
 
 
 def test_controls_before_any_photo_only_warn(demo):
-    with pytest.warns(UserWarning, match="no analysed photo"):
+    with pytest.warns(UserWarning, match="Give a photo first"):
         assert _redraw(None, "fusion") == {}
     with pytest.warns(UserWarning):
         assert _redraw(None, "layer") == {}
+
+
+def test_the_api_and_the_page_say_the_same_sentence_for_the_same_mistake(demo, augreg_weights):
+    """No photo: the page's warning and the API's error are one catalogue text; so are a bad model path and an
+    unknown preprocessing (both through ``state.served``)."""
+    with pytest.warns(UserWarning) as page:
+        _redraw(None, "fusion")
+    with pytest.raises(gr.Error) as api_error:
+        api.explain(None)
+    assert str(page[0].message) == api_error.value.message == t("message.no_analysis", "en")
+    for bad in (dict(model="no/such/model.pth"), dict(preprocess="stretch")):
+        with pytest.raises(gr.Error) as from_page:
+            state.served(bad.get("model", augreg_weights), "en", bad.get("preprocess", "own"))
+        with pytest.raises(gr.Error) as from_api:
+            api.explain(__file__, model=bad.get("model", augreg_weights), preprocess=bad.get("preprocess", "own"))
+        assert from_page.value.message == from_api.value.message
 
 
 # ---- the page: language, maps, clicks --------------------------------------------------------------------------
@@ -410,18 +426,23 @@ def test_compare_two_checkpoints_and_animate_through_depth(cat_result, photos, r
 
 
 def test_compare_without_a_second_checkpoint_says_what_to_choose(cat_result, real_weights_dir, monkeypatch):
-    """Pressed with no B (or with A itself made the same way): one message that lists the checkpoints on this
-    machine and the other way, this model with another preprocessing; nothing runs."""
+    """Pressed with no B (or with A itself made the same way): the note under the button lists the checkpoints on
+    this machine and the other way, this model with another preprocessing; nothing runs."""
     session = cat_result["session"]
     monkeypatch.setattr(compare, "compare_side", lambda *a: pytest.fail("compared without a B"))
     for model_b in (None, "", session.key.model):
-        with pytest.raises(gr.Error) as refused:
-            compare.compare(session, model_b, compare.AS_A, "en", _controls())
-        assert refused.value.message.startswith(t("message.compare_choose", "en", options="").split("\n")[0])
-        assert f"`{real_weights_dir / DEIT}`" in refused.value.message        # the test weights beside the clone
-        assert "B: photo → model input" in refused.value.message
-    with pytest.raises(gr.Error, match="请先选择用来比较的第二个检查点"):
-        compare.compare(session, None, compare.AS_A, "zh-CN", _controls())
+        said = compare.compare(session, model_b, compare.AS_A, "en", _controls())
+        assert list(said) == ["compare_note"]                               # every result left as it was
+        assert said["compare_note"].startswith(t("message.compare_choose", "en", options="").split("\n")[0])
+        assert f"`{real_weights_dir / DEIT}`" in said["compare_note"]       # the test weights beside the clone
+        assert "B: photo → model input" in said["compare_note"]
+    chinese = compare.compare(session, None, compare.AS_A, "zh-CN", _controls())["compare_note"]
+    assert chinese.startswith("请先选择用来比较的第二个检查点")
+    assert str(real_weights_dir / DEIT) in [c for c, _ in compare.offer_second()["model_b"].choices]
+    monkeypatch.setattr(state.SETTINGS, "any_model", False)           # a public server: only its listed models
+    assert [c for c, _ in compare.offer_second()["model_b"].choices] == state.model_choices()
+    assert str(real_weights_dir / DEIT) not in compare.compare(session, None, compare.AS_A, "en",
+                                                               _controls())["compare_note"]
 
 
 @pytest.mark.slow

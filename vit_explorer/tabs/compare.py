@@ -22,7 +22,8 @@ from viz.i18n import t
 from .. import state
 from ..components import picture
 
-OUTPUTS = ("comparison", "top5_a", "top5_b", "animation", "animation_file", "snapshot", "snapshot_picture")
+OUTPUTS = ("comparison", "compare_note", "top5_a", "top5_b", "animation", "animation_file", "snapshot",
+           "snapshot_picture")
 ANIMATIONS_DIR = Path(tempfile.gettempdir()) / "vit-explorer-animations"
 ANIMATION_SIZE = 448     # the animation's frames: each the page's map at this size, with its colour bar
 
@@ -31,7 +32,7 @@ def build(page) -> None:
     i18n = page.i18n
     gr.Markdown(i18n("about.compare"))
     with gr.Row(equal_height=True):
-        page.add("model_b", gr.Dropdown(second_choices(), value=None, allow_custom_value=True, scale=4,
+        page.add("model_b", gr.Dropdown(state.model_choices(), value=None, allow_custom_value=True, scale=4,
                                         label=i18n("control.compare_model"), info=i18n("help.compare_model"),
                                         elem_id="compare-model"))
         page.add("preprocess_b", gr.Radio([(i18n("choice.as_a"), AS_A),
@@ -40,6 +41,7 @@ def build(page) -> None:
                                           info=i18n("help.preprocess_b"), elem_id="compare-preprocess"))
         page.add("compare_button", gr.Button(i18n("button.compare"), variant="primary", scale=1, min_width=90,
                                              elem_id="compare-button"))
+    page.add("compare_note", gr.Markdown(elem_id="compare-note", elem_classes=["note"]))
     with gr.Row():
         page.add("top5_a", gr.Label(num_top_classes=5, label=i18n("label.top5_a")))
         page.add("top5_b", gr.Label(num_top_classes=5, label=i18n("label.top5_b")))
@@ -75,13 +77,14 @@ def second_choices() -> list[str]:
 def compare(session, model_b, preprocess_b, lang, controls):
     """The session's model (A) against ``model_b`` on the same photo, its input made as ``preprocess_b`` says (as A's
     by default: then B is another checkpoint; with the same checkpoint, another preprocessing); B's analysis takes
-    the model turn. Pressed without a B, or with A itself made the same way, it says what to choose."""
+    the model turn. Pressed without a B, or with A itself made the same way, the note under the button says what
+    to choose (the checkpoints on this machine, or another preprocessing) and nothing runs."""
     if state.session_analysis(session, lang) is None:
         return {}
     preprocess = session.key.preprocess if preprocess_b in (None, AS_A) else preprocess_b
     if not model_b or (str(model_b).strip() == session.key.model and preprocess == session.key.preprocess):
         options = "\n".join(f"- `{choice}`" for choice in second_choices())
-        raise gr.Error(t("message.compare_choose", lang, options=options), print_exception=False)
+        return {"compare_note": t("message.compare_choose", lang, options=options)}
     served_a = state.model_of(session.key)
     served_b = state.served(model_b, lang, preprocess)
     a = state.analysis(session.key, lang)
@@ -99,7 +102,7 @@ def compare(session, model_b, preprocess_b, lang, controls):
         return {f"{r.label} (Δ {r.change:+.1%})" if r.change is not None else r.label: getattr(r, own) or 0.0
                 for r in rows}
     return dict(comparison=comparison_image(comparison, lang=lang, narrow=c.narrow), top5_a=top(comparison.top_a, "a"),
-                top5_b=top(comparison.top_b, "b"))
+                top5_b=top(comparison.top_b, "b"), compare_note="")
 
 
 def animate(session, animate_what, lang, controls):
@@ -142,8 +145,16 @@ def _series(session, folder: str, lang: str):
         raise gr.Error(t("message.snapshots_failed", lang, error=err), print_exception=False) from None
 
 
+def offer_second() -> dict:
+    """The tab opened: B's list offers what this server may open now (``second_choices``: a public server only its
+    listed models, decided at launch, after the page was built)."""
+    return {"model_b": gr.Dropdown(choices=second_choices())}
+
+
 def wire(page) -> None:
-    page["compare_button"].click(**page.wire(compare, ["comparison", "top5_a", "top5_b"]), **page.model_work)
+    page["tab_compare"].select(**page.wire(offer_second, ["model_b"]), **page.instant)
+    page["compare_button"].click(**page.wire(compare, ["comparison", "top5_a", "top5_b", "compare_note"]),
+                                 **page.model_work)
     page["animate_button"].click(**page.wire(animate, ["animation", "animation_file"]), **page.model_work)
     gr.on([page["load_snapshots"].click, page["snapshots"].submit],
           **page.wire(open_snapshots, ["snapshot", "snapshot_picture"]), **page.model_work)

@@ -63,9 +63,12 @@ PAGE: dict[str, tuple[str, str]] = {
         "Where the CLS token attends in one layer: one head, or the mean of the heads.",
         "CLS 词元在某一层里关注哪里：一个头，或各头的平均。"),
     "about.heads": (
-        "The CLS attention of every layer and head, as thumbnails over the photo on one colour scale (the longer of "
-        "layers and heads runs across). Click a thumbnail to select that layer and head.",
-        "每一层、每个头的 CLS 注意力，以缩略图叠在照片上，共用一个色标（层和头中数量较多的一个横向排列）。点击缩略图即可选中对应的层和头。"),
+        "The CLS attention of every layer and head, as thumbnails over the photo (the longer of layers and heads runs "
+        "across; on a phone, a few layers to a row). Each layer has its own colour scale, its brightest value written "
+        "under its number, so that the early, almost uniform layers show their structure too. Click a thumbnail to "
+        "select that layer and head.",
+        "每一层、每个头的 CLS 注意力，以缩略图叠在照片上（层和头中数量较多的一个横向排列；手机上每行只放几层）。每一层各用自己的色标，"
+        "最亮的值写在层号下方，这样前面几乎均匀的层也能看出结构。点击缩略图即可选中对应的层和头。"),
     "about.query": (
         "Click a patch of the photo: where it attends (its attention row) and which patches attend to it (its "
         "column), in the layer and head picked in the Attention tab.",
@@ -159,9 +162,11 @@ PAGE: dict[str, tuple[str, str]] = {
     "message.preprocess_unknown": ("Unknown preprocessing {choice!r}: expected one of {choices}.",
                                    "未知的预处理方式 {choice!r}：应为 {choices} 之一。"),
     "message.no_analysis": (
-        "There is no analysed photo in this session yet (or the server forgot this session): upload a photo or "
-        "press Analyze.",
-        "这个会话里还没有分析过的照片（或服务器已忘记这个会话）：请上传一张照片，或点击“分析”。"),
+        "Give a photo first: upload one, paste one or pick an example photo (the server may have forgotten one "
+        "analysed long ago).",
+        "请先给一张照片：上传、粘贴，或选一张示例照片（很久以前分析过的照片，服务器可能已经忘了）。"),
+    "message.unknown_method": ("Unknown method {method!r}! Expected one of: {methods}.",
+                               "未知的方法 {method!r}：应为 {methods} 之一。"),
     "message.analyse_again": ("This photo could not be analysed again ({error}). Upload it again.",
                               "这张照片无法重新分析（{error}）。请重新上传。"),
     "message.running": ("The explorer is running: open {url} in a browser (Ctrl+C stops it).",

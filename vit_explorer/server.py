@@ -16,6 +16,7 @@ from pathlib import Path
 import gradio as gr
 
 import vit
+from vit.command import program
 from vit.device import pick_device
 from vit.image_file import MAX_BYTES
 from viz.drawing.fonts import missing_font_message
@@ -31,7 +32,8 @@ LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description="ViT Attention Explorer: a Gradio app to explore what a ViT attends to.")
+    p = argparse.ArgumentParser(prog=program("vit_explorer", "app.py"),
+                                description="ViT Attention Explorer: a Gradio app to explore what a ViT attends to.")
     which = p.add_mutually_exclusive_group()
     which.add_argument("--weights", help="checkpoint file or Hugging Face folder to start with")
     which.add_argument("--model", default="default",
@@ -141,5 +143,5 @@ def running_lines(local_url: str, share_url: str | None, share: bool = False) ->
     if share_url:
         lines += [t("message.shared", lang, url=share_url) for lang in LANGUAGES]
     elif not share:
-        lines += [t("message.share_hint", lang) for lang in LANGUAGES]
+        lines += [t("message.share_hint", lang, command=program("vit_explorer", "app.py")) for lang in LANGUAGES]
     return "\n".join(lines)

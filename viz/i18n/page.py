@@ -172,8 +172,8 @@ PAGE: dict[str, tuple[str, str]] = {
     "message.running": ("The explorer is running: open {url} in a browser (Ctrl+C stops it).",
                         "探索器已启动：在浏览器中打开 {url}（按 Ctrl+C 停止）。"),
     "message.shared": ("Temporary public link (it lasts up to a week): {url}", "临时公开链接（最多保留一周）：{url}"),
-    "message.share_hint": ("To share it through a temporary public link, start it with: python app.py --share",
-                           "想通过临时公开链接分享，请这样启动：python app.py --share"),
+    "message.share_hint": ("To share it through a temporary public link, start it with: {command} --share",
+                           "想通过临时公开链接分享，请这样启动：{command} --share"),
     "message.cannot_start": ("Cannot start: the model {model!r} did not load.", "无法启动：模型 {model!r} 没有加载成功。"),
     "message.start_with": (
         "Start with a checkpoint that is on this machine, for example:", "请用这台电脑上已有的检查点启动，例如："),

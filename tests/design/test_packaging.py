@@ -15,8 +15,6 @@ from pathlib import Path
 
 import pytest
 
-from vit_explorer.site import DOCS
-
 REPO = Path(__file__).resolve().parents[2]
 PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())
 COMMANDS = {"vit-explorer": "python -m vit_explorer", "vit-viz": "python -m viz", "vit-train": "python -m vit.train"}
@@ -72,6 +70,8 @@ def test_the_wheel_holds_the_packages_and_their_data(installed):
     assert not [n for n in names if n.startswith(("tests/", "bench/", "docs/", "app.py"))]
     examples = installed / "prefix" / "share" / "vit-attention-explorer" / "examples"
     assert sorted(p.name for p in examples.glob("*.jpg")) == sorted(p.name for p in (REPO / "examples").glob("*.jpg"))
+    from vit_explorer.site import DOCS
+
     docs = installed / "prefix" / "share" / "vit-attention-explorer" / "docs"   # what the page's links open
     assert {f"{name}.md" for name in DOCS} <= {p.name for p in docs.glob("*.md")}
 

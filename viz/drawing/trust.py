@@ -43,6 +43,7 @@ def trust_figure(report: TrustReport, photo: np.ndarray | None = None, lang: str
     for i, name in enumerate(names):
         _map(fig.add_axes((0.01 + i * 0.98 / M + 0.004, 0.585, 0.98 / M - 0.008, 0.28)), report, name, i, photo,
              cmap, colour, lang)
+    _own_scale_bar(fig.add_axes((0.4, 0.555, 0.2, 0.012)), cmap, lang)
     left = WIDE_LEFTS[with_sanity]                       # deletion, insertion, correlations (its labels left of it)
     for k, kind in enumerate(("deletion", "insertion")):
         _curves(fig.add_axes((left[k], 0.15, 0.19 if with_sanity else 0.25, 0.30)), report, kind, names, colour,
@@ -65,7 +66,7 @@ def _narrow_figure(report, photo, lang, cmap, names, with_sanity, colour, title)
     legend_rows = -(-(M + ("random" not in names)) // 2)
     map_row, curve, matrix, sanity = 1.95, 2.4, 3.6, 2.6               # inches: a row of maps, each panel below
     legend = 0.2 * legend_rows + 0.15
-    height = 1.0 + rows * map_row + curve + (curve + legend) + matrix + (sanity if with_sanity else 0)
+    height = 1.0 + rows * map_row + 0.55 + curve + (curve + legend) + matrix + (sanity if with_sanity else 0)
     fig = new_figure(screens.NARROW_INCHES, height, screens.NARROW_DPI)
     fig.suptitle(title, fontsize=screens.MIN_POINTS + 1, y=1 - 0.08 / height, va="top")
     y = 1.0                                                            # inches from the top
@@ -81,6 +82,8 @@ def _narrow_figure(report, photo, lang, cmap, names, with_sanity, colour, title)
         _map(fig.add_axes((0.04 + col * 0.49, 1 - (top + 1.3) / height, 0.43, 1.3 / height)), report, name, i,
              photo, cmap, colour, lang)
     y += rows * map_row
+    _own_scale_bar(fig.add_axes((0.25, 1 - (y + 0.12) / height, 0.5, 0.1 / height)), cmap, lang)
+    y += 0.55
     _curves(axes(0.2, curve, 0.76, 0.55), report, "deletion", names, colour, lang, legend=False)
     y += curve
     ax = axes(0.2, curve + legend, 0.76, 0.55 + legend)
@@ -95,6 +98,15 @@ def _narrow_figure(report, photo, lang, cmap, names, with_sanity, colour, title)
         _sanity(ax, report, names, colour, lang)
         ax.legend(handles=ax.get_lines()[-1:], fontsize=screens.MIN_POINTS, loc="lower left")   # the flag's line
     return use_language_font(fig, lang)
+
+
+def _own_scale_bar(ax, cmap: str, lang: str) -> None:
+    """The maps' colour bar, horizontal: each map on its own scale, 0 at its lowest value and 1 at its highest."""
+    ax.imshow(np.linspace(0, 1, 256)[None], cmap=cmap, aspect="auto", extent=(0, 1, 0, 1))
+    ax.set_yticks([])
+    ax.set_xticks([0, 1], ["0", "1"])
+    ax.tick_params(labelsize=screens.MIN_POINTS, length=2, pad=1)
+    ax.set_title(t("colorbar.own_scale", lang).replace("\n", " "), fontsize=screens.MIN_POINTS, pad=2)
 
 
 def _map(ax, report, name, i, photo, cmap, colour, lang) -> None:

@@ -362,7 +362,9 @@ PAGE: dict[str, tuple[str, str]] = {
                        "训练时定期保存的快照所在的文件夹（仅限本机运行的应用）"),
     "button.load_snapshots": ("Load the snapshots", "加载快照"),
     "control.snapshot": ("Snapshot", "快照"),
-    "help.snapshot": ("scrub through the training run, one snapshot at a time", "逐个快照浏览训练过程"),
+    "help.snapshot": ("scrub through the training run, one snapshot at a time (it wakes up once a snapshot folder is "
+                      "loaded above)",
+                      "逐个快照浏览训练过程（在上方加载快照文件夹之后才能拖动）"),
     "picture.snapshot": ("The model learning to see", "模型学会看的过程"),
     "message.compare_failed": ("Could not compare: {error}", "无法比较：{error}"),
     "message.snapshots_failed": ("Could not open the snapshots: {error}", "无法打开快照：{error}"),

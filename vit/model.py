@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Iterator, NamedTuple
+from typing import Callable, Iterator, NamedTuple
 
 import torch
 import torch.nn as nn
@@ -212,6 +212,9 @@ class PatchEmbed(nn.Module):
 class Attention(nn.Module):
     """Multi-head self-attention with a fused (SDPA) path and an explicit-softmax path that can return the maps.
 
+    The computation comes in the pieces every pass reads or replaces (``Block.step`` runs them in order):
+    ``project`` (q, k, v), ``positioned`` (the rotary embedding of q and k), ``logit_bias`` (BEiT's relative bias,
+    a packing mask), ``attend`` (softmax(q·kᵀ/√d + bias)·v per head) and ``merge`` (heads concatenated, projected).
     ``causal``: each token attends to itself and earlier tokens only (CLIP's text tower).
     """
 
@@ -251,9 +254,14 @@ class Attention(nn.Module):
         probabilities (B, H, Tq, T) if return_attn else None).
 
         ``queries``: indices of the Tq tokens whose outputs are wanted (default: all T); every token is still a
-        key and a value. ``vit.inside`` reads heads here (ablation and patching replace slices of this tensor)
-        and runs a last block on its readout tokens only.
+        key and a value.
         """
+        q, k, v = self.project(x)
+        q, k = self.positioned(q, k, positions)
+        return self.attend(q, k, v, self.logit_bias(positions, q.dtype), return_attn, queries)
+
+    def project(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """x (B, T, D) -> q, k, v, each (B, H, T, Dh): the qkv projection (with BEiT's / EVA-02's q and v biases)."""
         B, T, D = x.shape
         if self.q_bias is None:
             qkv = self.qkv(x)
@@ -261,14 +269,42 @@ class Attention(nn.Module):
             qkv = F.linear(x, self.qkv.weight, torch.cat([self.q_bias, torch.zeros_like(self.q_bias), self.v_bias]))
         qkv = qkv.reshape(B, T, 3, self.num_heads, self.head_dim)  # (B, T, 3, H, Dh)
         q, k, v = qkv.permute(2, 0, 3, 1, 4).unbind(0)              # each (B, H, T, Dh)
-        if positions is not None and positions.rope is not None:  # rotate the patch tokens' q and k by their position
-            q = apply_rope(q, *positions.rope, positions.num_prefix)
-            k = apply_rope(k, *positions.rope, positions.num_prefix)
-        # BEiT's relative-position bias, and -inf between packed sequences: (H, T, T) or (B, H, T, T), or None
-        bias = attention_bias(positions, self.relative_position_bias_table, q.dtype)
+        return q, k, v
+
+    @staticmethod
+    def positioned(q: torch.Tensor, k: torch.Tensor,
+                   positions: TokenPositions | None) -> tuple[torch.Tensor, torch.Tensor]:
+        """q, k (B, H, T, Dh) as attention compares them: the patch tokens rotated by their position (EVA-02's
+        rotary embedding); unchanged without one."""
+        if positions is None or positions.rope is None:
+            return q, k
+        return (apply_rope(q, *positions.rope, positions.num_prefix),
+                apply_rope(k, *positions.rope, positions.num_prefix))
+
+    def queries_and_keys(self, normed: torch.Tensor,
+                         positions: TokenPositions | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """The block's normalised input (B, T, D) -> (q, k), each (B, H, T, Dh), positions applied: all that
+        ``attention_rows`` needs to recompute any rows of this block's attention later."""
+        q, k, _ = self.project(normed)
+        return self.positioned(q, k, positions)
+
+    def logit_bias(self, positions: TokenPositions | None, dtype: torch.dtype) -> torch.Tensor | None:
+        """What is added to q·kᵀ/√d: BEiT's relative-position bias and -inf between packed sequences,
+        (H, T, T) or (B, H, T, T); None when nothing is."""
+        return attention_bias(positions, self.relative_position_bias_table, dtype)
+
+    def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias: torch.Tensor | None = None,
+               return_attn: bool = False,
+               queries: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """q, k, v (B, H, T, Dh) -> (attn @ v (B, H, Tq, Dh), the probabilities (B, H, Tq, T) if return_attn).
+
+        The fused kernel unless the probabilities are asked for (or ``fused_attn`` is off): then the explicit
+        softmax, whose rows are the maps the output came from. ``queries``: the Tq rows wanted (default all).
+        """
+        T = k.shape[-2]
         if queries is not None:                                    # only these rows of the attention
             if self.causal:
-                raise ValueError("Attention.mix: queries cannot be chosen with a causal mask.")
+                raise ValueError("Attention.attend: queries cannot be chosen with a causal mask.")
             q = q[:, :, queries]                                    # (B, H, Tq, Dh)
             bias = None if bias is None else bias[..., queries, :]  # (…, Tq, T)
         attn = None
@@ -280,7 +316,7 @@ class Attention(nn.Module):
             if bias is not None:
                 attn = attn + bias                          # BEiT: + the bias of each (query, key) offset; packing: −inf
             if self.causal:                                 # a query never sees later tokens
-                attn = attn.masked_fill(torch.ones(T, T, dtype=torch.bool, device=x.device).triu(1), float("-inf"))
+                attn = attn.masked_fill(torch.ones(T, T, dtype=torch.bool, device=q.device).triu(1), float("-inf"))
             attn = attn.softmax(dim=-1)                    # each query row sums to 1
             x = self.attn_drop(attn) @ v                   # (B, H, Tq, Dh)
         return x, attn
@@ -291,6 +327,28 @@ class Attention(nn.Module):
         B, H, T, Dh = heads.shape
         x = heads.transpose(1, 2).reshape(B, T, H * Dh)    # heads concatenated back to (B, T, D)
         return self.proj_drop(self.proj(self.norm(x)))
+
+
+def attention_rows(q: torch.Tensor, k: torch.Tensor, scale: float, bias: torch.Tensor | None = None,
+                   queries: torch.Tensor | None = None, chunk: int = 1024) -> torch.Tensor:
+    """Rows of a block's attention recomputed from its kept queries and keys (``Attention.queries_and_keys``).
+
+    q, k (B, H, T, Dh) in any float dtype (16 bits to keep them small); ``bias`` as ``Attention.logit_bias``
+    gives it; ``queries`` the Tq rows wanted (default all) -> probabilities (B, H, Tq, T) in float32, equal to the
+    rows ``Attention.attend`` computes, up to the rounding of q and k. Computed ``chunk`` rows at a time, so the
+    memory is Tq·T plus one chunk's logits. A column j of the attention is ``attention_rows(...)[..., j]``.
+    """
+    if queries is not None:
+        q = q[:, :, queries]
+        bias = None if bias is None else bias[..., queries, :]
+    q, k = q.float(), k.float()
+    out = q.new_empty(*q.shape[:-1], k.shape[-2])                          # (B, H, Tq, T)
+    for i in range(0, q.shape[-2], chunk):
+        logits = (q[:, :, i:i + chunk] * scale) @ k.transpose(-2, -1)    # (B, H, c, T)
+        if bias is not None:
+            logits = logits + bias[..., i:i + chunk, :].float()
+        out[:, :, i:i + chunk] = logits.softmax(dim=-1)
+    return out
 
 
 class QuickGELU(nn.Module):
@@ -366,6 +424,26 @@ class DropPath(nn.Module):
         return x * mask / keep
 
 
+TAPS = ("normed", "qk", "attn")
+"""What ``Block.step`` keeps beyond what it always returns: the normalised input, q and k with positions
+applied, the attention probabilities (the explicit softmax instead of the fused kernel)."""
+
+HeadEdit = Callable[[torch.Tensor], torch.Tensor]   # heads (B, H, Tq, Dh) -> heads of the same shape
+
+
+@dataclass
+class BlockStep:
+    """What one ``Block.step`` computed: B images, T tokens in, Tq tokens out (all T unless ``rows``), H heads."""
+    out: torch.Tensor                   # (B, Tq, D) the stream after the block
+    heads: torch.Tensor                 # (B, H, Tq, Dh) every head's attn @ v, before merge (edited, if asked)
+    attn_branch: torch.Tensor           # (B, Tq, D) what attention adds to the stream: ls1(merge(heads))
+    mlp_branch: torch.Tensor            # (B, Tq, D) what the MLP adds: ls2(mlp(norm2(x + attn_branch)))
+    normed: torch.Tensor | None = None  # (B, T, D) norm1(x), the attention's input; tap "normed"
+    q: torch.Tensor | None = None       # (B, H, T, Dh) queries, positions applied; tap "qk"
+    k: torch.Tensor | None = None       # (B, H, T, Dh) keys, positions applied; tap "qk"
+    attn: torch.Tensor | None = None    # (B, H, Tq, T) softmax attention; tap "attn"
+
+
 class Block(nn.Module):
     """Pre-norm transformer block."""
 
@@ -382,10 +460,48 @@ class Block(nn.Module):
     def forward(self, x: torch.Tensor, return_attn: bool = False,
                 positions: TokenPositions | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
         """x: (B, T, D) -> (B, T, D), and the block's attention (B, H, T, T) when asked."""
-        a, attn = self.attn(self.norm1(x), return_attn, positions)
-        x = x + self.drop_path(self.ls1(a))
-        x = x + self.drop_path(self.ls2(self.mlp(self.norm2(x))))
-        return x, attn
+        step = self.step(x, positions, taps=("attn",) if return_attn else ())
+        return step.out, step.attn
+
+    def attention_input(self, x: torch.Tensor) -> torch.Tensor:
+        """The stream (B, T, D) as the block's attention reads it: norm1(x) (the "normed" tap)."""
+        return self.norm1(x)
+
+    def step(self, x: torch.Tensor, positions: TokenPositions | None = None, taps: tuple[str, ...] = (),
+             rows: torch.Tensor | None = None, heads: torch.Tensor | HeadEdit | None = None,
+             mlp: torch.Tensor | None = None) -> BlockStep:
+        """The block's computation, the one every pass runs (the plain forward, capture, the views inside the model,
+        the explanations), with the pieces they read kept and the pieces they replace replaced:
+
+            heads = attn.attend(attn.positioned(attn.project(norm1(x))))    (B, H, Tq, Dh)
+            x     = x + ls1(attn.merge(heads))
+            x     = x + ls2(mlp(norm2(x)))
+
+        ``taps``: what to keep beyond ``BlockStep``'s heads and branches (``TAPS``). ``rows``: the Tq tokens whose
+        outputs are wanted (every token is still a key and a value; the readout's rows of a last block). ``heads``:
+        a tensor (B, H, Tq, Dh) used instead of computing attention, or a function editing the computed heads
+        (ablation, patching). ``mlp``: (B, Tq, D) added instead of the MLP branch. Nothing given: the plain block,
+        on the fused attention kernel.
+        """
+        unknown = set(taps) - set(TAPS)
+        if unknown:
+            raise ValueError(f"Unknown taps {sorted(unknown)}! Expected some of {TAPS}.")
+        normed = q = k = attn = None
+        if heads is None or callable(heads):
+            normed = self.attention_input(x)
+            q, k, v = self.attn.project(normed)
+            q, k = self.attn.positioned(q, k, positions)
+            h, attn = self.attn.attend(q, k, v, self.attn.logit_bias(positions, q.dtype), "attn" in taps, rows)
+            heads = h if heads is None else heads(h)
+        if rows is not None:
+            x = x[:, rows]                                          # (B, Tq, D)
+        attn_branch = self.drop_path(self.ls1(self.attn.merge(heads)))
+        x = x + attn_branch
+        mlp_branch = self.drop_path(self.ls2(self.mlp(self.norm2(x)))) if mlp is None else mlp
+        x = x + mlp_branch
+        keep = lambda name, t: t if name in taps else None      # noqa: E731
+        return BlockStep(x, heads, attn_branch, mlp_branch, keep("normed", normed), keep("qk", q), keep("qk", k),
+                         attn)
 
 
 class AttentionPool(nn.Module):

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import vit
-from vit.model import Attention, Block, Mlp, PatchEmbed
+from vit.model import Block, Mlp, PatchEmbed
 
 VARIANTS = ["ti_16", "s_16", "b_16", "b_32", "l_16", "l_32", "h_14", "b_14", "s_32"]
 
@@ -66,7 +66,6 @@ def test_every_module_output_shape(name, wide):
         PatchEmbed: (B, gh * gw, D),
         torch.nn.Conv2d: (B, D, gh, gw),
         Block: (B, T, D),
-        Attention: (B, T, D),
         Mlp: (B, T, D),
         torch.nn.LayerNorm: (B, T, D),
         torch.nn.GELU: (B, T, M),
@@ -91,6 +90,8 @@ def test_every_module_output_shape(name, wide):
     assert {(B, T, 3 * D), (B, T, D), (B, T, M), (B, 1000)} == linear_shapes  # qkv, proj/fc2, fc1, head
     assert logits.shape == (B, 1000)
     assert model.token_layout(H, W) == vit.TokenLayout(1, (gh, gw))
+    attn = model.blocks[0].attn       # Block.step runs its pieces; called as a module it is merge(mix(x))
+    assert attn(torch.empty(B, T, D, device="meta"))[0].shape == (B, T, D)
     assert model.resampled_pos_embed((gh, gw)).shape == (1, T, D)
 
 

@@ -2,14 +2,15 @@
 
 - ``gradient_pass``: the plain model's backward from ``target.score``; returns every block's attention
   with its gradient (GAE, gradient-weighted rollout) and the last block's ``norm1`` output with its
-  gradient (Grad-CAM), all from the same pass.
+  gradient (Grad-CAM), all from the same pass, tapped from ``Block.step`` (no hooks, no module swapped).
 - ``relevance_pass``: the backward of a rule-wired view (``rules.ATTN_LRP`` or ``rules.CP_LRP``); returns
   gradient × input of every patch token at the patch embedding, i.e. LRP relevance per patch.
 
 Both differentiate with ``torch.autograd.grad`` towards the few tensors they need and cut the graph at the
-patch embedding's output, so no gradient of any weight is ever computed (the backward costs about one
-forward, not two), whether or not the parameters require grad. The model is never changed: the passes run
-views of it (``rules.rewired``) and keep everything they record in their own locals, so concurrent calls
+embedding (the relevance pass at the patch embedding's output, whose relevance it reads), so no gradient of any
+weight is ever computed (the backward costs about one forward, not two), whether or not the parameters require
+grad. The model is never changed: the passes run views of it (``rules.without_parameter_grads``,
+``rules.rewired``) and keep everything they record in their own locals, so concurrent calls
 do not interfere. The formulas that turn these arrays into maps live in ``viz.explain``.
 """
 from __future__ import annotations
@@ -18,10 +19,9 @@ from dataclasses import dataclass
 
 import torch
 import torch.nn as nn
-import torch.nn.functional as F
 
-from ..model import Attention, AttentionPool, PatchEmbed, TokenLayout, VisionTransformer
-from .rules import ATTN_LRP, RuleSet, rewired, rule_view, without_parameter_grads
+from ..model import PatchEmbed, TokenLayout, VisionTransformer
+from .rules import ATTN_LRP, RuleSet, rule_view, without_parameter_grads
 from .targets import ClassTarget, Target
 
 
@@ -100,45 +100,6 @@ class RelevancePass:
     rules: str                      # "attnlrp" or "cp_lrp"
 
 
-class _RecordAttention(nn.Module):
-    """Our Attention run on its explicit-softmax path; the probabilities are appended to ``store``."""
-
-    def __init__(self, inner: Attention, store: list):
-        super().__init__()
-        self.inner, self.store = inner, store
-
-    def forward(self, x: torch.Tensor, return_attn: bool = False, positions=None):
-        out, attn = self.inner(x, return_attn=True, positions=positions)  # attn: (B, H, T, T), part of the graph
-        self.store.append(attn)
-        return out, attn if return_attn else None
-
-
-class _RecordProbe(nn.Module):
-    """The MAP pooling head run on its explicit-softmax path; the probe's attention (B, H, N) is kept in ``store``."""
-
-    def __init__(self, inner: AttentionPool, store: dict):
-        super().__init__()
-        self.inner, self.store = inner, store
-
-    def forward(self, x: torch.Tensor, return_attn: bool = False):
-        pooled, probe = self.inner(x, return_attn=True)
-        self.store["probe"] = probe
-        return pooled, probe if return_attn else None
-
-
-class _Record(nn.Module):
-    """Runs ``inner`` and keeps its output under ``key`` in ``store``."""
-
-    def __init__(self, inner: nn.Module, store: dict, key: str):
-        super().__init__()
-        self.inner, self.store, self.key = inner, store, key
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        y = self.inner(x)
-        self.store[self.key] = y
-        return y
-
-
 class _GraphStart(nn.Module):
     """The patch embedding whose output starts the graph: detached, then requiring grad (kept in ``store``).
 
@@ -164,38 +125,32 @@ def _differentiable(x: torch.Tensor) -> torch.Tensor:
 def gradient_pass(model: VisionTransformer, x: torch.Tensor, target: Target | None = None) -> GradientPass:
     """Images (B, C, H, W) -> ``GradientPass`` for ``target`` (default: each image's top-1 class).
 
-    One forward with the explicit softmax (so every block's attention is a tensor of the graph) and one
-    ``autograd.grad`` towards those L attention maps and the last block's norm1 output.
+    One forward through ``Block.step`` with the explicit softmax (so every block's attention is a tensor of the
+    graph, tapped with the last block's normalised input) and one ``autograd.grad`` towards those L attention maps
+    and that input. The graph starts at the embedded tokens: nothing below them needs a gradient.
     """
     layout = model.eval_layout(x, "Explanations")
     target = target if target is not None else ClassTarget()
-    maps: list[torch.Tensor] = []
-    store: dict[str, torch.Tensor] = {}
-    last_norm = f"blocks.{len(model.blocks) - 1}.norm1"
-
-    def replace(name: str, module: nn.Module) -> nn.Module | None:
-        if isinstance(module, PatchEmbed):
-            return _GraphStart(module, store)
-        if isinstance(module, Attention):
-            return _RecordAttention(module, maps)
-        if isinstance(module, AttentionPool):
-            return _RecordProbe(module, store)
-        if name == last_norm:
-            return _Record(module, store, "tokens")
-        return None
-
-    view = rewired(without_parameter_grads(model), replace)
+    view = without_parameter_grads(model)
+    last = len(view.blocks) - 1
     with torch.inference_mode(False), torch.enable_grad():
-        output = view(_differentiable(x))
+        x = _differentiable(x)
+        positions = view.token_positions(x.shape[-2], x.shape[-1], x.device)
+        stream = view.embed(x).detach().requires_grad_()                    # (B, T, D): the graph starts here
+        maps: list[torch.Tensor] = []
+        for i, blk in enumerate(view.blocks):
+            step = blk.step(stream, positions, taps=("attn", "normed") if i == last else ("attn",))
+            stream = step.out
+            maps.append(step.attn)                                          # (B, H, T, T), part of the graph
+        tokens = step.normed                                                # (B, T, D) the last block's norm1
+        output, probe = view.forward_head(stream, return_probe=True)
         score = target.score(output)                                        # (B,)
-        grads = torch.autograd.grad(score.sum(), maps + [store["tokens"]])  # images are independent: sum
-    probe = store.get("probe")
-    if probe is not None:                                                   # (B, H, N) over the patches only
-        probe = F.pad(probe.detach(), (layout.num_prefix, 0))              # (B, H, T), 0 on the prefix
+        grads = torch.autograd.grad(score.sum(), maps + [tokens])           # images are independent: sum
+    probe = None if probe is None else probe.detach()                       # (B, H, T), 0 on the prefix
     return GradientPass(output=output.detach(), score=score.detach(),
                         attention=torch.stack([m.detach() for m in maps], dim=1),   # (B, L, H, T, T)
                         attention_grad=torch.stack(grads[:-1], dim=1),
-                        tokens=store["tokens"].detach(), tokens_grad=grads[-1], layout=layout,
+                        tokens=tokens.detach(), tokens_grad=grads[-1], layout=layout,
                         readout=readout(model, layout, None if probe is None else probe[0]), probe=probe)
 
 

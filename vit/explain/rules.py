@@ -38,7 +38,6 @@ import torch.nn.functional as F
 
 from ..model import (Attention, AttentionPool, Block, DropPath, LayerScale, Mlp, QuickGELU, SwiGLU,
                      VisionTransformer)
-from ..positions import apply_rope, attention_bias
 
 IDENTITY_EPS = 1e-10  # the identity rule's f(x)/(x + eps), as lxt computes it (x = 0 gives 0, not NaN)
 
@@ -135,12 +134,12 @@ NO_SOFTMAX_FLOW = (0.0, 0.0, 1.0)
 """CP-LRP: the attention weights are treated as constants (q and k get no gradient); all relevance goes through v."""
 
 
-class RuleAttention(nn.Module):
-    """Our ``Attention`` (same weights, same values) with a bilinear rule on q, k, v.
+class RuleAttention(Attention):
+    """Our ``Attention`` (same weights, same code, same values) with a bilinear rule on q, k, v.
 
-    x (B, T, D) -> (B, T, D). The attention itself runs fused (F.scaled_dot_product_attention), whose
-    backward is the exact gradient of softmax(q·kᵀ/√d + bias)·v, so the softmax keeps its own gradient.
-    Every part of the families' attention is reproduced, each with the rule its kind needs:
+    x (B, T, D) -> (B, T, D). Only ``project`` differs: q, k and v leave it with their gradients scaled; everything
+    after is the model's own attention (``Block.step`` runs it), and each part of the families' attention passes
+    relevance as its kind needs:
 
     - q/v biases (BEiT, EVA-02): part of the linear qkv map; like every bias they are model constants that
       keep (absorb) the relevance gradient × input would give them;
@@ -148,46 +147,32 @@ class RuleAttention(nn.Module):
       input of a linear map; the bilinear rule's scale on q and k commutes with it;
     - relative position bias (BEiT): a constant added to the logits; it absorbs its gradient × input share of
       the softmax's relevance, as any bias does;
+    - the softmax keeps its own gradient (fused or explicit: both are the exact gradient of
+      softmax(q·kᵀ/√d + bias)·v);
     - the sub-LayerNorm on the heads' output (EVA-02 CLIP's attn_norm): its own rule (a child the view walks);
-    - a causal mask (CLIP's text tower): the mask of the fused call.
+    - a causal mask (CLIP's text tower): the model's own mask.
     """
 
-    KNOWN_MODULES = {"qkv", "attn_drop", "norm", "proj", "proj_drop"}     # the parts forward() below reproduces
+    KNOWN_MODULES = {"qkv", "attn_drop", "norm", "proj", "proj_drop"}     # the parts the model's attention runs
     KNOWN_PARAMETERS = {"q_bias", "v_bias", "relative_position_bias_table"}
     walk_children = True   # ``rewired`` gives qkv, norm, proj, proj_drop their own rules
 
     def __init__(self, inner: Attention, qkv_scale: tuple[float, float, float]):
-        super().__init__()
+        nn.Module.__init__(self)
         extra = sorted(n for n in inner._modules if n not in self.KNOWN_MODULES)
         extra += sorted(n for n in inner._parameters if n not in self.KNOWN_PARAMETERS)
-        if extra:  # e.g. q/k norms: forward() would silently skip them
+        if extra:  # e.g. q/k norms: the rule was not written for them
             raise ValueError(f"RuleAttention reproduces Attention made of {', '.join(sorted(self.KNOWN_MODULES))} "
                              f"with {', '.join(sorted(self.KNOWN_PARAMETERS))} only, but this one also has "
                              f"{', '.join(extra)}; extend RuleAttention for them.")
-        self.qkv, self.norm, self.proj, self.proj_drop = inner.qkv, inner.norm, inner.proj, inner.proj_drop
-        self.num_heads, self.head_dim, self.scale, self.causal = inner.num_heads, inner.head_dim, inner.scale, inner.causal
-        self.q_bias, self.v_bias = inner.q_bias, inner.v_bias
-        self.rel_table = inner.relative_position_bias_table
+        shared = ("_modules", "_parameters", "_buffers")      # shallow: the same tensors, a dict of our own
+        self.__dict__.update({k: dict(v) if k in shared else v for k, v in inner.__dict__.items()})
         self.qkv_scale = qkv_scale
 
-    def forward(self, x: torch.Tensor, return_attn: bool = False, positions=None) -> tuple[torch.Tensor, None]:
-        B, T, D = x.shape
-        if self.q_bias is None:
-            qkv = self.qkv(x)
-        else:                                                            # BEiT / EVA-02: no key bias
-            qkv = F.linear(x, self.qkv.weight, torch.cat([self.q_bias, torch.zeros_like(self.q_bias), self.v_bias]))
-        qkv = qkv.reshape(B, T, 3, self.num_heads, self.head_dim)       # (B, T, 3, H, Dh)
-        scale = torch.tensor(self.qkv_scale, dtype=qkv.dtype, device=qkv.device).reshape(3, 1, 1)
-        q, k, v = scale_gradient(qkv, scale).permute(2, 0, 3, 1, 4).unbind(0)   # each (B, H, T, Dh)
-        if self.rel_table is not None and (positions is None or positions.rel_index is None):
-            raise ValueError("This attention has a relative position bias but got no relative positions!")
-        if positions is not None and positions.rope is not None:        # a linear map of q and k
-            q = apply_rope(q, *positions.rope, positions.num_prefix)
-            k = apply_rope(k, *positions.rope, positions.num_prefix)
-        bias = attention_bias(positions, self.rel_table, q.dtype)         # a constant added to the logits
-        x = F.scaled_dot_product_attention(q, k, v, attn_mask=bias, is_causal=self.causal, scale=self.scale)
-        x = x.transpose(1, 2).reshape(B, T, D)                           # (B, T, D)
-        return self.proj_drop(self.proj(self.norm(x))), None
+    def project(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        q, k, v = super().project(x)                                    # each (B, H, T, Dh)
+        sq, sk, sv = self.qkv_scale
+        return scale_gradient(q, sq), scale_gradient(k, sk), scale_gradient(v, sv)
 
 
 # The MAP probe's query is the learnt latent, a constant: its logits q·kᵀ are linear in k, so k takes all of them.

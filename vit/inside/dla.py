@@ -85,7 +85,7 @@ def _read_values(block, stream: torch.Tensor, dh: torch.Tensor) -> torch.Tensor:
     attn = block.attn
     H, R, Dh = dh.shape
     D = H * Dh
-    x = block.norm1(stream).double().cpu()                                     # (T, D)
+    x = block.attention_input(stream).double().cpu()                                     # (T, D)
     W = attn.qkv.weight[2 * D:].detach().double().cpu().reshape(H, Dh, D)     # value rows, per head
     b = attn.v_bias if attn.v_bias is not None else (None if attn.qkv.bias is None else attn.qkv.bias[2 * D:])
     g = torch.einsum("hrk,hkd->hrd", dh, W)                                    # (H, R, D): W_v,hᵀ d

@@ -1,14 +1,10 @@
 """The residual stream, kept: the model's forward pass run from its own modules one piece at a time, and re-run from
 any block with some heads' outputs replaced.
 
-A pre-norm block adds two branches to the stream x (B, T, D):
-
-    heads = attn.mix(norm1(x))                 (B, H, T, Dh): every head's attn @ v, before the heads are merged
-    x     = x + ls1(attn.merge(heads))         merge: heads concatenated, [sub-LN], proj
-    x     = x + ls2(mlp(norm2(x)))
-
-(``Attention.mix`` and ``Attention.merge`` are the two halves of ``Attention.forward``; ``drop_path`` is the identity
-in eval mode.) Everything in ``vit.inside`` reads or replaces one of these pieces:
+A pre-norm block adds two branches to the stream x (B, T, D): attention's, ls1(merge(heads)) with heads (B, H, T, Dh)
+every head's attn @ v before the heads are merged, and the MLP's. The block's arithmetic lives in one place,
+``vit.model.Block.step``, which keeps the pieces read here (heads, branches, attention) and takes the ones replaced
+(heads, an MLP branch, the rows computed). Everything in ``vit.inside`` reads or replaces one of these pieces:
 
 - ``trace``: one forward pass that keeps the stream entering every block, every block's heads and MLP branch (and,
   when asked, the attention), and optionally the gradient of a score with respect to the heads and
@@ -26,10 +22,8 @@ from typing import Callable
 
 import torch
 
-from ..model import Block, TokenLayout, VisionTransformer
+from ..model import HeadEdit, TokenLayout, VisionTransformer
 from ..positions import TokenPositions
-
-HeadEdit = Callable[[torch.Tensor], torch.Tensor]   # heads (B, H, T, Dh) -> heads of the same shape
 
 
 @dataclass
@@ -54,14 +48,6 @@ class Trace:
     @property
     def depth(self) -> int:
         return len(self.heads)
-
-
-def finish_block(block: Block, x: torch.Tensor, heads: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """The rest of a block once its heads are known: stream x (B, Tq, D) at the rows ``heads`` (B, H, Tq, Dh) were
-    computed for -> (the stream after the block (B, Tq, D), its MLP branch (B, Tq, D))."""
-    x = x + block.drop_path(block.ls1(block.attn.merge(heads)))
-    mlp = block.drop_path(block.ls2(block.mlp(block.norm2(x))))
-    return x + mlp, mlp
 
 
 def readout_rows(model: VisionTransformer) -> torch.Tensor | None:
@@ -103,11 +89,11 @@ def _forward(model: VisionTransformer, x: torch.Tensor, layout: TokenLayout, att
     residual, heads, mlps, maps = [stream], [], [], []
     rows = readout_rows(model)
     for block in model.blocks:
-        h, attn = block.attn.mix(block.norm1(stream), attention, positions)
-        stream, mlp = finish_block(block, stream, h)
+        step = block.step(stream, positions, taps=("attn",) if attention else ())
+        stream, attn = step.out, step.attn
         residual.append(stream)
-        heads.append(h)
-        mlps.append(mlp)
+        heads.append(step.heads)
+        mlps.append(step.mlp_branch)
         maps.append(attn if rows is None or attn is None else attn[:, :, rows.to(attn.device)])
     output = model.forward_head(stream)
     kept = dict(layout=layout, positions=positions)
@@ -136,12 +122,7 @@ def run_edited(model: VisionTransformer, x: torch.Tensor, heads: dict[int, HeadE
         positions = model.token_positions(x.shape[-2], x.shape[-1], x.device)
         stream = model.embed(x) if embedding is None else embedding
         for l, block in enumerate(model.blocks):
-            h, _ = block.attn.mix(block.norm1(stream), False, positions)
-            if l in heads:
-                h = heads[l](h)
-            stream = stream + block.drop_path(block.ls1(block.attn.merge(h)))
-            mlp = mlps[l] if l in mlps else block.drop_path(block.ls2(block.mlp(block.norm2(stream))))
-            stream = stream + mlp
+            stream = block.step(stream, positions, heads=heads.get(l), mlp=mlps.get(l)).out
         return model.forward_head(stream)
 
 
@@ -159,16 +140,11 @@ def run_from(model: VisionTransformer, stream: torch.Tensor, layer: int, heads: 
     last = len(model.blocks) - 1
     with torch.inference_mode():
         if layer == last and rows is not None:
-            stream, _ = finish_block(model.blocks[layer], stream[:, rows], heads[:, :, rows])
+            stream = model.blocks[layer].step(stream, rows=rows, heads=heads[:, :, rows]).out
             return model.forward_head(stream)
-        stream, _ = finish_block(model.blocks[layer], stream, heads)
+        stream = model.blocks[layer].step(stream, heads=heads).out
         for l in range(layer + 1, last + 1):
-            block = model.blocks[l]
-            if l == last and rows is not None:
-                h, _ = block.attn.mix(block.norm1(stream), False, positions, rows)
-                stream, _ = finish_block(block, stream[:, rows], h)
-            else:
-                stream, _ = block(stream, False, positions)
+            stream = model.blocks[l].step(stream, positions, rows=rows if l == last else None).out
         return model.forward_head(stream)
 
 

@@ -38,6 +38,7 @@ def test_the_app_names_its_script(capsys, monkeypatch):
     assert program("vit_explorer", "app.py") == "python -m vit_explorer"   # another command's name is not its own
 
 
+@pytest.mark.slow
 def test_running_a_module_prints_it(tmp_path):
     result = subprocess.run([sys.executable, "-m", "vit.train", "--help"], capture_output=True, text=True, timeout=300,
                             check=True)

@@ -33,13 +33,14 @@ EXPLAIN_OUTPUTS = ("api_picture", "api_numbers")
 
 
 @torch.inference_mode()
-def analyze(photo, model, fusion=FUSIONS[0], discard_ratio=0.9, start_layer=0, opacity=0.6, mask_artifacts=False,
+def analyze(photo, model, fusion=FUSIONS[0], discard_ratio=0.9, start_layer=0, opacity=0.6, mask_artifacts=True,
             layer=-1, head=0, mean_of_heads=True, dino_mask=False, through_all_layers=False,
             session: Session | None = None, shared_scale=False, patch_true=False, lang="en", preprocess="own"):
     """Classify the photo and render every panel. The only required input is the photo file.
 
     Returns the top-5 classes, a summary, and the rollout, attention, all-heads, patch-query, position
-    embedding, attention distance, token norm, architecture and filter panels. Layers and heads are 0-based;
+    embedding, attention distance, token norm, architecture and filter panels. The defaults are the page's (the
+    high-norm artifact tokens masked, each layer of the heads grid on its own scale). Layers and heads are 0-based;
     out-of-range values are clamped to the model. The maps are drawn at display size (640 pixels), the
     clickable photo at twice the model's input. ``preprocess``: how the photo becomes the model's input, "own"
     (the checkpoint's own pipeline), "crop" or "squash".

@@ -154,7 +154,7 @@ class DynamicsView:
             raise ValueError(f"Snapshot {i} does not exist! Expected 0 <= i < {len(s)}.")
         i %= len(s)
         lang = language(lang)
-        side = screens.PHONE_WIDTH - 90 if narrow else PANEL           # room for the rollout's colour bar
+        side = screens.PHONE_WIDTH - 110 if narrow else PANEL          # room for the rollout's colour bar
         size = screens.MIN_TEXT + 3 if narrow else 14
         photo = s.image.resize((side, round(side * s.image.height / s.image.width)), Image.Resampling.NEAREST) \
             if narrow else s.image

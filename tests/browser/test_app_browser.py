@@ -296,7 +296,7 @@ def test_explain_picks_a_class_and_a_method_and_the_picture_changes(english):
     english.get_by_role("tab", name="Explain", exact=True).click()
     first = _wait_for_new_src(english, "explain-image", None)
     english.locator("#method input").click()
-    english.get_by_role("option", name="gradcam", exact=False).first.click()
+    english.get_by_role("option", name=t("method_title.gradcam", "en"), exact=True).first.click()
     second = _wait_for_new_src(english, "explain-image", first)
     assert not np.array_equal(_picture(english, first), _picture(english, second))
     english.locator("#top5 button, #top5 [data-testid=label-output-value]").first.wait_for()

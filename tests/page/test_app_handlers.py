@@ -303,7 +303,7 @@ def test_analyses_are_bounded_in_bytes_and_recomputed_when_dropped(demo, photos,
     first = _cached(cat["session"])
     camera = _analyze(photos["camera"], augreg_weights)
     assert small_cache.keys() == [camera["session"].key] and small_cache.weight <= small_cache.capacity
-    again = _redraw(cat["session"], "fusion", mask_artifacts=False)["rollout"]     # as the API draws it
+    again = _redraw(cat["session"], "fusion")["rollout"]
     assert np.array_equal(_pixels(again), _pixels(cat["rollout"]))
     assert small_cache.keys() == [cat["session"].key] and _cached(cat["session"]) is not first
 

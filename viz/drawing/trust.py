@@ -175,7 +175,9 @@ def _sanity(ax, report, names, colour, lang) -> None:
                label=t("trust.legend.threshold", lang, threshold=FLAG_THRESHOLD))
     ax.set_ylim(-1, 1.05)
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.set_title(t("trust.sanity", lang), fontsize=screens.MIN_POINTS + 1)
+    inches = ax.get_position().width * ax.figure.get_figwidth()
+    ax.set_title(screens.wrap(t("trust.sanity", lang), screens.MIN_POINTS + 1, inches + 0.4),
+                 fontsize=screens.MIN_POINTS + 1)
     ax.set_xlabel(t("trust.axis.randomised", lang), fontsize=screens.MIN_POINTS)
     ax.set_ylabel(t("trust.axis.spearman", lang), fontsize=screens.MIN_POINTS)
     ax.tick_params(labelsize=screens.MIN_POINTS)

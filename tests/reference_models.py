@@ -1,11 +1,12 @@
 """Tiny random reference models and the checks that compare ours with them: every parameter perturbed (so no
 zero bias, identity LayerNorm or zero probe can hide a wrong mapping), timm state dicts saved in timm's own layout,
-open_clip's CLIP with both towers, a Hugging Face CLIP tokenizer's files, and the relative closeness the parity
-tests ask for."""
+a timm ViT written in Google's .npz layout, open_clip's CLIP with both towers, a Hugging Face CLIP tokenizer's
+files, and the relative closeness the parity tests ask for."""
 from __future__ import annotations
 
 import json
 
+import numpy as np
 import open_clip
 import torch
 from safetensors.torch import save_file
@@ -62,3 +63,34 @@ def write_vocab_files(folder):
     (folder / "merges.txt").write_text("#version: 0.2\n" + "\n".join(" ".join(m) for m in merges) + "\n",
                                        encoding="utf-8")
     return folder / "vocab.json", folder / "merges.txt"
+
+
+def google_npz_arrays(model) -> dict[str, np.ndarray]:
+    """A timm ViT written in Google's vit_jax layout: HWIO conv kernel, (in, out) Dense kernels, (D, H, Dh) q/k/v."""
+    sd = {k: v.detach().numpy() for k, v in model.state_dict().items()}
+    D = model.embed_dim
+    H = model.blocks[0].attn.num_heads
+    a = {
+        "embedding/kernel": sd["patch_embed.proj.weight"].transpose(2, 3, 1, 0),
+        "embedding/bias": sd["patch_embed.proj.bias"],
+        "cls": sd["cls_token"],
+        "Transformer/posembed_input/pos_embedding": sd["pos_embed"],
+        "Transformer/encoder_norm/scale": sd["norm.weight"],
+        "Transformer/encoder_norm/bias": sd["norm.bias"],
+        "head/kernel": sd["head.weight"].T,
+        "head/bias": sd["head.bias"],
+    }
+    for i in range(len(model.blocks)):
+        b, p = f"blocks.{i}.", f"Transformer/encoderblock_{i}/"
+        a[p + "LayerNorm_0/scale"], a[p + "LayerNorm_0/bias"] = sd[b + "norm1.weight"], sd[b + "norm1.bias"]
+        a[p + "LayerNorm_2/scale"], a[p + "LayerNorm_2/bias"] = sd[b + "norm2.weight"], sd[b + "norm2.bias"]
+        for j, n in enumerate(("query", "key", "value")):
+            w = sd[b + "attn.qkv.weight"][j * D:(j + 1) * D]                   # (out, in)
+            a[p + f"MultiHeadDotProductAttention_1/{n}/kernel"] = w.T.reshape(D, H, D // H)
+            a[p + f"MultiHeadDotProductAttention_1/{n}/bias"] = sd[b + "attn.qkv.bias"][j * D:(j + 1) * D].reshape(H, -1)
+        a[p + "MultiHeadDotProductAttention_1/out/kernel"] = sd[b + "attn.proj.weight"].T.reshape(H, D // H, D)
+        a[p + "MultiHeadDotProductAttention_1/out/bias"] = sd[b + "attn.proj.bias"]
+        for r in range(2):
+            a[p + f"MlpBlock_3/Dense_{r}/kernel"] = sd[b + f"mlp.fc{r + 1}.weight"].T
+            a[p + f"MlpBlock_3/Dense_{r}/bias"] = sd[b + f"mlp.fc{r + 1}.bias"]
+    return {k: np.ascontiguousarray(v, dtype=np.float32) for k, v in a.items()}

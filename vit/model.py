@@ -69,6 +69,9 @@ class ViTConfig:
     # paper's default, a trained table), "sincos2d" (the fixed 2-D sine-cosine table of big_vision / MAE, a buffer
     # that is saved but never trained), "none" (no absolute position information; BEiT uses relative biases).
     pos_embed_kind: str = "learned"
+    # Resample the learned table for another grid with antialiasing (bicubic either way): Meta's DINOv2 register models
+    # and transformers' Dinov2WithRegisters shrink their 518-pixel table this way for 224-pixel photos.
+    pos_embed_antialias: bool = False
     # Features of the other ViT families (CLIP, SigLIP, EVA-02, BEiT); the defaults are the plain ViT.
     patch_bias: bool = True          # bias in the patch-embedding convolution (CLIP has none)
     norm_pre: bool = False           # LayerNorm on the tokens before the first block (CLIP's ln_pre)
@@ -656,7 +659,8 @@ class VisionTransformer(nn.Module):
         gh0, gw0 = self.cfg.grid
         D = patches.shape[-1]
         patches = patches.reshape(1, gh0, gw0, D).permute(0, 3, 1, 2)  # (1, D, gh0, gw0)
-        patches = F.interpolate(patches, size=grid, mode="bicubic", align_corners=False)
+        patches = F.interpolate(patches, size=grid, mode="bicubic", align_corners=False,
+                                antialias=self.cfg.pos_embed_antialias)
         patches = patches.permute(0, 2, 3, 1).reshape(1, grid[0] * grid[1], D)  # (1, gh·gw, D)
         return torch.cat([prefix, patches], dim=1)
 

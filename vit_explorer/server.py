@@ -37,7 +37,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     which = p.add_mutually_exclusive_group()
     which.add_argument("--weights", help="checkpoint file or Hugging Face folder to start with")
     which.add_argument("--model", default="default",
-                       help="known model name or file in weights/ (default: torchvision's ViT-B/16)")
+                       help="known model name, file in weights/ or Hugging Face Hub name such as facebook/dinov2-small "
+                            "(default: torchvision's ViT-B/16)")
     p.add_argument("--host", default=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"),
                    help="address to serve on (default 127.0.0.1; 0.0.0.0 serves the network)")
     p.add_argument("--port", type=int, default=int(os.environ.get("GRADIO_SERVER_PORT", 7860)),
@@ -61,6 +62,8 @@ def main(argv: list[str] | None = None) -> None:
         demo = build_app(source)
     except (ValueError, OSError) as err:
         sys.exit(startup_failure(source, err))
+    for sentence in state.MODELS.get(str(source).strip()).loaded.assumptions:  # loaded by build_app, cached
+        print(f"assumed ({source}): {sentence}", file=sys.stderr)
     launch(demo, args.host, args.port, args.share)
 
 

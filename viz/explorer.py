@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, Sequence
 
 from PIL import Image
 
@@ -88,18 +88,30 @@ def top_classes(a: Analysis, k: int = 5) -> dict[str, float]:
     return dict(a.top_k(k))
 
 
-def summary(a: Analysis, lang: str = "en", preprocess=None) -> str:
+def summary(a: Analysis, lang: str = "en", preprocess=None, assumptions: Sequence[str] = ()) -> str:
     """One line on what the model did with this photo, in Markdown, in ``lang``. ``preprocess`` (the
     ``vit.Preprocess`` the analysis used) names what the input was: a crop, the squashed photo, or a crop of the
-    stretched photo; None: a crop."""
+    stretched photo; None: a crop. ``assumptions`` (``vit.LoadedModel.assumptions``): what the loader assumed rather
+    than read, listed below the line, each in ``lang``."""
     H, W = a.input_size
     gh, gw = a.grid
     prefix = t("summary.prefix", lang, count=a.num_prefix) if a.num_prefix else ""
     forward = a.timings.get("forward")
     took = t("summary.took", lang, ms=forward * 1000) if forward is not None else ""
-    return t("summary.line", lang, model=a.model_name, width=W, height=H, input=t(input_kind(preprocess), lang),
+    line = t("summary.line", lang, model=a.model_name, width=W, height=H, input=t(input_kind(preprocess), lang),
              grid=f"{gh}×{gw}", prefix=prefix, tokens=a.num_prefix + gh * gw, layers=a.depth, heads=a.heads,
              took=took)
+    if not assumptions:
+        return line
+    listed = "".join(f"\n- {assumed_text(x, lang)}" for x in assumptions)
+    return f"{line}\n\n{t('summary.assumed', lang)}{listed}"
+
+
+def assumed_text(assumption: str, lang: str = "en") -> str:
+    """One of ``vit.LoadedModel.assumptions`` in ``lang`` (its catalogue key ``assumption.<key>``; a plain sentence
+    without a key as it is)."""
+    key = getattr(assumption, "key", None)
+    return t(f"assumption.{key}", lang, **assumption.fields) if key else str(assumption)
 
 
 def input_kind(preprocess) -> str:

@@ -3,6 +3,7 @@ default model's download into the torch hub cache, our own format, sidecar JSONs
 and position embeddings resampled for another resolution."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import urllib.error
 
@@ -141,24 +142,29 @@ def test_sidecar_variant_gives_the_heads(tmp_path):
         shapes = vit.VisionTransformer(cfg).state_dict()
     torch.save({k: torch.zeros(v.shape) for k, v in shapes.items()}, tmp_path / "s.pt")
     (tmp_path / "s.json").write_text(json.dumps({"variant": "vit_s_16", "labels": ["x", "y"]}))
-    assert vit.load(tmp_path / "s.pt").config == cfg
+    assert vit.load(tmp_path / "s.pt").config == dataclasses.replace(cfg, pos_embed_antialias=True)  # timm's layout
 
 
 def test_position_embeddings_resampled_for_another_resolution(tmp_path):
-    """A 64×64 checkpoint loaded for 96×128: bicubic resampling of the patch grid, CLS position untouched."""
+    """A 64×64 checkpoint loaded for 96×128: bicubic resampling of the patch grid with antialiasing (timm's
+    resample_abs_pos_embed, as timm resizes a table when it loads one and when it runs at another size), CLS position
+    untouched; the model at 96×128 equals timm's own at that size."""
     torch.manual_seed(0)
     ref = timm.create_model("vit_tiny_patch16_224", pretrained=False, img_size=64, depth=2, num_classes=5).eval()
     save_file(ref.state_dict(), str(tmp_path / "t64.safetensors"))
     native = vit.load(tmp_path / "t64.safetensors")
     wide = vit.load(tmp_path / "t64.safetensors", img_size=(96, 128))
     assert wide.config.img_size == (96, 128) and wide.model.pos_embed.shape == (1, 1 + 6 * 8, 192)
-    expected = resample_abs_pos_embed(ref.pos_embed.detach(), new_size=(6, 8), num_prefix_tokens=1,
-                                      interpolation="bicubic", antialias=False)
+    expected = resample_abs_pos_embed(ref.pos_embed.detach(), new_size=(6, 8), num_prefix_tokens=1)
     torch.testing.assert_close(wide.model.pos_embed.detach(), expected, atol=1e-6, rtol=0)
-    assert wide.preprocess.crop == (96, 128)
+    assert wide.preprocess.crop == (96, 128) and native.config.pos_embed_antialias
     x = torch.randn(1, 3, 96, 128)
-    with torch.no_grad():  # resampling on load equals the model's own resampling at run time
+    dynamic = timm.create_model("vit_tiny_patch16_224", pretrained=False, img_size=64, depth=2, num_classes=5,
+                                dynamic_img_size=True).eval()
+    dynamic.load_state_dict(ref.state_dict())
+    with torch.no_grad():  # resampling on load equals the model's own resampling at run time, and timm's
         torch.testing.assert_close(wide.model(x), native.model(x), atol=1e-5, rtol=0)
+        torch.testing.assert_close(native.model(x), dynamic(x), atol=1e-5, rtol=0)
 
 
 def test_huggingface_preprocessor_config_is_used(tmp_path):

@@ -2,9 +2,10 @@
 the source library's own, on photos of every shape (wide, tall, square, odd-sized, tiny), and so are the outputs.
 
 - Hugging Face: every image processor class of the families we load (ViT, DeiT, BEiT, DINOv2's Bit, CLIP, SigLIP),
-  built with transformers, saved with save_pretrained and reopened by the project, against the PIL processor's
-  pixel_values (AutoImageProcessor, backend "pil": the slow one); a tiny random model's probabilities against
-  transformers' on those pixel values.
+  built with transformers, saved with save_pretrained and reopened by the project, and the Hub folders' own settings
+  (older ones, MAE, MSN, data2vec-vision, DINOv2 with registers), against the PIL processor's pixel_values
+  (AutoImageProcessor, backend "pil": the slow one); a tiny random model's probabilities against transformers' on
+  those pixel values.
 - timm: ``create_transform(**resolve_data_config({}, model=m))`` for every crop mode, for a Hub folder opened by
   timm itself (``local-dir:``), and for the shared files' timm tags.
 - torchvision: every ViT weights enum's ``transforms()``; open_clip: its ``preprocess`` for every resize mode.
@@ -108,6 +109,18 @@ LEGACY = [  # preprocessor_config.json as older Hub folders have it: the class f
     ("siglip", {"size": 200}),            # no class named: SigLIP's, whose bare number is the shortest edge …
     ("dinov2", {"crop_size": 200}),       # … and DINOv2's Bit processor
     ("vit", {"image_processor_type": "ViTImageProcessorFast", "size": [180, 260]}),
+    # the families' Hub folders as they ship (facebook/vit-mae-base, vit-msn-small, data2vec-vision-base-ft1k,
+    # dinov2-with-registers-small): the model type's processor where none is named
+    ("vit_mae", {"feature_extractor_type": "ViTFeatureExtractor", "size": 224, "resample": 3, "do_resize": True,
+                 "image_mean": [0.485, 0.456, 0.406], "image_std": [0.229, 0.224, 0.225], "do_normalize": True}),
+    ("vit_msn", {"size": 224, "resample": 2, "image_mean": [0.485, 0.456, 0.406],
+                 "image_std": [0.229, 0.224, 0.225]}),
+    ("data2vec-vision", {"feature_extractor_type": "BeitFeatureExtractor", "size": 224, "crop_size": 224,
+                         "do_center_crop": False, "resample": 2, "image_mean": [0.5] * 3, "image_std": [0.5] * 3}),
+    ("dinov2_with_registers", {"image_processor_type": "BitImageProcessor", "size": {"shortest_edge": 256},
+                               "crop_size": {"height": 224, "width": 224}, "do_center_crop": True, "resample": 3,
+                               "image_mean": [0.485, 0.456, 0.406], "image_std": [0.229, 0.224, 0.225],
+                               "do_convert_rgb": True}),
 ]
 
 
@@ -139,10 +152,12 @@ def test_processor_defaults_are_transformers_own(name):
     assert ours == theirs
 
 
-@pytest.mark.parametrize("model_type", sorted(set(HF_MODEL_PROCESSORS) - {"clip_vision_model", "siglip_vision_model"}))
+@pytest.mark.parametrize("model_type", sorted(set(HF_MODEL_PROCESSORS) - {"clip_vision_model", "siglip_vision_model",
+                                                                           "dinov2_with_registers"}))
 def test_each_model_type_picks_transformers_processor(model_type, tmp_path):
-    """(For a CLIP or SigLIP vision-model folder whose preprocessor_config.json names no class, transformers finds
-    none; the project takes the family's.)"""
+    """(For a CLIP or SigLIP vision-model folder or a DINOv2-with-registers folder whose preprocessor_config.json names
+    no class, transformers finds none; the project takes the family's: BitImageProcessor for the registers variant, as
+    facebook/dinov2-with-registers-* name it.)"""
     config = transformers.AutoConfig.for_model(model_type)
     config.save_pretrained(tmp_path)
     (tmp_path / "preprocessor_config.json").write_text("{}")

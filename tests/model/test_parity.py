@@ -15,7 +15,7 @@ from safetensors.torch import save_file
 from torchvision.models import vision_transformer as tv
 
 import vit
-from reference_models import images, randomize_
+from reference_models import google_npz_arrays, images, randomize_
 from vit.checkpoints.formats import checkpoint_filter_fn, detect_format
 
 LOGIT_TOL = 1e-4
@@ -200,37 +200,6 @@ def test_huggingface_pytorch_model_bin_in_memory_key_names(tmp_path):
 
 
 # --- Google's original .npz -----------------------------------------------------------------------------
-
-def google_npz_arrays(model) -> dict[str, np.ndarray]:
-    """A timm ViT written in Google's vit_jax layout: HWIO conv kernel, (in, out) Dense kernels, (D, H, Dh) q/k/v."""
-    sd = {k: v.detach().numpy() for k, v in model.state_dict().items()}
-    D = model.embed_dim
-    H = model.blocks[0].attn.num_heads
-    a = {
-        "embedding/kernel": sd["patch_embed.proj.weight"].transpose(2, 3, 1, 0),
-        "embedding/bias": sd["patch_embed.proj.bias"],
-        "cls": sd["cls_token"],
-        "Transformer/posembed_input/pos_embedding": sd["pos_embed"],
-        "Transformer/encoder_norm/scale": sd["norm.weight"],
-        "Transformer/encoder_norm/bias": sd["norm.bias"],
-        "head/kernel": sd["head.weight"].T,
-        "head/bias": sd["head.bias"],
-    }
-    for i in range(len(model.blocks)):
-        b, p = f"blocks.{i}.", f"Transformer/encoderblock_{i}/"
-        a[p + "LayerNorm_0/scale"], a[p + "LayerNorm_0/bias"] = sd[b + "norm1.weight"], sd[b + "norm1.bias"]
-        a[p + "LayerNorm_2/scale"], a[p + "LayerNorm_2/bias"] = sd[b + "norm2.weight"], sd[b + "norm2.bias"]
-        for j, n in enumerate(("query", "key", "value")):
-            w = sd[b + "attn.qkv.weight"][j * D:(j + 1) * D]                   # (out, in)
-            a[p + f"MultiHeadDotProductAttention_1/{n}/kernel"] = w.T.reshape(D, H, D // H)
-            a[p + f"MultiHeadDotProductAttention_1/{n}/bias"] = sd[b + "attn.qkv.bias"][j * D:(j + 1) * D].reshape(H, -1)
-        a[p + "MultiHeadDotProductAttention_1/out/kernel"] = sd[b + "attn.proj.weight"].T.reshape(H, D // H, D)
-        a[p + "MultiHeadDotProductAttention_1/out/bias"] = sd[b + "attn.proj.bias"]
-        for r in range(2):
-            a[p + f"MlpBlock_3/Dense_{r}/kernel"] = sd[b + f"mlp.fc{r + 1}.weight"].T
-            a[p + f"MlpBlock_3/Dense_{r}/bias"] = sd[b + f"mlp.fc{r + 1}.bias"]
-    return {k: np.ascontiguousarray(v, dtype=np.float32) for k, v in a.items()}
-
 
 def test_google_npz_logits(tmp_path):
     from timm.models.vision_transformer import VisionTransformer as TimmViT, _load_weights

@@ -17,9 +17,8 @@ from viz.drawing import fonts, plots, render
 from viz.i18n import CATALOGUE, LANGUAGES, MODEL, PAGE, PICTURES, language, language_from_header, t, translations
 
 BARE = {"CLS", "logit", "Grad", "CAM", "EVA", "BEiT", "GELU", "QuickGELU", "SwiGLU", "LayerScale", "Pre", "Linear",
-        "tanh", "LayerNorm", "qkv"}   # names that are a whole text in both languages (a method, a family, an activation, a module)
+        "tanh", "LayerNorm", "qkv"}   # names that are a whole text in both languages: a method, a family, a module
 CJK = re.compile(r"[\u3000-\u303f\u4e00-\u9fff\uff00-\uffef]")
-
 
 
 def test_every_key_has_both_languages_with_the_same_fields():

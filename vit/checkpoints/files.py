@@ -72,8 +72,11 @@ def _read_npz(path: Path) -> dict:
     try:
         with np.load(path, allow_pickle=False) as z:
             return {k: z[k] for k in z.files}
-    except ValueError as e:  # numpy refuses object arrays, which would need pickle
-        raise ValueError(f"Refusing to load {path}: it holds pickled Python objects, not plain arrays ({e}).") from None
+    except ValueError as e:
+        if "allow_pickle" in str(e):  # numpy refuses object arrays, which would need pickle
+            raise ValueError(f"Refusing to load {path}: it holds pickled Python objects, not plain arrays "
+                             f"({e}).") from None
+        raise ValueError(f"{path} is a damaged .npz file (truncated download?): {e}") from None
     except (OSError, zipfile.BadZipFile, EOFError) as e:
         raise ValueError(f"{path} is a damaged .npz file (truncated download?): {e}") from None
 
@@ -98,18 +101,27 @@ def _read_torch(path: Path) -> dict:
         obj = torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as e:
         found = re.search(r"GLOBAL ([\w.]+)", str(e))  # name only: torch's advice to allowlist it is not ours
-        detail = f"the Python object {found[1]}" if found else str(e).splitlines()[0]
+        if found is None:  # no object named: the pickle itself is broken (a truncated download)
+            raise ValueError(f"{path} is not a readable torch checkpoint (damaged or truncated?): "
+                             f"{_last_line(e)}") from None
         raise ValueError(
             f"Refusing to load {path}: it is a pickle that holds Python objects other than tensors, which could run "
             f"code when loaded. Only weights-only checkpoints and safetensors are loaded; re-save the state dict "
-            f"with torch.save(model.state_dict(), ...) or as safetensors. The safe loader stopped at: {detail}") from None
-    except (RuntimeError, EOFError, OSError) as e:
+            f"with torch.save(model.state_dict(), ...) or as safetensors. The safe loader stopped at: the Python "
+            f"object {found[1]}") from None
+    except (RuntimeError, EOFError, OSError, IndexError, struct.error) as e:  # what a cut pickle raises
         raise ValueError(f"{path} is not a readable torch checkpoint (damaged or truncated?): "
-                         f"{str(e).splitlines()[0]}") from None
+                         f"{_last_line(e)}") from None
     if not isinstance(obj, dict):
         raise ValueError(f"{path} holds a {type(obj).__name__}, not a checkpoint! Expected a dict of tensors "
                          f"(a state dict) or a dict that wraps one.")
     return obj
+
+
+def _last_line(e: Exception) -> str:
+    """An exception's most specific line (torch wraps the unpickler's in advice of its own)."""
+    lines = [line.strip() for line in str(e).splitlines() if line.strip()]
+    return next((line for line in reversed(lines) if "error" in line.lower()), lines[-1] if lines else type(e).__name__)
 
 
 def sha256(path: str | Path) -> str:

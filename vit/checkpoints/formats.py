@@ -47,14 +47,18 @@ TORCHVISION_SWAPS: Swaps = [
     (r"^heads\.pre_logits\.", "pre_logits.0."),
     (r"^heads\.head\.", "head."),
 ]
+HF_PREFIXES = r"(vit|deit|beit|data2vec_vision|dinov2|dinov2_with_registers)"  # base_model_prefix of each class
 HF_SWAPS: Swaps = [
-    (r"^(vit|deit|beit)\.", ""),
+    (rf"^{HF_PREFIXES}\.", ""),
+    (r"^encoder\.relative_position_bias\.relative_position_bias_table$",  # BEiT pre-training: one table for all
+     "shared_relative_position_bias_table"),                                 # blocks, copied to each below
     (r"(\.attention\.attention)?\.relative_position_bias\.relative_position_bias_table$",
      ".attn.relative_position_bias_table"),                  # BEiT, file layout / transformers >= 5 in-memory
     (r"\.lambda_([12])$", r".ls\1.gamma"),                    # BEiT layer scale
     (r"^pooler\.layernorm\.", "fc_norm."),                    # BEiT: LayerNorm after the mean of patch tokens
     (r"^embeddings\.cls_token$", "cls_token"),
     (r"^embeddings\.distillation_token$", "dist_token"),
+    (r"^embeddings\.register_tokens$", "reg_token"),         # DINOv2 with registers
     (r"^embeddings\.position_embeddings$", "pos_embed"),
     (r"^embeddings\.patch_embeddings\.projection\.", "patch_embed.proj."),
     (r"^(encoder\.layer|layers)\.(\d+)\.", r"blocks.\2."),  # file layout / transformers >= 5 in-memory layout
@@ -65,12 +69,19 @@ HF_SWAPS: Swaps = [
     (r"\.attention\.(output\.dense|o_proj)\.", ".attn.proj."),
     (r"\.intermediate\.dense\.", ".mlp.fc1."),
     (r"\.output\.dense\.", ".mlp.fc2."),
+    (r"\.layer_scale([12])\.lambda1$", r".ls\1.gamma"),       # DINOv2 layer scale
+    (r"\.mlp\.weights_in\.", ".mlp.fc1."),                 # DINOv2's SwiGLU, gate first (split below)
+    (r"\.mlp\.weights_out\.", ".mlp.fc2."),
+    (r"\.mlp\.gate_proj\.", ".mlp.fc1_g."),                # … and its transformers >= 5 in-memory names
+    (r"\.mlp\.up_proj\.", ".mlp.fc1_x."),
+    (r"\.mlp\.down_proj\.", ".mlp.fc2."),
     (r"^layernorm\.", "norm."),
     (r"^(classifier|cls_classifier)\.", "head."),
     (r"^distillation_classifier\.", "head_dist."),
 ]
-HF_DROP = [r"^((vit|deit|beit)\.)?embeddings\.mask_token$", r"^((vit|deit)\.)?pooler\.dense\.",  # unused by classification
-           r"relative_position_index$"]
+HF_DROP = [rf"^({HF_PREFIXES}\.)?embeddings\.mask_token$",   # unused by classification: the masking token,
+           r"^((vit|deit)\.)?pooler\.dense\.",                # ViT's pooler,
+           r"relative_position_index$"]                        # a buffer recomputed from the grid
 HF_QKV = {"query": "q", "key": "k", "value": "v", "q": "q", "k": "k", "v": "v"}
 GOOGLE_PREFIXES = ("opt/target/", "params/img/", "params/", "")
 GOOGLE_SWAPS: Swaps = [  # classic (vit_jax) layout; big_vision numbers the sub-modules 0, 0, 1 instead of 1, 3, 2
@@ -138,6 +149,12 @@ HF_CLIP_SWAPS: Swaps = [  # Hugging Face CLIPModel / CLIPVisionModel(WithProject
     (r"\.self_attn\.out_proj\.", ".attn.proj."),
 ]
 HF_CLIP_DROP = [r"position_ids$"]  # a buffer older transformers saved
+OPEN_CLIP_TIMM_SWAPS: Swaps = [  # open_clip's TimmModel (SigLIP, SigLIP 2): the timm model is its image tower's trunk
+    (r"^module\.", ""),
+    (r"^visual\.trunk\.", ""),
+    (r"^visual\.head\.proj\.", "proj."),                   # timm_proj "linear" (bias-free)
+]
+OPEN_CLIP_TIMM_DROP = [r"^(?!(module\.)?visual\.)"]  # the text tower (SigLIP's is not CLIP's), logit scale, bias
 
 
 def swap_keys(state_dict: dict, swaps: Swaps, drop: list[str] = ()) -> dict:
@@ -230,9 +247,19 @@ def torchvision_filter_fn(state_dict: dict) -> dict:
 
 
 def huggingface_filter_fn(state_dict: dict) -> dict:
-    """Hugging Face ViT/DeiT/BEiT -> ours: renames, then separate query/key/value Linears stacked into attn.qkv."""
-    out = swap_keys(state_dict, HF_SWAPS, HF_DROP)
-    return _fuse_qkv(out)
+    """Hugging Face ViT/DeiT/BEiT/data2vec-vision/DINOv2/MAE/MSN -> ours: renames, then separate query/key/value
+    Linears stacked into attn.qkv, DINOv2's packed SwiGLU split, a shared relative position bias given to each block."""
+    out = _split_glu(_fuse_qkv(swap_keys(state_dict, HF_SWAPS, HF_DROP)))
+    shared = out.pop("shared_relative_position_bias_table", None)
+    if shared is not None:
+        blocks = sorted({int(m[1]) for k in out if (m := re.match(r"blocks\.(\d+)\.", k))})
+        out.update({f"blocks.{i}.attn.relative_position_bias_table": shared for i in blocks})
+    return out
+
+
+def open_clip_timm_filter_fn(state_dict: dict) -> dict:
+    """open_clip with a timm image tower -> ours: the trunk's timm keys, its projection; the rest is left out."""
+    return timm_filter_fn(swap_keys(state_dict, OPEN_CLIP_TIMM_SWAPS, OPEN_CLIP_TIMM_DROP))
 
 
 def _fuse_qkv(sd: dict) -> dict:
@@ -316,6 +343,7 @@ def _google_tensor(key: str, t: torch.Tensor) -> torch.Tensor:
 FILTERS = {
     "timm": timm_filter_fn,
     "openai-clip": openai_clip_filter_fn,
+    "open-clip-timm": open_clip_timm_filter_fn,
     "huggingface-clip": huggingface_clip_filter_fn,
     "dino": dino_filter_fn,
     "torchvision": torchvision_filter_fn,
@@ -331,6 +359,8 @@ def detect_format(state_dict: dict) -> str:
         return "huggingface"
     if any(re.fullmatch(r"(module\.)?visual\.class_embedding", k) for k in keys):
         return "openai-clip"
+    if any(re.match(r"(module\.)?visual\.trunk\.patch_embed\.", k) for k in keys):
+        return "open-clip-timm"
     if any(re.fullmatch(r"(vision_model\.)?embeddings\.patch_embedding\.weight", k) for k in keys):
         return "huggingface-clip"
     if "conv_proj.weight" in state_dict and "encoder.pos_embedding" in state_dict:
@@ -342,13 +372,16 @@ def detect_format(state_dict: dict) -> str:
         dino_wrapped = any(re.match(r"^(module\.)?backbone\.", k) for k in keys)
         if dino_wrapped:
             return "dino"
-        return "timm" if "head.weight" in plain or any(re.search(TIMM_FAMILY_KEYS, k) for k in plain) else "dino"
+        timm_only = "head.weight" in plain or "cls_token" not in plain or any(re.search(TIMM_FAMILY_KEYS, k)
+                                                                               for k in plain)
+        return "timm" if timm_only else "dino"
     shown = ", ".join(keys[:8]) + (f", … ({len(keys)} keys)" if len(keys) > 8 else "")
     raise ValueError(f"Unknown checkpoint format! Expected the keys of a torchvision, timm, DINO, Hugging Face or "
                      f"Google ViT (or of an OpenAI / open_clip CLIP), but got: {shown or 'no tensors at all'}.")
 
 
-# Keys only timm's CLIP, SigLIP, EVA and BEiT models have: such a checkpoint without a head is timm's, not DINO's.
+# Keys only timm's CLIP, SigLIP, EVA and BEiT models have: such a checkpoint without a head is timm's, not DINO's (nor
+# is one without a CLS token: every DINO has one, timm's SigLIP towers and mean-pooled ViTs have none).
 TIMM_FAMILY_KEYS = r"^(norm_pre\.|attn_pool\.|fc_norm\.)|\.attn\.(q_bias|relative_position_bias_table|q_proj\.)|\.gamma_1$|\.mlp\.fc1_g\."
 
 
@@ -373,8 +406,9 @@ def unwrap_state_dict(obj: dict) -> dict:
 
 
 def resample_pos_embed(pos_embed: torch.Tensor, num_prefix: int, new_grid: tuple[int, int],
-                       old_grid: tuple[int, int] | None = None) -> torch.Tensor:
-    """(1, prefix + gh0·gw0, D) -> (1, prefix + gh·gw, D): patch part resized bicubically, prefix untouched.
+                       old_grid: tuple[int, int] | None = None, antialias: bool = False) -> torch.Tensor:
+    """(1, prefix + gh0·gw0, D) -> (1, prefix + gh·gw, D): patch part resized bicubically (with ``antialias``, as
+    ``ViTConfig.pos_embed_antialias`` asks), prefix untouched.
 
     A checkpoint trained at another resolution (ViT-B/16 at 384: 24×24) loads into a model built for
     another grid this way; ``old_grid`` defaults to a square.
@@ -390,7 +424,7 @@ def resample_pos_embed(pos_embed: torch.Tensor, num_prefix: int, new_grid: tuple
     if tuple(old_grid) == tuple(new_grid):
         return pos_embed
     patches = patches.reshape(1, old_grid[0], old_grid[1], D).permute(0, 3, 1, 2).float()  # (1, D, gh0, gw0)
-    patches = F.interpolate(patches, size=tuple(new_grid), mode="bicubic", align_corners=False)
+    patches = F.interpolate(patches, size=tuple(new_grid), mode="bicubic", align_corners=False, antialias=antialias)
     patches = patches.permute(0, 2, 3, 1).reshape(1, new_grid[0] * new_grid[1], D)
     return torch.cat([prefix.float(), patches], dim=1).to(pos_embed.dtype)
 

@@ -1,17 +1,21 @@
 """Hugging Face Hub folders: transformers' ``save_pretrained`` folders and timm's Hub folders.
 
-transformers (``model_type`` in config.json): ViTForImageClassification / DeiT / BEiT (format "huggingface"),
-CLIPModel, CLIPVisionModel(WithProjection), SiglipVisionModel and SiglipModel's image tower (format
-"huggingface-clip"). Tensors are renamed by the format's filter in ``vit.checkpoints.formats``; this module
-reads what lies around them: config.json (heads, LayerNorm eps, activation, image size, id2label, the text
-tower's config), preprocessor_config.json, and a CLIP tokenizer's vocab.json + merges.txt.
+transformers (``model_type`` in config.json): ViTForImageClassification / DeiT / BEiT / data2vec-vision, DINOv2
+(with or without registers), MAE's encoder and MSN (format "huggingface"), CLIPModel,
+CLIPVisionModel(WithProjection), SiglipVisionModel and SiglipModel's image tower (format "huggingface-clip").
+Tensors are renamed by the format's filter in ``vit.checkpoints.formats``; this module reads what lies around them:
+config.json (heads, LayerNorm eps, activation, image size, id2label, the text tower's config),
+preprocessor_config.json, and a CLIP tokenizer's vocab.json + merges.txt.
 
 timm (config.json with ``architecture`` and ``pretrained_cfg``, as on huggingface.co/timm): the architecture
 name says what the tensors cannot (QuickGELU for ``*_quickgelu_*``), the pretrained config gives the
 preprocessing (input size, crop_pct, crop_mode, interpolation, mean, std).
 
 open_clip (open_clip_config.json beside open_clip_model.safetensors or open_clip_pytorch_model.bin): the
-model config says whether the model uses QuickGELU, the preprocess config gives the preprocessing.
+model config says whether the model uses QuickGELU and how many heads its image tower has, or names the timm model
+its image tower is (SigLIP, SigLIP 2: format "open-clip-timm"); the preprocess config gives the preprocessing.
+
+What a folder does not say is listed (``assumptions``): a missing preprocessor_config.json.
 
 Every folder's preprocessing is its source's own (``vit.checkpoints.pipelines``).
 """
@@ -21,14 +25,21 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import assumptions
 from .files import read_file
-from .pipelines import huggingface_preprocess, open_clip_preprocess, timm_preprocess
+from .pipelines import huggingface_preprocess, huggingface_processor_name, open_clip_preprocess, timm_preprocess
+from .timm_names import architecture_config, plain_mlp_activation
 from ..clip.tokenizer import Tokenizer
 from ..preprocess import Preprocess
 
 HF_ACTIVATIONS = {"gelu": "gelu", "quick_gelu": "quick_gelu", "gelu_pytorch_tanh": "gelu_tanh",
                   "gelu_new": "gelu_tanh"}  # transformers' hidden_act -> ViTConfig.mlp_act
 CLIP_TYPES = ("clip", "clip_vision_model", "siglip", "siglip_vision_model")
+VIT_TYPES = ("vit", "deit", "vit_msn", "vit_mae")          # ViT's layout and pooling (MAE: its encoder, unmasked)
+BEIT_TYPES = ("beit", "data2vec-vision")                  # relative position bias, layer scale, mean pooling
+DINOV2_TYPES = ("dinov2", "dinov2_with_registers")        # layer scale, registers, SwiGLU for the giant
+SUPPORTED_TYPES = (*VIT_TYPES, *BEIT_TYPES, *DINOV2_TYPES, *CLIP_TYPES)
+OPEN_CLIP_TIMM_PROJECTIONS = ("none", "linear")  # open_clip's timm_proj: none, or a bias-free Linear (proj_bias false)
 
 
 @dataclass(frozen=True)
@@ -40,6 +51,8 @@ class HuggingFaceFolder:
     format: str = "huggingface"    # the format of ``state``: "huggingface", "huggingface-clip" or "timm"
     text_config: dict = field(default_factory=dict)  # TextConfig fields of a CLIP text tower
     tokenizer: Tokenizer | None = None                # the folder's own CLIP tokenizer files, when it has them
+    activation: str | None = None   # a plain MLP's activation named by a timm architecture (a gated MLP's tensors win)
+    assumptions: tuple = ()         # what the folder does not say (``vit.checkpoints.assumptions.Assumption``)
 
 
 def read_folder(folder: Path) -> HuggingFaceFolder:
@@ -53,33 +66,54 @@ def read_folder(folder: Path) -> HuggingFaceFolder:
     if "architecture" in hf and "model_type" not in hf:
         return _read_timm_folder(folder, hf)
     kind = hf.get("model_type")
-    if kind in ("vit", "deit"):
+    if kind in VIT_TYPES:
         return _read_vit_folder(folder, hf)
-    if kind == "beit":
+    if kind in BEIT_TYPES:
         return _read_beit_folder(folder, hf)
+    if kind in DINOV2_TYPES:
+        return _read_dinov2_folder(folder, hf)
     if kind in CLIP_TYPES:
         return _read_clip_folder(folder, hf)
-    raise ValueError(f"{folder}: unsupported Hugging Face model_type {kind!r}! Expected one of 'vit', 'deit', "
-                     f"'beit', {', '.join(repr(t) for t in CLIP_TYPES)}, or a timm folder (config.json with "
-                     f"'architecture').")
+    raise ValueError(f"{folder}: unsupported Hugging Face model_type {kind!r}! Expected one of "
+                     f"{', '.join(repr(t) for t in SUPPORTED_TYPES)}, or a timm folder (config.json with "
+                     f"'architecture') or an open_clip folder (open_clip_config.json).")
 
 
 def _read_vit_folder(folder: Path, hf: dict) -> HuggingFaceFolder:
     if hf.get("hidden_act", "gelu") != "gelu":
         raise ValueError(f"{folder}: hidden_act {hf['hidden_act']!r} is not supported! Expected 'gelu' (exact GELU).")
     config = _encoder_config(hf, default_eps=1e-12)
-    return HuggingFaceFolder(_read_weights(folder), config, _labels(hf.get("id2label") or {}),
-                             _processor(folder, hf["model_type"], config["img_size"]))
+    state = _read_weights(folder)
+    if hf["model_type"] == "vit_mae":  # ViTMAEForPreTraining: the encoder; its decoder reconstructs masked patches
+        state = {k: v for k, v in state.items() if not k.startswith("decoder.")}
+    return _folder(folder, hf, state, config, hf["model_type"])
 
 
 def _read_beit_folder(folder: Path, hf: dict) -> HuggingFaceFolder:
-    if hf.get("use_shared_relative_position_bias"):
-        raise ValueError(f"{folder}: a BEiT with one relative position bias shared by all blocks (a pre-training "
-                         f"checkpoint) is not supported! Expected use_relative_position_bias (one per block).")
+    """BEiT and data2vec-vision: one relative position bias per block, or one shared by all blocks (pre-training
+    checkpoints: the loader gives every block the shared table)."""
     config = _encoder_config(hf, default_eps=1e-12)
     config["mlp_act"] = _activation(folder, hf)
-    return HuggingFaceFolder(_read_weights(folder), config, _labels(hf.get("id2label") or {}),
-                             _processor(folder, "beit", config["img_size"]))
+    return _folder(folder, hf, _read_weights(folder), config, hf["model_type"])
+
+
+def _read_dinov2_folder(folder: Path, hf: dict) -> HuggingFaceFolder:
+    """DINOv2 (Dinov2Model, and its registers variant): layer scale, registers without position embedding, SwiGLU for
+    the giant; the registers variant resizes its position table with antialiasing, as Meta's register models do.
+    The classifiers (Dinov2ForImageClassification) read the CLS token and the mean of the patches together, a
+    readout this explorer does not draw: their backbone opens when asked for without the head (num_classes=0)."""
+    config = _encoder_config(hf, default_eps=1e-6)
+    config["mlp_act"] = "swiglu" if hf.get("use_swiglu_ffn") else _activation(folder, hf)
+    if hf["model_type"] == "dinov2_with_registers":
+        config["pos_embed_antialias"] = True
+    return _folder(folder, hf, _read_weights(folder), config, hf["model_type"])
+
+
+def _folder(folder: Path, hf: dict, state: dict, config: dict, model_type: str) -> HuggingFaceFolder:
+    """A transformers folder in format "huggingface": its labels and its image processor (or its class's defaults,
+    said to be assumed)."""
+    preprocess, assumed = _processor(folder, model_type, config["img_size"])
+    return HuggingFaceFolder(state, config, _labels(hf.get("id2label") or {}), preprocess, assumptions=assumed)
 
 
 def _read_clip_folder(folder: Path, hf: dict) -> HuggingFaceFolder:
@@ -108,36 +142,73 @@ def _read_clip_folder(folder: Path, hf: dict) -> HuggingFaceFolder:
             text_config["eot_token_id"] = tokenizer.eot_id
         elif text.get("eos_token_id", 2) != 2:  # 2: configs from before transformers knew it (argmax pooling)
             text_config["eot_token_id"] = text["eos_token_id"]
-    return HuggingFaceFolder(state, config, None, _processor(folder, kind, config["img_size"]),
-                             "huggingface-clip", text_config, tokenizer)
+    preprocess, assumed = _processor(folder, kind, config["img_size"])
+    return HuggingFaceFolder(state, config, None, preprocess, "huggingface-clip", text_config, tokenizer,
+                             assumptions=assumed)
 
 
 def _read_timm_folder(folder: Path, timm_cfg: dict) -> HuggingFaceFolder:
     """A timm Hub folder: config.json {"architecture", "num_classes", "pretrained_cfg": {...}} + the weights."""
     arch = str(timm_cfg["architecture"])
     pretrained = timm_cfg.get("pretrained_cfg") or {}
-    config = {"mlp_act": "quick_gelu"} if "quickgelu" in arch else {}
+    config = architecture_config(arch)
+    model_args = timm_cfg.get("model_args") or {}
+    if isinstance(model_args.get("num_heads"), int):  # push_to_hub(model_args=...) writes what it was made with
+        config["num_heads"] = model_args["num_heads"]
     preprocess = None
     if "input_size" in pretrained:  # else the architecture's own config, which only timm knows: the loader's default
         preprocess = timm_preprocess(pretrained)
         config["img_size"] = preprocess.crop
     labels = pretrained.get("label_names") or timm_cfg.get("label_names")
-    return HuggingFaceFolder(_read_weights(folder), config, list(labels) if labels else None, preprocess, "timm")
+    return HuggingFaceFolder(_read_weights(folder), config, list(labels) if labels else None, preprocess, "timm",
+                             activation=plain_mlp_activation(arch))
 
 
 def _read_open_clip_folder(folder: Path, oc: dict) -> HuggingFaceFolder:
-    """An open_clip Hub folder: {"model_cfg": {"quick_gelu", "vision_cfg", "text_cfg"}, "preprocess_cfg": {...}}."""
+    """An open_clip Hub folder: {"model_cfg": {"quick_gelu", "vision_cfg", "text_cfg"}, "preprocess_cfg": {...}}.
+
+    Its own image tower (OpenAI's layout) has ``width`` / ``head_width`` heads; a timm image tower
+    (``vision_cfg.timm_model_name``, SigLIP's and SigLIP 2's) is that timm model, pooled as ``timm_pool`` says and
+    projected as ``timm_proj`` says; its text tower is not CLIP's, so only the image tower is loaded."""
     model_cfg, pre = oc.get("model_cfg") or {}, oc.get("preprocess_cfg") or {}
-    act = "quick_gelu" if model_cfg.get("quick_gelu") else "gelu"
-    size = (model_cfg.get("vision_cfg") or {}).get("image_size", 224)
+    vision = model_cfg.get("vision_cfg") or {}
+    size = vision.get("image_size", 224)
     crop = tuple(size) if isinstance(size, (list, tuple)) else (size, size)
     preprocess = open_clip_preprocess(crop, pre)
     names = ("open_clip_model.safetensors", "open_clip_pytorch_model.bin")
     weights = next((folder / n for n in names if (folder / n).is_file()), None)
     if weights is None:
         raise FileNotFoundError(f"{folder}: no {' or '.join(names)} beside open_clip_config.json.")
-    return HuggingFaceFolder(read_file(weights), {"mlp_act": act, "img_size": crop}, None, preprocess,
-                             "openai-clip", {"mlp_act": act})
+    timm_name = vision.get("timm_model_name")
+    if timm_name:
+        return HuggingFaceFolder(read_file(weights), _open_clip_timm_config(folder, vision, crop), None, preprocess,
+                                 "open-clip-timm", activation=plain_mlp_activation(timm_name))
+    act = "quick_gelu" if model_cfg.get("quick_gelu") else "gelu"
+    config = {"mlp_act": act, "img_size": crop}
+    if "width" in vision:  # open_clip's VisionTransformer: heads = width / head_width
+        config["num_heads"] = max(int(vision["width"]) // int(vision.get("head_width", 64)), 1)
+    return HuggingFaceFolder(read_file(weights), config, None, preprocess, "openai-clip", {"mlp_act": act})
+
+
+def _open_clip_timm_config(folder: Path, vision: dict, crop: tuple[int, int]) -> dict:
+    """ViTConfig fields of open_clip's timm image tower; ValueError for one that is not a ViT this explorer opens."""
+    name = str(vision["timm_model_name"])
+    if plain_mlp_activation(name) is None and not architecture_config(name):
+        raise ValueError(f"{folder}: open_clip's image tower is timm's {name!r}, which is not a ViT this explorer "
+                         f"opens! Expected a timm ViT (vit_*, deit*, eva02_*) such as SigLIP's "
+                         f"vit_base_patch16_siglip_224.")
+    proj = vision.get("timm_proj", "linear")
+    if proj not in OPEN_CLIP_TIMM_PROJECTIONS or (proj == "linear" and vision.get("timm_proj_bias")):
+        raise ValueError(f"{folder}: open_clip's timm_proj {proj!r}{' with a bias' if proj == 'linear' else ''} is "
+                         f"not supported! Expected 'none' or a bias-free 'linear' projection.")
+    pool = vision.get("timm_pool", "avg")
+    if pool not in ("map", "avg", "token"):
+        raise ValueError(f"{folder}: open_clip's timm_pool {pool!r} is not supported! Expected 'map', 'avg' or "
+                         f"'token'.")
+    config = {**architecture_config(name), "img_size": crop}
+    if pool != "map":  # map pooling shows in its tensors (attn_pool); the others do not
+        config["global_pool"] = pool
+    return config
 
 
 def _encoder_config(hf: dict, default_eps: float) -> dict:
@@ -157,12 +228,18 @@ def _activation(folder: Path, hf: dict) -> str:
     return HF_ACTIVATIONS[act]
 
 
-def _processor(folder: Path, model_type: str, img_size: tuple[int, int]) -> Preprocess:
-    """The folder's image processor (preprocessor_config.json, else its class's defaults at the model's size)."""
+def _processor(folder: Path, model_type: str, img_size: tuple[int, int]) -> tuple[Preprocess, tuple]:
+    """The folder's image processor (preprocessor_config.json, else its class's defaults at the model's size, said
+    to be assumed)."""
+    settings = _read_json(folder / "preprocessor_config.json")
     try:
-        return huggingface_preprocess(_read_json(folder / "preprocessor_config.json"), model_type, img_size)
+        preprocess = huggingface_preprocess(settings, model_type, img_size)
     except ValueError as e:
         raise ValueError(f"{folder}: {e}") from None
+    if settings is not None:
+        return preprocess, ()
+    name = huggingface_processor_name({}, model_type)
+    return preprocess, (assumptions.Assumption("processor", processor=name, **assumptions.described(preprocess)),)
 
 
 def _read_json(path: Path) -> dict | None:

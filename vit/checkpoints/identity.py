@@ -10,9 +10,11 @@ from urllib.parse import urlparse
 
 import torch
 
+from . import hub
 from .files import sha256
 
-HF_WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
+HF_WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin", "open_clip_model.safetensors",
+                   "open_clip_pytorch_model.bin")
 
 
 class Fingerprint(NamedTuple):
@@ -26,12 +28,16 @@ class Fingerprint(NamedTuple):
 
 
 def checkpoint_file(source: str) -> Path:
-    """The weights file behind a ``LoadedModel.source``: the file itself, a Hugging Face folder's weights file, or
-    for a download (a URL) the copy in the torch hub cache. FileNotFoundError when there is no such file."""
+    """The weights file behind a ``LoadedModel.source``: the file itself, a Hugging Face folder's weights file, for a
+    download (a URL) the copy in the torch hub cache, for a Hub name its snapshot's weights file in the Hub cache.
+    FileNotFoundError when there is no such file."""
     if "://" in source:
         path = Path(torch.hub.get_dir()) / "checkpoints" / os.path.basename(urlparse(source).path)
     else:
         path = Path(source).expanduser()
+        named = None if path.exists() else hub.hub_name(source)
+        if named is not None:
+            path = hub.fetch(*named, download=False)
         if path.is_dir():
             path = next((path / f for f in HF_WEIGHT_FILES if (path / f).is_file()), path / HF_WEIGHT_FILES[0])
     if not path.is_file():
@@ -41,10 +47,12 @@ def checkpoint_file(source: str) -> Path:
 
 def fingerprint(source: str) -> Fingerprint:
     """``LoadedModel.source`` -> (file name, first 8 hex digits of its sha256). A Hugging Face folder is named by the
-    folder and hashed by its weights file. Hashes are cached by (path, size, modification time)."""
+    folder, a Hub model by its name, and both are hashed by their weights file. Hashes are cached by (path, size,
+    modification time)."""
     path = checkpoint_file(source)
     stat = path.stat()
-    name = Path(source).name if Path(source).is_dir() else path.name
+    named = None if Path(source).expanduser().exists() else hub.hub_name(source)
+    name = named[0] if named else Path(source).name if Path(source).is_dir() else path.name
     return Fingerprint(name, _sha256_prefix(str(path.resolve()), stat.st_size, stat.st_mtime_ns))
 
 

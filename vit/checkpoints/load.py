@@ -2,7 +2,9 @@
 
 Sources, tried in this order: None/"default" (torchvision's ViT-B/16 IMAGENET1K_V1); a path to a file or
 a Hugging Face folder; a known name (vit.registry) looked up in weights/ and the torch hub cache, and for
-torchvision's weights downloaded into the torch hub cache when online; a file name inside weights/.
+torchvision's weights downloaded into the torch hub cache when online; a file name inside weights/; a model on the
+Hugging Face Hub by name ("facebook/dinov2-small", timm's "hf-hub:timm/…"), from the Hub cache or downloaded into it
+(``vit.checkpoints.hub``: weights and configuration only).
 
 The model comes with its source's own preprocessing (``vit.checkpoints.pipelines``), or the crop or squash a
 user asks for: ``vit.load(source, preprocess="squash")``, or ``loaded.with_preprocess("crop")`` for the same
@@ -13,23 +15,24 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
 
-from . import registry
+from . import assumptions, hub, registry
+from .assumptions import Assumption
 from .formats import checkpoint_filter_fn, detect_format, google_num_heads, load_strict, resample_pos_embed, \
     unwrap_state_dict
 from .files import CHECKPOINT_SUFFIXES, OWN_FORMAT, OWN_VERSION, read_file
 from .huggingface import read_folder as read_huggingface_folder
 from .infer import checkpoint_grid, infer_config
-from .pipelines import huggingface_preprocess, open_clip_preprocess, source_preprocess
+from .pipelines import source_preprocess
 from ..clip import TextTower, TextTransformer, Tokenizer, bundled_tokenizer, infer_text_config
 from ..labels import default_labels, imagenet_labels
 from ..model import ViTConfig, VisionTransformer, sincos_2d_position_embedding, variant
-from ..preprocess import CHOICES, IMAGENET_MEAN, IMAGENET_STD, INCEPTION_MEAN, INCEPTION_STD, OPENAI_CLIP_MEAN, \
-    OPENAI_CLIP_STD, Preprocess
+from ..preprocess import CHOICES, Preprocess
 
 _REPO = Path(__file__).resolve().parents[2]
 SIDECAR_FIELDS = {"name", "variant", "config", "format", "preprocess", "labels"}
@@ -55,6 +58,10 @@ class LoadedModel:
     text: TextTower | None = field(default=None, repr=False)  # CLIP's text tower and tokenizer, when the file has one
     own_preprocess: Preprocess | None = field(default=None, repr=False)  # the source's own (None: ``preprocess``)
     preprocess_choice: str = "own"              # which of vit.preprocess.CHOICES ``preprocess`` is
+    # What the loader assumed rather than read (the heads from the width, a bare CLIP's activation, the input size,
+    # the preprocessing, the class names), one sentence each with the way to give the real value; [] when nothing
+    # was assumed. Each is a ``vit.checkpoints.assumptions.Assumption`` (a str with a key for other languages).
+    assumptions: list[str] = field(default_factory=list)
 
     def __post_init__(self):
         if self.own_preprocess is None:
@@ -82,6 +89,8 @@ class _Meta:
     variant: str | None = None
     text_config: dict = field(default_factory=dict)  # TextConfig fields the text tower's tensors do not show
     tokenizer: Tokenizer | None = None                # a folder's own CLIP tokenizer (else the bundled one)
+    activation: str | None = None                     # a plain MLP's activation its metadata names (timm's name)
+    assumptions: tuple = ()                           # what its metadata leaves out (a folder's missing processor)
 
 
 def list_local_checkpoints(directory: str | Path | None = None) -> list[str]:
@@ -116,12 +125,15 @@ def load(source: str | Path | None = None, *, download: bool | None = None, prep
     """Load a checkpoint as our VisionTransformer (eval mode) with its preprocessing and labels.
 
     ``source``: None or "default", a path (file or Hugging Face folder), a known name (see
-    ``vit.registry``), or a file name in weights/. ``download`` (default: unless $VIT_OFFLINE is set)
-    lets torchvision's weights download into the torch hub cache. ``preprocess``: "own" (the source's own
-    preprocessing), "crop" or "squash" (see ``vit.Preprocess.choose``). ``overrides`` are ViTConfig fields
-    that win over what is inferred (e.g. ``num_heads=6``, or ``img_size=(384, 384)``: position
-    embeddings are then resampled). ValueError for a bad or mismatched checkpoint, FileNotFoundError
-    when nothing is found (the message says what to download and where to put it).
+    ``vit.registry``), a file name in weights/, or a Hugging Face Hub name ("facebook/dinov2-small",
+    "hf-hub:timm/…", "org/name@revision"). ``download`` (default: unless $VIT_OFFLINE is set) lets torchvision's
+    weights download into the torch hub cache and Hub models into the Hub cache (HF_HUB_OFFLINE also keeps to it).
+    ``preprocess``: "own" (the source's own preprocessing), "crop" or "squash" (see ``vit.Preprocess.choose``).
+    ``overrides`` are ViTConfig fields that win over what is inferred (e.g. ``num_heads=6``, or
+    ``img_size=(384, 384)``: position embeddings are then resampled; ``num_classes=0``: the backbone without its
+    classifier). What was assumed rather than read is listed in ``LoadedModel.assumptions``. ValueError for a bad or
+    mismatched checkpoint, FileNotFoundError when nothing is found (the message says what to download and where to
+    put it).
     """
     if preprocess not in CHOICES:
         raise ValueError(f"Unknown preprocessing {preprocess!r}! Expected one of {list(CHOICES)}.")
@@ -145,11 +157,17 @@ def _load(source: str | Path | None, download: bool | None, overrides: dict) -> 
     local = weights_dir() / text
     if local.exists():
         return _load_path(local, text, overrides)
+    named = hub.hub_name(text)
+    if named is not None:
+        repo, revision = named
+        folder = hub.fetch(repo, revision, download)
+        return _load_path(folder, text, overrides, name=repo + (f"@{revision}" if revision else ""))
     available = list_local_checkpoints()
     raise FileNotFoundError(
         f"No checkpoint {text!r}: it is not an existing path, not a known name (e.g. 'default', "
         f"{registry.SHARED_CHECKPOINTS[0].name!r}, 'vit_b_16') and not a file in {weights_dir()} "
-        f"(which holds: {', '.join(available) or 'nothing'}). Put the file in {weights_dir()} or pass its path.")
+        f"(which holds: {', '.join(available) or 'nothing'}), nor a Hugging Face Hub name (org/name). Put the file in "
+        f"{weights_dir()}, pass its path, or give the model's Hub name.")
 
 
 def _load_known(known: registry.KnownCheckpoint, download: bool, overrides: dict) -> LoadedModel:
@@ -177,14 +195,19 @@ def _load_known(known: registry.KnownCheckpoint, download: bool, overrides: dict
 
 
 def _meta_from_known(known: registry.KnownCheckpoint) -> _Meta:
-    return _Meta(name=known.name, format=known.format, config=dict(known.config), preprocess=known.preprocess)
+    """Every known checkpoint is an ImageNet-1k classifier (``vit.checkpoints.registry``)."""
+    return _Meta(name=known.name, format=known.format, config=dict(known.config), preprocess=known.preprocess,
+                 labels=imagenet_labels())
 
 
-def _load_path(path: Path, source: str, overrides: dict, known: registry.KnownCheckpoint | None = None) -> LoadedModel:
+def _load_path(path: Path, source: str, overrides: dict, known: registry.KnownCheckpoint | None = None,
+               name: str | None = None) -> LoadedModel:
+    """A file or a folder; ``name`` the display name (a Hub snapshot's folder is named by its commit)."""
     if path.is_dir():
         hf = read_huggingface_folder(path)
-        meta = _Meta(name=path.name, format=hf.format, config=hf.config, labels=hf.labels, preprocess=hf.preprocess,
-                     text_config=hf.text_config, tokenizer=hf.tokenizer)
+        meta = _Meta(name=name or path.name, format=hf.format, config=hf.config, labels=hf.labels,
+                     preprocess=hf.preprocess, text_config=hf.text_config, tokenizer=hf.tokenizer,
+                     activation=hf.activation, assumptions=hf.assumptions)
         return _build(hf.state, source, meta, overrides)
     raw = read_file(path)
     known = known or registry.identify(path)
@@ -217,34 +240,84 @@ def _apply_sidecar(meta: _Meta, path: Path) -> _Meta:
         preprocess = source_preprocess(d["preprocess"]) if "preprocess" in d else meta.preprocess
     except (ValueError, TypeError) as e:
         raise ValueError(f"Sidecar {path}: {e}") from None
-    return _Meta(name=d.get("name", meta.name), format=d.get("format", meta.format),
-                 config={**meta.config, **d.get("config", {})}, preprocess=preprocess, labels=labels,
-                 variant=d.get("variant", meta.variant))
+    return dataclasses.replace(meta, name=d.get("name", meta.name), format=d.get("format", meta.format),
+                               config={**meta.config, **d.get("config", {})}, preprocess=preprocess, labels=labels,
+                               variant=d.get("variant", meta.variant))
 
 
 def _build(raw: dict, source: str, meta: _Meta, overrides: dict) -> LoadedModel:
-    """Checkpoint dict -> LoadedModel: unwrap, detect the format, rename keys, infer the config, load strictly."""
+    """Checkpoint dict -> LoadedModel: unwrap, detect the format, rename keys, infer the config, load strictly; what
+    neither the tensors nor the metadata say follows the family's convention and is listed in ``assumptions``."""
     if raw.get("format") == OWN_FORMAT:
         return _build_own(raw, source, meta, overrides)
     state = unwrap_state_dict(raw)
     fmt = meta.format or detect_format(state)
-    config = {}
+    read = {}  # config fields the file or its metadata states
     if fmt == "google-npz":
-        config["num_heads"] = google_num_heads(state)
+        read["num_heads"] = google_num_heads(state)
     if meta.variant:  # the named variant's shape; strict loading reports where the weights disagree
         v = variant(meta.variant)
-        config.update({k: getattr(v, k) for k in ("patch_size", "embed_dim", "depth", "num_heads", "mlp_dim")})
-    if fmt == "openai-clip":  # OpenAI's CLIP and open_clip's "-quickgelu" models; others say so in their config
-        config["mlp_act"] = "quick_gelu"
-    config.update(meta.config)
+        read.update({k: getattr(v, k) for k in ("patch_size", "embed_dim", "depth", "num_heads", "mlp_dim")})
+    read.update({**meta.config, **overrides})
+    convention = {}
+    # OpenAI's own state dict (saved from its TorchScript archive) keeps the archive's metadata tensors: QuickGELU is
+    # then known; a bare open_clip state dict may be either (open_clip folders say which in their config)
+    openai_file = fmt == "openai-clip" and any(k in state for k in OPENAI_METADATA)
+    if fmt == "openai-clip" and "mlp_act" not in read:
+        convention["mlp_act"] = "quick_gelu"
+    if fmt in TIMM_FORMATS:  # timm resizes a position table with antialiasing (resample_abs_pos_embed's default)
+        convention["pos_embed_antialias"] = True
     state = checkpoint_filter_fn(state, fmt)
     text_state = {k.removeprefix("text."): state.pop(k) for k in [k for k in state if k.startswith("text.")]}
-    cfg = infer_config(state, **{**config, **overrides})
+    if overrides.get("num_classes") == 0:  # the backbone, asked for without its classifier
+        state = {k: v for k, v in state.items() if not re.match(r"(head|head_dist)\.", k)}
+    cfg = infer_config(state, **{**convention, **read})
+    if meta.activation and "mlp_act" not in read and cfg.mlp_act != "swiglu":
+        cfg = dataclasses.replace(cfg, mlp_act=meta.activation)
+    _refuse_two_token_classifier(state, cfg, source)
+    said = [*meta.assumptions, *_config_assumptions(state, cfg, fmt, read, meta, openai_file)]
     state = _fit_pos_embed(state, cfg, checkpoint_grid(state, cfg))
-    loaded = _finish(state, cfg, source, meta, fmt, overrides)
+    loaded = _finish(state, cfg, source, meta, fmt, overrides, said)
     if text_state:
         loaded.text = _build_text(text_state, source, meta, {"mlp_act": cfg.mlp_act} if fmt == "openai-clip" else {})
     return loaded
+
+
+OPENAI_METADATA = ("input_resolution", "context_length", "vocab_size")  # tensors of OpenAI's TorchScript CLIP archives
+TIMM_FORMATS = ("timm", "open-clip-timm")  # tensors in timm's layout, run as timm runs them
+
+
+def _config_assumptions(state: dict, cfg: ViTConfig, fmt: str, read: dict, meta: _Meta,
+                        openai_file: bool) -> list[Assumption]:
+    """What ``cfg`` took from a convention rather than from the tensors or the metadata."""
+    said = []
+    if "num_heads" not in read and not cfg.rel_pos_bias:  # BEiT's bias table has one column per head
+        said.append(assumptions.heads(cfg))
+    if "mlp_act" not in read and meta.activation is None:
+        family = assumptions.family_name(fmt, cfg)
+        if fmt == "openai-clip" and not openai_file:
+            said.append(Assumption("act_openai_clip"))
+        elif fmt == "timm" and family == "CLIP":
+            said.append(Assumption("act_clip"))
+        elif fmt == "timm" and family == "SigLIP":
+            said.append(Assumption("act_siglip"))
+    if cfg.rope and cfg.rope_ref_grid is not None and "rope_ref_grid" not in read:
+        said.append(Assumption("rope_grid", grid="×".join(map(str, cfg.rope_ref_grid))))
+    if "img_size" not in read and cfg.pos_embed_kind == "learned" and "pos_embed" in state:
+        prefix = int(cfg.class_token) + int(cfg.distilled) if cfg.pos_embed_prefix else 0
+        said.append(assumptions.img_size(cfg, int(state["pos_embed"].shape[1]) - prefix))
+    return said
+
+
+def _refuse_two_token_classifier(state: dict, cfg: ViTConfig, source: str) -> None:
+    """Dinov2ForImageClassification's head reads [CLS token, mean of the patch tokens] (2D inputs): not a readout
+    this model has. Its backbone is what opens (``num_classes=0``)."""
+    head = state.get("head.weight")
+    if head is not None and cfg.representation_size is None and head.shape[1] == 2 * cfg.embed_dim:
+        raise ValueError(f"{source}: its classifier reads the CLS token and the mean of the patch tokens side by side "
+                         f"({head.shape[1]} = 2 × {cfg.embed_dim} inputs, as Dinov2ForImageClassification), a readout "
+                         f"this explorer does not draw! Open its backbone without the classifier instead: "
+                         f"vit.load(..., num_classes=0), or {{\"config\": {{\"num_classes\": 0}}}} in a sidecar JSON.")
 
 
 def _build_text(state: dict, source: str, meta: _Meta, defaults: dict) -> TextTower:
@@ -278,7 +351,7 @@ def _build_own(ckpt: dict, source: str, meta: _Meta, overrides: dict) -> LoadedM
     name = (ckpt.get("extra") or {}).get("name") or meta.name
     meta = _Meta(name=name, config={}, labels=list(ckpt["labels"]),
                  preprocess=Preprocess.from_dict(ckpt["preprocess"]))
-    return _finish(state, cfg, source, meta, OWN_FORMAT, overrides)
+    return _finish(state, cfg, source, meta, OWN_FORMAT, overrides, [])
 
 
 def _fit_pos_embed(state: dict, cfg: ViTConfig, old_grid: tuple[int, int]) -> dict:
@@ -289,10 +362,12 @@ def _fit_pos_embed(state: dict, cfg: ViTConfig, old_grid: tuple[int, int]) -> di
     if cfg.pos_embed_kind == "sincos2d":  # a fixed table is computed for the new grid, not resized
         table = sincos_2d_position_embedding(cfg.grid, cfg.embed_dim)
         return {**state, "pos_embed": torch.cat([table.new_zeros(num_prefix, cfg.embed_dim), table]).unsqueeze(0)}
-    return {**state, "pos_embed": resample_pos_embed(state["pos_embed"], num_prefix, cfg.grid, old_grid)}
+    return {**state, "pos_embed": resample_pos_embed(state["pos_embed"], num_prefix, cfg.grid, old_grid,
+                                                     cfg.pos_embed_antialias)}
 
 
-def _finish(state: dict, cfg: ViTConfig, source: str, meta: _Meta, fmt: str, overrides: dict) -> LoadedModel:
+def _finish(state: dict, cfg: ViTConfig, source: str, meta: _Meta, fmt: str, overrides: dict,
+            said: list[Assumption]) -> LoadedModel:
     with torch.device("meta"):  # no random init: every parameter comes from the checkpoint
         model = VisionTransformer(cfg)
     state = {k: v.float().contiguous() if torch.is_floating_point(v) else v for k, v in state.items()}
@@ -304,34 +379,15 @@ def _finish(state: dict, cfg: ViTConfig, source: str, meta: _Meta, fmt: str, ove
     if len(labels) != cfg.num_classes:
         raise ValueError(f"{source}: wrong number of labels! Expected {cfg.num_classes} (the head's outputs) "
                          f"but got {len(labels)}.")
-    preprocess = meta.preprocess or default_preprocess(fmt, cfg)
+    said = list(said)
+    if meta.labels is None and cfg.num_classes == 1000:
+        said.append(Assumption("labels"))
+    preprocess = meta.preprocess
+    if preprocess is None:
+        preprocess, assumed = assumptions.default_preprocess(fmt, cfg)
+        said.append(assumed)
     if "img_size" in overrides and preprocess.crop != cfg.img_size:  # run at the requested size, same crop ratio
         preprocess = preprocess.at_size(cfg.img_size)
     return LoadedModel(model=model, preprocess=preprocess, labels=labels, name=meta.name, source=source,
-                       config=cfg, format=fmt)
+                       config=cfg, format=fmt, assumptions=said)
 
-
-def default_preprocess(fmt: str, cfg: ViTConfig) -> Preprocess:
-    """Preprocessing of a checkpoint that names none: its source's convention at the model's native size.
-
-    Hugging Face key layouts: the family's image processor's defaults (ViT, BEiT, CLIP, SigLIP); OpenAI's and
-    open_clip's CLIP: open_clip's defaults (shorter side to the crop, bicubic, CLIP's mean and std);
-    torchvision: its ViT weights' 256 -> 224 bilinear crop with ImageNet's mean and std; anything else timm's
-    default configuration (224 / 0.875 -> 256 -> 224, bicubic) with the family's mean and std (timm's CLIP and
-    EVA-02 use OpenAI's, SigLIP and BEiT map pixels to [-1, 1], crop_pct 0.9).
-    """
-    if fmt in ("huggingface", "huggingface-clip"):
-        return huggingface_preprocess(None, cfg.family if cfg.family in ("beit", "clip", "siglip") else "vit",
-                                      cfg.img_size)
-    if fmt == "openai-clip":
-        return open_clip_preprocess(cfg.img_size)
-    if fmt == "torchvision":
-        return Preprocess.for_crop(cfg.img_size, interpolation="bilinear", mean=IMAGENET_MEAN, std=IMAGENET_STD)
-    if cfg.family != "vit":
-        mean, std = (OPENAI_CLIP_MEAN, OPENAI_CLIP_STD) if cfg.family in ("clip", "eva02") else \
-            (INCEPTION_MEAN, INCEPTION_STD)
-        return Preprocess.for_crop(cfg.img_size, 0.9 if fmt == "timm" else 1.0, interpolation="bicubic",
-                                   mean=mean, std=std)
-    if fmt == "google-npz":
-        return Preprocess.for_crop(cfg.img_size, interpolation="bicubic", mean=INCEPTION_MEAN, std=INCEPTION_STD)
-    return Preprocess.for_crop(cfg.img_size, interpolation="bicubic", mean=IMAGENET_MEAN, std=IMAGENET_STD)

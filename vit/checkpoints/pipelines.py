@@ -44,7 +44,9 @@ HF_PROCESSORS = {
 HF_COMMON = dict(do_resize=True, do_rescale=True, rescale_factor=1 / 255, do_normalize=True)  # every class's
 # The processor AutoImageProcessor picks from config.json's model_type when preprocessor_config.json names none.
 HF_MODEL_PROCESSORS = {"vit": "ViTImageProcessor", "deit": "DeiTImageProcessor", "beit": "BeitImageProcessor",
-                       "dinov2": "BitImageProcessor", "clip": "CLIPImageProcessor",
+                       "dinov2": "BitImageProcessor", "dinov2_with_registers": "BitImageProcessor",
+                       "vit_mae": "ViTImageProcessor", "vit_msn": "ViTImageProcessor",
+                       "data2vec-vision": "BeitImageProcessor", "clip": "CLIPImageProcessor",
                        "clip_vision_model": "CLIPImageProcessor", "siglip": "SiglipImageProcessor",
                        "siglip_vision_model": "SiglipImageProcessor"}
 

@@ -139,7 +139,8 @@ def build_parser() -> argparse.ArgumentParser:
     model.add_argument("--variant", help="train from scratch: tiny, small, base (optionally with a patch size, "
                                          "e.g. tiny-8) [default: tiny]")
     model.add_argument("--init", help="fine-tune this checkpoint (anything vit.load reads: a file, folder, known "
-                                      "name or file in weights/); a new head is sized to the data's classes")
+                                      "name, file in weights/ or Hugging Face Hub name); a new head is sized to the "
+                                      "data's classes")
     which.add_argument("--preprocess", choices=("own", "crop", "squash"),
                        help="how validation photos become the model's input, saved with the checkpoint: own "
                             "(--init's own preprocessing, e.g. timm's crop_pct or a Hugging Face processor's squash; "

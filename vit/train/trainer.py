@@ -75,6 +75,7 @@ class _Start:
     data: TrainData
     saved: dict | None = None    # the interrupted run's extra["train"]
     note: str = ""
+    assumptions: tuple[str, ...] = ()  # what loading --init assumed rather than read (``LoadedModel.assumptions``)
 
 
 def epoch_seed(seed: int, epoch: int) -> int:
@@ -99,7 +100,8 @@ def _fresh_start(opts: TrainOptions) -> _Start:
         torch.manual_seed(opts.seed)  # the new head's initialisation
         model = fine_tune_model(pretrained.model, num_classes, opts.drop_path)
         note = f"fine-tuning {pretrained.name} ({pretrained.source}) with a new {num_classes}-class head"
-        return _Start(opts, model, pretrained.preprocess.choose(opts.preprocess), data, note=note)
+        return _Start(opts, model, pretrained.preprocess.choose(opts.preprocess), data, note=note,
+                      assumptions=tuple(pretrained.assumptions))
     opts = resolve(opts, data.kind, None)
     torch.manual_seed(opts.seed)
     cfg = scratch_config(opts.variant, num_classes, opts.img_size, opts.patch_size, opts.drop_path, opts.depth,
@@ -195,7 +197,8 @@ def _print_plan(start: _Start, model: VisionTransformer, optim: _Optimization, f
           f"device: {optim.precision.device} ({optim.precision.name})\n"
           f"files:  {files.best} (best), {files.last}, {files.metrics}, {files.curves}"
           + (f"\n        {snapshot_dir(files.best)}/ (a snapshot before training, then every {opts.snapshot_every} "
-             f"epoch{'s' if opts.snapshot_every > 1 else ''})" if opts.snapshot_every else ""), flush=True)
+             f"epoch{'s' if opts.snapshot_every > 1 else ''})" if opts.snapshot_every else "")
+          + "".join(f"\nassumed: {sentence}" for sentence in start.assumptions), flush=True)
 
 
 def _save_epoch(start: _Start, model: VisionTransformer, history: list[dict], optim: _Optimization,

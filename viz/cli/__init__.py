@@ -124,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
             texts = zero_shot_entries(loaded, a, args.texts) if args.texts else None
             inside_files = inside_outputs(loaded, a, inside, args.lang, head_importance) if inside else None
             write_image_result(entry.path, args.out / entry.name, a, model, o, args, decode_s, explained, texts,
-                               inside_files, preprocess)
+                               inside_files, preprocess, loaded.assumptions)
 
     processes = distributed.start(device)
     try:

@@ -13,6 +13,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from .. import panels
+from .options import print_assumptions
 from .write import write_animation
 
 
@@ -91,6 +92,7 @@ def run_comparison(args: argparse.Namespace, loaded_a, o: panels.MapOptions, ent
     except (ValueError, FileNotFoundError) as error:
         print(f"error: cannot load the --compare weights: {error}", file=sys.stderr)
         return 2
+    print_assumptions(loaded_b, args.compare)
     try:
         for loaded in (loaded_a, loaded_b):
             panels.check_options(o, loaded.model.cfg.depth, loaded.model.cfg.num_heads)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import sys
 from pathlib import Path
 
 from vit.command import program
@@ -147,8 +148,8 @@ def build_parser() -> argparse.ArgumentParser:
                                 epilog=PANEL_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("images", nargs="+", metavar="IMAGE", help="image files, or folders of images (not recursive)")
     p.add_argument("--weights", default="default", metavar="PATH",
-                   help="checkpoint: a file, a Hugging Face folder, a known name or a file in weights/ "
-                        "(default: torchvision's ViT-B/16)")
+                   help="checkpoint: a file, a Hugging Face folder, a known name, a file in weights/ or a Hugging "
+                        "Face Hub name such as facebook/dinov2-small (default: torchvision's ViT-B/16)")
     p.add_argument("--preprocess", choices=PREPROCESS_CHOICES, default="own",
                    help="how a photo becomes the model's input: own (default: the checkpoint's source's own "
                         "preprocessing, e.g. timm's crop_pct or a Hugging Face processor's squash), crop (keep the "
@@ -293,13 +294,14 @@ def options_from(args: argparse.Namespace) -> panels.MapOptions:
 
 def load_model(args: argparse.Namespace):
     """``vit.load(--weights)`` with ``--preprocess``, set up to run at ``--input-size`` if given; ValueError says
-    what is wrong."""
+    what is wrong. What the loader assumed is printed (``print_assumptions``)."""
     import vit
 
     try:
         loaded = vit.load(args.weights)
     except (ValueError, FileNotFoundError) as error:
         raise ValueError(f"cannot load the weights: {error}") from None
+    print_assumptions(loaded, args.weights)
     if args.input_size:
         P = loaded.model.cfg.patch_size
         H, W = args.input_size
@@ -309,3 +311,9 @@ def load_model(args: argparse.Namespace):
         loaded = dataclasses.replace(loaded, own_preprocess=loaded.own_preprocess.at_size((H, W)))
     return loaded.with_preprocess(getattr(args, "preprocess", "own"))
 
+
+def print_assumptions(loaded, source: str, stream=None) -> None:
+    """One "assumed:" line per fact the loader assumed rather than read (``vit.LoadedModel.assumptions``), on stderr:
+    they change what the maps mean, so they are printed even with --quiet."""
+    for sentence in loaded.assumptions:
+        print(f"assumed ({source}): {sentence}", file=stream or sys.stderr)

@@ -16,7 +16,7 @@ from ..records import Analysis
 def write_image_result(path: Path, folder: Path, a: Analysis, model: tuple[dict, dict], o: panels.MapOptions,
                        args: argparse.Namespace, decode_s: float, explained: tuple[dict, dict, dict] | None = None,
                        zero_shot: list[dict] | None = None, inside: tuple[dict, dict, dict] | None = None,
-                       preprocess: dict | None = None) -> np.ndarray:
+                       preprocess: dict | None = None, assumptions: list[str] | None = None) -> np.ndarray:
     """Render and write one analysed image's panels (with the model's own, ``model``: the result of
     ``panels.model_panels``, and the explanations, ``explained``: ``explanation_outputs``), result.json and
     attention.npz; returns its mean distance (L, H).
@@ -24,7 +24,8 @@ def write_image_result(path: Path, folder: Path, a: Analysis, model: tuple[dict,
     ``zero_shot``: [{"text", "probability"}, …] most probable first, written as result.json's "zero_shot";
     ``inside``: ``viz.cli.inside.inside_outputs``, written as result.json's "inside".
     ``preprocess``: how the photo became the model's input (``vit.LoadedModel.preprocess_record``: "mode",
-    "resize", "crop", "interpolation", "mean", "std", …), written as result.json's "preprocess"."""
+    "resize", "crop", "interpolation", "mean", "std", …), written as result.json's "preprocess"; ``assumptions``:
+    what the loader assumed rather than read (``vit.LoadedModel.assumptions``), result.json's "assumptions"."""
     t2 = time.perf_counter()
     images, arrays = panels.image_panels(a, o)
     t3 = time.perf_counter()
@@ -48,6 +49,7 @@ def write_image_result(path: Path, folder: Path, a: Analysis, model: tuple[dict,
         "weights": args.weights,
         "input_size": list(a.input_size),
         **({"preprocess": preprocess} if preprocess is not None else {}),
+        **({"assumptions": list(assumptions)} if assumptions is not None else {}),
         "grid": list(a.grid),
         "num_prefix_tokens": a.num_prefix,
         **({"top_k": [{"label": label, "probability": p} for label, p in a.top_k(args.top_k)]}

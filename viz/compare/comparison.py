@@ -35,6 +35,7 @@ class Side:
     sha256: str              # the first 8 hex digits of the file's sha256
     crop_box: Box            # the part of the upright photo the model saw (left, top, right, bottom), photo pixels
     preprocess: dict | None = None  # how the photo became its input (``vit.LoadedModel.preprocess_record``)
+    assumptions: tuple[str, ...] = ()  # what its loader assumed rather than read (``vit.LoadedModel.assumptions``)
 
     @property
     def label(self) -> str:
@@ -228,7 +229,8 @@ def _class_rows(rows: tuple[ClassChange, ...], own: str) -> list[dict]:
 
 def comparison_record(c: Comparison) -> dict:
     """Plain data for compare.json: ``models`` [A, B], each with its role, file name, sha256 prefix (8 hex digits),
-    shapes, crop box, preprocessing and top-k (each class with the other model's probability and the change B − A); the
+    shapes, crop box, preprocessing, what its loader assumed and top-k (each class with the other model's probability
+    and the change B − A); the
     ``alignment`` of the crops; the ``attention`` block and head; and the ``differences``."""
     def model(side: Side, rows, own: str) -> dict:
         s = side.analysis
@@ -237,7 +239,7 @@ def comparison_record(c: Comparison) -> dict:
                 "patch_size": s.patch_size, "depth": s.depth, "heads": s.heads,
                 "crop_box": [round(v, 3) for v in side.crop_box],
                 **({"preprocess": side.preprocess} if side.preprocess is not None else {}),
-                "top_k": _class_rows(rows, own)}
+                "assumptions": list(side.assumptions), "top_k": _class_rows(rows, own)}
 
     da, db = c.distance_a.mean(axis=1), c.distance_b.mean(axis=1)
     return {
@@ -246,7 +248,7 @@ def comparison_record(c: Comparison) -> dict:
                       "text": c.alignment},
         "attention": {"layer_a": c.layers[0], "layer_b": c.layers[1], "head": c.head},
         "differences": {
-            "top1_same": c.top_a[0].label == c.top_b[0].label,
+            "top1_same": c.top_a[0].label == c.top_b[0].label if c.top_a and c.top_b else None,  # None: a backbone
             "probability_total_variation": c.probability_tv,
             "maps": {name: {"title": p.title, **p.stats()} for name, p in c.maps.items()},
             "mean_distance": {"unit": c.distance_unit, "a_by_block": da.tolist(), "b_by_block": db.tolist(),

@@ -22,4 +22,4 @@ def compare_side(loaded, photo: Image.Image, analysis: Analysis | None = None,
     fp = fingerprint(loaded.source)
     a = analysis if analysis is not None else analyze(loaded, photo, attention_dtype)
     return Side(a, fp.name, fp.sha256, loaded.preprocess.crop_box(upright_rgb(photo).size),
-                loaded.preprocess_record())
+                loaded.preprocess_record(), tuple(getattr(loaded, "assumptions", ())))

@@ -113,6 +113,7 @@ def run_info(loaded, options: RunOptions, processes: Processes, device: torch.de
     layout = model.token_layout(height, width)
     return {"model": getattr(loaded, "name", ""), "weights": options.weights, "input_size": [height, width],
             "preprocess": {"mode": getattr(loaded, "preprocess_choice", "own"), **loaded.preprocess.to_dict()},
+            "assumptions": list(getattr(loaded, "assumptions", [])),
             "grid": list(layout.grid), "patch_size": model.cfg.patch_size, "num_prefix_tokens": layout.num_prefix,
             "depth": len(model.blocks), "heads": model.cfg.num_heads, "tokens": layout.num_tokens,
             "uniform_distance": float(patch_distances(layout.grid, model.cfg.patch_size).mean()),

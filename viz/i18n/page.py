@@ -4,7 +4,18 @@ messages. key -> (English, Simplified Chinese).
 Static texts (no braces) can go straight to ``gr.I18n``; texts with fields (messages, the summary) are filled on
 the server with ``viz.i18n.t(key, lang, ...)``. Help texts (``help.*``) are one or two short sentences for a
 control's ``info``: what it does and when to use it.
+
+What the loader assumed (``assumption.*``) is said in English by ``vit.checkpoints.assumptions.ASSUMED`` (the sentences
+``LoadedModel.assumptions`` holds); the Chinese is beside it here.
 """
+from vit.checkpoints.assumptions import ASSUMED
+
+HOW_ZH = "（传给 vit.load，或在文件旁的同名 JSON 文件中写 {{{{\"config\": {{{{\"{field}\": {value}}}}}}}}}）"
+
+
+def _how_zh(field: str, value: str) -> str:
+    return HOW_ZH.format(field=field, value=value)
+
 
 PAGE: dict[str, tuple[str, str]] = {
     # --- header and inputs -------------------------------------------------------------------------------
@@ -19,8 +30,9 @@ PAGE: dict[str, tuple[str, str]] = {
     "label.top5": ("Top-5 classes", "前 5 个类别"),
     "label.summary": ("Summary", "概要"),
     "label.model": ("Model", "模型"),
-    "help.model": ("a checkpoint in weights/, or type a path and press Enter",
-                   "weights/ 里的检查点，或输入一个路径后按回车"),
+    "help.model": ("a checkpoint in weights/, or type a path or a Hugging Face Hub name (facebook/dinov2-small) and "
+                   "press Enter",
+                   "weights/ 里的检查点，或输入一个路径或 Hugging Face Hub 上的模型名（facebook/dinov2-small）后按回车"),
     "button.analyze": ("Analyze", "分析"),
     "control.preprocess": ("Photo → model input", "照片 → 模型输入"),
     "help.preprocess": (
@@ -40,6 +52,38 @@ PAGE: dict[str, tuple[str, str]] = {
     "summary.stretched_crop": ("crop of the stretched photo", "拉伸后照片的中心裁剪"),
     "summary.prefix": (" + {count} prefix", " + {count} 个前缀词元"),
     "summary.took": (" · forward pass {ms:.0f} ms", " · 前向计算 {ms:.0f} 毫秒"),
+    "summary.assumed": ("**Assumed when loading** (not in the checkpoint):", "**加载时的假设**（检查点中没有）："),
+
+    # --- what the loader assumed (vit.LoadedModel.assumptions) ------------------------------------------------
+    "assumption.heads_known": (ASSUMED["heads_known"],
+        "文件中没有注意力头数：假定为 {heads}，与已发布的、宽度为 {width} 且结构相同的 ViT 一致；若头数是别的数 N，请给出 "
+        "num_heads=N" + _how_zh("num_heads", "N") + "。"),
+    "assumption.heads_default": (ASSUMED["heads_default"],
+        "文件中没有注意力头数：假定为 {heads}（每个头 {head_dim} 维，大多数 ViT 如此）；若头数是别的数 N，请给出 "
+        "num_heads=N" + _how_zh("num_heads", "N") + "。"),
+    "assumption.act_openai_clip": (ASSUMED["act_openai_clip"],
+        "文件中没有 MLP 的激活函数：假定为 QuickGELU，与 OpenAI 的 CLIP 相同；用精确 GELU 训练的 open_clip 模型（大多数 "
+        "LAION 和 DataComp 模型）需要 mlp_act=\"gelu\"" + _how_zh("mlp_act", '"gelu"') + "。"),
+    "assumption.act_clip": (ASSUMED["act_clip"],
+        "文件中没有 MLP 的激活函数：假定为精确 GELU，与 timm 的 CLIP 图像塔相同；timm 的 *_clip_quickgelu_* 模型需要 "
+        "mlp_act=\"quick_gelu\"" + _how_zh("mlp_act", '"quick_gelu"') + "。"),
+    "assumption.act_siglip": (ASSUMED["act_siglip"],
+        "文件中没有 MLP 的激活函数：假定为精确 GELU，与 timm 的 SigLIP 图像塔相同；使用 tanh 近似 GELU 的 SigLIP 2 "
+        "图像塔需要 mlp_act=\"gelu_tanh\"" + _how_zh("mlp_act", '"gelu_tanh"') + "。"),
+    "assumption.rope_grid": (ASSUMED["rope_grid"],
+        "文件中没有旋转位置编码：假定为 EVA-02 的，其角度按 timm 的 EVA-02 模型训练时的 {grid} 网格缩放。"),
+    "assumption.img_size": (ASSUMED["img_size"],
+        "文件中没有输入尺寸：根据它的 {count} 个位置嵌入，按 {grid} 的方形网格假定为 {size}；若它是在别的网格上训练的，"
+        "请给出 img_size=[H, W]" + _how_zh("img_size", "[H, W]") + "。"),
+    "assumption.preprocess": (ASSUMED["preprocess"],
+        "文件中没有预处理设置：假定为 {source} 对 {family} 的惯例（缩放 {resize}，裁剪 {crop}，{interpolation} 插值，"
+        "均值 {mean}，标准差 {std}）；请在文件旁的同名 JSON 文件中用 \"preprocess\" 给出它自己的设置。"),
+    "assumption.processor": (ASSUMED["processor"],
+        "文件夹中没有 preprocessor_config.json：假定为 {processor} 的默认设置（缩放 {resize}，裁剪 {crop}，"
+        "{interpolation} 插值，均值 {mean}，标准差 {std}）。"),
+    "assumption.labels": (ASSUMED["labels"],
+        "文件中没有类别名称：为它的 1000 个输出假定为 ImageNet-1k 的类别；若它预测的是别的类别，请在文件旁的同名 JSON 文件"
+        "中写上 \"labels\"。"),
 
     # --- tabs -----------------------------------------------------------------------------------------------
     "tab.rollout": ("Rollout", "注意力展开"),

@@ -1,0 +1,147 @@
+"""What the loader assumed rather than read: one sentence per fact a checkpoint does not hold.
+
+A state dict holds tensors; several facts that change the model's output are not among them: the number of heads
+(qkv is (3D, D) for any H), the MLP activation of a CLIP or SigLIP tower (GELU, QuickGELU and tanh GELU have the same
+tensors), the native grid of the position table, the preprocessing and the class names. Metadata says them where
+there is some (a Hugging Face, timm or open_clip folder's configs, a sidecar JSON, the registry of known files);
+otherwise the loader follows the family's convention and says so here, in ``LoadedModel.assumptions``, with the way
+to give the real value. Each ``Assumption`` is that English sentence (a ``str``) with the key and fields ``viz.i18n``
+fills in another language.
+"""
+from __future__ import annotations
+
+from ..model import ViTConfig
+from ..preprocess import IMAGENET_MEAN, IMAGENET_STD, INCEPTION_MEAN, INCEPTION_STD, OPENAI_CLIP_MEAN, \
+    OPENAI_CLIP_STD, Preprocess
+from .infer import HEAD_DIM, STANDARD_HEADS
+from .pipelines import huggingface_preprocess, open_clip_preprocess
+
+
+def _how(field: str, value: str) -> str:
+    """How to give a config field, as a template fragment (its braces escaped for the sentence's own fields)."""
+    text = (f'{field}={value} (to vit.load, or as {{"config": {{"{field}": {value}}}}} in a sidecar JSON beside '
+            f'the file)')
+    return text.replace("{", "{{").replace("}", "}}")
+
+
+ASSUMED: dict[str, str] = {  # Assumption.key -> the sentence; viz/i18n/page.py holds each one's Chinese
+    "heads_known": "The number of attention heads is not in the file: {heads} assumed, as the published ViTs "
+                   "{width} wide with this layout have; if it has another number N, give "
+                   + _how("num_heads", "N") + ".",
+    "heads_default": "The number of attention heads is not in the file: {heads} assumed ({head_dim} dimensions per "
+                     "head, as most ViTs); if it has another number N, give " + _how("num_heads", "N") + ".",
+    "act_openai_clip": "The MLP activation is not in the file: QuickGELU assumed, as OpenAI's CLIP has; an open_clip "
+                       "model trained with exact GELU (most LAION and DataComp models) needs "
+                       + _how("mlp_act", '"gelu"') + ".",
+    "act_clip": "The MLP activation is not in the file: exact GELU assumed, as timm's CLIP towers have; timm's "
+                "*_clip_quickgelu_* models need " + _how("mlp_act", '"quick_gelu"') + ".",
+    "act_siglip": "The MLP activation is not in the file: exact GELU assumed, as timm's SigLIP towers have; the "
+                  "SigLIP 2 towers with tanh GELU need " + _how("mlp_act", '"gelu_tanh"') + ".",
+    "rope_grid": "The rotary embedding is not in the file: EVA-02's, its angles scaled to the {grid} grid timm's "
+                 "EVA-02 models were trained on, assumed.",
+    "img_size": "The input size is not in the file: {size} assumed from its {count} position embeddings as a square "
+                "{grid} grid; if it was trained on another grid, give " + _how("img_size", "[H, W]") + ".",
+    "preprocess": "The preprocessing is not in the file: the {source} convention for {family} assumed (resize "
+                  "{resize}, crop {crop}, {interpolation}, mean {mean}, std {std}); give its own as \"preprocess\" "
+                  "in a sidecar JSON beside the file.",
+    "processor": "The folder has no preprocessor_config.json: the defaults of {processor} assumed (resize {resize}, "
+                 "crop {crop}, {interpolation}, mean {mean}, std {std}).",
+    "labels": "The class names are not in the file: ImageNet-1k's assumed for its 1000 outputs; if it predicts "
+              "other classes, put \"labels\" in a sidecar JSON beside the file.",
+}
+
+
+class Assumption(str):
+    """One fact the loader assumed: the English sentence itself, with ``key`` (of ``ASSUMED``) and ``fields``
+    (language-neutral values: numbers, sizes, names) to say it in another language."""
+    key: str
+    fields: dict
+
+    def __new__(cls, key: str, **fields) -> "Assumption":
+        self = super().__new__(cls, ASSUMED[key].format(**fields))
+        self.key, self.fields = key, fields
+        return self
+
+    def __reduce__(self):  # pickled (by a data-set worker) as what it is, not as a plain str
+        return _assumption, (self.key, self.fields)
+
+
+def _assumption(key: str, fields: dict) -> Assumption:
+    return Assumption(key, **fields)
+
+
+def heads(cfg: ViTConfig) -> Assumption:
+    """The head count ``infer.default_num_heads`` gave this config."""
+    if cfg.embed_dim in STANDARD_HEADS or cfg.num_heads != max(cfg.embed_dim // HEAD_DIM, 1):
+        return Assumption("heads_known", heads=cfg.num_heads, width=cfg.embed_dim)
+    return Assumption("heads_default", heads=cfg.num_heads, head_dim=cfg.embed_dim // cfg.num_heads)
+
+
+def img_size(cfg: ViTConfig, count: int) -> Assumption:
+    gh, gw = cfg.grid
+    return Assumption("img_size", size=f"{cfg.img_size[0]}×{cfg.img_size[1]}", count=count, grid=f"{gh}×{gw}")
+
+
+def described(prep: Preprocess) -> dict:
+    """A preprocessing's fields as the sentences print them."""
+    resize = prep.resize if isinstance(prep.resize, int) else f"{prep.resize[0]}×{prep.resize[1]}"
+    return dict(resize=resize, crop=f"{prep.crop[0]}×{prep.crop[1]}", interpolation=prep.interpolation,
+                mean=_numbers(prep.mean), std=_numbers(prep.std))
+
+
+def _numbers(values) -> str:
+    return "(" + ", ".join(f"{v:.4g}" for v in values) + ")"
+
+
+# timm's headless ViTs without CLS token or registers are SigLIP's mean-pooled towers (pixels to [-1, 1]), except
+# I-JEPA's ViT-H and ViT-g (ImageNet's mean and std), which no SigLIP tower is as wide as.
+IJEPA_WIDTHS = (1280, 1408)
+
+
+def default_preprocess(fmt: str, cfg: ViTConfig) -> tuple[Preprocess, Assumption]:
+    """Preprocessing of a checkpoint that names none: its source's convention for the family at the model's native
+    size, and the sentence that says it was assumed.
+
+    Hugging Face key layouts: the family's image processor's defaults (ViT, BEiT, CLIP, SigLIP); OpenAI's and
+    open_clip's CLIP: open_clip's defaults (shorter side to the crop, bicubic, CLIP's mean and std); torchvision: its
+    ViT weights' 256 -> 224 bilinear crop with ImageNet's mean and std; anything else timm's default configuration
+    (224 / 0.875 -> 256 -> 224, bicubic) with the family's mean and std (timm's CLIP and EVA-02 use OpenAI's; SigLIP,
+    BEiT and the ViTs without CLS token map pixels to [-1, 1], crop_pct 0.9; Google's big_vision too).
+    """
+    family = family_name(fmt, cfg)
+    if fmt in ("huggingface", "huggingface-clip"):
+        kind = cfg.family if cfg.family in ("beit", "clip", "siglip") else "vit"
+        prep, source = huggingface_preprocess(None, kind, cfg.img_size), "Hugging Face"
+    elif fmt == "openai-clip":
+        prep, source = open_clip_preprocess(cfg.img_size), "open_clip"
+    elif fmt == "torchvision":
+        prep, source = Preprocess.for_crop(cfg.img_size, interpolation="bilinear", mean=IMAGENET_MEAN,
+                                           std=IMAGENET_STD), "torchvision"
+    elif fmt == "google-npz":
+        prep, source = Preprocess.for_crop(cfg.img_size, interpolation="bicubic", mean=INCEPTION_MEAN,
+                                           std=INCEPTION_STD), "big_vision"
+    elif family in ("ViT", "DINO", "I-JEPA"):
+        prep, source = Preprocess.for_crop(cfg.img_size, interpolation="bicubic", mean=IMAGENET_MEAN,
+                                           std=IMAGENET_STD), "timm"
+    else:
+        mean, std = (OPENAI_CLIP_MEAN, OPENAI_CLIP_STD) if family in ("CLIP", "EVA-02") else \
+            (INCEPTION_MEAN, INCEPTION_STD)
+        prep, source = Preprocess.for_crop(cfg.img_size, 0.9 if fmt == "timm" else 1.0, interpolation="bicubic",
+                                           mean=mean, std=std), "timm"
+    return prep, Assumption("preprocess", source=source, family=family, **described(prep))
+
+
+def family_name(fmt: str, cfg: ViTConfig) -> str:
+    """The family whose conventions a checkpoint without metadata gets: "EVA-02", "BEiT", "SigLIP", "CLIP", "DINO",
+    "I-JEPA", "GAP ViT" (mean-pooled, no CLS token) or "ViT". A timm ViT without CLS token, head or registers is
+    SigLIP's mean-pooled tower (I-JEPA's at its widths); with a head, one of timm's mean-pooled classifiers."""
+    named = {"eva02": "EVA-02", "beit": "BEiT", "siglip": "SigLIP", "clip": "CLIP"}
+    if cfg.family in named:
+        return named[cfg.family]
+    if fmt == "dino":
+        return "DINO"
+    if fmt == "timm" and not cfg.class_token:
+        if cfg.num_classes or cfg.num_reg_tokens:
+            return "GAP ViT"
+        return "I-JEPA" if cfg.embed_dim in IJEPA_WIDTHS else "SigLIP"
+    return "ViT"

@@ -143,7 +143,7 @@ def test_api_unknown_model_is_a_plain_error(demo, photos, tmp_path):
 def test_out_of_range_api_values_are_clamped(cat_result, photos, augreg_weights):
     wild = _analyze(photos["cat"], augreg_weights, layer=99, head=7, mean_of_heads=False, start_layer=-40,
                     discard_ratio=3.0, session=cat_result["session"])
-    expected = panels.attention_map_panel(_cached(cat_result["session"]), 11, 2,
+    expected = panels.attention_map_panel(_cached(cat_result["session"]), 11, 2, mask_artifacts=True,  # the default
                                           display=panels.Display(explorer.DISPLAY_SIZE, "en"))
     assert np.array_equal(_pixels(wild["attention"]), _pixels(expected.image))
 

@@ -167,6 +167,7 @@ def _even_share(values: np.ndarray, patches: int) -> float:
 
 
 NARROW_METHODS = 2     # methods to a row on a narrow screen
+NARROW_TILE = 200      # and the side of each, in pixels
 
 
 def methods_view(a: Analysis, e: Explained, alpha: float = 0.6, lang: str = "en",
@@ -177,8 +178,8 @@ def methods_view(a: Analysis, e: Explained, alpha: float = 0.6, lang: str = "en"
         return None
     names = {m: t(f"method.{m}", lang) for m in e.maps}
     if narrow:
-        width = 2 * (200 + 6) + 120
-        return methods_row(a.image, e.maps, cell=200, alpha=alpha, title=str(e.target["name"]), names=names,
+        width = NARROW_METHODS * (NARROW_TILE + 6) + 120     # two tiles with their gaps, the title and the colour bar
+        return methods_row(a.image, e.maps, cell=NARROW_TILE, alpha=alpha, title=str(e.target["name"]), names=names,
                            per_row=NARROW_METHODS, font_size=screens.text_for(width), lang=lang,
                            legend=t("colorbar.own_scale", lang))
     return methods_row(a.image, e.maps, cell=140, alpha=alpha, title=str(e.target["name"]), names=names,

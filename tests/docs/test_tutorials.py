@@ -136,7 +136,8 @@ def test_every_command_of_both_tutorials_runs(tmp_path, real_weights_dir):
         assert not missing, f"the {lang} tutorial tells the reader to look at files no command wrote: {missing}"
 
 
-FIRST_SESSIONS = {"en": (REPO / "README.md", "## A first session"), "zh-CN": (REPO / "README.zh-CN.md", "## 第一次使用")}
+FIRST_SESSIONS = {"en": (REPO / "README.md", "## A first session"),
+                  "zh-CN": (REPO / "README.zh-CN.md", "## 第一次使用")}
 
 
 def first_session(lang: str) -> list[str]:

@@ -62,7 +62,8 @@ def test_the_app_says_where_it_runs_and_how_to_share_with_its_own_flag():
     from vit_explorer.server import running_lines
 
     lines = running_lines("http://127.0.0.1:7860/", None)
-    assert "open http://127.0.0.1:7860/ in a browser" in lines and "在浏览器中打开 http://127.0.0.1:7860/" in lines
+    assert "open http://127.0.0.1:7860/ in a browser" in lines
+    assert "在浏览器中打开 http://127.0.0.1:7860/" in lines
     assert "--share" in lines and "share=True" not in lines and "launch()" not in lines
     shared = running_lines("http://127.0.0.1:7860/", "https://abc.gradio.live", share=True)
     assert "https://abc.gradio.live" in shared and "start it with" not in shared

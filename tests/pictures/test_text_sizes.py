@@ -43,7 +43,8 @@ class Sizes:
 
 
 def _empty_caches() -> None:
-    """Every drawing cache of viz (labels, colour-bar strips, plot backdrops, grids): a picture records its own texts."""
+    """Every drawing cache of viz (labels, colour-bar strips, plot backdrops, grids): each picture records its own
+    texts."""
     for name, module in list(sys.modules.items()):
         if not name.startswith("viz"):
             continue

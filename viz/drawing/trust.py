@@ -138,7 +138,8 @@ def _curves(ax, report, kind, names, colour, lang, legend: bool) -> None:
     ax.set_ylim(0, 1.02)
     ax.set_xlim(0, 1)
     ax.set_title(t(f"trust.{kind}", lang), fontsize=screens.MIN_POINTS + 1)
-    ax.set_xlabel(t("trust.axis.removed" if kind == "deletion" else "trust.axis.kept", lang), fontsize=screens.MIN_POINTS)
+    ax.set_xlabel(t("trust.axis.removed" if kind == "deletion" else "trust.axis.kept", lang),
+                  fontsize=screens.MIN_POINTS)
     ax.set_ylabel(t("trust.axis.probability", lang), fontsize=screens.MIN_POINTS)
     ax.tick_params(labelsize=screens.MIN_POINTS)
     ax.grid(alpha=0.3)
@@ -152,7 +153,8 @@ def _correlations(ax, report, names, lang) -> None:
     ax.imshow(matrix, cmap="RdBu_r", vmin=-1, vmax=1)
     for i in range(M):
         for j in range(M):
-            ax.text(j, i, _short_number(matrix[i, j]), ha="center", va="center", fontsize=screens.MIN_POINTS, color="white" if abs(matrix[i, j]) > 0.6 else "black")
+            ax.text(j, i, _short_number(matrix[i, j]), ha="center", va="center", fontsize=screens.MIN_POINTS,
+                    color="white" if abs(matrix[i, j]) > 0.6 else "black")
     labels = [t(f"method.{n}", lang) for n in order]
     ax.set_xticks(range(M), labels, rotation=60, fontsize=screens.MIN_POINTS, ha="right")
     ax.set_yticks(range(M), labels, fontsize=screens.MIN_POINTS)

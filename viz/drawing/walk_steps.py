@@ -181,7 +181,8 @@ def position_patch_picture(w: Walkthrough, row: int, col: int, size: int = 448, 
     values = w.position_similarity[i].reshape(w.grid)
     base = _scaled_crop(w, size)
     image = render.overlay(base, values, "viridis", 0.7, vmin=-1.0, vmax=1.0, colorbar=True,
-                           label=t("colorbar.cosine", lang), lang=lang, smooth=False, font_size=font_size or _text(size))
+                           label=t("colorbar.cosine", lang), lang=lang, smooth=False,
+                           font_size=font_size or _text(size))
     framed = render.mark_patch(image.crop((0, 0, *base.size)), row, col, w.grid, color=(255, 0, 0),
                                width=max(2, size // 150))
     image.paste(framed, (0, 0))

@@ -27,8 +27,8 @@ LANGUAGES = ("en", "zh-CN")   # the order of the texts in every catalogue entry
 DEFAULT_LANGUAGE = "en"
 CATALOGUE: dict[str, tuple[str, str]] = {**PICTURES, **PAGE, **MODEL}
 if len(CATALOGUE) != len(PICTURES) + len(PAGE) + len(MODEL):  # a key in two parts would silently shadow one of them
-    raise RuntimeError(f"Keys in two parts of viz.i18n: "
-                       f"{sorted((set(PICTURES) & set(PAGE)) | (set(PICTURES) & set(MODEL)) | (set(PAGE) & set(MODEL)))}")
+    twice = (set(PICTURES) & set(PAGE)) | (set(PICTURES) & set(MODEL)) | (set(PAGE) & set(MODEL))
+    raise RuntimeError(f"Keys in two parts of viz.i18n: {sorted(twice)}")
 
 _ALIASES = {"en": "en", "zh": "zh-CN", "zh-cn": "zh-CN", "zh-hans": "zh-CN", "zh-sg": "zh-CN", "zh-hans-cn": "zh-CN"}
 
@@ -101,5 +101,5 @@ def translations(keys=None) -> dict[str, dict[str, str]]:
     return {lang: {k: v[i] for k, v in chosen.items()} for i, lang in enumerate(LANGUAGES)}
 
 
-__all__ = ["LANGUAGES", "DEFAULT_LANGUAGE", "CATALOGUE", "PICTURES", "PAGE", "MODEL", "language", "language_from_header",
-           "t", "fields", "translations"]
+__all__ = ["LANGUAGES", "DEFAULT_LANGUAGE", "CATALOGUE", "PICTURES", "PAGE", "MODEL", "language",
+           "language_from_header", "t", "fields", "translations"]

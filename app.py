@@ -8,6 +8,8 @@
                      network, and then only the models in the Model list load)
     --port PORT      the port (default 7860, or $GRADIO_SERVER_PORT)
     --share          also serve through a temporary public gradio.live link
+    --public         serve as a public server whatever the host (behind a reverse proxy): only the models in the
+                     Model list load, and nothing a visitor types is opened
     --device DEVICE  where the models run: auto (CUDA when available, else the CPU), cpu, cuda, cuda:N, mps
 
 This file only starts the app (it is what a Hugging Face Space runs). Everything else lives in packages:

@@ -27,11 +27,14 @@ class AppProcess:
     """``with AppProcess(weights) as app:`` serves ``app.py --weights weights`` until the block ends.
 
     ``app.pid`` is the serving process, ``app.url`` its address, ``app.client()`` a new gradio_client Client
-    (a new client is a new session, with its own gr.State).
+    (a new client is a new session, with its own gr.State), ``app.temp_dir`` its Gradio cache. ``args``: more
+    command-line flags (``["--public"]``); ``env``: more environment variables.
     """
 
-    def __init__(self, weights: str | os.PathLike, startup_timeout: float = 180.0, log: str | os.PathLike | None = None):
+    def __init__(self, weights: str | os.PathLike, startup_timeout: float = 180.0, log: str | os.PathLike | None = None,
+                 args: tuple[str, ...] = (), env: dict[str, str] | None = None):
         self.weights, self.startup_timeout = str(weights), startup_timeout
+        self.args, self.env = tuple(args), dict(env or {})
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/"
         self.log_path = Path(log) if log else None
@@ -46,10 +49,10 @@ class AppProcess:
     def __enter__(self) -> "AppProcess":
         self.temp_dir = tempfile.mkdtemp(prefix="vit-explorer-app-")  # Gradio's file cache, this process's own
         env = {**os.environ, "VIT_OFFLINE": "1", "GRADIO_ANALYTICS_ENABLED": "False", "PYTHONUNBUFFERED": "1",
-               "GRADIO_TEMP_DIR": self.temp_dir}
+               "GRADIO_TEMP_DIR": self.temp_dir, **self.env}
         self._log = open(self.log_path, "wb") if self.log_path else None
         self.process = subprocess.Popen([sys.executable, str(REPO / "app.py"), "--weights", self.weights,
-                                         "--host", "127.0.0.1", "--port", str(self.port)], cwd=REPO, env=env,
+                                         "--host", "127.0.0.1", "--port", str(self.port), *self.args], cwd=REPO, env=env,
                                         stdout=self._log or subprocess.DEVNULL, stderr=subprocess.STDOUT)
         self._wait_until_serving()
         return self

@@ -19,7 +19,10 @@ not change timings) unless ``--weights`` names a checkpoint. Every number comes 
 - class-specific explanations (``viz.analysis.explain``) for a new target against one plain forward: the
   gradient family (gae, grad_rollout, gradcam from one backward) and AttnLRP, the bytes cached per
   (photo, target), and re-rendering an explanation from them;
-- the inside views (``bench.inside``): lens + DLA, head importance estimated and exact, patching, each ÷ one forward.
+- the inside views (``bench.inside``): lens + DLA, head importance estimated and exact, patching, each ÷ one forward;
+- a rotary family (``bench.rotary``): DINOv3 ViT-S/16 with full capture ÷ timm's forward at 224 and 512;
+- high resolution (``bench.highres``, in a child process): a DINOv2 ViT-S/14 at 1022×1022 as the page analyses it,
+  its ratio to the plain forward, a patch click, the bytes cached and the process's peak RSS.
 
 Timings are medians of interleaved rounds after a warm-up (see ``bench.measure``).
 """
@@ -50,6 +53,9 @@ from bench.trust import thorough_rows
 from vit.image_file import open_image
 
 MB = 2 ** 20
+# glibc's malloc as vit_explorer.server.return_freed_memory_to_the_os tunes it, for a child process that does not
+# import the server (bench.highres imports no Gradio): two arenas, every buffer of 512 KB or more mapped afresh
+MALLOC_AS_THE_SERVER = {"MALLOC_ARENA_MAX": "2", "MALLOC_MMAP_THRESHOLD_": str(512 * 2**10)}
 
 
 def machine() -> str:
@@ -225,9 +231,11 @@ def cache_rows(a) -> list[Row]:
     from viz.explorer import cached_bytes
 
     total = cached_bytes(a)
-    return [Row(f"attention cache per image ({a.attention.dtype}, {a.depth}×{a.heads}×{a.attention.shape[-1]}²)",
-                f"{a.attention.nbytes / MB:.1f} MB"),
-            Row("**everything the server caches per image** (maps, head-fused copies, norms, cropped photo)",
+    T = a.num_prefix + a.grid[0] * a.grid[1]
+    return [Row(f"what recomputes the attention, per image ({a.stream.dtype} stream {a.stream.shape[0]}×{T}×"
+                f"{a.stream.shape[2]}, readout rows, log-sum-exps; instead of {a.depth}×{a.heads}×{T}² maps)",
+                f"{a.source.nbytes / MB:.1f} MB"),
+            Row("**everything the server caches per image** (that, head-fused copies, norms, cropped photo)",
                 f"{total / MB:.1f} MB", "≤ 15 MB", total <= 15 * MB)]
 
 
@@ -439,7 +447,8 @@ def analysis_timings(loaded, image: Image.Image, rounds: int, device: torch.devi
     def capture():
         model.forward_with_attention(x, return_token_norms=True)
 
-    contenders = {"plain": plain, "capture": capture, "analysis": lambda: analyze(loaded, image, ATTENTION_DTYPE)}
+    contenders = {"plain": plain, "capture": capture,
+                  "analysis": lambda: analyze(loaded, image, ATTENTION_DTYPE, on_demand=True)}
     t = interleaved({k: synchronized(fn, device) for k, fn in contenders.items()}, rounds)
     return {k: median(v) for k, v in t.items()}
 
@@ -448,6 +457,7 @@ def scaling(rounds: int) -> tuple[list[list[str]], list[Row]]:
     """The scaling table on the CPU, and the analysis ÷ capture-forward targets at 224 and 518."""
     from viz.analysis import analyze
     from viz.analysis.serve import ATTENTION_DTYPE
+    from viz.explorer import cached_bytes
 
     cpu = torch.device("cpu")
     image = Image.fromarray(data.chelsea())
@@ -455,13 +465,13 @@ def scaling(rounds: int) -> tuple[list[list[str]], list[Row]]:
     for name, size in SCALING:
         loaded = random_loaded(name, size, cpu)
         t = analysis_timings(loaded, image, rounds, cpu)
-        delta, a = peak_rss_delta_mb(lambda m=loaded: analyze(m, image, ATTENTION_DTYPE))
-        T = a.attention.shape[-1]
+        delta, a = peak_rss_delta_mb(lambda m=loaded: analyze(m, image, ATTENTION_DTYPE, on_demand=True))
+        T = a.num_prefix + a.grid[0] * a.grid[1]
         maps = loaded.config.depth * loaded.config.num_heads * T * T
         ratio = t["analysis"] / t["capture"]
         out.append([f"{name} @ {size}", f"{a.grid[0]}×{a.grid[1]} + {a.num_prefix} = {T}", ms(t["plain"]),
                     ms(t["capture"]), ms(t["analysis"]), f"{ratio:.2f}", f"{maps * 4 / MB:.0f} MB",
-                    f"{a.attention.nbytes / MB:.0f} MB", f"{delta:.0f} MB"])
+                    f"{cached_bytes(a) / MB:.1f} MB", f"{delta:.0f} MB"])
         if size in (224, 518):
             targets.append(Row(f"**analysis ÷ capture forward**, {name} @ {size}, CPU", f"{ratio:.2f}",
                                f"≤ {TARGETS['cpu']:.2f}", ratio <= TARGETS["cpu"]))
@@ -481,8 +491,8 @@ def gpu_rows(rounds: int, device: torch.device) -> list[Row]:
     for name, size in (SCALING[0], SCALING[-1]):
         loaded = random_loaded(name, size, device)
         t = analysis_timings(loaded, image, rounds, device)
-        half = interleaved({"bf16": synchronized(lambda m=loaded: analyze(m, image, ATTENTION_DTYPE, torch.bfloat16),
-                                                 device)}, rounds)
+        half = interleaved({"bf16": synchronized(lambda m=loaded: analyze(m, image, ATTENTION_DTYPE, torch.bfloat16,
+                                                                          on_demand=True), device)}, rounds)
         ratio = t["analysis"] / t["capture"]
         rows += [Row(f"{name} @ {size}: plain forward / capture forward / analysis (no rendering) / analysis with a "
                      f"bfloat16 forward", " / ".join(ms(v) for v in (t["plain"], t["capture"], t["analysis"],
@@ -504,11 +514,31 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--no-app", action="store_true", help="skip the app process (peak RSS, API round trip)")
     p.add_argument("--no-scaling", action="store_true", help="skip the 224/384/518 scaling table")
     p.add_argument("--no-gpu", action="store_true", help="skip the GPU rows (printed only when CUDA is present)")
+    p.add_argument("--no-highres", action="store_true", help="skip the DINOv2 ViT-S/14 rows at 1022 (bench.highres)")
+    p.add_argument("--only-highres", action="store_true", help="only the DINOv2 ViT-S/14 rows at 1022")
     return p.parse_args(argv)
+
+
+def highres_table() -> str:
+    """bench.highres in a child process of its own (its peak RSS is then the analysis', not this run's)."""
+    import json
+    import subprocess
+
+    from bench.highres import rows
+
+    env = {**os.environ, **MALLOC_AS_THE_SERVER}
+    result = subprocess.run([sys.executable, "-m", "bench.highres", "--json"], capture_output=True, text=True,
+                            check=True, cwd=Path(__file__).resolve().parent.parent, env=env)
+    return table(rows(json.loads(result.stdout.strip().splitlines()[-1])))
 
 
 def main(argv=None) -> None:
     args = parse_args(argv)
+    if args.only_highres:
+        print(f"# python -m bench.run {' '.join(sys.argv[1:])}".rstrip())
+        print(f"Machine: {machine()}\n")
+        print(highres_table())
+        return
     os.environ.setdefault("VIT_OFFLINE", "1")
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
     from vit_explorer import state  # the page: the benchmark times exactly what /analyze and the sliders run
@@ -531,6 +561,8 @@ def main(argv=None) -> None:
         rows += thorough_rows(loaded, loaded.preprocess(open_image(photos[0])), 2)
         from bench.inside import inside_rows   # the inside views (bench/inside.py): cat, patched from the coffee
         rows += inside_rows(loaded, photos[0], photos[2], max(3, args.rounds // 2))
+        from bench.rotary import rotary_rows     # a rotary family (bench/rotary.py): DINOv3 ViT-S/16 at 224 and 512
+        rows += rotary_rows(args.rounds)
         if not args.no_app:
             from viz.explorer import cached_bytes
             fill = cropped_photos(photos[0], state.ANALYSES_MEMORY // cached_bytes(result["analysis"]) + 4, tmp)
@@ -546,10 +578,14 @@ def main(argv=None) -> None:
               "new photo without rendering, float16 cache; peak RSS rise = during one analysis, after malloc_trim):\n")
         rows, targets = scaling(max(3, args.rounds // 2))
         print(table(rows, header=("model @ input", "grid + prefix = tokens T", "plain forward", "forward with capture",
-                                  "analysis", "analysis ÷ capture", "attention, float32 (L·H·T²)", "cache, float16",
-                                  "peak RSS rise")))
+                                  "analysis", "analysis ÷ capture", "attention, float32 (L·H·T²)",
+                                  "cached per photo", "peak RSS rise")))
         print()
         print(table(targets))
+    if not args.no_highres:
+        print("\nHigh resolution (bench.highres: a random DINOv2 ViT-S/14 at 1022×1022 as the page analyses it, in a "
+              "process of its own):\n")
+        print(highres_table())
     if torch.cuda.is_available() and not args.no_gpu:
         device = torch.device("cuda")
         print(f"\nOn the GPU ({torch.cuda.get_device_name(device)}), batch 1, random init, medians of {args.rounds} "

@@ -9,7 +9,7 @@ NAMES = {
     # tokens, modules and operations
     "CLS", "DIST", "REG", "ViT", "MLP", "L2", "LN", "softmax", "logit", "logits", "Transformer", "MAP", "LayerNorm",
     "Linear", "Conv2d", "qkv", "proj", "GELU", "QuickGELU", "SwiGLU", "SiLU", "LayerScale", "ln_pre", "tanh", "Pre",
-    "W_g", "W_x", "RGB", "x_class", "E_pos", "z_L",
+    "W_g", "W_x", "RGB", "x_class", "E_pos", "z_L", "sign", "ln", "sin", "cos",
     # model families and explanation methods (each with its Chinese description beside it)
     "DINO", "BERT", "BEiT", "SigLIP", "CLIP", "EVA", "GAE", "AttnLRP", "CP", "LRP", "Grad", "CAM", "vit", "explain",
     # cited authors and protocols
@@ -22,6 +22,12 @@ NAMES = {
     "Hugging", "Face", "Hub", "OpenAI", "LAION", "DataComp", "ImageNet", "JSON", "timm", "open_clip", "load",
     "num_heads", "mlp_act", "img_size", "gelu", "quick_gelu", "gelu_tanh", "clip_quickgelu", "preprocess", "labels",
     "preprocessor_config", "json",
+    # the 2026 families (rotary, relative-position MLP, parallel blocks, NaFlex) and what their loading assumed
+    "DINOv2", "DINOv3", "RoPE", "NaFlex", "NaFlexViT", "naflexvit", "siglip", "Siglip2VisionModel", "transformers",
+    "architecture", "config", "rpn", "res_post_norm", "pos_embed_interp", "pos_embed_ar_preserving", "bicubic",
+    "bilinear", "false", "true",
+    # dense features (DINOv2's own key for them)
+    "x_norm_patchtokens",
 }
 WORD = re.compile(r"[A-Za-z][A-Za-z0-9_]*[A-Za-z0-9]")
 

@@ -36,6 +36,42 @@ def assert_close(ours: torch.Tensor, ref: torch.Tensor, what: str = "output") ->
     assert err <= REL_TOL, f"{what}: relative difference {err:.2e}"
 
 
+def assert_attention(ours: torch.Tensor, reference: list[torch.Tensor]) -> None:
+    """ours (B, L, H, T, T) against the reference's own (B, H, T, T) per block."""
+    assert ours.shape[1] == len(reference)
+    for layer, ref in enumerate(reference):
+        assert_close(ours[:, layer], ref, f"attention of block {layer}")
+
+
+def timm_explicit_attention(model, x: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor]]:
+    """timm's output with fused attention off, and every block's softmax attention as timm itself computed it:
+    the input of each block's attn_drop (an identity in eval mode), which timm applies right after the softmax."""
+    maps = []
+    for blk in model.blocks:
+        blk.attn.fused_attn = False
+    hooks = [blk.attn.attn_drop.register_forward_hook(lambda m, i, o: maps.append(i[0])) for blk in model.blocks]
+    try:
+        with torch.no_grad():
+            out = model(x)
+    finally:
+        for h in hooks:
+            h.remove()
+    return out, maps
+
+
+def assert_same_as_timm(loaded, reference, size: tuple[int, int]) -> None:
+    """Our model (with capture and plain) against timm's explicit attention path on two random images of ``size``:
+    the output and every block's attention."""
+    x = images(2, size)
+    with torch.no_grad():
+        capture = loaded.model.forward_with_attention(x)
+        plain = loaded.model(x)
+    ref_out, ref_maps = timm_explicit_attention(reference, x)
+    assert_close(capture.output, ref_out)
+    assert_close(plain, ref_out, "fused forward")
+    assert_attention(capture.attention, ref_maps)
+
+
 def save_timm(model: torch.nn.Module, folder, **config) -> str:
     """A timm state dict as safetensors, with a sidecar for what its tensors cannot show (heads, activation)."""
     path = folder / "model.safetensors"
@@ -43,6 +79,39 @@ def save_timm(model: torch.nn.Module, folder, **config) -> str:
     if config:
         (folder / "model.json").write_text(json.dumps({"config": config}))
     return str(path)
+
+
+def meta_dinov3_layout(state: dict, heads: int, seed: int = 5, local_norm: bool = False) -> dict:
+    """A timm DINOv3 state dict written the way facebookresearch/dinov3 saves its ViTs: storage tokens, LayerScale
+    as ls1/ls2, SwiGLU as w1/w2/w3, one qkv bias with a random key part and its mask (1 on q and v, 0 on k), the
+    mask token, the RoPE periods in bfloat16, and (ViT-7B, ViT-L SAT) the local crops' CLS norm."""
+    g = torch.Generator().manual_seed(seed)
+    renames = (("reg_token", "storage_tokens"), ("gamma_1", "ls1.gamma"), ("gamma_2", "ls2.gamma"),
+               ("mlp.fc1_g.", "mlp.w1."), ("mlp.fc1_x.", "mlp.w2."))
+    swiglu = any(".fc1_g." in k for k in state)
+    out = {}
+    for k, v in state.items():
+        if k.endswith("attn.v_bias"):
+            continue
+        if k.endswith("attn.q_bias"):
+            D = v.shape[0]
+            out[k.replace("q_bias", "qkv.bias")] = torch.cat([v, torch.randn(D, generator=g),
+                                                             state[k.replace("q_bias", "v_bias")]])
+            out[k.replace("q_bias", "qkv.bias_mask")] = torch.cat([torch.ones(D), torch.zeros(D), torch.ones(D)])
+            continue
+        for old, new in renames:
+            k = k.replace(old, new)
+        if swiglu:
+            k = k.replace("mlp.fc2.", "mlp.w3.")
+        out[k] = v
+    D = state["cls_token"].shape[-1]
+    head_dim = D // heads
+    out["mask_token"] = torch.zeros(1, D)
+    out["rope_embed.periods"] = (100.0 ** (2 * torch.arange(head_dim // 4) / (head_dim // 2))).to(torch.bfloat16)
+    if local_norm:
+        out["local_cls_norm.weight"] = torch.randn(D, generator=g)
+        out["local_cls_norm.bias"] = torch.randn(D, generator=g)
+    return out
 
 
 def open_clip_tiny(quick_gelu: bool = True) -> open_clip.CLIP:

@@ -32,4 +32,22 @@ FAMILIES = {  # one tiny model of every family and token layout the explorer run
     "eva02": dict(rope=True, k_bias=False, mlp_act="swiglu", mlp_norm=True, attn_norm=True),
     "beit": dict(rel_pos_bias=True, pos_embed_kind="none", layer_scale=True, k_bias=False, global_pool="avg",
                  fc_norm=True),
+    "dinov3": dict(rope=True, rope_coords="centered", rope_temperature=100.0, rope_half=True, pos_embed_kind="none",
+                   num_reg_tokens=4, layer_scale=True, k_bias=False, mlp_act="swiglu", layer_norm_eps=1e-5,
+                   prefix_norm=True),   # untied: the CLS and registers' own final norm
+    "rope_vit": dict(rope=True, rope_axes="xy", rope_temperature=100.0, pos_embed_kind="none", layer_scale=True),
+    "rope_mixed_ape": dict(rope=True, rope_mixed=True, rope_axes="xy", pos_embed_prefix=False, layer_scale=True),
+    "rope_gap": dict(rope=True, rope_ref_grid=(16, 16), pos_embed_kind="none", class_token=False, num_reg_tokens=1,
+                     global_pool="avg", fc_norm=True, layer_scale=True, k_bias=False),
+    "relpos": dict(rel_pos_mlp=True, rel_pos_mlp_dim=16, pos_embed_kind="none", layer_scale=True, qkv_bias=False,
+                   class_token=False, global_pool="avg", fc_norm=True),        # timm's vit_relpos_*
+    "relpos_rpn": dict(rel_pos_mlp=True, rel_pos_mlp_dim=16, pos_embed_kind="none", res_post_norm=True,
+                       class_token=False, global_pool="avg"),                    # timm's *_rpn: norms after branches
+    "relpos_cls": dict(rel_pos_mlp=True, rel_pos_mlp_dim=16, pos_embed_kind="none", layer_scale=True),  # CLS token
+    "parallel": dict(parallel=2, num_heads=4, head_dim=16, mlp_dim=128),     # timm's *_18x2, folded: 2 × 2 heads
+    "naflex": dict(pos_embed_grid=(3, 3), pos_embed_prefix=False, pos_embed_interp="bilinear",
+                   pos_embed_antialias=True, class_token=False, global_pool="map", mlp_act="gelu_tanh"),  # SigLIP 2
+    "naflex_reg": dict(pos_embed_grid=(6, 6), pos_embed_prefix=False, pos_embed_antialias=True,
+                       pos_embed_ar_preserving=True, num_reg_tokens=1, layer_scale=True, class_token=False,
+                       global_pool="avg", fc_norm=True),                         # timm's NaFlexViT par_gap
 }

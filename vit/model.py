@@ -18,6 +18,14 @@ field each (the defaults are the plain ViT above, whose code path is unchanged):
     EVA-02             rope (rotary q/k), mlp_act="swiglu" with mlp_norm, k_bias=False (q and v biases only)
     BEiT               pos_embed_kind="none", rel_pos_bias (per block), layer_scale, global_pool="avg",
                        k_bias=False
+    timm's relpos ViTs pos_embed_kind="none", rel_pos_mlp (a bias from an MLP on log-spaced offsets), layer_scale
+                       or res_post_norm (the norms after each branch: *_rpn), global_pool="avg" or CLS
+    parallel blocks    parallel=2 (timm's *_18x2: two attentions side by side, then two MLPs), held as one block
+                       of 2·H heads of width head_dim = D/H and one MLP of 2·mlp_dim units (the branch norms'
+                       affine parts folded into the projections when the checkpoint is read)
+    NaFlex             pos_embed_grid (a learned table resized to every input's grid, whatever its aspect ratio),
+                       pos_embed_interp, pos_embed_antialias, pos_embed_ar_preserving (how it is resized);
+                       SigLIP 2's NaFlex tower and timm's NaFlexViT
 
 ``model(x)`` is the plain forward (fused scaled-dot-product attention when ``fused_attn``);
 ``model.forward_with_attention(x)`` returns the output together with every layer's attention
@@ -35,11 +43,13 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from .positions import (TokenPositions, apply_rope, attention_bias, num_relative_positions, relative_position_index,
-                        rope_tables)
+from .positions import (ROPE_AXES, ROPE_COORDS, TokenPositions, apply_rope, attention_bias, mixed_rope_tables,
+                        num_relative_positions, patch_coordinates, relative_log_coords, relative_position_index,
+                        rope_angles, rope_tables, rotary_kernel)
 
 
 POS_EMBED_KINDS = ("learned", "sincos2d", "none")
+POS_EMBED_INTERPOLATIONS = ("bicubic", "bilinear")
 
 
 @dataclass(frozen=True)
@@ -77,14 +87,30 @@ class ViTConfig:
     norm_pre: bool = False           # LayerNorm on the tokens before the first block (CLIP's ln_pre)
     k_bias: bool = True              # with qkv_bias, a key bias too; False: query and value biases only (BEiT, EVA-02)
     rel_pos_bias: bool = False       # BEiT: each block learns a bias per head and (query, key) offset, added to q·kᵀ/√d
-    rope: bool = False               # EVA-02: rotary embedding of the patches' q and k, half the channels per axis
+    rope: bool = False               # rotary embedding of the patches' q and k (EVA-02, RoPE-ViT, DINOv3; positions.py)
     rope_ref_grid: tuple[int, int] | None = None  # grid the rotary angles are scaled to (EVA-02: 16×16); None: the input's
+    rope_temperature: float = 10000.0  # base of the rotary frequencies temperature^(-b/(Dh/4)) (RoPE-ViT, DINOv3: 100)
+    rope_coords: str = "index"       # "index": patch row and column; "centered": DINOv3's centres in [-1, 1] per axis
+    rope_axes: str = "ij"            # the axis turning the first half of the planes: "ij" rows, "xy" columns (RoPE-ViT)
+    rope_half: bool = False          # rotate channel c with c + Dh/2 (DINOv3) instead of neighbouring channel pairs
+    rope_mixed: bool = False         # RoPE-Mixed: frequencies learnt per block and head (attn.rope_freqs), axes mixed
+    prefix_norm: bool = False        # DINOv3's untied final norm: CLS and registers get their own LayerNorm (cls_norm)
     attn_norm: bool = False          # LayerNorm on the heads' output before attn.proj (EVA-02 CLIP's sub-LN)
     # MLP: "gelu" (exact), "gelu_tanh" (SigLIP in Hugging Face), "quick_gelu" (x·σ(1.702x), OpenAI's CLIP) or
     # "swiglu" (EVA-02: SiLU(x·W_g) ⊙ x·W_x, each mlp_dim wide)
     mlp_act: str = "gelu"
     mlp_norm: bool = False           # LayerNorm on the MLP's hidden units before fc2 (EVA-02's scale_mlp)
     proj_dim: int | None = None      # CLIP: width of the bias-free projection into the image–text space, model(x)'s output
+    # timm's relative-position ViTs (vit_relpos_*, vit_srelpos_*), timm's parallel blocks, NaFlex (SigLIP 2, timm's
+    # NaFlexViT); the defaults are the plain ViT.
+    rel_pos_mlp: bool = False        # each block's q·kᵀ bias from an MLP on the offsets' log coordinates (any grid)
+    rel_pos_mlp_dim: int = 128       # hidden width of that MLP (timm's rel_pos_dim)
+    res_post_norm: bool = False      # the LayerNorms after each branch: x + norm1(attn(x)), x + norm2(mlp(x)) (*_rpn)
+    head_dim: int | None = None      # width of each head when heads × width ≠ D (parallel: 2·H heads of D/H); None: D/H
+    parallel: int = 1                # branches each block was built of (timm's *_18x2: 2), folded into heads and MLP
+    pos_embed_grid: tuple[int, int] | None = None  # grid of the learned table if not img_size's (NaFlex: per input)
+    pos_embed_interp: str = "bicubic"  # how the learned table is resized for another grid: "bicubic" or "bilinear"
+    pos_embed_ar_preserving: bool = False  # resized to a square of the longer side, top-left kept (NaFlexViT's par_*)
 
     def __post_init__(self):
         if isinstance(self.img_size, int):  # accept 224 for (224, 224)
@@ -92,7 +118,17 @@ class ViTConfig:
         object.__setattr__(self, "img_size", tuple(int(s) for s in self.img_size))
         if self.rope_ref_grid is not None:
             object.__setattr__(self, "rope_ref_grid", tuple(int(s) for s in self.rope_ref_grid))
-        if self.embed_dim % self.num_heads:
+        if self.pos_embed_grid is not None:
+            object.__setattr__(self, "pos_embed_grid", tuple(int(s) for s in self.pos_embed_grid))
+        if self.pos_embed_interp not in POS_EMBED_INTERPOLATIONS:
+            raise ValueError(f"pos_embed_interp must be one of {POS_EMBED_INTERPOLATIONS} but got "
+                             f"{self.pos_embed_interp!r}!")
+        if self.rel_pos_mlp and self.rel_pos_bias:
+            raise ValueError("rel_pos_mlp and rel_pos_bias are exclusive: a block's relative bias comes from a table "
+                             "(BEiT) or from an MLP (timm's vit_relpos), not both!")
+        if self.head_dim is not None and self.head_dim < 1:
+            raise ValueError(f"head_dim must be a positive width but got {self.head_dim}!")
+        if self.head_dim is None and self.embed_dim % self.num_heads:
             raise ValueError(f"embed_dim must be divisible by num_heads! Expected a multiple of {self.num_heads} "
                              f"but got {self.embed_dim}!")
         if self.global_pool not in ("token", "avg", "map"):
@@ -106,8 +142,16 @@ class ViTConfig:
                              f"proj_dim={self.proj_dim} and num_classes={self.num_classes}; set one of them to 0.")
         if self.global_pool == "map" and self.mlp_act == "swiglu":
             raise ValueError("global_pool='map' uses a plain MLP in its pooling head; mlp_act='swiglu' is not supported with it!")
-        if self.rope and (self.embed_dim // self.num_heads) % 4:
-            raise ValueError(f"rope needs a head width divisible by 4 but got {self.embed_dim // self.num_heads}!")
+        if self.rope and self.attention_head_dim % 4:
+            raise ValueError(f"rope needs a head width divisible by 4 but got {self.attention_head_dim}!")
+        if self.rope_coords not in ROPE_COORDS or self.rope_axes not in ROPE_AXES:
+            raise ValueError(f"rope_coords must be one of {ROPE_COORDS} and rope_axes one of {ROPE_AXES} but got "
+                             f"{self.rope_coords!r} and {self.rope_axes!r}!")
+        if self.rope_mixed and (not self.rope or self.rope_half or self.rope_coords != "index"):
+            raise ValueError("rope_mixed (RoPE-Mixed) needs rope=True with patch-index coordinates and neighbouring "
+                             "planes (rope_coords='index', rope_half=False)!")
+        if self.prefix_norm and not self.num_prefix_tokens:
+            raise ValueError("prefix_norm normalises the prefix tokens (CLS, registers) apart; this model has none!")
         for side in self.img_size:
             if side % self.patch_size:
                 raise ValueError(f"img_size {self.img_size} is not divisible by patch_size {self.patch_size}!")
@@ -123,16 +167,35 @@ class ViTConfig:
         return self.img_size[0] // self.patch_size, self.img_size[1] // self.patch_size
 
     @property
+    def pos_grid(self) -> tuple[int, int]:
+        """Grid (gh, gw) of the learned position table: ``pos_embed_grid``, else the native grid."""
+        return self.pos_embed_grid or self.grid
+
+    @property
+    def attention_head_dim(self) -> int:
+        """Dh: the width of one attention head (``head_dim``, else D/H)."""
+        return self.head_dim or self.embed_dim // self.num_heads
+
+    @property
     def num_prefix_tokens(self) -> int:
         return int(self.class_token) + int(self.distilled) + self.num_reg_tokens
 
     @property
     def family(self) -> str:
-        """The family these features make: "eva02", "beit", "siglip", "clip" or "vit" (names defaults and descriptions)."""
+        """The family these features make: "dinov3", "eva02", "rope_vit", "beit", "relpos", "parallel", "naflex",
+        "siglip", "clip" or "vit" (names defaults and descriptions)."""
+        if self.rope and self.rope_coords == "centered":
+            return "dinov3"
         if self.rope:
-            return "eva02"
+            return "eva02" if self.mlp_act == "swiglu" else "rope_vit"
         if self.rel_pos_bias:
             return "beit"
+        if self.rel_pos_mlp:
+            return "relpos"
+        if self.parallel > 1:
+            return "parallel"
+        if self.pos_embed_grid is not None:
+            return "naflex"
         if self.global_pool == "map":
             return "siglip"
         if self.norm_pre or self.proj_dim:
@@ -183,6 +246,19 @@ def sincos_2d_position_embedding(grid: tuple[int, int], dim: int, temperature: f
     return torch.cat([x.sin(), x.cos(), y.sin(), y.cos()], dim=1).float()  # (gh·gw, dim)
 
 
+def resize_position_grid(table: torch.Tensor, grid: tuple[int, int], mode: str = "bicubic", antialias: bool = False,
+                         ar_preserving: bool = False) -> torch.Tensor:
+    """A learned position table laid out as a grid, (1, D, gh0, gw0) -> (1, D, gh, gw), as the families resize theirs:
+    ``mode`` "bicubic" (timm, torchvision, transformers' ViTs) or "bilinear" (SigLIP 2's NaFlex tower), align_corners
+    off, ``antialias`` when shrinking (SigLIP 2, NaFlexViT, DINOv2 with registers), and ``ar_preserving`` (timm's
+    NaFlexViT par_* models): resized to a square of the longer side and its top-left gh×gw kept, so a row of
+    patches keeps the spacing of the table's rows whatever the aspect ratio."""
+    gh, gw = grid
+    size = (max(grid),) * 2 if ar_preserving else (gh, gw)
+    out = F.interpolate(table, size=size, mode=mode, align_corners=False, antialias=antialias)
+    return out[:, :, :gh, :gw]
+
+
 class TokenLayout(NamedTuple):
     """How the T tokens of a forward pass are laid out: ``num_prefix`` tokens, then a gh×gw patch grid (row-major)."""
     num_prefix: int
@@ -225,21 +301,27 @@ class Attention(nn.Module):
         super().__init__()
         D = cfg.embed_dim
         self.num_heads = cfg.num_heads
-        self.head_dim = D // cfg.num_heads
+        self.head_dim = cfg.attention_head_dim
+        inner = self.num_heads * self.head_dim  # D, except for folded parallel blocks (P·D)
         self.scale = self.head_dim ** -0.5
         self.causal = causal
         self.fused_attn = True  # plain forward uses F.scaled_dot_product_attention
-        self.qkv = nn.Linear(D, 3 * D, bias=cfg.qkv_bias and cfg.k_bias)
+        self.qkv = nn.Linear(D, 3 * inner, bias=cfg.qkv_bias and cfg.k_bias)
         with_qv_bias = cfg.qkv_bias and not cfg.k_bias  # BEiT / EVA-02: biases on q and v, none on k
-        self.q_bias = nn.Parameter(torch.zeros(D)) if with_qv_bias else None
-        self.v_bias = nn.Parameter(torch.zeros(D)) if with_qv_bias else None
+        self.q_bias = nn.Parameter(torch.zeros(inner)) if with_qv_bias else None
+        self.v_bias = nn.Parameter(torch.zeros(inner)) if with_qv_bias else None
         # BEiT: one learnt bias per head for every relative offset of the native grid (+3 rows for prefix tokens)
         self.relative_position_bias_table = nn.Parameter(
             torch.zeros(num_relative_positions(cfg.grid), cfg.num_heads)) if cfg.rel_pos_bias else None
+        # timm's vit_relpos: the same table computed for any grid by an MLP (module names as timm's RelPosMlp)
+        self.rel_pos = RelativePositionMlp(cfg) if cfg.rel_pos_mlp else None
         self.attn_drop = nn.Dropout(cfg.attn_drop_rate)
-        self.norm = nn.LayerNorm(D, eps=cfg.layer_norm_eps) if cfg.attn_norm else nn.Identity()
-        self.proj = nn.Linear(D, D)
+        self.norm = nn.LayerNorm(inner, eps=cfg.layer_norm_eps) if cfg.attn_norm else nn.Identity()
+        self.proj = nn.Linear(inner, D)
         self.proj_drop = nn.Dropout(cfg.drop_rate)
+        self.rope_half = cfg.rope_half  # DINOv3 rotates channel c with c + Dh/2, the others neighbouring pairs
+        # RoPE-Mixed: this block's learnt frequencies (x, y) per head and plane
+        self.rope_freqs = nn.Parameter(torch.zeros(2, cfg.num_heads, self.head_dim // 2)) if cfg.rope_mixed else None
 
     def forward(self, x: torch.Tensor, return_attn: bool = False,
                 positions: TokenPositions | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
@@ -274,15 +356,20 @@ class Attention(nn.Module):
         q, k, v = qkv.permute(2, 0, 3, 1, 4).unbind(0)              # each (B, H, T, Dh)
         return q, k, v
 
-    @staticmethod
-    def positioned(q: torch.Tensor, k: torch.Tensor,
+    def positioned(self, q: torch.Tensor, k: torch.Tensor,
                    positions: TokenPositions | None) -> tuple[torch.Tensor, torch.Tensor]:
-        """q, k (B, H, T, Dh) as attention compares them: the patch tokens rotated by their position (EVA-02's
-        rotary embedding); unchanged without one."""
-        if positions is None or positions.rope is None:
+        """q, k (B, H, T, Dh) as attention compares them: the patch tokens rotated by their position (the rotary
+        embedding: the model's axial tables, or this block's own RoPE-Mixed frequencies); unchanged without one."""
+        if positions is None:
             return q, k
-        return (apply_rope(q, *positions.rope, positions.num_prefix),
-                apply_rope(k, *positions.rope, positions.num_prefix))
+        if self.rope_freqs is not None and positions.coords is not None:
+            sin, cos = mixed_rope_tables(positions.coords, self.rope_freqs)   # (…, H, N, Dh): this block's own
+        elif positions.rope is not None:
+            sin, cos = positions.rope
+        else:
+            return q, k
+        return (apply_rope(q, sin, cos, positions.num_prefix, self.rope_half),
+                apply_rope(k, sin, cos, positions.num_prefix, self.rope_half))
 
     def queries_and_keys(self, normed: torch.Tensor,
                          positions: TokenPositions | None = None) -> tuple[torch.Tensor, torch.Tensor]:
@@ -292,9 +379,12 @@ class Attention(nn.Module):
         return self.positioned(q, k, positions)
 
     def logit_bias(self, positions: TokenPositions | None, dtype: torch.dtype) -> torch.Tensor | None:
-        """What is added to q·kᵀ/√d: BEiT's relative-position bias and -inf between packed sequences,
-        (H, T, T) or (B, H, T, T); None when nothing is."""
-        return attention_bias(positions, self.relative_position_bias_table, dtype)
+        """What is added to q·kᵀ/√d: BEiT's relative-position bias (or timm's, from its MLP) and -inf between
+        packed sequences, (H, T, T) or (B, H, T, T); None when nothing is."""
+        table = self.relative_position_bias_table
+        if self.rel_pos is not None and positions is not None:
+            table = self.rel_pos(positions.rel_coords)                   # (R, H) for this input's grid
+        return attention_bias(positions, table, dtype)
 
     def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias: torch.Tensor | None = None,
                return_attn: bool = False,
@@ -324,12 +414,50 @@ class Attention(nn.Module):
             x = self.attn_drop(attn) @ v                   # (B, H, Tq, Dh)
         return x, attn
 
+    def attend_with_logsumexp(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                              bias: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """q, k, v (B, H, T, Dh) -> (attn @ v (B, H, T, Dh), each row's log Σ_j exp(q_i·k_j·scale + bias_ij) (B, H, T)
+        float32), in eval mode: the fused kernel's output (the plain forward's, bit for bit on the CPU) with the
+        log-sum-exp it computes anyway, from which any entry of the attention is exp(logit − lse) without its row
+        (``viz.analysis.recompute``); the explicit softmax where no fused kernel gives it (or ``fused_attn`` is off)."""
+        if self.fused_attn and not self.causal and not self.training:
+            kernel = FUSED_LOGSUMEXP.get(q.device.type)
+            if kernel is not None:
+                try:
+                    return kernel(q, k, v, bias, self.scale)
+                except RuntimeError:        # a dtype, shape or build the kernel does not take: the explicit softmax
+                    pass
+        logits = (q * self.scale) @ k.transpose(-2, -1)     # (B, H, T, T)
+        if bias is not None:
+            logits = logits + bias
+        lse = logits.float().logsumexp(dim=-1)               # (B, H, T)
+        return (logits.float() - lse.unsqueeze(-1)).exp().to(v.dtype) @ v, lse
+
     def merge(self, heads: torch.Tensor) -> torch.Tensor:
         """Heads (B, H, T, Dh) -> (B, T, D): concatenated (head h in channels h·Dh … (h+1)·Dh − 1, the columns of
         ``proj`` that read it), [EVA-02's sub-LN], projected."""
         B, H, T, Dh = heads.shape
-        x = heads.transpose(1, 2).reshape(B, T, H * Dh)    # heads concatenated back to (B, T, D)
+        x = heads.transpose(1, 2).reshape(B, T, H * Dh)    # heads concatenated back to (B, T, D) (P·D: parallel)
         return self.proj_drop(self.proj(self.norm(x)))
+
+
+def _cpu_logsumexp(q, k, v, bias, scale):
+    """torch's fused CPU attention kernel (what ``scaled_dot_product_attention`` runs), which returns the log-sum-exp."""
+    mask = None if bias is None else bias.expand(q.shape[0], q.shape[1], -1, -1)
+    out, lse = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(q, k, v, 0.0, False, attn_mask=mask,
+                                                                          scale=scale)
+    return out, lse.float()
+
+
+def _cuda_logsumexp(q, k, v, bias, scale):
+    """torch's memory-efficient CUDA kernel, asked for the log-sum-exp (padded to a multiple of 32 rows)."""
+    mask = None if bias is None else bias.expand(q.shape[0], q.shape[1], -1, -1).to(q.dtype)
+    out, lse = torch.ops.aten._scaled_dot_product_efficient_attention(q, k, v, mask, True, 0.0, False,
+                                                                      scale=scale)[:2]
+    return out, lse[..., :q.shape[-2]].float()
+
+
+FUSED_LOGSUMEXP = {"cpu": _cpu_logsumexp, "cuda": _cuda_logsumexp}   # device type -> fused kernel with the lse
 
 
 def attention_rows(q: torch.Tensor, k: torch.Tensor, scale: float, bias: torch.Tensor | None = None,
@@ -352,6 +480,33 @@ def attention_rows(q: torch.Tensor, k: torch.Tensor, scale: float, bias: torch.T
             logits = logits + bias[..., i:i + chunk, :].float()
         out[:, :, i:i + chunk] = logits.softmax(dim=-1)
     return out
+
+
+class RelativePositionMlp(nn.Module):
+    """timm's RelPosMlp ("cr" coordinates): the relative-position table of one block computed by an MLP, 2 -> hidden
+    (ReLU) -> H, from every offset's log coordinates (``vit.positions.relative_log_coords``), with 3 zero rows after
+    them for the prefix tokens (which get no bias). Module names follow timm's (``rel_pos.mlp.fc1``, ``fc2``)."""
+
+    def __init__(self, cfg: ViTConfig):
+        super().__init__()
+        self.mlp = PositionMlp(cfg.rel_pos_mlp_dim, cfg.num_heads)
+
+    def forward(self, coords: torch.Tensor) -> torch.Tensor:
+        """coords (R - 3, 2) -> the table (R, H): one bias per head for every offset, then the 3 prefix rows."""
+        table = self.mlp(coords)                                          # (R - 3, H)
+        return torch.cat([table, table.new_zeros(3, table.shape[1])])   # (R, H)
+
+
+class PositionMlp(nn.Module):
+    """Linear(2, hidden) -> ReLU -> Linear(hidden, H) (timm's dropout on the hidden units acts in training only)."""
+
+    def __init__(self, hidden: int, heads: int):
+        super().__init__()
+        self.fc1 = nn.Linear(2, hidden)
+        self.fc2 = nn.Linear(hidden, heads)
+
+    def forward(self, coords: torch.Tensor) -> torch.Tensor:
+        return self.fc2(F.relu(self.fc1(coords)))
 
 
 class QuickGELU(nn.Module):
@@ -440,7 +595,7 @@ class BlockStep:
     out: torch.Tensor                   # (B, Tq, D) the stream after the block
     heads: torch.Tensor                 # (B, H, Tq, Dh) every head's attn @ v, before merge (edited, if asked)
     attn_branch: torch.Tensor           # (B, Tq, D) what attention adds to the stream: ls1(merge(heads))
-    mlp_branch: torch.Tensor            # (B, Tq, D) what the MLP adds: ls2(mlp(norm2(x + attn_branch)))
+    mlp_branch: torch.Tensor            # (B, Tq, D) what the MLP adds: ls2(mlp(norm2(x + attn_branch))) (Block.step)
     normed: torch.Tensor | None = None  # (B, T, D) norm1(x), the attention's input; tap "normed"
     q: torch.Tensor | None = None       # (B, H, T, Dh) queries, positions applied; tap "qk"
     k: torch.Tensor | None = None       # (B, H, T, Dh) keys, positions applied; tap "qk"
@@ -448,10 +603,11 @@ class BlockStep:
 
 
 class Block(nn.Module):
-    """Pre-norm transformer block."""
+    """Pre-norm transformer block (``res_post_norm``: the norms after each branch instead, timm's *_rpn)."""
 
     def __init__(self, cfg: ViTConfig, drop_path: float, causal: bool = False):
         super().__init__()
+        self.res_post_norm = cfg.res_post_norm
         self.norm1 = nn.LayerNorm(cfg.embed_dim, eps=cfg.layer_norm_eps)
         self.attn = Attention(cfg, causal)
         self.ls1 = LayerScale(cfg.embed_dim) if cfg.layer_scale else nn.Identity()
@@ -467,8 +623,9 @@ class Block(nn.Module):
         return step.out, step.attn
 
     def attention_input(self, x: torch.Tensor) -> torch.Tensor:
-        """The stream (B, T, D) as the block's attention reads it: norm1(x) (the "normed" tap)."""
-        return self.norm1(x)
+        """The stream (B, T, D) as the block's attention reads it (the "normed" tap): norm1(x), or x itself when the
+        norms come after the branches (``res_post_norm``)."""
+        return x if self.res_post_norm else self.norm1(x)
 
     def step(self, x: torch.Tensor, positions: TokenPositions | None = None, taps: tuple[str, ...] = (),
              rows: torch.Tensor | None = None, heads: torch.Tensor | HeadEdit | None = None,
@@ -479,6 +636,9 @@ class Block(nn.Module):
             heads = attn.attend(attn.positioned(attn.project(norm1(x))))    (B, H, Tq, Dh)
             x     = x + ls1(attn.merge(heads))
             x     = x + ls2(mlp(norm2(x)))
+
+        (with ``res_post_norm`` the norms move after the branches: heads from x itself, x + ls1(norm1(merge(heads))),
+        x + ls2(norm2(mlp(x))).)
 
         ``taps``: what to keep beyond ``BlockStep``'s heads and branches (``TAPS``). ``rows``: the Tq tokens whose
         outputs are wanted (every token is still a key and a value; the readout's rows of a last block). ``heads``:
@@ -498,10 +658,16 @@ class Block(nn.Module):
             heads = h if heads is None else heads(h)
         if rows is not None:
             x = x[:, rows]                                          # (B, Tq, D)
-        attn_branch = self.drop_path(self.ls1(self.attn.merge(heads)))
-        x = x + attn_branch
-        mlp_branch = self.drop_path(self.ls2(self.mlp(self.norm2(x)))) if mlp is None else mlp
-        x = x + mlp_branch
+        if self.res_post_norm:                                      # timm's *_rpn: each norm after its branch
+            attn_branch = self.drop_path(self.ls1(self.norm1(self.attn.merge(heads))))
+            x = x + attn_branch
+            mlp_branch = self.drop_path(self.ls2(self.norm2(self.mlp(x)))) if mlp is None else mlp
+            x = x + mlp_branch
+        else:
+            attn_branch = self.drop_path(self.ls1(self.attn.merge(heads)))
+            x = x + attn_branch
+            mlp_branch = self.drop_path(self.ls2(self.mlp(self.norm2(x)))) if mlp is None else mlp
+            x = x + mlp_branch
         keep = lambda name, t: t if name in taps else None      # noqa: E731
         return BlockStep(x, heads, attn_branch, mlp_branch, keep("normed", normed), keep("qk", q), keep("qk", k),
                          attn)
@@ -560,10 +726,10 @@ class VisionTransformer(nn.Module):
         self.cls_token = nn.Parameter(torch.zeros(1, 1, D)) if cfg.class_token else None
         self.dist_token = nn.Parameter(torch.zeros(1, 1, D)) if cfg.distilled else None
         self.reg_token = nn.Parameter(torch.zeros(1, cfg.num_reg_tokens, D)) if cfg.num_reg_tokens else None
-        if cfg.pos_embed_kind == "learned":
-            self.pos_embed = nn.Parameter(torch.zeros(1, self._pos_len(cfg.grid), D))  # (1, [CLS, DIST] + gh·gw, D)
+        if cfg.pos_embed_kind == "learned":  # for the table's grid: img_size's, or NaFlex's pos_embed_grid
+            self.pos_embed = nn.Parameter(torch.zeros(1, self._pos_len(cfg.pos_grid), D))  # (1, [CLS, DIST] + gh·gw, D)
         elif cfg.pos_embed_kind == "sincos2d":  # a buffer: saved with the weights, never given to the optimizer
-            self.register_buffer("pos_embed", self.sincos_table(cfg.grid))
+            self.register_buffer("pos_embed", self.sincos_table(cfg.pos_grid))
         else:                                    # "none": the tokens carry no absolute position (BEiT: relative biases)
             self.pos_embed = None
         self.pos_drop = nn.Dropout(cfg.drop_rate)
@@ -572,6 +738,7 @@ class VisionTransformer(nn.Module):
         self.blocks = nn.ModuleList([Block(cfg, r) for r in rates])
         use_fc_norm = cfg.global_pool == "avg" and cfg.fc_norm
         self.norm = nn.Identity() if use_fc_norm else nn.LayerNorm(D, eps=cfg.layer_norm_eps)
+        self.cls_norm = nn.LayerNorm(D, eps=cfg.layer_norm_eps) if cfg.prefix_norm else None  # DINOv3's untied norm
         self.attn_pool = AttentionPool(cfg) if cfg.global_pool == "map" else None
         self.fc_norm = nn.LayerNorm(D, eps=cfg.layer_norm_eps) if use_fc_norm else nn.Identity()
         R = cfg.representation_size
@@ -636,31 +803,68 @@ class VisionTransformer(nn.Module):
     def token_positions(self, height: int, width: int, device=None) -> TokenPositions | None:
         """Rotary angles and relative-position rows for an input of height×width pixels (None for the plain ViT)."""
         cfg = self.cfg
-        if not (cfg.rope or cfg.rel_pos_bias):
+        relative = cfg.rel_pos_bias or cfg.rel_pos_mlp
+        if not (cfg.rope or relative):
             return None
         layout = self.token_layout(height, width)
-        rope = rope_tables(layout.grid, cfg.embed_dim // cfg.num_heads, cfg.rope_ref_grid, device=device) \
-            if cfg.rope else None
-        rel_index = relative_position_index(layout.grid, layout.num_prefix, device) if cfg.rel_pos_bias else None
-        return TokenPositions(layout.num_prefix, rope, rel_index)
+        rope = coords = None
+        if cfg.rope and cfg.rope_mixed:     # each block turns the coordinates by its own frequencies
+            coords = patch_coordinates(layout.grid, device)
+        elif cfg.rope:
+            rope = rope_tables(layout.grid, cfg.attention_head_dim, cfg.rope_ref_grid, cfg.rope_temperature,
+                               device, cfg.rope_coords, cfg.rope_axes, cfg.rope_half)
+        rel_index = relative_position_index(layout.grid, layout.num_prefix, device) if relative else None
+        rel_coords = relative_log_coords(layout.grid, device) if cfg.rel_pos_mlp else None
+        return TokenPositions(layout.num_prefix, rope, rel_index, coords=coords, rel_coords=rel_coords)
+
+    def rotary_kernel(self, grid: tuple[int, int] | None = None, axis: str = "both") -> torch.Tensor | None:
+        """(N, N) float32 for the N patches of a gh×gw grid (default: the native one): how alike the rotary embedding
+        leaves one vector at two patches, the mean over its planes of cos(θ_i − θ_j) (``positions.rotary_kernel``),
+        the position similarity the rotation itself implies; None for a model without a rotation.
+
+        ``axis``: "both", or "rows" / "columns" for the planes that turn with that axis only (axial RoPE: the kernel
+        of the rows' planes depends on the rows alone). RoPE-Mixed's planes mix both axes, each block and head its
+        own: the mean over all of them ("both" only)."""
+        cfg = self.cfg
+        if not cfg.rope:
+            return None
+        if axis not in ("both", "rows", "columns"):
+            raise ValueError(f"axis must be 'both', 'rows' or 'columns' but got {axis!r}!")
+        grid = tuple(grid or cfg.grid)
+        if cfg.rope_mixed:
+            if axis != "both":
+                raise ValueError("RoPE-Mixed turns every plane with both axes: its kernel has no rows' or columns' "
+                                 "part.")
+            coords = patch_coordinates(grid, self.patch_embed.proj.weight.device)
+            angles = torch.stack([coords[:, 0, None] * b.attn.rope_freqs[0][:, None] +
+                                  coords[:, 1, None] * b.attn.rope_freqs[1][:, None] for b in self.blocks])
+            return rotary_kernel(angles.detach().float())                        # angles (L, H, N, Dh/2)
+        Dh = cfg.attention_head_dim
+        angles = rope_angles(grid, Dh, cfg.rope_ref_grid, cfg.rope_temperature, None, cfg.rope_coords, cfg.rope_axes)
+        if axis != "both":                                                        # the first Dh/4 planes: rows for "ij"
+            first = (axis == "rows") == (cfg.rope_axes == "ij")
+            angles = angles[:, :Dh // 4] if first else angles[:, Dh // 4:]
+        return rotary_kernel(angles)
 
     def resampled_pos_embed(self, grid: tuple[int, int]) -> torch.Tensor | None:
-        """Position embeddings for a gh×gw grid: the patch part resized bicubically, prefix part untouched.
+        """Position embeddings for a gh×gw grid: the patch part resized as the family resizes it (bicubic by default;
+        ``pos_embed_interp``, ``pos_embed_antialias``, ``pos_embed_ar_preserving``), prefix part untouched.
 
         Returns (1, prefix_with_pos + gh·gw, D); the fixed sine-cosine table is computed for the new grid instead of
         resized; None when the model has no absolute position embedding.
         """
-        if self.pos_embed is None or tuple(grid) == self.cfg.grid:
+        cfg = self.cfg
+        if self.pos_embed is None or tuple(grid) == cfg.pos_grid:
             return self.pos_embed
-        if self.cfg.pos_embed_kind == "sincos2d":
+        if cfg.pos_embed_kind == "sincos2d":
             return self.sincos_table(tuple(grid)).to(self.pos_embed)
-        n_pre = self.pos_embed.shape[1] - self.cfg.grid[0] * self.cfg.grid[1]
+        gh0, gw0 = cfg.pos_grid
+        n_pre = self.pos_embed.shape[1] - gh0 * gw0
         prefix, patches = self.pos_embed[:, :n_pre], self.pos_embed[:, n_pre:]
-        gh0, gw0 = self.cfg.grid
         D = patches.shape[-1]
         patches = patches.reshape(1, gh0, gw0, D).permute(0, 3, 1, 2)  # (1, D, gh0, gw0)
-        patches = F.interpolate(patches, size=grid, mode="bicubic", align_corners=False,
-                                antialias=self.cfg.pos_embed_antialias)
+        patches = resize_position_grid(patches, tuple(grid), cfg.pos_embed_interp, cfg.pos_embed_antialias,
+                                       cfg.pos_embed_ar_preserving)
         patches = patches.permute(0, 2, 3, 1).reshape(1, grid[0] * grid[1], D)  # (1, gh·gw, D)
         return torch.cat([prefix, patches], dim=1)
 
@@ -692,8 +896,8 @@ class VisionTransformer(nn.Module):
         With ``return_probe``: ``(output, probe)``, the MAP probe's attention (B, H, T) for "map" pooling (it
         attends over the patch tokens only, as timm's attn_pool, so it reads 0 on the prefix), else None.
         """
-        x = self.norm(x)
         n = self.cfg.num_prefix_tokens
+        x = self.norm(x) if self.cls_norm is None else self.final_norm(x)
         probe = None
         if self.attn_pool is not None:
             pooled, probe = self.attn_pool(x[:, n:], return_probe)  # probe: (B, H, N)
@@ -708,6 +912,14 @@ class VisionTransformer(nn.Module):
             dist_logits = self.head_dist(self.head_drop(self.pre_logits(x[:, 1])))
             logits = (logits + dist_logits) / 2
         return (logits, probe) if return_probe else logits
+
+    def final_norm(self, x: torch.Tensor) -> torch.Tensor:
+        """The last tokens (B, T, D) normalised as ``forward_head`` reads them: ``norm`` on every token, or with
+        DINOv3's untied norms (``prefix_norm``) ``cls_norm`` on the prefix tokens and ``norm`` on the patches."""
+        if self.cls_norm is None:
+            return self.norm(x)
+        n = self.cfg.num_prefix_tokens
+        return torch.cat([self.cls_norm(x[:, :n]), self.norm(x[:, n:])], dim=1)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Images (B, C, H, W) -> logits (B, num_classes) (or the embedding / features, see ``forward_head``)."""

@@ -1,17 +1,35 @@
-"""Position schemes that act inside attention instead of on the tokens: BEiT's relative position bias and
-EVA-02's rotary embedding. Both depend only on the token layout, so they are computed per forward pass from
-the grid (never stored in a checkpoint) and handed to every block as one ``TokenPositions``.
+"""Position schemes that act inside attention instead of on the tokens: BEiT's relative position bias, timm's
+relative-position MLP and the rotary embeddings (EVA-02, timm's RoPE ViTs, DINOv3). They depend only on the token
+layout (and, for RoPE-Mixed, each block's learnt frequencies), so they are computed per forward pass from the grid and
+handed to every block as one ``TokenPositions``.
 
 Relative position bias (BEiT, Bao et al. 2022): each block learns a table of (2gh-1)(2gw-1) + 3 rows × H
 heads; the bias of query i and key j is the row of their offset (Δrow, Δcol), or one of 3 extra rows when
 a prefix token is involved (prefix→patch, patch→prefix, prefix→prefix). It is added to q·kᵀ/√d.
 
-Rotary embedding (RoPE, EVA-02, Fang et al. 2023): q and k of every patch token are rotated in planes of
-2 channels by angles proportional to the patch's row (first Dh/2 channels) and column (last Dh/2); then
-q_i·k_j depends on the offset between patches i and j only. Prefix tokens are not rotated.
+Relative-position MLP (timm's vit_relpos_*, after Swin V2's continuous position bias, Liu et al. 2022): the same
+table, but computed for the input's grid by a small MLP from each offset's log-spaced coordinates
+sign(d)·ln(1 + |d|) (``relative_log_coords``), so it exists at any input size; the 3 prefix rows are 0 (the prefix
+tokens get no bias).
+
+Rotary embedding (RoPE; Su et al. 2021, for images Heo et al. 2024): q and k of every patch token are rotated in
+Dh/2 planes of 2 channels by angles proportional to the patch's coordinates; then q_i·k_j depends on the offset
+between patches i and j only. Prefix tokens are not rotated. Axial RoPE gives a quarter of the planes to each
+axis's frequencies f_b = temperature^(-b/(Dh/4)), b = 0 … Dh/4 − 1, and the families differ in four settings
+(``ViTConfig``'s rope_* fields):
+
+    family              coordinates                          angle          temperature  first half   planes
+    EVA-02, timm gap    row, column (× ref_grid / grid)      coord · f_b    10000        rows         neighbours
+    RoPE-ViT (Naver)    row, column                          coord · f_b    100          columns      neighbours
+    DINOv3              patch centre per axis in [-1, 1]     2π·coord · f_b 100          rows         halves
+
+("planes": a plane is two neighbouring channels (x0, x1), or channels c and c + Dh/2.) RoPE-Mixed (Heo et al.)
+learns the frequencies instead, per block and head, each plane turning with a mix of both axes:
+angle = x·f_x + y·f_y (``mixed_rope_tables``).
 """
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import torch
@@ -24,6 +42,9 @@ class TokenPositions(NamedTuple):
     rel_index: torch.Tensor | None                    # (T, T) long: table row of every (query, key) pair, or (B, T, T)
     mask: torch.Tensor | None = None                  # (B, T, T) bool: query i may attend key j (several sequences
                                                       # packed in one row, vit.explain.perturb); None: every pair
+    coords: torch.Tensor | None = None                # (N, 2) or (B, T, 2): (x, y) of the patches, for RoPE-Mixed
+    rel_coords: torch.Tensor | None = None            # (R - 3, 2) log-spaced (Δrow, Δcol) of every patch offset's table
+                                                      # row, the input of the relative-position MLP (timm's vit_relpos)
 
 
 def attention_bias(positions: TokenPositions | None, rel_table: torch.Tensor | None,
@@ -62,6 +83,17 @@ def grid_from_relative_positions(rows: int) -> tuple[int, int]:
     return side, side
 
 
+def relative_log_coords(grid: tuple[int, int], device=None) -> torch.Tensor:
+    """(R - 3, 2) float32, R = ``num_relative_positions(grid)``: row (Δrow + gh-1)·(2gw-1) + (Δcol + gw-1) holds
+    sign(d)·ln(1 + |d|) of its offset d = (Δrow, Δcol) in patches, what timm's relative-position MLP reads (its
+    ``"cr"`` coordinates); offsets mean the same distance whatever the grid, so the bias works at any input size."""
+    gh, gw = grid
+    d_row = torch.arange(-(gh - 1), gh, device=device, dtype=torch.float32)           # (2gh-1,)
+    d_col = torch.arange(-(gw - 1), gw, device=device, dtype=torch.float32)           # (2gw-1,)
+    coords = torch.stack(torch.meshgrid(d_row, d_col, indexing="ij"), dim=-1)           # (2gh-1, 2gw-1, 2)
+    return (torch.sign(coords) * torch.log(1.0 + coords.abs())).reshape(-1, 2)
+
+
 def relative_position_index(grid: tuple[int, int], num_prefix: int, device=None) -> torch.Tensor:
     """(T, T) long, T = num_prefix + gh·gw: row of the bias table for query i and key j (BEiT's layout).
 
@@ -83,33 +115,101 @@ def relative_position_index(grid: tuple[int, int], num_prefix: int, device=None)
     return index
 
 
-def rope_tables(grid: tuple[int, int], head_dim: int, ref_grid: tuple[int, int] | None = None,
-                temperature: float = 10000.0, device=None) -> tuple[torch.Tensor, torch.Tensor]:
-    """(sin, cos), each (gh·gw, Dh): EVA-02's axial rotary angles for a gh×gw grid (timm's RotaryEmbeddingCat).
+ROPE_COORDS = ("index", "centered")
+ROPE_AXES = ("ij", "xy")
 
-    Dh/4 frequencies f_b = temperature^(-b/(Dh/4)); a patch at (r, c) gets angles r'·f_b (Dh/4 of them) then
-    c'·f_b, each repeated for the 2 channels of its plane: [a0, a0, a1, a1, …]. With ``ref_grid`` the
-    coordinates are rescaled to it, r' = r·ref_h/gh, so a model fine-tuned at 448 keeps its 224 angles.
+
+def rope_angles(grid: tuple[int, int], head_dim: int, ref_grid: tuple[int, int] | None = None,
+                temperature: float = 10000.0, device=None, coords: str = "index", axes: str = "ij") -> torch.Tensor:
+    """(gh·gw, Dh/2) float32: the rotation angle of every patch (row-major) in every plane, the first Dh/4 planes
+    turning with one axis (rows for ``axes="ij"``, columns for "xy") and the last Dh/4 with the other.
+
+    ``coords="index"``: the patch's row r and column c (rescaled r·ref_h/gh with ``ref_grid``, so a model fine-tuned
+    at another size keeps its pretraining angles), angle coord·f_b with f_b = temperature^(-b/(Dh/4));
+    ``coords="centered"`` (DINOv3): the patch centre ((r + ½)/gh) mapped to [-1, 1] on each axis, angle
+    2π·coord / temperature^(b/(Dh/4)) (DINOv3's periods).
     """
     if head_dim % 4:
         raise ValueError(f"Rotary embedding needs a head width divisible by 4 but got {head_dim}.")
+    if coords not in ROPE_COORDS or axes not in ROPE_AXES:
+        raise ValueError(f"Unknown rotary settings coords={coords!r}, axes={axes!r}! Expected coords in {ROPE_COORDS} "
+                         f"and axes in {ROPE_AXES}.")
     gh, gw = grid
-    bands = 1.0 / temperature ** (torch.arange(head_dim // 4, device=device, dtype=torch.float32) / (head_dim // 4))
-    ref_h, ref_w = ref_grid or grid
-    r = torch.arange(gh, device=device, dtype=torch.float32) / gh * ref_h              # (gh,)
-    c = torch.arange(gw, device=device, dtype=torch.float32) / gw * ref_w              # (gw,)
-    rr, cc = torch.meshgrid(r, c, indexing="ij")                                          # (gh, gw) each
-    angles = torch.cat([rr[..., None] * bands, cc[..., None] * bands], dim=-1)              # (gh, gw, Dh/2)
-    angles = angles.reshape(gh * gw, head_dim // 2).repeat_interleave(2, dim=-1)        # (N, Dh)
-    return angles.sin(), angles.cos()
+    n = head_dim // 4
+    if coords == "centered":
+        r = 2.0 * (torch.arange(0.5, gh, device=device, dtype=torch.float32) / gh) - 1.0        # (gh,) in (-1, 1)
+        c = 2.0 * (torch.arange(0.5, gw, device=device, dtype=torch.float32) / gw) - 1.0        # (gw,)
+        periods = temperature ** (2.0 * torch.arange(n, device=device, dtype=torch.float32) / (head_dim // 2))
+        scale = lambda t: 2 * math.pi * t[..., None] / periods                                 # noqa: E731
+    else:
+        bands = 1.0 / temperature ** (torch.arange(n, device=device, dtype=torch.float32) / n)
+        ref_h, ref_w = ref_grid or grid
+        r = torch.arange(gh, device=device, dtype=torch.float32) / gh * ref_h if ref_grid else \
+            torch.arange(gh, device=device, dtype=torch.float32)                               # (gh,)
+        c = torch.arange(gw, device=device, dtype=torch.float32) / gw * ref_w if ref_grid else \
+            torch.arange(gw, device=device, dtype=torch.float32)                               # (gw,)
+        scale = lambda t: t[..., None] * bands                                                 # noqa: E731
+    rr, cc = torch.meshgrid(r, c, indexing="ij")                                                 # (gh, gw) each
+    first, second = (rr, cc) if axes == "ij" else (cc, rr)
+    angles = torch.cat([scale(first), scale(second)], dim=-1)                                    # (gh, gw, Dh/2)
+    return angles.reshape(gh * gw, head_dim // 2)
 
 
-def apply_rope(x: torch.Tensor, sin: torch.Tensor, cos: torch.Tensor, num_prefix: int) -> torch.Tensor:
+def rope_layout(angles: torch.Tensor, half: bool = False) -> torch.Tensor:
+    """Angles per plane (…, Dh/2) -> per channel (…, Dh): [a0, a0, a1, a1, …] for neighbouring planes, [a0, a1, …,
+    a0, a1, …] for halves (``half``)."""
+    return torch.cat([angles, angles], dim=-1) if half else angles.repeat_interleave(2, dim=-1)
+
+
+def rope_tables(grid: tuple[int, int], head_dim: int, ref_grid: tuple[int, int] | None = None,
+                temperature: float = 10000.0, device=None, coords: str = "index", axes: str = "ij",
+                half: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+    """(sin, cos), each (gh·gw, Dh): the axial rotary tables of ``rope_angles`` in the channel layout ``apply_rope``
+    takes (timm's RotaryEmbeddingCat / RotaryEmbeddingDinoV3 with the same settings)."""
+    angles = rope_angles(grid, head_dim, ref_grid, temperature, device, coords, axes)
+    return rope_layout(angles.sin(), half), rope_layout(angles.cos(), half)
+
+
+def patch_coordinates(grid: tuple[int, int], device=None) -> torch.Tensor:
+    """(gh·gw, 2) float32: (column, row) of every patch, row-major: what RoPE-Mixed's learnt frequencies turn."""
+    gh, gw = grid
+    rows = torch.arange(gh, device=device, dtype=torch.float32).repeat_interleave(gw)
+    cols = torch.arange(gw, device=device, dtype=torch.float32).repeat(gh)
+    return torch.stack([cols, rows], dim=-1)
+
+
+def mixed_rope_tables(coords: torch.Tensor, freqs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """RoPE-Mixed (Heo et al. 2024): coords (…, N, 2) as (x, y), one block's learnt frequencies (2, H, Dh/2) ->
+    (sin, cos), each (…, H, N, Dh) in neighbouring-plane layout: plane p of head h turns by
+    x·f_x[h, p] + y·f_y[h, p]."""
+    x, y = coords.float().unsqueeze(-3).unbind(-1)                    # each (…, 1, N)
+    freqs = freqs.float()
+    angles = x[..., None] * freqs[0][:, None] + y[..., None] * freqs[1][:, None]   # (…, H, N, Dh/2)
+    return rope_layout(angles.sin()), rope_layout(angles.cos())
+
+
+def rotary_kernel(angles: torch.Tensor) -> torch.Tensor:
+    """Rotation angles (…, N, P) of N positions in P planes -> (N, N): the mean over planes (and the leading
+    dimensions: blocks, heads) of cos(θ_i − θ_j) = cos θ_i cos θ_j + sin θ_i sin θ_j. It is the cosine similarity of
+    one vector rotated to position i and to position j, averaged over vectors spread evenly over the planes: the
+    similarity of positions the rotation itself implies."""
+    c, s = angles.cos().double(), angles.sin().double()
+    kernel = (c @ c.transpose(-1, -2) + s @ s.transpose(-1, -2)) / angles.shape[-1]     # (…, N, N)
+    return kernel.reshape(-1, *kernel.shape[-2:]).mean(dim=0).float()
+
+
+def apply_rope(x: torch.Tensor, sin: torch.Tensor, cos: torch.Tensor, num_prefix: int,
+               half: bool = False) -> torch.Tensor:
     """Rotate the patch tokens of q or k, x: (B, H, T, Dh) -> (B, H, T, Dh); the prefix tokens stay as they are.
 
-    Channel pairs (x0, x1) become (x0·cos − x1·sin, x1·cos + x0·sin).
+    Neighbouring planes: channel pairs (x0, x1) become (x0·cos − x1·sin, x1·cos + x0·sin). Halves (``half``,
+    DINOv3): channel c and c + Dh/2 turn together, x·cos + [−x_second_half, x_first_half]·sin.
     """
     prefix, patches = x[:, :, :num_prefix], x[:, :, num_prefix:]
-    pairs = patches.unflatten(-1, (-1, 2))                                    # (B, H, N, Dh/2, 2)
-    rotated = torch.stack([-pairs[..., 1], pairs[..., 0]], dim=-1).flatten(-2)  # (-x1, x0, -x3, x2, …)
-    return torch.cat([prefix, patches * cos + rotated * sin], dim=2)
+    if half:
+        first, second = patches.chunk(2, dim=-1)
+        rotated = torch.cat([-second, first], dim=-1)
+    else:
+        pairs = patches.unflatten(-1, (-1, 2))                                    # (B, H, N, Dh/2, 2)
+        rotated = torch.stack([-pairs[..., 1], pairs[..., 0]], dim=-1).flatten(-2)  # (-x1, x0, -x3, x2, …)
+    return torch.cat([prefix, (patches * cos + rotated * sin).to(x.dtype)], dim=2)   # tables may be wider (float32)

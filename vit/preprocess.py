@@ -44,6 +44,9 @@ RESIZE_MODES = {
     "fit": "the aspect ratio kept, both sides rounded, just fitting inside `resize` (H, W); the crop pads what is "
            "missing (timm's border mode, open_clip's longest)",
     "none": "not resized (Hugging Face's do_resize false)",
+    "patches": "the aspect ratio kept, each side rounded up to a multiple of the patch `patch`, as large as fits in "
+               "at most `resize` patches; nothing is cut away and the input's shape follows the photo (NaFlex: "
+               "Hugging Face's Siglip2ImageProcessor, timm's ResizeToSequence)",
 }
 # Where the centre crop starts when (size - crop) is odd, or negative (the crop then pads) (``Preprocess.centre``).
 CENTRES = {
@@ -66,6 +69,7 @@ class Preprocess:
     rescale: float = 1 / 255                        # pixel values 0…255 times this (Hugging Face's rescale_factor)
     centre: str = "round"                           # the crop's offset for odd or negative margins, one of CENTRES
     fill: tuple[int, int, int] = (0, 0, 0)          # RGB 0…255 of the padding where the crop reaches past the photo
+    patch: int | None = None                        # "patches": the model's patch side; the input's sides are multiples
 
     def __post_init__(self):
         def pair(value, name: str) -> tuple[int, int]:
@@ -76,11 +80,15 @@ class Preprocess:
 
         if self.resize_mode not in RESIZE_MODES:
             raise ValueError(f"Unknown resize_mode {self.resize_mode!r}! Expected one of {list(RESIZE_MODES)}.")
-        if self.resize_mode == "shorter":
+        if self.resize_mode in ("shorter", "patches"):
+            what = "pixels (the shorter side)" if self.resize_mode == "shorter" else "patches (the most the input has)"
             if not isinstance(self.resize, (int, np.integer)) or self.resize < 1:
-                raise ValueError(f"Preprocess with resize_mode 'shorter' needs resize as a positive number of "
-                                 f"pixels (the shorter side)! Got resize={self.resize!r}.")
+                raise ValueError(f"Preprocess with resize_mode {self.resize_mode!r} needs resize as a positive number "
+                                 f"of {what}! Got resize={self.resize!r}.")
             object.__setattr__(self, "resize", int(self.resize))
+            if self.resize_mode == "patches" and not (isinstance(self.patch, (int, np.integer)) and self.patch >= 1):
+                raise ValueError(f"Preprocess with resize_mode 'patches' needs patch, the model's patch side in "
+                                 f"pixels! Got patch={self.patch!r}.")
         else:
             object.__setattr__(self, "resize", pair(self.resize, "resize"))
         object.__setattr__(self, "crop", pair(self.crop, "crop"))
@@ -106,6 +114,9 @@ class Preprocess:
         w, h = size
         if self.resize_mode == "none":
             return w, h
+        if self.resize_mode == "patches":
+            height, width = size_for_patches(h, w, self.patch, self.resize)
+            return width, height
         if self.resize_mode == "shorter":  # torchvision's _compute_resized_output_size (Hugging Face's too)
             short, long = min(w, h), max(w, h)
             if short == self.resize:
@@ -119,10 +130,26 @@ class Preprocess:
         ratio = min(ratio_h, ratio_w) if self.resize_mode == "cover" else max(ratio_h, ratio_w)
         return round(w / ratio), round(h / ratio)
 
+    def input_size(self, size: tuple[int, int]) -> tuple[int, int]:
+        """The model input (H, W) made from an upright photo of ``size`` = (width, height): ``crop``, except for
+        "patches", whose input is the whole resized photo (its shape follows the photo's aspect ratio)."""
+        if self.resize_mode == "patches":
+            w, h = self.resized_size(size)
+            return h, w
+        return self.crop
+
+    @property
+    def varies(self) -> bool:
+        """Whether the model input's shape depends on the photo ("patches": each photo's own grid); ``crop`` is then
+        the input of a square photo."""
+        return self.resize_mode == "patches"
+
     def _crop_in_resized(self, resized: tuple[int, int]) -> tuple[int, int, int, int]:
         """The centre crop (left, top, right, bottom) in pixels of the resized image; it reaches past the image
         (negative left/top) where the crop pads."""
         w, h = resized
+        if self.resize_mode == "patches":   # the whole resized photo is the input
+            return 0, 0, w, h
         crop_h, crop_w = self.crop
         left, top = _offset(w, crop_w, self.centre), _offset(h, crop_h, self.centre)
         return left, top, left + crop_w, top + crop_h
@@ -199,8 +226,8 @@ class Preprocess:
         if choice == "own" or (choice == "crop" and self.resize_mode in ("shorter", "cover")):
             return self
         if choice == "squash":
-            return dataclasses.replace(self, resize_mode="squash", resize=self.crop)
-        return dataclasses.replace(self, **_keep_ratio(self.crop, self._margin()))
+            return dataclasses.replace(self, resize_mode="squash", resize=self.crop, patch=None)
+        return dataclasses.replace(self, **_keep_ratio(self.crop, self._margin()), patch=None)
 
     def at_size(self, crop: tuple[int, int]) -> "Preprocess":
         """The same preprocessing for a model input of ``crop`` = (H, W): the resize keeps its proportion to the
@@ -208,6 +235,8 @@ class Preprocess:
         crop = (crop, crop) if isinstance(crop, int) else (int(crop[0]), int(crop[1]))
         if self.resize_mode == "none":
             return dataclasses.replace(self, crop=crop)
+        if self.resize_mode == "patches":   # as many patches as the crop holds
+            return dataclasses.replace(self, crop=crop, resize=(crop[0] // self.patch) * (crop[1] // self.patch))
         if self.resize_mode in ("shorter", "cover"):
             return dataclasses.replace(self, crop=crop, **_keep_ratio(crop, self._margin()))
         (H, W), (h, w) = self.resize, self.crop
@@ -217,7 +246,7 @@ class Preprocess:
         """How much larger than the crop the photo is resized (1 / timm's crop_pct): 256 / 224 for 256 → 224."""
         if self.resize_mode == "shorter":
             return self.resize / min(self.crop)
-        if self.resize_mode == "none":
+        if self.resize_mode in ("none", "patches"):
             return 1.0
         return max(self.resize[0] / self.crop[0], self.resize[1] / self.crop[1])
 
@@ -257,6 +286,26 @@ class Preprocess:
         if scaled[0] == scaled[1]:
             return cls(resize=scaled[0], crop=crop, resize_mode="shorter", **kw)
         return cls(resize=scaled, crop=crop, resize_mode="cover", **kw)
+
+
+def size_for_patches(height: int, width: int, patch: int, max_patches: int, eps: float = 1e-5) -> tuple[int, int]:
+    """(H, W) of a photo of height×width resized for a NaFlex model: the aspect ratio kept, each side rounded up to a
+    multiple of ``patch`` (at least one patch), the largest such size with at most ``max_patches`` patches.
+
+    The scale is found by bisection on [eps/10, 100] until the interval is narrower than ``eps``, exactly as
+    transformers' ``get_image_size_for_max_num_patches`` and timm's ``get_image_size_for_seq`` find it (the same
+    steps, so the same size to the pixel)."""
+    def side(scale: float, size: int) -> int:
+        return int(max(patch, math.ceil(size * scale / patch) * patch))
+
+    low, high = eps / 10, 100.0
+    while high - low >= eps:
+        mid = (low + high) / 2
+        if (side(mid, height) / patch) * (side(mid, width) / patch) <= max_patches:
+            low = mid
+        else:
+            high = mid
+    return side(low, height), side(low, width)
 
 
 def _offset(size: int, crop: int, centre: str) -> int:

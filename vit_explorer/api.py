@@ -48,7 +48,7 @@ def analyze(photo, model, fusion=FUSIONS[0], discard_ratio=0.9, start_layer=0, o
     if not photo:  # the photo was cleared: so are the session and the 14 outputs
         return (None,) * len(API_OUTPUTS)
     served = state.served(model, lang, preprocess)
-    key = AnalysisKey(str(photo), str(model).strip(), preprocess)
+    key = AnalysisKey(str(photo), state.model_source(model, lang), preprocess)
     session = Session(key) if session is None or session.key != key else session
     a = state.analysis(key, lang)
     controls = ControlValues(fusion=fusion, discard_ratio=discard_ratio, start_layer=start_layer, opacity=opacity,
@@ -68,8 +68,9 @@ def explain(photo, method=DEFAULT_METHOD, target="", contrast="", model=None, pr
     "contrast", "probability", "score", "readout", "grid": [gh, gw], "map": gh lists of gw values}."""
     if not photo:
         raise gr.Error(t("message.no_analysis", "en"), print_exception=False)
-    source = str(model or state.SETTINGS.models[0]).strip()
-    state.served(source, preprocess=preprocess)
+    name = model or state.model_choices()[0]          # default: the server's own model
+    state.served(name, preprocess=preprocess)
+    source = state.model_source(name)
     if method not in METHODS:
         raise gr.Error(t("message.unknown_method", "en", method=method, methods=", ".join(METHODS)),
                        print_exception=False)

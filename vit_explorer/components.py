@@ -11,15 +11,20 @@ from pathlib import Path
 
 import gradio as gr
 from gradio import processing_utils
+from gradio.utils import get_upload_folder
 from PIL import Image
+
+from . import door
 
 
 class PhotoInput(gr.Image):
-    """gr.Image that hands the handler the uploaded file unopened.
+    """gr.Image that hands the handler an uploaded file, unopened: every photo input of the page and the API.
 
-    gr.Image opens every upload with Pillow and may convert and re-save it before the handler runs, so a
-    broken file or a decompression bomb would fail (or be decoded) there, without a message of ours.
-    Decoding is ``vit.image_file.open_image``'s job; this only passes the file's path on.
+    Only a file inside Gradio's upload folder gets through (``door.uploaded_photo``: a server path or a URL is
+    refused before it is opened or fetched, with one message whatever it names), and an inline photo only when it
+    is within the upload limit (``door.inline_photo``). gr.Image would open every upload with Pillow and might
+    convert and re-save it before the handler runs, so a broken file or a decompression bomb would fail (or be
+    decoded) there, without a message of ours. Decoding is ``vit.image_file.open_image``'s job.
     """
     is_template = True  # shown by the browser's ordinary Image component
 
@@ -27,8 +32,16 @@ class PhotoInput(gr.Image):
         if payload is None:
             return None
         if payload.url and payload.url.startswith("data:"):  # pasted images may arrive inline
-            return processing_utils.save_base64_to_cache(payload.url, self.GRADIO_CACHE)  # bytes saved, not decoded
-        return payload.path
+            path = door.inline_photo(payload.url, self.GRADIO_CACHE)   # bytes saved, not decoded
+            self.temp_files.add(path)                                   # deleted with the cache (delete_cache)
+            return path
+        return door.uploaded_photo(payload.path)
+
+    async def async_move_resource_to_block_cache(self, url_or_file_path):
+        """Gradio fetches a marked file payload that names a URL before the component sees it: not for a photo."""
+        if url_or_file_path is not None and str(url_or_file_path).startswith(("http://", "https://")):
+            raise door.Refusal("message.photo_not_uploaded")
+        return await super().async_move_resource_to_block_cache(url_or_file_path)
 
 
 class Picture(gr.Image):
@@ -51,8 +64,15 @@ class Picture(gr.Image):
 def saved_once(image: Image.Image, cache_dir: str, fmt: str) -> str:
     """Path of the picture in Gradio's cache, where Gradio itself would put it; written atomically, once."""
     data = processing_utils.encode_pil_to_bytes(image, fmt)
-    folder = Path(cache_dir) / processing_utils.hash_bytes(data)
-    path = folder / f"image.{fmt}"
+    return cached_file(data, f"image.{fmt}", cache_dir)
+
+
+def cached_file(data: bytes, name: str, cache_dir: str | None = None) -> str:
+    """Path of ``data`` as ``name`` in Gradio's cache (``cache_dir``, default the upload folder), in a folder named
+    by the bytes' hash; written atomically, once. A file the server makes for a visitor lives there: Gradio serves
+    it, and deletes it with the cache (the app's ``delete_cache``) once a component has sent it."""
+    folder = Path(cache_dir or get_upload_folder()) / processing_utils.hash_bytes(data)
+    path = folder / name
     if not path.is_file():
         folder.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=folder, suffix=".part", delete=False) as part:

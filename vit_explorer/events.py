@@ -6,9 +6,12 @@ handler returns {output name: value}; the outputs it leaves out are skipped, and
 ``gr.Warning`` and no change at all, so every result, slider and the model picker keep their last valid values
 (no "Error" pill). The API's handlers (``vit_explorer.api``) are wired as they are: their errors reach the client.
 
-Queues: model work one event at a time (group "model": analyses, explanations, walks, comparisons…; inside it,
-every model run also takes ``state.MODEL_TURN``), re-renders several at once (group "render": milliseconds of
-numpy from cached arrays), trust checks in their own group, tiny updates without the queue.
+Queues: model work one event at a time (group "model": analyses, explanations, walks…; inside it, every model
+run also takes ``state.MODEL_TURN``), re-renders several at once (group "render": milliseconds of numpy from cached
+arrays), each kind of heavy job in its own group with its limits at the door (``vit_explorer.heavy``), tiny updates
+without the queue. A stepwise heavy handler is a generator that yields after each step and returns its
+{output name: value}; ``wire`` makes it an event that sends nothing until the end, and stops at the next step when
+the visitor cancels or leaves.
 """
 from __future__ import annotations
 
@@ -18,7 +21,7 @@ from typing import Callable
 
 import gradio as gr
 
-from . import api, state, views
+from . import api, heavy, state, views
 from .assets import NARROW_SCREEN_JS, SET_LOCALE_JS
 from .controls import CONTROLS
 from .controls import NAMES as CONTROL_NAMES
@@ -49,10 +52,11 @@ class Page:
     def __getitem__(self, name: str):
         return self.components[name]
 
-    def wire(self, fn: Callable, outputs, inputs=None) -> dict:
+    def wire(self, fn: Callable, outputs, inputs=None, heavy_group: str | None = None) -> dict:
         """``fn`` as an event's dict(fn=, inputs=, outputs=). Its inputs are the components named like its
         parameters (or ``inputs``, names), the parameter ``controls`` standing for every control; Gradio fills in
-        its gr.Request, gr.SelectData and gr.Progress parameters itself."""
+        its gr.Request, gr.SelectData and gr.Progress parameters itself. ``heavy_group``: a heavy job of that group
+        (``vit_explorer.heavy``): its group's settings and the validator that keeps its limits come with it."""
         outputs = list(outputs)
         signature, hints = inspect.signature(fn), typing.get_type_hints(fn)
         special = [p for p in signature.parameters.values() if _gradio_fills(p, hints)]
@@ -65,26 +69,51 @@ class Page:
                       *(p.replace(kind=p.POSITIONAL_OR_KEYWORD) for p in special if p.default is not p.empty)]
         order = [p.name for p in parameters]
 
-        def handler(*args):
+        def values_of(args) -> dict:
             values = dict(zip(order, args))
             if "controls" in inputs:
                 values["controls"] = ControlValues(**{n: values.pop(n) for n in CONTROL_NAMES})
-            try:
-                result = fn(**values)
-            except gr.Error as err:
-                gr.Warning(str(err.message))
-                result = {}
+            return values
+
+        def event_outputs(result: dict):
             unknown = set(result) - set(outputs)
             if unknown:
                 raise RuntimeError(f"{fn.__name__} returned {sorted(unknown)}, which are not among its outputs {outputs}")
             out = tuple(result.get(name, gr.skip()) for name in outputs)
             return out[0] if len(out) == 1 else out
 
+        if inspect.isgeneratorfunction(fn):
+            def handler(*args):                  # a step at a time: Gradio stops here when the job is cancelled
+                steps = fn(**values_of(args))
+                while True:
+                    try:
+                        next(steps)
+                    except StopIteration as finished:
+                        result = finished.value or {}
+                        break
+                    except gr.Error as err:
+                        gr.Warning(str(err.message))
+                        result = {}
+                        break
+                    yield event_outputs({})
+                yield event_outputs(result)
+        else:
+            def handler(*args):
+                try:
+                    result = fn(**values_of(args))
+                except gr.Error as err:
+                    gr.Warning(str(err.message))
+                    result = {}
+                return event_outputs(result)
+
         handler.__signature__ = inspect.Signature(parameters)
         handler.__annotations__ = {p.name: hints[p.name] for p in special if p.name in hints}
         handler.__name__ = handler.__qualname__ = getattr(fn, "__name__", "handler")
         handler.__doc__ = fn.__doc__
-        return dict(fn=handler, inputs=[self[n] for n in names], outputs=[self[n] for n in outputs])
+        event = dict(fn=handler, inputs=[self[n] for n in names], outputs=[self[n] for n in outputs])
+        if heavy_group is not None:
+            event.update(heavy.event(heavy_group), validator=heavy.door(names))
+        return event
 
 
 def _gradio_fills(parameter: inspect.Parameter, hints: dict) -> bool:
@@ -130,10 +159,13 @@ def declare(page: Page, demo: gr.Blocks) -> None:
                                    **page.model_work)
     preprocessed = page["preprocess"].input(**page.wire(views.switch_preprocess, views.ANALYSIS_OUTPUTS),
                                             **page.model_work)
+    page["input_size"].input(**page.wire(views.size_cost, ["input_cost"]), **page.instant)
+    resized = page["input_size"].release(**page.wire(views.switch_size, [*views.ANALYSIS_OUTPUTS, "input_cost"]),
+                                         **page.model_work)
     relabelled = page["language_switch"].input(
         **page.wire(views.switch_language, ["lang", "font_note", *views.TAB_LABELS, *views.ANALYSIS_OUTPUTS]),
         js=SET_LOCALE_JS, **page.model_work)
-    for event in (analysed, switched, preprocessed, relabelled):
+    for event in (analysed, switched, preprocessed, resized, relabelled):
         event.then(**lazy, **page.model_work)
 
     # a control: only the maps that use it

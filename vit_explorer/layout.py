@@ -1,7 +1,8 @@
-"""The page's layout: the title and language switch, the photo with the top-5 and a summary, one gr.Tab per entry
-of ``vit_explorer.tabs.TABS``, the display options that apply to every map, the model picker and how a photo
-becomes its input (own, crop, squash) with the example photos and what the model saw, and the API's hidden
-components; then every event (``vit_explorer.events.declare``)."""
+"""The page's layout: the title and language switch, the photo with the example photos under it, the top-5 and a
+summary, one gr.Tab per entry of ``vit_explorer.tabs.TABS``, the display options that apply to every map, the model
+picker, how a photo becomes its input (own, crop, squash) and at what size, what the model saw, and the API's hidden
+components; then every event (``vit_explorer.events.declare``). The Blocks are ``door.Explorer``, whose every event
+passes the door's checks."""
 from __future__ import annotations
 
 import gradio as gr
@@ -10,8 +11,9 @@ from vit.preprocess import CHOICES as PREPROCESS_CHOICES
 from viz.explain.methods import DEFAULT_METHOD
 from viz.i18n import t
 
-from . import events, state
+from . import events, state, views
 from .components import Picture, PhotoInput, note, picture
+from .door import Explorer
 from .tabs import TABS
 from .texts import I18N
 
@@ -19,13 +21,15 @@ from .texts import I18N
 def build_app(default_model: str) -> gr.Blocks:
     """The Blocks app; ``default_model`` (a source for vit.load) is loaded now to size the sliders (ValueError or
     OSError when it cannot be: ``vit_explorer.server`` says why and how to start instead)."""
-    served = state.MODELS.get(str(default_model).strip())
+    default_model = str(default_model).strip()
+    served = state.MODELS.get(default_model)
     state.SETTINGS.models[:] = [default_model]
+    shown_as = state.display_name(default_model)      # the page names it, never says where it lies
     i18n = I18N
     page = events.Page(i18n, served)
-    with gr.Blocks(title=t("page.title", "en"), delete_cache=(600, 3600), analytics_enabled=False) as demo:
+    with Explorer(title=t("page.title", "en"), delete_cache=(600, 3600), analytics_enabled=False) as demo:
         page.add("session", gr.State(None))
-        page.add("current_model", gr.State(default_model))
+        page.add("current_model", gr.State(shown_as))
         page.add("lang", gr.State("en"))
         page.add("open_tab", gr.State(TABS[0].id))
         with gr.Row(equal_height=True):
@@ -68,7 +72,7 @@ def build_app(default_model: str) -> gr.Blocks:
         with gr.Row():
             with gr.Column(scale=3, min_width=300):
                 with gr.Row(equal_height=True):
-                    page.add("model", gr.Dropdown(state.model_choices(), value=default_model, allow_custom_value=True,
+                    page.add("model", gr.Dropdown(state.model_choices(), value=shown_as, allow_custom_value=True,
                                                   scale=3, label=i18n("label.model"), elem_id="model-picker",
                                                   info=i18n("help.model")))
                     page.add("preprocess", gr.Radio([(i18n(f"choice.{c}"), c) for c in PREPROCESS_CHOICES],
@@ -76,6 +80,12 @@ def build_app(default_model: str) -> gr.Blocks:
                                                     label=i18n("control.preprocess"), info=i18n("help.preprocess"),
                                                     elem_id="preprocess"))
                     page.add("rerun", gr.Button(i18n("button.analyze"), variant="primary", scale=1, min_width=90))
+                with gr.Row(equal_height=True):
+                    with gr.Column(scale=3, min_width=260):
+                        page.add("input_size", gr.Slider(label=i18n("control.input_size"), info=i18n("help.input_size"),
+                                                         elem_id="input-size", **views.size_range(served)))
+                    with gr.Column(scale=2, min_width=260):
+                        page.add("input_cost", note("input-cost"))
             with gr.Column(scale=2, min_width=300):
                 page.add("crop", picture(i18n, "picture.crop", height=240, elem_id="crop-image"))
                 page.add("crop_note", note("crop-note"))
@@ -91,5 +101,6 @@ def build_app(default_model: str) -> gr.Blocks:
             page.add("api_picture", Picture(format="png"))
             page.add("api_numbers", gr.JSON())
         events.declare(page, demo)
+        demo.lang_state = page["lang"]               # refusals at the door are said in the page's language
     return demo
 

@@ -1,7 +1,8 @@
 """Starting the server: the command line, where the models run, the memory tuning of a long-running process, the
 start-up messages (no model, no Chinese font), and Gradio's launch with the queue and the limits set.
 
-    python app.py [--weights PATH | --model NAME] [--host 127.0.0.1] [--port 7860] [--share] [--device auto]
+    python app.py [--weights PATH | --model NAME] [--host 127.0.0.1] [--port 7860] [--share] [--public]
+                  [--device auto] [--max-tokens N]
 
 ``main(argv)`` is that command (``app.py`` calls it; an installed package can name it as its console command).
 """
@@ -19,6 +20,7 @@ import vit
 from vit.command import program
 from vit.device import pick_device
 from vit.image_file import MAX_BYTES
+from viz.analysis.cost import LOCAL_MAX_TOKENS
 from viz.drawing.fonts import missing_font_message
 from viz.i18n import LANGUAGES, t
 
@@ -44,9 +46,23 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--port", type=int, default=int(os.environ.get("GRADIO_SERVER_PORT", 7860)),
                    help="port to serve on (default 7860)")
     p.add_argument("--share", action="store_true", help="also serve through a temporary public gradio.live link")
+    p.add_argument("--public", action="store_true",
+                   help="serve as a public server whatever the host (behind a reverse proxy on 127.0.0.1): only the "
+                        "listed models, no typed paths (--host 0.0.0.0 and --share are public anyway)")
     p.add_argument("--device", default="auto", metavar="{auto,cpu,cuda,mps}",
                    help="where the models run (default auto: CUDA when available, else the CPU; also cuda:N)")
+    p.add_argument("--max-tokens", type=tokens_arg, metavar="N",
+                   help=f"the most tokens one analysis may have: the input size control goes up to it (default "
+                        f"{LOCAL_MAX_TOKENS:,} on a server for this machine alone; on one others can reach, as many "
+                        f"as keep one analysis within a quarter of the analyses' memory)")
     return p.parse_args(argv)
+
+
+def tokens_arg(text: str) -> int:
+    value = int(text)
+    if value < 2:
+        raise argparse.ArgumentTypeError(f"expected at least 2 tokens (a prefix token and a patch) but got {text}")
+    return value
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -58,13 +74,16 @@ def main(argv: list[str] | None = None) -> None:
     except ValueError as err:
         sys.exit(f"Cannot start: {err}")
     source = args.weights or args.model
+    # the size control's range depends on it (launch sets it again for a server started from Python)
+    state.SETTINGS.any_model = only_this_machine(args.host, args.share) and not args.public
+    state.SETTINGS.max_tokens = args.max_tokens
     try:
         demo = build_app(source)
     except (ValueError, OSError) as err:
         sys.exit(startup_failure(source, err))
     for sentence in state.MODELS.get(str(source).strip()).loaded.assumptions:  # loaded by build_app, cached
         print(f"assumed ({source}): {sentence}", file=sys.stderr)
-    launch(demo, args.host, args.port, args.share)
+    launch(demo, args.host, args.port, args.share, public=args.public)
 
 
 def startup_failure(source: str, err: Exception) -> str:
@@ -117,20 +136,22 @@ def only_this_machine(host: str, share: bool) -> bool:
     return host in LOCAL_HOSTS and not share
 
 
-def launch(demo: gr.Blocks, host: str, port: int, share: bool = False, **kwargs):
-    """Serve with the queue set up: model work one at a time, re-renders alongside; bounded session memory; a
-    server others can reach loads only the models in its list; the page named in link previews and its documents
-    served (``vit_explorer.site``). Says once, at start, where the page is (and how to share it: ``--share``, not
-    Gradio's own advice) and when Chinese pictures will come with English labels (no CJK font on this machine)."""
+def launch(demo: gr.Blocks, host: str, port: int, share: bool = False, public: bool = False, **kwargs):
+    """Serve with the queue set up: model work one at a time, re-renders alongside; bounded session memory; every
+    event through the queue (no direct REST calls that would skip its limits); the page named in link previews and
+    its documents served (``vit_explorer.site``). A public server (``public``, or one others can reach) loads only
+    the models in its list and shows no Python error text. Says once, at start, where the page is (and how to share
+    it: ``--share``, not Gradio's own advice) and when Chinese pictures will come with English labels (no CJK font
+    on this machine)."""
     return_freed_memory_to_the_os()
     if (message := missing_font_message()) is not None:
         print(message, file=sys.stderr)
-    state.SETTINGS.any_model = only_this_machine(host, share)
-    demo.queue(default_concurrency_limit=1)
+    state.SETTINGS.any_model = only_this_machine(host, share) and not public
+    demo.queue(default_concurrency_limit=1, api_open=False)
     quiet, wait = kwargs.pop("quiet", False), not kwargs.pop("prevent_thread_lock", False)
     result = demo.launch(server_name=host, server_port=port, share=share, state_session_capacity=state.MAX_SESSIONS,
-                         max_file_size=MAX_BYTES, show_error=True, css=CSS, head=HEAD, i18n=I18N, quiet=True,
-                         prevent_thread_lock=True, app_kwargs={"middleware": MIDDLEWARE}, **kwargs)
+                         max_file_size=MAX_BYTES, show_error=state.SETTINGS.any_model, css=CSS, head=HEAD, i18n=I18N,
+                         quiet=True, prevent_thread_lock=True, app_kwargs={"middleware": MIDDLEWARE}, **kwargs)
     if not quiet:
         print(running_lines(demo.local_url, demo.share_url, share), flush=True)
     if wait:

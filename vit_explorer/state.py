@@ -29,7 +29,8 @@ import vit
 from vit.image_file import ImageFileError, open_image
 from vit.preprocess import CHOICES as PREPROCESS_CHOICES
 from viz import explorer
-from viz.analysis import explain_tensor, resolve_target, walk
+from viz.analysis import cost, explain_tensor, resolve_target, walk
+from viz.analysis.cost import LOCAL_MAX_TOKENS
 from viz.analysis.serve import ServedModel, analyze_photo, serve
 from viz.cache import Cache, nbytes
 from viz.explorer import AnalysisKey, Session
@@ -55,10 +56,17 @@ EXAMPLES_DIR = next((d for d in (Path(__file__).resolve().parent.parent / "examp
 class Settings:
     """What ``python app.py`` decides at start-up (``vit_explorer.server``)."""
     device: torch.device = field(default_factory=lambda: torch.device("cpu"))  # where the models run (--device)
-    # Whether the Model box (and /analyze's ``model``) may name any path or known model, or only those listed. A
-    # server reachable by others must not let them read files by path or download any model: launch() decides.
+    # Whether visitors may name any path or known model (in the Model box, Compare, the snapshots, the API), or only
+    # the models listed. A public server (--public, --host 0.0.0.0, --share) must not let them read files by path or
+    # download any model: launch() decides.
     any_model: bool = True
-    models: list[str] = field(default_factory=list)   # the models on offer; the first is the server's own
+    # The models on offer as vit.load sources (paths, known names, Hub names: opaque strings); the first is the
+    # server's own. The page names them by display_name, never by where they lie on the server.
+    models: list[str] = field(default_factory=list)
+    # The most tokens one analysis may have (the input size control's limit, --max-tokens); None: LOCAL_MAX_TOKENS on
+    # a server for this machine alone, and on one others can reach as many as keep one analysis within a quarter of
+    # ANALYSES_MEMORY (``token_budget``)
+    max_tokens: int | None = None
 
 
 SETTINGS = Settings()
@@ -100,16 +108,30 @@ MODELS = Cache(load_model, MODELS_MEMORY, weigh=lambda served: served.nbytes)
 
 
 def model_of(key: AnalysisKey) -> ServedModel:
-    """The served checkpoint an analysis is of, turning photos into inputs as the key's preprocessing says (one
-    loaded model per source whatever the preprocessing: ``ServedModel.with_preprocess`` shares it)."""
-    return MODELS.get(key.model).with_preprocess(key.preprocess)
+    """The served checkpoint an analysis is of, turning photos into inputs as the key's preprocessing and size say
+    (one loaded model per source whatever the preprocessing and size: ``ServedModel.with_preprocess`` and
+    ``at_size`` share it)."""
+    return MODELS.get(key.model).with_preprocess(key.preprocess).at_size(key.size)
+
+
+def token_budget(cfg) -> int:
+    """The most tokens one analysis may have on this server (``Settings.max_tokens``)."""
+    if SETTINGS.max_tokens is not None:
+        return SETTINGS.max_tokens
+    if SETTINGS.any_model:                       # a server for this machine alone
+        return LOCAL_MAX_TOKENS
+    side = cfg.patch_size
+    while cost.tokens_at(cfg, side + cfg.patch_size) <= LOCAL_MAX_TOKENS and \
+            cost.kept_bytes(cfg, side + cfg.patch_size) <= ANALYSES_MEMORY // 4:
+        side += cfg.patch_size
+    return cost.tokens_at(cfg, side)
 
 
 def analyze_key(key: AnalysisKey) -> Analysis:
     """(photo file, model source, preprocessing) -> its analysis: the one model call of a photo."""
     served = model_of(key)
     with MODEL_TURN:
-        return analyze_photo(key.photo, served)
+        return analyze_photo(key.photo, served, MODEL_TURN)
 
 
 ANALYSES = Cache(analyze_key, ANALYSES_MEMORY, weigh=explorer.cached_bytes)
@@ -139,6 +161,13 @@ class Pick:
         """The ``Target`` (None: the top-1 class); ValueError for a class the model lacks, or texts without a
         text tower."""
         return resolve_target(loaded, self.target, self.texts, text=self.text)
+
+    def require_classes(self, loaded, lang: str) -> None:
+        """gr.Error in the visitor's language when the pick needs classes the model does not have: a backbone
+        (DINOv3, DINO: features, no classifier head) has nothing to explain, check or look inside for, unless
+        typed texts of a CLIP checkpoint are picked."""
+        if not self.text and loaded.config.num_classes == 0:
+            raise gr.Error(t("message.no_classes", lang), print_exception=False)
 
 
 def explain_key(key: tuple[str, str, str, Pick]) -> Explained:
@@ -173,10 +202,39 @@ REFUSED: dict[str, str] = {}        # browser session -> the last photo refused 
 
 # ---- what the handlers ask for -----------------------------------------------------------------------------------
 
+def display_name(source: str) -> str:
+    """How the page names a model source: a file or folder on this machine by its own name (never where it lies),
+    anything else (a known model, a Hub name, a file in weights/) as it is."""
+    path = Path(source).expanduser()
+    return path.name if (path.is_absolute() or source != path.name) and path.exists() else source
+
+
+def listed_models() -> dict[str, str]:
+    """The models on offer, {display name: source}: the one the server started with, then the files in weights/."""
+    listed: dict[str, str] = {}
+    for source in [*SETTINGS.models, *vit.list_local_checkpoints()]:
+        listed.setdefault(display_name(source), source)
+    return listed
+
+
 def model_choices(extra: str | None = None) -> list[str]:
-    """The models on offer: the one the server started with, the files in weights/, and ``extra`` (a path)."""
-    choices = list(dict.fromkeys(SETTINGS.models + vit.list_local_checkpoints()))
+    """The Model box's choices: the display names of the models on offer, and ``extra`` (a path a visitor typed)."""
+    choices = list(listed_models())
     return choices + [extra] if extra and extra not in choices else choices
+
+
+def model_source(name, lang: str = "en") -> str:
+    """THE models' guard: every handler that opens a checkpoint (the analysis, the Model box, Compare, the snapshots
+    and their slider, the API) asks it for the source to load. A listed model's display name gives its source
+    (compared exactly, as a string); on a server only this machine reaches, anything else is a path or name to try
+    as it is; on a public server, a gr.Error that is the same whatever was typed (nothing is looked up)."""
+    name = "" if name is None else str(name).strip()
+    listed = listed_models()
+    if name in listed:
+        return listed[name]
+    if SETTINGS.any_model and name:
+        return name
+    raise gr.Error(t("message.models_listed_only", lang), print_exception=False)
 
 
 def example_photos() -> list[str]:
@@ -185,19 +243,42 @@ def example_photos() -> list[str]:
     return sorted(str(p) for p in EXAMPLES_DIR.glob("*") if p.suffix.lower() in (".jpg", ".jpeg", ".png", ".webp"))
 
 
-def served(source: str, lang: str = "en", preprocess: str = "own") -> ServedModel:
-    """The loaded model of ``source`` with the ``preprocess`` choice (own, crop, squash), or a gr.Error saying why
-    not (not on offer, not a checkpoint, not found, no such preprocessing)."""
-    source = str(source).strip()
-    if not SETTINGS.any_model and source not in model_choices():
-        raise gr.Error(t("message.models_listed_only", lang), print_exception=False)
+def served(name: str, lang: str = "en", preprocess: str = "own", size: int = 0) -> ServedModel:
+    """The loaded model a visitor named (``model_source``) with the ``preprocess`` choice (own, crop, squash) at the
+    input ``size`` (0: its own), or a gr.Error saying why not (not on offer, not a checkpoint, not found, no such
+    preprocessing, a size its positions cannot follow or beyond the server's token budget)."""
+    return served_source(model_source(name, lang), lang, preprocess, size, shown=str(name).strip())
+
+
+def served_source(source: str, lang: str = "en", preprocess: str = "own", size: int = 0,
+                  shown: str | None = None) -> ServedModel:
+    """``served`` for a source the models' guard already gave (a session's ``key.model``, never a visitor's text);
+    ``shown`` is how a message names the model (its display name by default, never where it lies)."""
     if preprocess not in PREPROCESS_CHOICES:
         raise gr.Error(t("message.preprocess_unknown", lang, choice=preprocess, choices=", ".join(PREPROCESS_CHOICES)),
                        print_exception=False)
     try:
-        return MODELS.get(source).with_preprocess(preprocess)
+        model = MODELS.get(source).with_preprocess(preprocess)
     except (ValueError, OSError) as err:  # vit.load: bad checkpoint (ValueError), nothing found (FileNotFoundError)
-        raise gr.Error(t("message.model_failed", lang, model=source, error=err), print_exception=False) from None
+        raise gr.Error(t("message.model_failed", lang, model=shown or display_name(source), error=err),
+                       print_exception=False) from None
+    return sized(model, size, lang)
+
+
+def sized(model: ServedModel, size: int, lang: str = "en") -> ServedModel:
+    """``model`` at the input ``size`` (0: its own), or a gr.Error: a size its positions cannot follow, not a multiple
+    of its patch size, or beyond the server's token budget."""
+    size = int(size or 0)
+    if not size or size == model.native_side:
+        return model
+    cfg = model.loaded.config
+    if not cost.follows_size(cfg):
+        raise gr.Error(t("message.input_size_fixed", lang, side=model.native_side), print_exception=False)
+    budget = token_budget(cfg)
+    if size % cfg.patch_size or cost.tokens_at(cfg, size) > budget:
+        raise gr.Error(t("message.input_size_refused", lang, side=size, patch=cfg.patch_size, budget=budget,
+                         largest=cost.largest_side(cfg, budget)), print_exception=False)
+    return model.at_size(size)
 
 
 def analysis(key: AnalysisKey, lang: str = "en") -> Analysis:

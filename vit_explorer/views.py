@@ -21,6 +21,7 @@ import torch
 
 from vit.image_file import ImageFileError
 from viz import explorer
+from viz.analysis import cost
 from viz.analysis.serve import ServedModel
 from viz.explorer import AnalysisKey, Controls, Session
 from viz.i18n import language, language_from_header, t
@@ -83,15 +84,16 @@ def _same_file(a: str, b: str) -> bool:
 
 
 @torch.inference_mode()
-def page_analyze(request: gr.Request, photo, model, controls: ControlValues, session, lang, preprocess="own"):
+def page_analyze(request: gr.Request, photo, model, controls: ControlValues, session, lang, preprocess="own",
+                 input_size=0):
     """A new photo (or the Analyze button): every result, or — for a file that is no photo — one warning and the
     previous photo put back, everything else untouched."""
     if not photo:
         return {}
-    key = AnalysisKey(str(photo), str(model).strip(), preprocess)
+    served = state.served(model, lang, preprocess, input_size)
+    key = AnalysisKey(str(photo), state.model_source(model, lang), preprocess, size_key(served, input_size))
     if session is not None and session.key[1:] == key[1:] and _same_file(session.key.photo, key.photo):
         return {}
-    served = state.served(model, lang, preprocess)
     try:
         a = state.ANALYSES.get(key)
     except ImageFileError as err:
@@ -120,10 +122,11 @@ def switch_model(model, current_model, photo, session, controls: ControlValues, 
     head = min(int(controls.head), H - 1)
     values = {"current_model": model, "model": gr.Dropdown(choices=state.model_choices(model), value=model),
               "layer": gr.Slider(maximum=L - 1, value=L - 1), "head": gr.Slider(maximum=H - 1, value=head),
-              "start_layer": gr.Slider(maximum=L - 1, value=0), "learn_layer": gr.Slider(maximum=L - 1, value=L - 1)}
+              "start_layer": gr.Slider(maximum=L - 1, value=0), "learn_layer": gr.Slider(maximum=L - 1, value=L - 1),
+              **size_control(served, lang)}
     if not photo:
         return values
-    key = AnalysisKey(str(photo), str(model).strip(), preprocess)
+    key = AnalysisKey(str(photo), state.model_source(model, lang), preprocess)
     try:
         a = state.ANALYSES.get(key)
     except (ValueError, OSError) as err:
@@ -133,7 +136,8 @@ def switch_model(model, current_model, photo, session, controls: ControlValues, 
     return {**values, **page_views(Session(key), served, a, c, lang, photo)}
 
 
-SWITCHED_MODEL = ("current_model", "model", "layer", "head", "start_layer", "learn_layer")   # switch_model's own
+SWITCHED_MODEL = ("current_model", "model", "layer", "head", "start_layer", "learn_layer", "input_size",
+                  "input_cost")   # switch_model's own
 
 
 @torch.inference_mode()
@@ -143,9 +147,72 @@ def switch_preprocess(preprocess, session, controls: ControlValues, lang):
     if session is None:
         return {}
     key = session.key._replace(preprocess=preprocess)
-    served = state.served(key.model, lang, preprocess)
+    served = state.served_source(key.model, lang, preprocess, key.size)
     a = state.analysis(key, lang)
     return page_views(Session(key), served, a, controls.for_analysis(a), lang, key.photo)
+
+
+def size_key(served: ServedModel, input_size) -> int:
+    """The key's size for the control's value: 0 for the model's own input (one cache entry whether the size was
+    chosen or not)."""
+    side = int(input_size or 0)
+    return 0 if side in (0, served.native_side) else side
+
+
+def size_range(served: ServedModel) -> dict:
+    """The input size control's range for a model: from its own side up to the server's token budget in steps of a
+    patch; fixed at its own side when its position information cannot follow the size."""
+    cfg = served.loaded.config
+    native = served.native_side
+    follows = cost.follows_size(cfg)
+    largest = max(native, cost.largest_side(cfg, state.token_budget(cfg))) if follows else native
+    lowest = native if largest > native else native - cfg.patch_size     # a slider needs a range, even a fixed one
+    return dict(minimum=lowest, maximum=largest, value=native, step=cfg.patch_size, interactive=follows)
+
+
+def size_control(served: ServedModel, lang: str) -> dict:
+    """The input size control fitted to a model, and its line: the cost at its own size, or why it is fixed."""
+    fixed = not cost.follows_size(served.loaded.config)
+    return {"input_size": gr.Slider(**size_range(served)),
+            "input_cost": t("note.input_size_fixed", lang, side=served.native_side) if fixed else
+            cost_line(served, served.native_side, None, lang)}
+
+
+def cost_line(served: ServedModel, side: int, a: Analysis | None, lang: str) -> str:
+    """What an analysis at side×side costs, said before it runs: tokens, about how long (scaled from the shown
+    analysis' forward pass, when there is one) and what the server keeps."""
+    cfg = served.loaded.config
+    side = int(side)
+    if a is None or "forward" not in a.timings:
+        c = cost.analysis_cost(cfg, side, side, 0.0)
+        return t("note.input_cost", lang, side=side, tokens=c.tokens, budget=state.token_budget(cfg),
+                 mb=c.bytes / 2**20)
+    c = cost.analysis_cost(cfg, side, max(a.input_size), a.timings["forward"])
+    return t("note.input_cost_timed", lang, side=side, tokens=c.tokens, budget=state.token_budget(cfg),
+             mb=c.bytes / 2**20, seconds=c.seconds)
+
+
+def size_cost(input_size, session, current_model, lang):
+    """The input size slider moving: the cost of that size, before anything runs."""
+    if session is None:
+        served = state.MODELS.get(str(current_model).strip())
+        return {"input_cost": cost_line(served, input_size, None, language(lang))}
+    served = state.model_of(session.key._replace(size=0))
+    a = state.ANALYSES.get(session.key) if session.key in state.ANALYSES else None    # never a model run here
+    return {"input_cost": cost_line(served, input_size, a, language(lang))}
+
+
+@torch.inference_mode()
+def switch_size(input_size, session, controls: ControlValues, lang):
+    """The input size control released: the photo analysed at that size (its cost was said while moving); every
+    tab, the summary and the outline follow."""
+    if session is None:
+        return {}
+    served = state.served_source(session.key.model, lang, session.key.preprocess, input_size)
+    key = session.key._replace(size=size_key(served, input_size))
+    a = state.analysis(key, lang)
+    return {**page_views(Session(key), served, a, controls.for_analysis(a), lang, key.photo),
+            "input_cost": cost_line(served, input_size, a, lang)}
 
 
 def initial_language(request: gr.Request):

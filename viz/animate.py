@@ -10,6 +10,7 @@ the single panels do, so the GIF shows where each block looks, not how sharply.
 from __future__ import annotations
 
 import importlib.util
+import io
 from pathlib import Path
 
 import numpy as np
@@ -17,9 +18,8 @@ from PIL import Image
 
 from . import panels
 from .drawing import render
-from .maps.layout import layer_index
-from .maps.rollout import fused_rollout_map
 from .i18n import t
+from .maps.layout import layer_index
 from .records import Analysis
 
 ANIMATED_MAPS = ("attention", "rollout")
@@ -34,10 +34,8 @@ def rollout_through(a: Analysis, layer: int, fusion: str = "mean", discard_ratio
     At the last block this is ``panels.rollout_of`` (start block 0). High-norm tokens, when masked, are the ones
     flagged in any block (as in the full rollout), so the frames of an animation drop the same tokens.
     """
-    depth = a.depth
-    last = layer_index(layer, depth)
-    drop = panels.artifact_drop(a, mask_artifacts, norm_ratio)
-    return fused_rollout_map(a.fused_heads(fusion)[:last + 1], a.num_prefix, a.grid, 0, discard_ratio, 0, drop)
+    return panels.rollout_of(a, fusion, discard_ratio, 0, mask_artifacts, norm_ratio, stop_layer=layer_index(layer,
+                                                                                                             a.depth))
 
 
 def rollout_panel_through(a: Analysis, layer: int, fusion: str = "mean", discard_ratio: float = 0.0,
@@ -100,7 +98,8 @@ def display_frames(a: Analysis, what: str = "attention", head: int | None = None
             p = panels.attention_map_panel(a, layer, head, mask_artifacts, display=display)
             caption = t("frame.attention", lang, layer=layer, last=last, query=query, heads=heads)
         else:
-            p = panels.rollout_map_panel(a, fusion, discard_ratio, 0, mask_artifacts, display=display, through=layer)
+            p = panels.rollout_map_panel(a, fusion, discard_ratio, 0, mask_artifacts, display=display,
+                                         stop_layer=layer)
             caption = t("frame.rollout", lang, layer=layer, last=last)
         frames.append(render.with_caption(p.image, caption, display.font_size, lang))
     return frames
@@ -124,13 +123,20 @@ def save_gif(frames: list[Image.Image], path: str | Path, frame_ms: int = FRAME_
     """Write an endlessly looping GIF with one frame per image (each quantised to its own 256-colour palette).
 
     Returns the path. ValueError for no frames."""
+    path = Path(path)
+    path.write_bytes(gif_bytes(frames, frame_ms))
+    return path
+
+
+def gif_bytes(frames: list[Image.Image], frame_ms: int = FRAME_MS) -> bytes:
+    """The bytes of ``save_gif``'s GIF. ValueError for no frames."""
     if not frames:
         raise ValueError("No frames to animate! Expected at least one image.")
-    path = Path(path)
     first, *rest = padded(frames)
-    first.save(path, format="GIF", save_all=True, append_images=rest, duration=int(frame_ms), loop=0,
+    buffer = io.BytesIO()
+    first.save(buffer, format="GIF", save_all=True, append_images=rest, duration=int(frame_ms), loop=0,
                disposal=1, optimize=False)
-    return path
+    return buffer.getvalue()
 
 
 def mp4_available() -> bool:

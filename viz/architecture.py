@@ -7,10 +7,12 @@ parameter counts follow the module layout of ``vit/model.py`` and are checked ag
     H×W×3 image -> N×D patch embeddings (N = H/P · W/P) -> T×D tokens (T = prefix + N) -> L blocks of
     T×D (each with H_a attention maps of T×T) -> D pooled -> K logits
 
-The other families (CLIP, SigLIP, EVA-02, BEiT; see ``vit.model``) change some rows: no CLS token, no
-absolute position embeddings, a relative position bias or rotary embedding inside attention, SwiGLU, pooling
-by a learnt probe or by the mean of the patches, CLIP's image projection. ``family_summary`` says it in one
-paragraph.
+The other families (CLIP, SigLIP, EVA-02, BEiT, timm's relative-position and parallel-block ViTs, NaFlex; see
+``vit.model``) change some rows: no CLS token, no absolute position embeddings or one resized to every photo's grid,
+a relative position bias (a table, or an MLP) or rotary embedding inside attention, the norms after the branches,
+two branches side by side, SwiGLU, pooling by a learnt probe or by the mean of the patches, CLIP's image
+projection. ``family_summary`` says it in one paragraph. Every name and note is a catalogue text
+(``viz.i18n.model``), in the language asked for.
 """
 from __future__ import annotations
 
@@ -35,20 +37,35 @@ def _linear(d_in: int, d_out: int, bias: bool = True) -> int:
     return d_in * d_out + (d_out if bias else 0)
 
 
+def _inner(cfg) -> int:
+    """The heads' total width: D, or P·D for folded parallel blocks."""
+    return cfg.num_heads * cfg.attention_head_dim
+
+
 def _qkv_params(cfg) -> int:
     """The qkv Linear, with its bias on q, k, v, on q and v only (BEiT, EVA-02), or none."""
-    D = cfg.embed_dim
+    D, inner = cfg.embed_dim, _inner(cfg)
     if cfg.qkv_bias and not cfg.k_bias:
-        return _linear(D, 3 * D, bias=False) + 2 * D
-    return _linear(D, 3 * D, cfg.qkv_bias)
+        return _linear(D, 3 * inner, bias=False) + 2 * inner
+    return _linear(D, 3 * inner, cfg.qkv_bias)
+
+
+def _bias_params(cfg) -> int:
+    """The relative position table (BEiT) or the MLP that computes it (timm's relpos: 2 -> hidden -> heads)."""
+    from vit.positions import num_relative_positions
+    if cfg.rel_pos_bias:
+        return num_relative_positions(cfg.grid) * cfg.num_heads
+    if cfg.rel_pos_mlp:
+        return _linear(2, cfg.rel_pos_mlp_dim) + _linear(cfg.rel_pos_mlp_dim, cfg.num_heads)
+    return 0
 
 
 def _attention_params(cfg) -> int:
-    """q/k/v, the relative position table (BEiT), the output LayerNorm (EVA-02 CLIP) and proj of one block."""
-    from vit.positions import num_relative_positions
-    D = cfg.embed_dim
-    table = num_relative_positions(cfg.grid) * cfg.num_heads if cfg.rel_pos_bias else 0
-    return _qkv_params(cfg) + table + (_layer_norm(D) if cfg.attn_norm else 0) + _linear(D, D)
+    """q/k/v, the relative position bias (BEiT's table or timm's MLP) or RoPE-Mixed's learnt frequencies, the output
+    LayerNorm (EVA-02 CLIP) and proj of one block."""
+    inner = _inner(cfg)
+    table = _bias_params(cfg) + (cfg.embed_dim if cfg.rope_mixed else 0)   # RoPE-Mixed: (2, H, Dh/2) frequencies
+    return _qkv_params(cfg) + table + (_layer_norm(inner) if cfg.attn_norm else 0) + _linear(inner, cfg.embed_dim)
 
 
 def _mlp_params(cfg) -> int:
@@ -72,21 +89,32 @@ def probe_params(cfg) -> int:
 
 
 def family_summary(cfg, lang: str = "en") -> str:
-    """One paragraph on the model's family: its tokens, position scheme, block and pooling, in ``lang``."""
+    """One paragraph on the model's family: its tokens, position scheme, block and pooling, in ``lang`` (every part a
+    catalogue text, ``viz.i18n.model``)."""
     tokens = t("arch.cls" if cfg.class_token else "arch.no_cls", lang) + \
         (t("arch.distillation", lang) if cfg.distilled else "")
     tokens += t("arch.registers", lang, count=cfg.num_reg_tokens) if cfg.num_reg_tokens else ""
     positions = t({"learned": "arch.learned_positions", "sincos2d": "arch.sincos_positions",
                    "none": "arch.no_positions"}[cfg.pos_embed_kind], lang)
+    if cfg.pos_embed_grid is not None:
+        positions += t("arch.positions_grid", lang, grid=f"{cfg.pos_embed_grid[0]}×{cfg.pos_embed_grid[1]}")
     if cfg.rel_pos_bias:
         positions += t("arch.relative_bias", lang)
+    if cfg.rel_pos_mlp:
+        positions += t("arch.relative_mlp", lang)
     if cfg.rope:
-        positions += t("arch.rotary", lang)
-    block = t("arch.block", lang, activation=t(f"arch.act.{cfg.mlp_act}", lang))
+        positions += t("arch.rotary", lang) + (
+            t("arch.rotary.mixed", lang) if cfg.rope_mixed else
+            t("arch.rotary.centered", lang) if cfg.rope_coords == "centered" else "")
+    activation = t(f"arch.act.{cfg.mlp_act}", lang)
+    block = t("arch.block.post" if cfg.res_post_norm else "arch.block", lang, activation=activation)
+    if cfg.parallel > 1:
+        block = t("arch.block.parallel", lang, parallel=cfg.parallel, activation=activation, heads=cfg.num_heads)
     block += t("arch.mlp_norm", lang) if cfg.mlp_norm else ""
     block += t("arch.qv_bias", lang) if cfg.qkv_bias and not cfg.k_bias else ""
     block += t("arch.layer_scale", lang) if cfg.layer_scale else ""
     block += t("arch.norm_pre", lang) if cfg.norm_pre else ""
+    block += t("arch.prefix_norm", lang) if cfg.prefix_norm else ""
     pooling = t(f"arch.pool.{cfg.global_pool}", lang)
     output = (t("arch.output.projection", lang, dim=cfg.proj_dim) if cfg.proj_dim else
               t("arch.output.classes", lang, count=cfg.num_classes) if cfg.num_classes else
@@ -106,15 +134,15 @@ def stages(cfg, image_hw: tuple[int, int] | None = None, lang: str = "en") -> li
     N = gh * gw
     prefix_names = ["CLS"] * cfg.class_token + ["DIST"] * cfg.distilled + ["REG"] * cfg.num_reg_tokens
     T = len(prefix_names) + N
-    gh0, gw0 = cfg.grid
+    gh0, gw0 = cfg.pos_grid
     pos_len = gh0 * gw0 + (int(cfg.class_token) + int(cfg.distilled) if cfg.pos_embed_prefix else 0)
-    heads, Dh = cfg.num_heads, D // cfg.num_heads
+    heads, Dh = cfg.num_heads, cfg.attention_head_dim
 
     def _(key: str, **values) -> str:
         return t(f"arch.{key}", lang, **values)
 
     rows = [
-        Stage(_("input"), f"{H}×{W}×{C}", 0, _("input.note")),
+        Stage(_("input.whole" if cfg.pos_embed_grid is not None else "input"), f"{H}×{W}×{C}", 0, _("input.note")),
         Stage(_("patches", patch=P), f"{N}×{D}", _linear(C * P * P, D, cfg.patch_bias),
               _("patches.note", grid=f"{gh}×{gw}", patch=P, channels=C, values=C * P * P, dim=D)
               + ("" if cfg.patch_bias else _("no_bias"))),
@@ -123,43 +151,58 @@ def stages(cfg, image_hw: tuple[int, int] | None = None, lang: str = "en") -> li
         rows.append(Stage(_("prepend_many" if len(prefix_names) > 1 else "prepend", names=" + ".join(prefix_names)),
                           f"{T}×{D}", len(prefix_names) * D, _("prepend.note")))
     resampled = (gh, gw) != (gh0, gw0)
+    relative = cfg.rel_pos_bias or cfg.rel_pos_mlp           # a bias B inside attention: a table, or an MLP's
     if cfg.pos_embed_kind == "learned":
+        how = _("resample.bilinear" if cfg.pos_embed_interp == "bilinear" else "resample.bicubic") + \
+            (_("resample.antialias") if cfg.pos_embed_antialias else "")
         rows.append(Stage(_("positions"), f"{T}×{D}", pos_len * D,
                           _("positions.note", count=pos_len, grid=f"{gh0}×{gw0}")
-                          + (_("positions.resampled", grid=f"{gh}×{gw}") if resampled else "")))
+                          + (_("positions.resampled", how=how, grid=f"{gh}×{gw}") if resampled else "")))
     elif cfg.pos_embed_kind == "sincos2d":
         rows.append(Stage(_("sincos"), f"{T}×{D}", 0, _("sincos.note", grid=f"{gh}×{gw}")))
     else:
         rows.append(Stage(_("no_absolute"), f"{T}×{D}", 0,
-                          _("no_absolute.relative") if cfg.rel_pos_bias else _("no_absolute.none")))
+                          _("no_absolute.relative") if relative else _("no_absolute.none")))
     if cfg.norm_pre:
         rows.append(Stage(_("norm_pre_stage"), f"{T}×{D}", _layer_norm(D), _("norm_pre_stage.note")))
     per_block = block_params(cfg)
-    softmax = _("softmax.rope") if cfg.rope else _("softmax.bias") if cfg.rel_pos_bias else _("softmax")
+    softmax = _("softmax.rope") if cfg.rope else _("softmax.bias") if relative else _("softmax")
     qkv_note = _("qkv.note", heads=heads, width=Dh)
     qkv_note += _("qkv.qv_only") if cfg.qkv_bias and not cfg.k_bias else ""
     softmax_note = _("softmax.note")
     if cfg.rel_pos_bias:
         softmax_note += _("softmax.table", grid=f"{gh0}×{gw0}")
-    if cfg.rope:
+    if cfg.rel_pos_mlp:
+        softmax_note += _("softmax.mlp", grid=f"{gh}×{gw}", hidden=cfg.rel_pos_mlp_dim, heads=heads)
+    if cfg.parallel > 1:
+        qkv_note += _("qkv.parallel", parallel=cfg.parallel, heads=heads // cfg.parallel)
+    if cfg.rope and cfg.rope_mixed:
+        softmax_note += _("softmax.rotary_mixed")
+    elif cfg.rope and cfg.rope_coords == "centered":
+        softmax_note += _("softmax.rotary_centered")
+    elif cfg.rope:
         ref = cfg.rope_ref_grid or (gh, gw)
         softmax_note += _("softmax.rotary", grid=f"{ref[0]}×{ref[1]}")
-    table = _attention_params(cfg) - _qkv_params(cfg) - _linear(D, D) - (_layer_norm(D) if cfg.attn_norm else 0)
+    inner = _inner(cfg)
+    table = _bias_params(cfg)
     act = _(f"act.{cfg.mlp_act}")
     mlp_note = (_("mlp.swiglu", dim=D, hidden=cfg.mlp_dim) if cfg.mlp_act == "swiglu"
                 else _("mlp.note", dim=D, hidden=cfg.mlp_dim)) + (_("mlp.norm") if cfg.mlp_norm else "")
+    post = cfg.res_post_norm   # timm's *_rpn: the LayerNorms after each branch, not before
     rows += [
         Stage(_("blocks", depth=cfg.depth), f"{T}×{D}", cfg.depth * per_block,
-              _("blocks.note", params=f"{per_block:,}")),
-        Stage(_("qkv"), f"3 × {heads}×{T}×{Dh}", _layer_norm(D) + _qkv_params(cfg), qkv_note),
+              _("blocks.note.post" if post else "blocks.note", params=f"{per_block:,}")),
+        Stage(_("qkv.post" if post else "qkv"), f"3 × {heads}×{T}×{Dh}",
+              (0 if post else _layer_norm(D)) + _qkv_params(cfg), qkv_note),
         Stage(softmax, f"{heads}×{T}×{T}", table, softmax_note),
-        Stage(_("project", norm="LayerNorm → " if cfg.attn_norm else ""), f"{T}×{D}",
-              _linear(D, D) + (_layer_norm(D) if cfg.attn_norm else 0) + (D if cfg.layer_scale else 0),
-              _("project.note")),
-        Stage(_("mlp", activation=act), f"{T}×{D}",
+        Stage(_("project", norm="LayerNorm → " if cfg.attn_norm else "", post=" → LayerNorm" if post else ""),
+              f"{T}×{D}",
+              _linear(inner, D) + (_layer_norm(inner) if cfg.attn_norm else 0) + (D if cfg.layer_scale else 0)
+              + (_layer_norm(D) if post else 0), _("project.note")),
+        Stage(_("mlp.post" if post else "mlp", activation=act), f"{T}×{D}",
               _layer_norm(D) + _mlp_params(cfg) + (D if cfg.layer_scale else 0), mlp_note),
     ]
-    final_norm = _layer_norm(D)
+    final_norm = _layer_norm(D) * (2 if cfg.prefix_norm else 1)   # DINOv3's untied norms: the prefix's own
     if cfg.global_pool == "avg":
         rows.append(Stage(_("mean") + (_("mean.fc_norm") if cfg.fc_norm else _("mean.after_norm")),
                           f"{D}", final_norm, _("mean.note")))

@@ -44,7 +44,8 @@ class Cache:
     total ``weigh(value)`` (bytes; default ``nbytes``) fits ``capacity``. The newest value is kept even if it
     alone weighs more (the cache then holds just it). Errors of ``compute`` propagate and nothing is cached for
     them. ``compute`` may be None: then ``get(key, compute)`` says how to compute each value (when the key
-    alone does not hold what is needed), and ``get(key)`` only looks (None when absent); ``put`` stores."""
+    alone does not hold what is needed), and ``get(key)`` only looks (None when absent); ``find(key)`` only looks
+    whatever ``compute`` is; ``put`` stores."""
 
     def __init__(self, compute: Callable[[Hashable], Any] | None, capacity: float,
                  weigh: Callable[[Any], float] = nbytes):
@@ -75,6 +76,12 @@ class Cache:
                     self._computing.pop(key, None)
             self.put(key, value)
             return value
+
+    def find(self, key: Hashable) -> Any:
+        """The value of ``key`` when it is kept (marked as just used), else None; never computes it."""
+        with self._lock:
+            found = self._lookup(key)
+        return None if found is None else found[0]
 
     def put(self, key: Hashable, value: Any) -> None:
         """Keep ``value`` under ``key`` (replacing what was there) as the most recently used; drop the least

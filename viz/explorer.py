@@ -27,7 +27,8 @@ from .records import Analysis
 if TYPE_CHECKING:
     from .analysis.serve import ServedModel
 
-QUERY_PHOTO_SCALE = 2         # the photo to click on in the Patch query tab is shown at twice the model's size
+QUERY_PHOTO_SCALE = 2         # the photo to click on in the Patch query tab is shown at twice the model's size,
+QUERY_PHOTO_MAX = 1024        # but no larger than this (or the model's size, when that is larger)
 DISPLAY_SIZE = 640            # longer side of the page's maps in pixels: sharp in a ~700 px panel, ~10 ms to draw
 HEADS_WIDTH = 1100            # the heads grid's width in pixels, colour bar included
 NARROW_SIZE = 448             # longer side of every map on a narrow screen (a phone shows it ~360 CSS pixels wide)
@@ -54,10 +55,12 @@ class Controls:
 
 class AnalysisKey(NamedTuple):
     """What one analysis is of, and the key of every cache that follows from it: the same photo through another
-    preprocessing is another input, so another analysis (and explanation, walk, comparison)."""
+    preprocessing, or at another input size, is another input, so another analysis (and explanation, walk,
+    comparison)."""
     photo: str                                 # the photo file
     model: str                                 # the model source (vit.load)
     preprocess: str = "own"                    # how the photo became the input: vit.preprocess.CHOICES
+    size: int = 0                              # the square input's side in pixels; 0: the checkpoint's own input
 
 
 @dataclass(frozen=True)
@@ -116,18 +119,27 @@ def assumed_text(assumption: str, lang: str = "en") -> str:
 
 def input_kind(preprocess) -> str:
     """The catalogue key naming a model input made by ``preprocess``: "summary.crop" (a crop of the photo, its
-    aspect ratio kept), "summary.squashed" (the whole photo stretched to the input) or "summary.stretched_crop"
-    (the photo stretched, then its centre cut out)."""
+    aspect ratio kept), "summary.squashed" (the whole photo stretched to the input), "summary.stretched_crop"
+    (the photo stretched, then its centre cut out) or "summary.aspect" (NaFlex: the whole photo at its own aspect
+    ratio, the input's shape following it)."""
+    if preprocess is not None and preprocess.varies:
+        return "summary.aspect"
     if preprocess is None or not preprocess.stretches:
         return "summary.crop"
     return "summary.squashed" if tuple(preprocess.resize) == tuple(preprocess.crop) else "summary.stretched_crop"
 
 
 def cached_bytes(a: Analysis) -> int:
-    """Memory the server's cache spends on one analysis: the attention, its head-fused copies, the token
-    norms and the cropped photo (what bounds the cache of analyses)."""
+    """Memory the server's cache spends on one analysis: what recomputes its attention (the residual stream, the
+    readout rows and log-sum-exps, the head-fused copies while small) or the attention itself, the token norms, the
+    mean distances and the cropped photo (what bounds the cache of analyses)."""
     width, height = a.image.size
-    return (a.attention.nbytes + sum(f.nbytes for f in a.fused.values()) + a.token_norms.nbytes
+    if a.source is not None:
+        attention = a.source.nbytes
+    else:
+        stream = 0 if a.stream is None else a.stream.nbytes
+        attention = a.attention.nbytes + sum(f.nbytes for f in a.fused.values()) + stream
+    return (attention + a.token_norms.nbytes + sum(d.nbytes for d in a.mean_distance.values())
             + width * height * len(a.image.getbands()))
 
 
@@ -135,9 +147,11 @@ def architecture(model: ServedModel, a: Analysis, lang: str = "en") -> str:
     """The Model tab: the family (tokens, pooling, position scheme), stages with this photo's tensor shapes and
     parameter counts, and the analysis's cache size, in ``lang``."""
     cfg = model.loaded.config
+    T = a.num_prefix + a.grid[0] * a.grid[1]
+    full = a.depth * a.heads * T * T * 4
     return (to_markdown(stages(cfg, a.input_size, lang), model.loaded.name, family_summary(cfg, lang), lang)
-            + "\n\n" + t("arch.cached", lang, depth=a.depth, heads=a.heads, dtype=a.attention.dtype,
-                          megabytes=cached_bytes(a) / 2**20))
+            + "\n\n" + t("arch.cached", lang, depth=a.depth, heads=a.heads, megabytes=cached_bytes(a) / 2**20,
+                          full=full / 2**20))
 
 
 def display(c: Controls, lang: str = "en", size: int = DISPLAY_SIZE) -> panels.Display:
@@ -222,17 +236,25 @@ def head_info(a: Analysis, layer: int, head: int, mask_artifacts: bool = False, 
              maximum=stats.max_bits)
 
 
+def query_photo_side(a: Analysis) -> int:
+    """The longer side of the photo to click on: ``QUERY_PHOTO_SCALE``× the model's input, at most
+    ``QUERY_PHOTO_MAX`` (a large input is shown at its own size)."""
+    side = max(a.image.size)
+    return min(QUERY_PHOTO_SCALE * side, max(QUERY_PHOTO_MAX, side))
+
+
 def query_photo(s: Session, a: Analysis) -> Image.Image:
-    """The photo to click on, enlarged ``QUERY_PHOTO_SCALE``× so patches are easy to hit, the queried one framed."""
+    """The photo to click on, enlarged so patches are easy to hit (``query_photo_side``), the queried one framed."""
     row, col = s.query or panels.default_query(a)
-    enlarged = panels.display_photo(a, QUERY_PHOTO_SCALE * max(a.image.size), Image.Resampling.LANCZOS)  # = photo()'s
+    enlarged = panels.display_photo(a, query_photo_side(a), Image.Resampling.LANCZOS)  # = photo()'s at 2×
     return render.mark_patch(enlarged, row, col, a.grid)
 
 
 def select_patch(s: Session, a: Analysis, x: float, y: float) -> Session:
     """Pixel (x, y) clicked on ``query_photo`` -> session whose query is the patch under it."""
     w, h = a.image.size
-    size = (w * QUERY_PHOTO_SCALE, h * QUERY_PHOTO_SCALE)
+    scale = query_photo_side(a) / max(w, h)
+    size = (max(1, round(w * scale)), max(1, round(h * scale)))
     return replace(s, query=pixel_to_patch(x, y, size, a.grid))
 
 
@@ -254,8 +276,9 @@ def query_views(s: Session, a: Analysis, c: Controls, lang: str = "en") -> tuple
 def crop_view(photo: str, model: ServedModel, lang: str = "en") -> tuple[Image.Image, str]:
     """The upload with the crop the model saw outlined, and a note (enlarged tiny photo, else what the box is)."""
     loaded = model.loaded
-    picture, note = panels.crop_panel(open_image(photo), loaded.preprocess, CROP_SIZE, language(lang))
-    crop_h, crop_w = loaded.preprocess.crop
+    image = open_image(photo)
+    picture, note = panels.crop_panel(image, loaded.preprocess, CROP_SIZE, language(lang))
+    crop_h, crop_w = loaded.preprocess.input_size(image.size)      # open_image: already upright
     return picture, note or t("note.crop", lang, crop=f"{crop_w}×{crop_h}")
 
 

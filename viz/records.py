@@ -3,20 +3,33 @@ a PIL image, no tensors and no model, so they can be cached per session and pass
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 from PIL import Image
 
-from .maps.rollout import fuse_heads
+from .maps.readout import heads_query
+from .maps.source import AttentionSource, HeldAttention
+
+
+@dataclass(frozen=True)
+class FinalNorm:
+    """A model's last LayerNorm as arrays (what DINOv2's ``x_norm_patchtokens`` come out of), so that any layer's
+    tokens can be normalised as the last layer's are without the model."""
+    weight: np.ndarray                   # (D,) float32
+    bias: np.ndarray                     # (D,) float32
+    eps: float
 
 
 @dataclass(frozen=True)
 class Analysis:
     """One image through one model.
 
-    attention: (L, H, T, T) probabilities (float32 or float16); token_norms: (L, T) L2 norm of every
-    token after each block; T = num_prefix + gh·gw. ``image`` is the cropped RGB image the model saw
-    (width gw·P, height gh·P): maps are overlaid on exactly these pixels.
+    attention: (L, H, T, T) probabilities (float32 or float16) when the whole array was kept (the library's full
+    capture, the CLI), else None: then ``source`` gives every row and column on demand (the page). Every view reads
+    through ``maps`` (``viz.maps.source``), which is one or the other. token_norms: (L, T) L2 norm of every token
+    after each block; T = num_prefix + gh·gw. ``image`` is the cropped RGB image the model saw (width gw·P, height
+    gh·P): maps are overlaid on exactly these pixels.
 
     ``readout`` names the query of the image-level maps (see ``viz.maps.readout``): "cls" for a model that
     classifies from its CLS token, "map" for SigLIP's attention-pooling probe (``probe_attention`` (H, T)
@@ -26,7 +39,7 @@ class Analysis:
     image: Image.Image
     probabilities: np.ndarray            # (K,) softmax over the classes
     labels: tuple[str, ...]              # K class names
-    attention: np.ndarray                # (L, H, T, T)
+    attention: np.ndarray | None         # (L, H, T, T), or None when ``source`` recomputes it
     token_norms: np.ndarray              # (L, T)
     num_prefix: int
     grid: tuple[int, int]                # (gh, gw)
@@ -40,25 +53,32 @@ class Analysis:
     mean_distance: dict = field(default_factory=dict)
     readout: str = "cls"                       # the maps' query: "cls", "map" (the MAP probe) or "mean" (of patches)
     probe_attention: np.ndarray | None = None  # (H, T) the MAP probe's attention over the tokens (readout "map")
+    # The residual stream, when kept (the page, --features): the tokens entering block 0, then after each block
+    # (L + 1, T, D), in the cache's dtype; with ``final_norm`` (None: the model has no LayerNorm before pooling,
+    # e.g. BEiT's fc_norm) any layer's patch features (``viz.features``).
+    stream: np.ndarray | None = None
+    final_norm: FinalNorm | None = None
+    source: AttentionSource | None = None    # the attention on demand, when ``attention`` is None
+
+    @cached_property
+    def maps(self) -> AttentionSource:
+        """Where every view reads the attention: ``source``, or the kept array (with its head-fused copies)."""
+        if self.source is not None:
+            return self.source
+        return HeldAttention(self.attention, self.num_prefix, self.grid, self.fused, heads_query(self.readout))
 
     @property
     def depth(self) -> int:
-        return self.attention.shape[0]
+        return self.maps.depth
 
     @property
     def heads(self) -> int:
-        return self.attention.shape[1]
+        return self.maps.heads
 
     @property
     def input_size(self) -> tuple[int, int]:
         """(H, W) in pixels of the model input."""
         return self.grid[0] * self.patch_size, self.grid[1] * self.patch_size
-
-    def fused_heads(self, fusion: str = "mean") -> np.ndarray:
-        """Head-fused attention (L, T, T): the cached one, else fused now from ``attention``."""
-        if fusion in self.fused:
-            return self.fused[fusion]
-        return fuse_heads(self.attention, fusion)
 
     def top_k(self, k: int = 5) -> list[tuple[str, float]]:
         """The k most probable classes as (label, probability), most probable first."""
@@ -78,6 +98,9 @@ class ModelArrays:
     depth: int
     heads: int
     pos_embed_kind: str = "learned"      # "learned", "sincos2d" (fixed table) or "none" (pos_embed is then None)
+    # (N, N) on the native grid: the position similarity a rotary embedding implies (``VisionTransformer.
+    # rotary_kernel``), for a model that rotates q and k by position instead of adding a table; None otherwise
+    rotary_kernel: np.ndarray | None = None
 
     @property
     def has_position_embedding(self) -> bool:

@@ -2,9 +2,13 @@
 checkpoints, are damaged, or do not fit the model get a ValueError that says what is wrong."""
 from __future__ import annotations
 
+import io
 import json
 import os
 import pickle
+import re
+import zipfile
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -12,6 +16,9 @@ import torch
 from safetensors.torch import save_file
 
 import vit
+from bench.measure import peak_rss_delta_mb
+from canaries import FifoCanary
+from vit.checkpoints.files import ZIP_EXPANSION, read_file
 
 
 class Payload:
@@ -116,10 +123,19 @@ def test_not_a_checkpoint(tmp_path, name, content):
         vit.load(path)
 
 
-def test_image_is_not_a_checkpoint(tmp_path, cat):
+def test_image_is_not_a_checkpoint_and_its_bytes_are_not_repeated(tmp_path, cat):
     cat.save(tmp_path / "cat.pth", format="PNG")
-    with pytest.raises(ValueError, match=r"is not a checkpoint.*starts with b'\\x89PNG"):
+    with pytest.raises(ValueError, match="is not a checkpoint") as refused:
         vit.load(tmp_path / "cat.pth")
+    assert "PNG" not in str(refused.value) and "\\x" not in str(refused.value)   # the file's bytes stay on the server
+
+
+def test_a_text_file_is_refused_without_repeating_it(tmp_path):
+    secret = tmp_path / "notes.pt"
+    secret.write_text("SECRET-TOKEN-42 and more\n")
+    with pytest.raises(ValueError, match="is not a checkpoint") as refused:
+        vit.load(secret)
+    assert "SECRET" not in str(refused.value) and "TOKEN" not in str(refused.value)
 
 
 def test_torch_file_without_a_dict(tmp_path):
@@ -170,3 +186,90 @@ def test_missing_source_says_where_it_looked(tmp_path, monkeypatch):
         vit.load("nope.pt")
     with pytest.raises(ValueError, match="Empty checkpoint source"):
         vit.load("  ")
+
+
+# ---- what is not a file: refused before it is opened -------------------------------------------------------------
+
+def test_a_fifo_is_refused_without_being_opened(tmp_path):
+    """A FIFO opened for reading blocks until something writes to it: vit.load would hang (and, on a server, hold
+    every other visitor back). It is refused from os.stat alone; the canary proves nothing opened it."""
+    with FifoCanary(tmp_path / "model.pt") as canary:
+        with pytest.raises(ValueError, match="is not a checkpoint: it is a FIFO"):
+            vit.load(canary.path)
+        folder = tmp_path / "hf"                     # a Hugging Face folder whose config.json is a FIFO
+        folder.mkdir()
+        (folder / "config.json").symlink_to(canary.path)
+        with pytest.raises(ValueError, match="no config.json"):   # not a file: as if there were none
+            vit.load(folder)
+        assert not canary.opened.is_set()
+
+
+@pytest.mark.parametrize("path, words", [("/dev/zero", "it is a character device"),
+                                         ("/proc/self/environ", "pseudo files (proc)"),
+                                         ("/sys/kernel/mm/transparent_hugepage/enabled", "pseudo files (sys)")])
+def test_devices_and_pseudo_files_are_refused(path, words):
+    """/dev/zero never ends; /proc and /sys files are not what their sizes say (and some block)."""
+    if not Path(path).exists():
+        pytest.fail(f"{path} is not on this machine: the test needs a Linux system file of that kind")
+    with pytest.raises(ValueError, match=re.escape(words)):
+        vit.load(path)
+
+
+def test_a_symlink_to_a_pseudo_file_is_refused(tmp_path):
+    (tmp_path / "model.pt").symlink_to("/proc/self/status")
+    folder = tmp_path / "hf"
+    folder.mkdir()
+    (folder / "config.json").symlink_to("/proc/self/status")
+    for path in (tmp_path / "model.pt", folder):
+        with pytest.raises(ValueError, match=re.escape("pseudo files (proc)")) as refused:
+            vit.load(path)
+        assert "VmRSS" not in str(refused.value)
+
+
+def _zip_bomb(path: Path, member: str, declared: int, extra: dict[str, bytes] = {}) -> Path:
+    """A zip whose ``member`` decompresses to ``declared`` zero bytes (deflated to about a thousandth of that), after
+    an .npy header when the member is an array, beside the small ``extra`` members."""
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as z:
+        for name, data in extra.items():
+            z.writestr(name, data)
+        with z.open(member, "w", force_zip64=True) as f:
+            if member.endswith(".npy"):
+                header = io.BytesIO()
+                np.lib.format.write_array_header_1_0(header, {"descr": "<f4", "fortran_order": False,
+                                                              "shape": (declared // 4,)})
+                f.write(header.getvalue())
+            chunk = bytes(2**22)
+            for _ in range(declared // len(chunk)):
+                f.write(chunk)
+    return path
+
+
+@pytest.mark.parametrize("kind", ["npz", "torch"])
+def test_a_zip_bomb_is_refused_from_its_directory(tmp_path, kind):
+    """256 MiB of declared tensor in a file of a quarter MiB: refused from the zip's directory, before numpy or
+    torch decompress anything (the peak memory stays where it was)."""
+    declared = 256 * 2**20
+    if kind == "npz":
+        path = _zip_bomb(tmp_path / "bomb.npz", "embedding/kernel.npy", declared)
+    else:
+        path = _zip_bomb(tmp_path / "bomb.pt", "archive/data/0", declared, {"archive/data.pkl": b"\x80\x02}q\x00."})
+    assert path.stat().st_size < 2**20
+
+    def load():
+        with pytest.raises(ValueError, match="refused before anything was decompressed") as refused:
+            vit.load(path)
+        return str(refused.value)
+
+    rise_mb, message = peak_rss_delta_mb(load)
+    assert "declare 256 MB" in message
+    assert rise_mb < 40, f"refusing a zip bomb raised the peak RSS by {rise_mb:.0f} MB (decompressing needs 256 MB)"
+
+
+def test_a_compressed_npz_of_real_weights_is_not_taken_for_a_bomb(tmp_path):
+    """Weights compress by a few per cent: np.savez_compressed of a model (zero biases and all) loads."""
+    sd = {k.replace(".", "/"): v.numpy() for k, v in tiny_state_dict().items()}
+    np.savez_compressed(tmp_path / "m.npz", **sd)
+    with zipfile.ZipFile(tmp_path / "m.npz") as z:
+        ratio = sum(i.file_size for i in z.infolist()) / (tmp_path / "m.npz").stat().st_size
+    assert ratio < ZIP_EXPANSION
+    assert set(read_file(tmp_path / "m.npz")) == set(sd)

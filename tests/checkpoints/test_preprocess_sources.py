@@ -76,6 +76,27 @@ PROCESSORS = [
     ("CLIPImageProcessor", "clip", {"size": 250, "crop_size": 231, "rescale_factor": 1 / 127.5, "resample": 2}),
     ("SiglipImageProcessor", "siglip", {"size": {"height": 160, "width": 288}}),
 ]
+# SigLIP 2's NaFlex processor: the defaults (256 patches of 16), another budget and patch, another filter
+NAFLEX = [{}, {"max_num_patches": 64, "patch_size": 14}, {"max_num_patches": 1024, "resample": 3}]
+
+
+@pytest.mark.parametrize("settings", NAFLEX, ids=["default", "64x14", "1024-bicubic"])
+def test_siglip2_processor_pixel_values(settings, photos, tmp_path):
+    """Siglip2ImageProcessor hands the model the (P, P, C) patches of the resized photo, padded to max_num_patches:
+    ours is that photo, its sides spatial_shapes × P, the same pixels patch for patch."""
+    from transformers.models.siglip2.image_processing_siglip2 import convert_image_to_patches
+    save_processor(tmp_path, "Siglip2ImageProcessor", "siglip2_vision_model", settings)
+    prep = huggingface_preprocess(json.loads((tmp_path / "preprocessor_config.json").read_text()),
+                                  "siglip2_vision_model", (224, 224))
+    processor = AutoImageProcessor.from_pretrained(tmp_path, backend="pil")
+    P = processor.patch_size
+    for name, photo in photos.items():
+        out = processor(images=photo, return_tensors="pt")
+        gh, gw = (int(v) for v in out["spatial_shapes"][0])
+        x = prep(photo)
+        assert x.shape[-2:] == (gh * P, gw * P) and gh * gw <= processor.max_num_patches, name
+        patches = convert_image_to_patches(x[0], P)
+        assert float((patches - out["pixel_values"][0, :gh * gw]).abs().max() * 0.5 * 255) <= 1.0, name
 
 
 def save_processor(folder, name: str, model_type: str, settings: dict) -> None:
@@ -139,12 +160,14 @@ def test_huggingface_legacy_configs(model_type, settings, photos, tmp_path):
 
 @pytest.mark.parametrize("name", sorted(HF_PROCESSORS))
 def test_processor_defaults_are_transformers_own(name):
-    """The written-out defaults are the classes' own attributes."""
-    cls = getattr(transformers, name + "Pil")
+    """The written-out defaults are the classes' own attributes (DINOv3's processor has no PIL backend: its
+    torchvision one)."""
+    cls = getattr(transformers, name + "Pil", None) or getattr(transformers, name)
     ours = {**HF_COMMON, **HF_PROCESSORS[name]}
     theirs = {k: getattr(cls, k, None) for k in ("size", "crop_size", "do_center_crop", "resample", "image_mean",
                                                  "image_std", "do_resize", "do_rescale", "rescale_factor",
                                                  "do_normalize")}
+    theirs.update({k: getattr(cls, k) for k in ("patch_size", "max_num_patches") if hasattr(cls, k)})  # NaFlex
     theirs.update(square=cls.default_to_square, do_center_crop=bool(theirs["do_center_crop"]),
                   resample=int(theirs["resample"]), image_mean=tuple(theirs["image_mean"]),
                   image_std=tuple(theirs["image_std"]))
@@ -153,11 +176,12 @@ def test_processor_defaults_are_transformers_own(name):
 
 
 @pytest.mark.parametrize("model_type", sorted(set(HF_MODEL_PROCESSORS) - {"clip_vision_model", "siglip_vision_model",
+                                                                           "siglip2_vision_model",
                                                                            "dinov2_with_registers"}))
 def test_each_model_type_picks_transformers_processor(model_type, tmp_path):
-    """(For a CLIP or SigLIP vision-model folder or a DINOv2-with-registers folder whose preprocessor_config.json names
-    no class, transformers finds none; the project takes the family's: BitImageProcessor for the registers variant, as
-    facebook/dinov2-with-registers-* name it.)"""
+    """(For a CLIP, SigLIP or SigLIP 2 vision-model folder or a DINOv2-with-registers folder whose
+    preprocessor_config.json names no class, transformers finds none; the project takes the family's:
+    BitImageProcessor for the registers variant, as facebook/dinov2-with-registers-* name it.)"""
     config = transformers.AutoConfig.for_model(model_type)
     config.save_pretrained(tmp_path)
     (tmp_path / "preprocessor_config.json").write_text("{}")
@@ -285,6 +309,31 @@ def test_shared_files_use_their_timm_tag(ck, photos):
     assert ck.preprocess == timm_preprocess(model.pretrained_cfg)
     assert_same_input(ck.preprocess, create_transform(**resolve_data_config({}, model=model)), photos)
     assert (ck.preprocess.resize, ck.preprocess.crop, ck.preprocess.interpolation) == (248, (224, 224), "bicubic")
+
+
+# (architecture, small model's kwargs, the bare file's own sidecar where the tensors leave a fact open)
+TIMM_FAMILIES = [("vit_relpos_small_patch16_224", dict(depth=1), None),
+                 ("vit_relpos_base_patch32_plus_rpn_256", dict(depth=1), None),
+                 ("vit_small_patch16_18x2_224", dict(depth=1), None),
+                 ("naflexvit_base_patch16_map", dict(depth=1, embed_dim=192, num_heads=3), None),
+                 ("naflexvit_base_patch16_par_gap", dict(depth=1, embed_dim=192, num_heads=3),
+                  {"pos_embed_ar_preserving": True})]
+
+
+@pytest.mark.parametrize("name, kw, sidecar", TIMM_FAMILIES, ids=[f[0] for f in TIMM_FAMILIES])
+def test_a_bare_timm_file_of_the_new_families_gets_its_architectures_transform(name, kw, sidecar, photos, tmp_path):
+    """The relpos, parallel-block and NaFlexViT configs' own transform (timm's create_transform of the model's
+    pretrained_cfg; NaFlexViT's in NaFlex mode, as many patches as its 384-pixel input holds: timm's 576)."""
+    model = timm.create_model(name, pretrained=False, **kw)
+    save_file({k: v.contiguous() for k, v in model.state_dict().items()}, str(tmp_path / "model.safetensors"))
+    if sidecar:
+        (tmp_path / "model.json").write_text(json.dumps({"config": sidecar}))
+    loaded = vit.load(tmp_path / "model.safetensors")
+    naflex = name.startswith("naflexvit_")
+    transform = create_transform(**resolve_data_config({}, model=model), naflex=naflex, patch_size=16,
+                                 max_seq_len=576)
+    assert loaded.preprocess.varies == naflex
+    assert_same_input(loaded.preprocess, transform, photos)
 
 
 # --- torchvision and open_clip -------------------------------------------------------------------------------------

@@ -25,8 +25,10 @@ from timm.layers import resample_abs_pos_embed
 from torchvision.models import vision_transformer as tv
 
 import vit
+from canaries import FifoCanary
 from hub_cache import FakeHub, offline_hub, online_hub
-from reference_models import assert_close, google_npz_arrays, images, open_clip_tiny, randomize_
+from reference_models import (assert_close, assert_same_as_timm, google_npz_arrays, images, meta_dinov3_layout,
+                              open_clip_tiny, randomize_)
 from vit.checkpoints import formats, identity
 from vit.checkpoints.pipelines import huggingface_preprocess
 
@@ -114,6 +116,45 @@ def not_a_checkpoint(tmp_path, monkeypatch):
         vit.load(tmp_path / "model.pt")
     ref = small_timm()   # advice: a safetensors file, a torch file or a Google .npz
     same_as(vit.load(write_safetensors(ref, tmp_path / "model.safetensors")), ref)
+
+
+@case("not a file! Expected the path of a checkpoint", "not a file on disk! Expected the path of a checkpoint")
+def not_a_file(tmp_path, monkeypatch):
+    """A FIFO, a device or a /proc file where a checkpoint was expected: refused before it is opened. Advice: the
+    path of the checkpoint file itself."""
+    ref = small_timm()
+    with FifoCanary(tmp_path / "model.pt") as fifo:
+        with pytest.raises(ValueError, match="it is a FIFO"):
+            vit.load(fifo.path)
+        assert not fifo.opened.is_set()
+    (tmp_path / "status.pt").symlink_to("/proc/self/status")
+    with pytest.raises(ValueError, match="one of the system's pseudo files"):
+        vit.load(tmp_path / "status.pt")
+    same_as(vit.load(write_safetensors(ref, tmp_path / "model.safetensors")), ref)
+
+
+@case("the file is empty (0 bytes)")
+def empty_file(tmp_path, monkeypatch):
+    ref = small_timm()
+    (tmp_path / "model.safetensors").write_bytes(b"")
+    with pytest.raises(ValueError, match="the file is empty"):
+        vit.load(tmp_path / "model.safetensors")
+    same_as(vit.load(write_safetensors(ref, tmp_path / "model.safetensors")), ref)   # saved again
+
+
+@case("more than weights can be compressed from")
+def compressed_beyond_weights(tmp_path, monkeypatch):
+    """A compressed .npz whose members declare more than 8 times its size (+16 MB): here a zeroed head of 100,000
+    classes (77 MB that deflate to almost nothing, beside 3 MB of weights). Advice: save the arrays uncompressed."""
+    ref = small_timm(num_classes=100_000)
+    with torch.no_grad():
+        ref.head.weight.zero_()
+    arrays = google_npz_arrays(ref)
+    np.savez_compressed(tmp_path / "packed.npz", **arrays)
+    with pytest.raises(ValueError, match="refused before anything was decompressed.*numpy.savez"):
+        vit.load(tmp_path / "packed.npz")
+    np.savez(tmp_path / "plain.npz", **arrays)
+    same_as(vit.load(tmp_path / "plain.npz"), ref)
 
 
 @case("is a damaged zip archive (truncated download?)")
@@ -644,6 +685,165 @@ def text_tower_vocabulary(tmp_path, monkeypatch):
     tokens = loaded.text.tokenizer(["a photo of a cat"])
     with torch.no_grad():
         assert_close(loaded.text.model(tokens), ref.get_text_features(input_ids=tokens).pooler_output)
+
+
+# --- timm's relative-position, parallel-block and NaFlex ViTs, SigLIP 2's NaFlex tower ---------------------------
+
+def timm_family(name: str, **kw):
+    torch.manual_seed(0)
+    return randomize_(timm.create_model(name, pretrained=False, depth=2, **kw), std=0.05)
+
+
+@case("timm's relative-position MLP in Swin V2 mode")
+def relpos_swin_mode(tmp_path, monkeypatch):
+    """Another clear refusal (no advice: timm's relpos models use the 'cr' mode); that mode opens as timm's."""
+    swin = timm_family("vit_relpos_small_patch16_224", rel_pos_type="mlp_swin", img_size=64)
+    with pytest.raises(ValueError, match="Swin V2 mode.*'cr' mode"):
+        vit.load(write_safetensors(swin, tmp_path / "swin.safetensors"))
+    ref = timm_family("vit_relpos_small_patch16_224", img_size=64)
+    same_as(vit.load(write_safetensors(ref, tmp_path / "cr.safetensors")), ref, (64, 64))
+
+
+@case("The attention's qkv has {} rows, neither 3·D = {} nor 3·D times a number")
+def qkv_of_no_known_width(tmp_path, monkeypatch):
+    """A qkv whose rows are no multiple of 3·D (24 rows too many): refused; the real qkv opens."""
+    ref = small_timm()
+    state = {k: v.contiguous() for k, v in ref.state_dict().items()}
+    cut = dict(state, **{f"blocks.{i}.attn.qkv.{p}": torch.cat([state[f"blocks.{i}.attn.qkv.{p}"],
+                                                                 state[f"blocks.{i}.attn.qkv.{p}"][:24]])
+                         for i in range(2) for p in ("weight", "bias")})
+    save_file(cut, str(tmp_path / "cut.safetensors"))
+    with pytest.raises(ValueError, match=r"qkv has 600 rows, neither 3·D = 576"):
+        vit.load(tmp_path / "cut.safetensors")
+    same_as(vit.load(write_safetensors(ref, tmp_path / "whole.safetensors")), ref)
+
+
+@case("A NaFlexViT with factorized position embeddings", "A NaFlexViT without a final LayerNorm")
+def naflex_layouts_not_built(tmp_path, monkeypatch):
+    """Other clear refusals (no advice: another architecture); a NaFlexViT with a learned table and a final norm
+    opens as timm's."""
+    small = dict(embed_dim=192, num_heads=3)
+    for name, message in (("naflexvit_base_patch16_parfac_gap", "factorized position embeddings"),
+                          ("naflexvit_base_patch16_radio_v3", "without a final LayerNorm")):
+        with pytest.raises(ValueError, match=message):
+            vit.load(write_safetensors(timm_family(name, **small), tmp_path / f"{name}.safetensors"))
+    ref = timm_family("naflexvit_base_patch16_map", **small)
+    same_as(vit.load(write_safetensors(ref, tmp_path / "map.safetensors")), ref, (64, 96))
+
+
+@case("This NaFlexViT has the tensors of both naflexvit_base_patch16_gap and naflexvit_base_patch16_par_gap")
+def naflex_gap_or_par_gap(tmp_path, monkeypatch):
+    """The advice: pos_embed_ar_preserving to vit.load, or in a sidecar JSON: each gives timm's model (non-square)."""
+    for ar, name in ((True, "naflexvit_base_patch16_par_gap"), (False, "naflexvit_base_patch16_gap")):
+        ref = timm_family(name, embed_dim=192, num_heads=3)
+        path = write_safetensors(ref, tmp_path / f"{name}.safetensors")
+        with pytest.raises(ValueError, match="give pos_embed_ar_preserving"):
+            vit.load(path)
+        same_as(vit.load(path, pos_embed_ar_preserving=ar), ref, (64, 112))
+        path.with_suffix(".json").write_text(json.dumps({"config": {"pos_embed_ar_preserving": ar}}))
+        same_as(vit.load(path), ref, (112, 48))
+
+
+@case("The patch projection has {} inputs per patch, which is not P·P·3",
+      "preprocessor_config.json turns the resize off (do_resize false)")
+def siglip2_patches_and_processor(tmp_path, monkeypatch):
+    """A one-channel SigLIP 2 tower (a Linear over P·P·1 values) is refused, the RGB tower opens; a NaFlex processor
+    without its resize is refused, with it the folder opens (the photo's input equal to the processor's)."""
+    def tower(channels: int):
+        torch.manual_seed(0)
+        return randomize_(transformers.Siglip2VisionModel(transformers.Siglip2VisionConfig(
+            hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4, patch_size=8,
+            num_patches=16, num_channels=channels)))
+    tower(1).save_pretrained(tmp_path / "grey")
+    with pytest.raises(ValueError, match="has 64 inputs per patch, which is not P·P·3"):
+        vit.load(tmp_path / "grey")
+    ref = tower(3)
+    ref.save_pretrained(tmp_path / "rgb")
+    (tmp_path / "rgb" / "preprocessor_config.json").write_text(json.dumps(
+        {"image_processor_type": "Siglip2ImageProcessor", "patch_size": 8, "max_num_patches": 16, "do_resize": False}))
+    with pytest.raises(ValueError, match=r"turns the resize off \(do_resize false\)"):
+        vit.load(tmp_path / "rgb")
+    (tmp_path / "rgb" / "preprocessor_config.json").write_text(json.dumps(
+        {"image_processor_type": "Siglip2ImageProcessor", "patch_size": 8, "max_num_patches": 16, "do_resize": True}))
+    loaded = vit.load(tmp_path / "rgb")
+    assert loaded.preprocess.varies
+    same_as(loaded, ref, (32, 32), call=lambda x: ref(
+        pixel_values=x.unfold(2, 8, 8).unfold(3, 8, 8).permute(0, 2, 3, 4, 5, 1).reshape(x.shape[0], 16, 192),
+        pixel_attention_mask=torch.ones(x.shape[0], 16, dtype=torch.long),
+        spatial_shapes=torch.tensor([[4, 4]] * x.shape[0])).pooler_output)
+
+
+# --- the rotary families (vit/checkpoints/families.py) ---------------------------------------------------------
+
+def _sidecar(path: Path, **fields) -> None:
+    path.with_suffix(".json").write_text(json.dumps(fields))
+
+
+@case("families.py:identify")
+def rope_vit_or_deit3(tmp_path, monkeypatch):
+    """timm's vit_*_patch16_rope_ape_224 has DeiT III's tensors exactly (EVA-style LayerScale, a table of the patches
+    only, a key bias): loaded as a plain ViT it would run without its rotation, so it is refused until named."""
+    torch.manual_seed(0)
+    ref = randomize_(timm.create_model("vit_small_patch16_rope_ape_224", depth=2, num_classes=5))
+    path = write_safetensors(ref, tmp_path / "model.safetensors")
+    with pytest.raises(ValueError, match=r"DeiT III .* RoPE-ViT .*\"architecture\": \"deit3_small_patch16_224\" or "
+                                         r"\"vit_small_patch16_rope_ape_224\""):
+        vit.load(path)
+    _sidecar(path, architecture="vit_small_patch16_rope_ape_224.naver_in1k")     # the advice, followed
+    loaded = vit.load(path)
+    assert loaded.config.family == "rope_vit" and loaded.config.rope_axes == "xy"
+    assert_same_as_timm(loaded, ref, (224, 224))
+    _sidecar(path, architecture="deit3_small_patch16_224")                      # or: it is DeiT III
+    plain = vit.load(path)
+    assert not plain.config.rope and plain.config.layer_scale and not plain.config.pos_embed_prefix
+
+
+@case("families.py:identify")
+def eva_layout_without_positions(tmp_path, monkeypatch):
+    """A DINOv3 without registers (no timm model, but a DINOv3 all the same) has no position tensor and none of the
+    features that tell the rotary families apart; named, it opens with DINOv3's rotation."""
+    torch.manual_seed(0)
+    ref = randomize_(timm.create_model("vit_small_patch16_dinov3", depth=2, num_reg_tokens=0, global_pool="token"))
+    path = write_safetensors(ref, tmp_path / "model.safetensors")
+    with pytest.raises(ValueError, match=r"holds no position information .* settings are not in the file\. .*"
+                                         r"\"architecture\".*pos_embed_kind='none'"):
+        vit.load(path)
+    _sidecar(path, architecture="vit_small_patch16_dinov3")
+    loaded = vit.load(path)
+    assert loaded.config.family == "dinov3" and loaded.config.num_reg_tokens == 0
+    assert_same_as_timm(loaded, ref, (256, 256))
+
+
+def _meta_dinov3_file(tmp_path, **changes) -> Path:
+    """A DINOv3 ViT-S/16 (one block) in Meta's layout, with ``changes`` to its tensors."""
+    torch.manual_seed(0)
+    ref = randomize_(timm.create_model("vit_small_patch16_dinov3_qkvb", depth=1, global_pool="token"))
+    torch.save({**meta_dinov3_layout(ref.state_dict(), heads=6), **changes}, tmp_path / "model.pth")
+    return tmp_path / "model.pth"
+
+
+@case("are not DINOv3's base-100 schedule", "holds NaN: the file was saved before its key-bias mask was set")
+def meta_dinov3_rotation_we_do_not_reproduce(tmp_path, monkeypatch):
+    """Another clear refusal: the file's rotation is not DINOv3's (timm's and transformers'), or its mask unset."""
+    other_base = (1000.0 ** (2 * torch.arange(16) / 32)).to(torch.bfloat16)      # 64-wide heads, base 1000
+    with pytest.raises(ValueError, match="not DINOv3's base-100 schedule"):
+        vit.load(_meta_dinov3_file(tmp_path, **{"rope_embed.periods": other_base}))
+    with pytest.raises(ValueError, match="bias_mask holds NaN"):
+        vit.load(_meta_dinov3_file(tmp_path, **{"blocks.0.attn.qkv.bias_mask": torch.full((1152,), float("nan"))}))
+
+
+@case("is not supported! Expected the published models' biases.", "a query bias without a value bias",
+      "a gated MLP with hidden_act")
+def transformers_dinov3_without_its_biases(tmp_path, monkeypatch):
+    """Another clear refusal: transformers' DINOv3 options no published model uses."""
+    small = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=1, num_attention_heads=4, image_size=32,
+                 patch_size=16)
+    for i, (options, message) in enumerate([(dict(proj_bias=False), "without proj biases"),
+                                            (dict(value_bias=False), "a query bias without a value bias"),
+                                            (dict(use_gated_mlp=True, hidden_act="gelu"), "hidden_act 'gelu'")]):
+        transformers.DINOv3ViTModel(transformers.DINOv3ViTConfig(**small, **options)).save_pretrained(tmp_path / str(i))
+        with pytest.raises(ValueError, match=message):
+            vit.load(tmp_path / str(i))
 
 
 @pytest.mark.parametrize("name", sorted(CASES))

@@ -15,11 +15,12 @@ import vit
 from PIL import Image
 from vit.image_file import MAX_BYTES, MAX_PIXELS, open_image
 
+from printed import agrees, assert_agrees
 from viz import panels
 from viz.analysis import analyze, walk
 from viz.architecture import stages, total_params
 from viz.analysis.serve import ATTENTION_DTYPE
-from viz.explorer import cached_bytes
+from viz.analysis.cost import kept_bytes
 from viz.maps import norms
 from viz.records import Analysis
 
@@ -67,7 +68,7 @@ def test_the_cats_probability(examples):
     label, p = examples["augreg"]["chelsea"].top_k(1)[0]
     assert label == "Egyptian cat"
     for (value,) in quoted(r"Egyptian cat[\"”]? (0\.\d\d)", MAPS):
-        assert value == f"{p:.2f}", f"docs/maps.md says the cat is {value}, the app shows {p:.2f}"
+        assert_agrees(value, p, "the cat's probability (docs/maps.md):")
 
 
 def test_the_two_object_photo_probabilities(augreg):
@@ -75,7 +76,8 @@ def test_the_two_object_photo_probabilities(augreg):
     probabilities = dict(analyze(augreg, Image.open(REPO / "examples" / "two_objects" / "cat_and_coffee.png"),
                                  ATTENTION_DTYPE).top_k(5))
     ((cat, cup),) = quoted(r'gives\s+"Egyptian cat" (0\.\d\d) and "espresso" (0\.\d\d), both in its top 5', EXPLAIN)
-    assert (cat, cup) == (f"{probabilities['Egyptian cat']:.2f}", f"{probabilities['espresso']:.2f}")
+    assert_agrees(cat, probabilities["Egyptian cat"], "the cat (docs/explain.md):")
+    assert_agrees(cup, probabilities["espresso"], "the espresso (docs/explain.md):")
 
 
 def test_the_models_shape(examples):
@@ -98,8 +100,8 @@ def test_the_corner_artifacts(examples):
     a = examples["augreg"]["chelsea"]
     flagged = panels.artifact_drop(a, True)
     last = panels.attention_map_panel(a, -1).values
-    share = round(100 * norms.artifact_share(last, flagged).share)
-    assert quoted(r"four corner tokens take (\d+) % of the last layer's CLS attention", MAPS) == [(str(share),)]
+    (share,) = quoted(r"four corner tokens take (\d+) % of the last layer's CLS attention", MAPS)[0]
+    assert_agrees(share, 100 * norms.artifact_share(last, flagged).share, "the corners' share:")
     ratios, ordinary, first = [], {"augreg": 0.0, "deit": 0.0}, set()
     for model, analyses in examples.items():
         for a in analyses.values():
@@ -114,7 +116,7 @@ def test_the_corner_artifacts(examples):
         panels.artifact_flags(a).any() for a in examples["deit"].values())
     low, high = quoted(r"flags its four corners from layer (\d+) on, at (\d+)–(\d+)× the median", MAPS)[0][1:]
     assert quoted(r"flags its four corners from layer (\d+) on", MAPS) == [(str(min(first)),)] and first == {7}
-    assert (int(low), int(high)) == (round(min(ratios)), round(max(ratios)))
+    assert agrees(low, min(ratios)) and agrees(high, max(ratios)), (low, high, min(ratios), max(ratios))
     augreg_below, deit_below = quoted(r"below ([\d.]+)× the median in this checkpoint and below ([\d.]+)× in DeiT-Ti",
                                       MAPS)[0]
     for model, claim in (("augreg", augreg_below), ("deit", deit_below)):
@@ -141,12 +143,13 @@ def test_the_dominance_rule(examples):
                 if share.peak_ratio >= norms.DOMINANT_PEAK:
                     early_peaked = max(early_peaked, share.excess)
     low, high = quoted(r"layers 8–11 \(mean of\s+heads\) holds (\d+)–(\d+) %", MAPS)[0]
-    assert (int(low), int(high)) == (round(100 * min(late)), round(100 * max(late)))
+    assert agrees(low, 100 * min(late)) and agrees(high, 100 * max(late)), (low, high, min(late), max(late))
     assert set(rollout_excess) == {"chelsea", "coffee"}               # "(cat, coffee)"
     low, high = quoted(r"hold ([\d.]+)–([\d.]+)× their uniform share \(cat, coffee\)", MAPS)[0]
-    assert (low, high) == (f"{min(rollout_excess.values()):.1f}", f"{max(rollout_excess.values()):.1f}")
-    assert quoted(r"they\s+reach at most ([\d.]+)× their share, and at most ([\d.]+)× in the maps whose brightest "
-                  r"patch is a corner", MAPS) == [(f"{early:.1f}", f"{early_peaked:.1f}")]
+    assert agrees(low, min(rollout_excess.values())) and agrees(high, max(rollout_excess.values())), rollout_excess
+    ((most, most_peaked),) = quoted(r"they\s+reach at most ([\d.]+)× their share, and at most ([\d.]+)× in the maps "
+                                    r"whose brightest patch is a corner", MAPS)
+    assert agrees(most, early) and agrees(most_peaked, early_peaked), (early, early_peaked)
     cat = examples["augreg"]["chelsea"]
     marked = [layer for layer in range(cat.depth) if panels.attention_map_panel(cat, layer).note]
     first, last = quoted(r"On the cat it marks layers\s+(\d+)–(\d+) and the default rollout", MAPS)[0]
@@ -193,34 +196,34 @@ def test_parameter_counts():
         assert quote == f"{total_params(stages(vit.variant(name))):,}", name
 
 
-def _app_constant(name: str) -> int:
-    """A number assigned in the page's state (read, not imported: importing the page starts Gradio)."""
-    tree = ast.parse((REPO / "vit_explorer" / "state.py").read_text())
+def _app_constant(name: str, module: str = "state") -> int:
+    """A number assigned in a module of the page (read, not imported: importing the page starts Gradio)."""
+    tree = ast.parse((REPO / "vit_explorer" / f"{module}.py").read_text())
     for node in tree.body:
         if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", None) == name:
-            return eval(compile(ast.Expression(node.value), "state.py", "eval"), {"__builtins__": {}})
-    raise AssertionError(f"vit_explorer/state.py has no {name}")
+            return eval(compile(ast.Expression(node.value), f"{module}.py", "eval"), {"__builtins__": {}})
+    raise AssertionError(f"vit_explorer/{module}.py has no {name}")
 
 
-def _analysis_bytes(depth: int, heads: int, grid: tuple[int, int]) -> int:
-    """What the server caches for one analysis of this shape (``viz.explorer.cached_bytes``)."""
-    T = 1 + grid[0] * grid[1]
-    attention = np.zeros((depth, heads, T, T), dtype=ATTENTION_DTYPE)
-    a = Analysis(image=Image.new("RGB", (grid[1] * 16, grid[0] * 16)), probabilities=np.zeros(1000), labels=("x",),
-                 attention=attention, token_norms=np.zeros((depth, T), dtype=np.float32), num_prefix=1, grid=grid,
-                 patch_size=16, fused={f: np.zeros((depth, T, T), dtype=ATTENTION_DTYPE) for f in ("mean", "max", "min")})
-    return cached_bytes(a)
+def _analysis_bytes(name: str, side: int, **overrides) -> int:
+    """What the server caches for one analysis of this model at side×side (``viz.analysis.cost.kept_bytes``, which
+    tests/page/test_page_input_size.py holds equal to ``viz.explorer.cached_bytes`` of the analysis itself)."""
+    return kept_bytes(vit.variant(name, **overrides), side)
 
 
 def test_memory_and_limits():
-    b16, ti16 = _analysis_bytes(12, 12, (14, 14)), _analysis_bytes(12, 3, (14, 14))
+    b16, ti16 = _analysis_bytes("vit_b_16", 224), _analysis_bytes("vit_ti_16", 224)
+    s14 = _analysis_bytes("small-14", 1022, img_size=518, num_classes=0, layer_scale=True)
     MB = 2 ** 20
-    assert quoted(r"head-fused copies, ([\d.]+) MB per photo for ViT-B/16", APP) == [(f"{b16 / MB:.1f}",)]
+    assert quoted(r"— ([\d.]+) MB per photo for ViT-B/16 at 224, ([\d.]+) MB for ViT-Ti", APP) == [
+        (f"{b16 / MB:.1f}", f"{ti16 / MB:.1f}")]
     budget = _app_constant("ANALYSES_MEMORY")
     quote = quoted(r"\(`ANALYSES_MEMORY` = (\d+) MB in `vit_explorer/state.py`:\s+(\d+)\s+ViT-B/16\s+or (\d+) "
-                   r"ViT-Ti analyses\)", APP)[0]
-    assert quote == (str(budget // MB), str(budget // b16), str(budget // ti16))
+                   r"ViT-Ti\s+analyses at 224, (\d+) of a ViT-S/14 at 1022\)", APP)[0]
+    assert quote == (str(budget // MB), str(budget // b16), str(budget // ti16), str(budget // s14))
     assert quoted(r"Gradio keeps at most `MAX_SESSIONS` = (\d+)", APP) == [(str(_app_constant("MAX_SESSIONS")),)]
+    assert quoted(r"one heavy job per visitor, at most (\d+) waiting in all", APP) == \
+        [(str(_app_constant("QUEUE_MAX", "heavy")),)]
     assert quoted(r"the limits are (\d+) MB and (\d+) megapixels", APP) == [(str(MAX_BYTES // MB),
                                                                           str(MAX_PIXELS // 1_000_000))]
     assert quoted(r"the top (\d+) principal components", MAPS) == [("28",)]

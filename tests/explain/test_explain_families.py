@@ -44,8 +44,12 @@ FAMILIES = {
                  k_bias=False),
     "registers": dict(num_reg_tokens=4),
     "distilled": dict(distilled=True),
+    **{name: tiny_models.FAMILIES[name] for name in ("dinov3", "rope_vit", "rope_mixed_ape", "rope_gap", "relpos",
+                                                      "relpos_rpn", "relpos_cls", "parallel", "naflex", "naflex_reg")},
 }
-QUERY = {"clip": "cls", "siglip": "map", "eva02": "cls", "beit": "mean", "registers": "cls", "distilled": "cls"}
+QUERY = {"clip": "cls", "siglip": "map", "eva02": "cls", "beit": "mean", "registers": "cls", "distilled": "cls",
+         "dinov3": "cls", "rope_vit": "cls", "rope_mixed_ape": "cls", "rope_gap": "mean", "relpos": "mean",
+         "relpos_rpn": "mean", "relpos_cls": "cls", "parallel": "cls", "naflex": "map", "naflex_reg": "mean"}
 CONSERVATION_TOL = 1e-4   # |Σ relevance - logit| / |logit| (float32; CP-LRP conserves exactly up to rounding)
 
 
@@ -73,7 +77,7 @@ def test_every_method_runs_on_every_family(family):
         assert e.score == pytest.approx(float(model(x)[0, 2]), rel=1e-5, abs=1e-6)
 
 
-@pytest.mark.parametrize("family", ["clip", "siglip", "eva02", "registers"])
+@pytest.mark.parametrize("family", ["clip", "siglip", "eva02", "registers", "relpos", "naflex"])
 def test_a_224x320_input_gives_14x20_maps(family):
     e = explain_tensor(tiny(family, patch_size=16), image(224, 320), ClassTarget(1))
     assert {k: v.shape for k, v in e.maps.items()} == {k: (14, 20) for k in METHODS}

@@ -191,7 +191,7 @@ def test_each_blocks_gradient_is_the_derivative_through_that_block():
 
     for layer in range(3):
         numeric = (score_with(layer, 1) - score_with(layer, -1)) / (2 * eps)
-        assert numeric == pytest.approx(float((g.attention_grad[0, layer] * D[0]).sum()), rel=1e-6, abs=1e-9)
+        assert numeric == pytest.approx(float((g.attention_grad[0, layer] * D[0]).sum()), rel=1e-5, abs=1e-9)
     mirrored = float((g.attention_grad[0, 2] * D[0]).sum())
     assert (score_with(0, 1) - score_with(0, -1)) / (2 * eps) != pytest.approx(mirrored, rel=1e-3)
 

@@ -44,7 +44,7 @@ def test_cls_attention_map_is_the_cls_row_over_patches(attn):
     np.testing.assert_allclose(token_attention_map(attn, PREFIX, GRID, layer=1, head=0),
                                attn[1, 0, 0, PREFIX:].reshape(GRID))
     np.testing.assert_allclose(token_attention_map(attn, PREFIX, GRID, layer=-1),
-                               attn[2, :, 0, PREFIX:].mean(0).reshape(GRID), rtol=1e-6)
+                               attn[2, :, 0, PREFIX:].mean(0).reshape(GRID), rtol=1e-5)
     np.testing.assert_allclose(token_attention_map(attn, PREFIX, GRID, layer=0, head=1, token=1),
                                attn[0, 1, 1, PREFIX:].reshape(GRID))
     with pytest.raises(ValueError, match="Head 2 does not exist"):
@@ -65,8 +65,8 @@ def test_patch_query_row_and_column(attn):
     matrix = rollout_matrix(attn, protect=(q,))
     row, column = rollout_query_maps(fuse_heads(attn), PREFIX, GRID, 1, 2)
     # R's row and column, each a vector through the blocks instead of R itself: equal up to float32 rounding
-    np.testing.assert_allclose(row, matrix[q, PREFIX:].reshape(GRID), rtol=1e-6)
-    np.testing.assert_allclose(column, matrix[PREFIX:, q].reshape(GRID), rtol=1e-6)
+    np.testing.assert_allclose(row, matrix[q, PREFIX:].reshape(GRID), rtol=1e-5)
+    np.testing.assert_allclose(column, matrix[PREFIX:, q].reshape(GRID), rtol=1e-5)
 
 
 def test_threshold_mask_known_answers():

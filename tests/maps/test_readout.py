@@ -100,12 +100,12 @@ def test_siglip_probe_map_sums_to_one_and_is_the_probe_attention(photo):
     with torch.no_grad():
         probe = loaded.model.forward_with_attention(x).probe_attention[0].numpy()   # (H, T)
     a = analyze(loaded, photo)
-    np.testing.assert_allclose(a.probe_attention, probe, rtol=1e-6)
+    np.testing.assert_allclose(a.probe_attention, probe, rtol=1e-5)
     assert a.num_prefix == 0
     for head in (None, 0, 3):
         values = panels.attention_of(a, layer=1, head=head)           # the probe reads after the last block
         expected = probe.mean(axis=0) if head is None else probe[head]
-        np.testing.assert_allclose(values.ravel(), expected, rtol=1e-6)
+        np.testing.assert_allclose(values.ravel(), expected, rtol=1e-5)
         assert values.sum() == pytest.approx(1.0, abs=1e-5)
 
 
@@ -127,11 +127,11 @@ def test_mean_readout_is_the_mean_of_the_patch_rows():
     attn = rng.random((L, H, T, T)).astype(np.float32)
     attn /= attn.sum(-1, keepdims=True)
     expected = attn[1, 2, prefix:, :].mean(axis=0)[prefix:].reshape(grid)     # block 1, head 2, by hand
-    np.testing.assert_allclose(readout_attention_map(attn, prefix, grid, "mean", None, 1, 2), expected, rtol=1e-6)
+    np.testing.assert_allclose(readout_attention_map(attn, prefix, grid, "mean", None, 1, 2), expected, rtol=1e-5)
     expected = rollout_matrix(attn, protect=())[prefix:].mean(axis=0)[prefix:].reshape(grid)
     np.testing.assert_allclose(readout_rollout_map(fuse_heads(attn), prefix, grid, "mean"), expected, rtol=1e-5)
     heads = readout_all_heads_maps(attn, prefix, grid, "map")                   # blocks have no probe: mean rows
-    np.testing.assert_allclose(heads[0, 1], attn[0, 1, prefix:, prefix:].mean(axis=0).reshape(grid), rtol=1e-6)
+    np.testing.assert_allclose(heads[0, 1], attn[0, 1, prefix:, prefix:].mean(axis=0).reshape(grid), rtol=1e-5)
 
 
 def test_cls_readout_keeps_the_cls_numbers():

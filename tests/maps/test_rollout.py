@@ -51,11 +51,13 @@ def test_rollout_matches_reference(fusion, discard_ratio, start_layer, protect):
 def test_rollout_map_reads_the_token_row_over_patches():
     attn = random_attention(T=1 + 6)  # 1 prefix + 2×3 grid
     matrix = rollout_matrix(attn, "max", 0.5, protect=(0,))
-    np.testing.assert_allclose(rollout_map(attn, 1, (2, 3), fusion="max", discard_ratio=0.5), matrix[0, 1:].reshape(2, 3))
+    # float32 through different products (a row through the blocks, not R): the rounding of any CPU's kernels
+    np.testing.assert_allclose(rollout_map(attn, 1, (2, 3), fusion="max", discard_ratio=0.5),
+                               matrix[0, 1:].reshape(2, 3), rtol=1e-5)
     q = patch_token(1, 2, 1, (2, 3))
     matrix_q = rollout_matrix(attn, "max", 0.5, protect=(q,))
     np.testing.assert_allclose(rollout_map(attn, 1, (2, 3), token=q, fusion="max", discard_ratio=0.5),
-                               matrix_q[q, 1:].reshape(2, 3), rtol=1e-6)   # a row through the blocks, not R: rounding
+                               matrix_q[q, 1:].reshape(2, 3), rtol=1e-5)
 
 
 def test_rows_and_columns_through_the_blocks_are_those_of_the_product():
@@ -89,6 +91,24 @@ def test_discard_of_tied_float16_values_zeroes_the_same_entries_as_before(protec
     np.testing.assert_array_equal(discard_lowest(m, 0.9, protect), flat_discard(m, 0.9, protect))
 
 
+@pytest.mark.parametrize("protect", [(0,), (7,), (), (0, 3)])
+@pytest.mark.parametrize("tied", [False, True])
+def test_a_large_discard_cut_at_its_kth_value_zeroes_the_same_entries(protect, tied, monkeypatch):
+    """Above ``SELECT_BYTES`` the discard finds the k-th value by a partition instead of indexing every entry: the same
+    entries fall, also when that value is tied (then the index path decides, as before); in place when asked."""
+    import viz.maps.rollout as rollout
+    m = random_attention(L=1, H=1, T=40, seed=5)[0, 0]
+    if tied:
+        m = np.round(m * 500) / 500
+    expected = flat_discard(m, 0.9, protect)
+    monkeypatch.setattr(rollout, "SELECT_BYTES", 0)
+    np.testing.assert_array_equal(discard_lowest(m, 0.9, protect), expected)
+    mine = np.array(m, dtype=np.float32)
+    assert discard_lowest(mine, 0.9, protect, overwrite=True) is mine
+    np.testing.assert_array_equal(mine, expected)
+    np.testing.assert_array_equal(with_residual(mine.copy(), overwrite=True), with_residual(mine))
+
+
 def test_rollout_from_cached_fused_heads_is_the_same():
     attn = random_attention(L=5, T=1 + 6)
     drop = np.zeros((2, 3), dtype=bool)
@@ -96,7 +116,7 @@ def test_rollout_from_cached_fused_heads_is_the_same():
     for fusion in ("mean", "max", "min"):
         np.testing.assert_allclose(
             fused_rollout_map(fuse_heads(attn, fusion), 1, (2, 3), 0, 0.4, 2, drop),
-            rollout_map(attn, 1, (2, 3), 0, fusion, 0.4, 2, drop), atol=1e-7)
+            rollout_map(attn, 1, (2, 3), 0, fusion, 0.4, 2, drop), rtol=1e-5, atol=1e-7)
     with pytest.raises(ValueError, match="fused attention shape"):
         fused_rollout_map(attn, 1, (2, 3))
 
@@ -104,7 +124,7 @@ def test_rollout_from_cached_fused_heads_is_the_same():
 def test_identity_attention_rolls_out_to_identity_and_a_uniform_zero_map():
     T, L = 1 + 9, 5
     attn = np.broadcast_to(np.eye(T, dtype=np.float32), (L, 2, T, T))
-    np.testing.assert_allclose(rollout_matrix(attn), np.eye(T), atol=1e-7)
+    np.testing.assert_allclose(rollout_matrix(attn), np.eye(T), rtol=1e-5, atol=1e-7)
     np.testing.assert_allclose(rollout_map(attn, 1, (3, 3)), np.zeros((3, 3)), atol=1e-7)  # nothing flows from patches
 
 
@@ -135,18 +155,18 @@ def test_chain_of_one_hot_attention_has_the_hand_computed_rollout():
         attn[layer, 0, src, dst] = 1.0
     expected = np.zeros(grid)
     expected[0, 0], expected[1, 1], expected[2, 2] = 0.25, 0.125, 0.125
-    np.testing.assert_allclose(rollout_map(attn, 1, grid), expected, atol=1e-7)
+    np.testing.assert_allclose(rollout_map(attn, 1, grid), expected, rtol=1e-5, atol=1e-7)
     # starting at the middle block the last hop (b -> c) is not part of the product
     expected_from_1 = np.zeros(grid)
     expected_from_1[0, 0], expected_from_1[1, 1] = 0.25, 0.25
-    np.testing.assert_allclose(rollout_map(attn, 1, grid, start_layer=1), expected_from_1, atol=1e-7)
+    np.testing.assert_allclose(rollout_map(attn, 1, grid, start_layer=1), expected_from_1, rtol=1e-5, atol=1e-7)
 
 
 @pytest.mark.parametrize("fusion", ["mean", "max", "min"])
 def test_rows_sum_to_one_after_discard(fusion):
     attn = random_attention(L=3, T=17)
     for matrix in attn.max(1) if fusion == "max" else attn.mean(1):
-        np.testing.assert_allclose(with_residual(discard_lowest(matrix, 0.9)).sum(-1), 1.0, rtol=1e-6)
+        np.testing.assert_allclose(with_residual(discard_lowest(matrix, 0.9)).sum(-1), 1.0, rtol=1e-5)
     np.testing.assert_allclose(rollout_matrix(attn, fusion, 0.9).sum(-1), 1.0, rtol=1e-5)
 
 

@@ -32,15 +32,18 @@ def test_the_step_is_the_block_and_its_taps_are_what_it_used(family):
         fused = blk.step(stream, positions)
         step = blk.step(stream, positions, taps=TAPS)
         forward, attn = blk(stream, True, positions)
-        normed = blk.norm1(stream)
+        post = blk.res_post_norm                                      # timm's *_rpn: the norms after the branches
+        normed = stream if post else blk.norm1(stream)
         q, k, v = blk.attn.project(normed)
         q, k = blk.attn.positioned(q, k, positions)
-        bias = blk.attn.logit_bias(positions, q.dtype)               # BEiT's relative bias, else None
+        bias = blk.attn.logit_bias(positions, q.dtype)               # the relative bias (BEiT, relpos), else None
         logits = (q * blk.attn.scale) @ k.transpose(-2, -1)
         want_attn = (logits if bias is None else logits + bias).softmax(-1)
         heads = want_attn @ v
-        branch = blk.ls1(blk.attn.merge(heads))
-        mlp = blk.ls2(blk.mlp(blk.norm2(stream + branch)))
+        merged = blk.attn.merge(heads)
+        branch = blk.ls1(blk.norm1(merged) if post else merged)
+        hidden = blk.mlp(stream + branch if post else blk.norm2(stream + branch))
+        mlp = blk.ls2(blk.norm2(hidden) if post else hidden)
     assert torch.equal(step.out, forward) and torch.equal(step.attn, attn)
     torch.testing.assert_close(fused.out, step.out, rtol=1e-5, atol=1e-5)       # fused kernel == explicit softmax
     assert fused.attn is None and fused.normed is None and fused.q is None
@@ -52,7 +55,7 @@ def test_the_step_is_the_block_and_its_taps_are_what_it_used(family):
     torch.testing.assert_close(step.out, stream + branch + mlp, rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("family", ["vit", "eva02", "beit"])
+@pytest.mark.parametrize("family", ["vit", "eva02", "beit", "relpos_rpn", "parallel"])
 def test_edits_replace_what_they_name_and_rows_are_the_blocks_rows(family):
     model = tiny(**FAMILIES[family])
     blk = model.blocks[0]
@@ -75,7 +78,7 @@ def test_edits_replace_what_they_name_and_rows_are_the_blocks_rows(family):
         blk.step(stream, positions, taps=("attention",))
 
 
-@pytest.mark.parametrize("family", ["vit", "eva02", "beit", "registers"])
+@pytest.mark.parametrize("family", ["vit", "eva02", "beit", "registers", "relpos", "parallel"])
 def test_attention_is_recomputed_from_kept_queries_and_keys(family):
     """What attention on demand keeps: q and k of each layer (positions applied), in 16 bits; any rows later."""
     model = tiny(**FAMILIES[family])

@@ -18,43 +18,14 @@ import transformers
 from safetensors.torch import save_file
 
 import vit
-from reference_models import assert_close, images, open_clip_tiny, randomize_, save_timm
-
-
-def assert_attention(ours: torch.Tensor, reference: list[torch.Tensor]) -> None:
-    """ours (B, L, H, T, T) against the reference's own (B, H, T, T) per block."""
-    assert ours.shape[1] == len(reference)
-    for layer, ref in enumerate(reference):
-        assert_close(ours[:, layer], ref, f"attention of block {layer}")
-
-
-def timm_explicit_attention(model, x: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor]]:
-    """timm's output with fused attention off, and every block's softmax attention as timm itself computed it:
-    the input of each block's attn_drop (an identity in eval mode), which timm applies right after the softmax."""
-    maps = []
-    for blk in model.blocks:
-        blk.attn.fused_attn = False
-    hooks = [blk.attn.attn_drop.register_forward_hook(lambda m, i, o: maps.append(i[0])) for blk in model.blocks]
-    try:
-        with torch.no_grad():
-            out = model(x)
-    finally:
-        for h in hooks:
-            h.remove()
-    return out, maps
+from reference_models import (assert_attention, assert_close, assert_same_as_timm, images, open_clip_tiny, randomize_,
+                              save_timm)
 
 
 def check_timm(ref, tmp_path, size: tuple[int, int], family: str, **config) -> vit.LoadedModel:
     loaded = vit.load(save_timm(ref, tmp_path, **config))
     assert loaded.format == "timm" and loaded.config.family == family
-    x = images(2, size)
-    with torch.no_grad():
-        capture = loaded.model.forward_with_attention(x)
-        plain = loaded.model(x)
-    ref_out, ref_maps = timm_explicit_attention(ref, x)
-    assert_close(capture.output, ref_out)
-    assert_close(plain, ref_out, "fused forward")
-    assert_attention(capture.attention, ref_maps)
+    assert_same_as_timm(loaded, ref, size)
     return loaded
 
 

@@ -40,7 +40,7 @@ def test_sincos_table_equals_hand_computed_values():
     r, c = 1, 2                                                              # row-major index 1·4 + 2 = 6
     expected = [math.sin(c), math.sin(c / 1e4), math.cos(c), math.cos(c / 1e4),
                 math.sin(r), math.sin(r / 1e4), math.cos(r), math.cos(r / 1e4)]
-    np.testing.assert_allclose(table[6].numpy(), expected, atol=1e-7)       # float32 table
+    np.testing.assert_allclose(table[6].numpy(), expected, atol=1e-6)       # a float32 table: sin/cos within a few ulps
 
 
 def test_sincos_table_is_a_translation_invariant_code():
@@ -48,7 +48,7 @@ def test_sincos_table_is_a_translation_invariant_code():
     Σ_k cos(Δc·ω_k) + cos(Δr·ω_k); a patch is its own closest match."""
     gh, gw, dim = 5, 6, 32
     table = sincos_2d_position_embedding((gh, gw), dim).double()
-    np.testing.assert_allclose((table ** 2).sum(dim=1).numpy(), dim / 2, rtol=1e-6)
+    np.testing.assert_allclose((table ** 2).sum(dim=1).numpy(), dim / 2, rtol=1e-5)
     omega = 1.0 / 10000 ** (np.arange(dim // 4) / (dim // 4 - 1))
     gram = (table @ table.T).numpy()
     rows, cols = np.divmod(np.arange(gh * gw), gw)

@@ -33,7 +33,8 @@ def test_two_threads_capture_exactly_their_single_threaded_results(real_weights_
     for t in threads:
         t.start()
     for t in threads:
-        t.join(timeout=120)
+        t.join(timeout=600)
+    assert not any(t.is_alive() for t in threads), "a thread never finished its forwards"
     assert not errors, errors
     for i, expected in enumerate(alone):
         for r in range(rounds):

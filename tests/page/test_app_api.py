@@ -122,10 +122,13 @@ def test_concurrent_clients_each_get_their_own_answer(url, photos):
     threads = [threading.Thread(target=ask, args=(i,)) for i in range(len(names))]
     for t in threads:
         t.start()
-    for t in threads:
-        t.join(timeout=300)
+    for t in threads:   # bounded far beyond any machine's time: what is asserted is the outcome, never the speed
+        t.join(timeout=1800)
+    assert not any(t.is_alive() for t in threads), "a client got no answer in 30 minutes"
     assert not errors, errors
     for name, got in zip(names, results):
-        assert _top(got) == _top(alone[name])
-        rollout_alone, rollout_got = (np.asarray(Image.open(r[2])) for r in (alone[name], got))
-        assert np.array_equal(rollout_got, rollout_alone), name
+        assert [label for label, _ in _top(got)] == [label for label, _ in _top(alone[name])], name
+        np.testing.assert_allclose([p for _, p in _top(got)], [p for _, p in _top(alone[name])], rtol=1e-5,
+                                   err_msg=name)       # float32 on any kernel
+        rollout_alone, rollout_got = (np.asarray(Image.open(r[2])).astype(int) for r in (alone[name], got))
+        assert np.abs(rollout_got - rollout_alone).mean() < 0.5, name    # its own map (another's differs by tens)

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import os
+from pathlib import Path
 
 import gradio as gr
 import numpy as np
@@ -100,8 +102,12 @@ def test_cat_photo_is_classified_as_a_cat_with_every_panel_at_display_size(cat_r
     assert 0.97 * explorer.HEADS_WIDTH <= cat_result["heads"].width <= explorer.HEADS_WIDTH   # fills the width
     assert "| 224×224×3 |" in architecture and "| 197×192 |" in architecture and "3×197×197" in architecture
     assert "**Total: 5,717,416 parameters.**" in architecture
-    assert a.attention.dtype == np.float16  # the cache stays small: maps + 3 fusions, token norms, the crop
-    assert explorer.cached_bytes(a) == (12 * 3 + 3 * 12) * 197 * 197 * 2 + 12 * 197 * 4 + 224 * 224 * 3
+    # the cache stays small: no L·H·T² maps, but what recomputes them (the float16 stream entering every layer, each
+    # head's readout row and each row's log-sum-exp), the 3 head-fused copies (small enough to keep at 224), one
+    # layer's float32 queries and keys, token norms, mean distances, the crop
+    assert a.attention is None and a.stream.dtype == np.float16 and a.fused["mean"].dtype == np.float16
+    assert explorer.cached_bytes(a) == (13 * 197 * 192 * 2 + 2 * 12 * 3 * 197 * 4 + 3 * 12 * 197 * 197 * 2
+                                        + 2 * 197 * 192 * 4 + 12 * 197 * 4 + 12 * 3 * 4 + 224 * 224 * 3)
 
 
 def test_same_photo_and_model_reuse_the_cached_analysis(cat_result, photos, augreg_weights):
@@ -116,7 +122,7 @@ def test_another_model_runs_again(cat_result, photos, real_weights_dir):
     deit = str(real_weights_dir / DEIT)
     other = _analyze(photos["cat"], deit, session=cat_result["session"])
     assert _cached(other["session"]) is not _cached(cat_result["session"])
-    assert other["session"].key == (photos["cat"], deit, "own") and list(other["top5"])[0] in CAT_CLASSES
+    assert other["session"].key == (photos["cat"], deit, "own", 0) and list(other["top5"])[0] in CAT_CLASSES
 
 
 def test_grayscale_photo_is_classified(demo, photos, augreg_weights):
@@ -161,12 +167,12 @@ def test_a_bad_upload_warns_once_and_changes_nothing_but_the_photo_back(cat_resu
     assert len(warned) == 1
     assert refused == {"photo": photos["cat"]}             # the previous photo back; every other output untouched
     page = events.Page(I18N, state.MODELS.get(augreg_weights))
-    names = [*api.API_OUTPUTS, "photo", "model", "lang", "preprocess", *CONTROL_NAMES]
+    names = [*api.API_OUTPUTS, "photo", "model", "lang", "preprocess", "input_size", *CONTROL_NAMES]
     page.components.update({n: n for n in names})
     handler = page.wire(views.page_analyze, [*api.API_OUTPUTS, "photo"])["fn"]
     controls = _controls()
     values = handler(None, photos["notes"], augreg_weights, *(getattr(controls, n) for n in CONTROL_NAMES), good["session"],
-                     "en", "own")
+                     "en", "own", 224)
     assert values[:-1] == (gr.skip(),) * len(api.API_OUTPUTS) and values[-1] == photos["cat"]
 
 
@@ -292,8 +298,8 @@ def test_sessions_with_the_same_photo_and_model_share_one_analysis(cat_result, p
 
 @pytest.fixture
 def small_cache(monkeypatch):
-    """The app's cache of analyses with room for one AugReg ViT-Ti analysis (5.5 MB), as on a busy server."""
-    cache = Cache(state.analyze_key, capacity=8 * 2**20, weigh=explorer.cached_bytes)
+    """The app's cache of analyses with room for one AugReg ViT-Ti analysis (4.1 MB), as on a busy server."""
+    cache = Cache(state.analyze_key, capacity=6 * 2**20, weigh=explorer.cached_bytes)
     monkeypatch.setattr(state, "ANALYSES", cache)
     return cache
 
@@ -453,11 +459,18 @@ def test_compare_a_model_with_itself_through_another_preprocessing(cat_result):
     assert compared["comparison"].width > 800 and "(Δ" in next(iter(compared["top5_b"]))
 
 
-def test_upload_component_passes_files_unopened(demo, tmp_path):
+def test_upload_component_passes_uploaded_files_unopened(demo, tmp_path):
+    """An upload reaches the handler as a path, unopened (the handler's decoder says what is wrong with it); a file
+    outside the upload folder never does (tests/security/test_door.py: the refusals)."""
     component = PhotoInput(type="filepath", image_mode=None)
-    text = tmp_path / "notes.jpg"
+    text = Path(component.GRADIO_CACHE) / "test-upload" / "notes.jpg"
+    text.parent.mkdir(parents=True, exist_ok=True)
     text.write_text("not an image")
-    assert component.preprocess(ImageData(path=str(text), orig_name="notes.jpg")) == str(text)
+    assert component.preprocess(ImageData(path=str(text), orig_name="notes.jpg")) == os.path.realpath(text)
+    outside = tmp_path / "notes.jpg"
+    outside.write_text("not an image")
+    with pytest.raises(gr.Error, match="Only photos uploaded to this page"):
+        component.preprocess(ImageData(path=str(outside), orig_name="notes.jpg"))
     assert component.preprocess(None) is None
     payload = b"\x89PNG\r\n\x1a\n broken on purpose"
     url = "data:image/png;base64," + base64.b64encode(payload).decode()
@@ -468,12 +481,12 @@ def test_upload_component_passes_files_unopened(demo, tmp_path):
 
 def test_command_line_defaults_and_flags():
     args = parse_args([])
-    assert (args.host, args.port, args.share, args.model, args.weights, args.device) == \
-        ("127.0.0.1", 7860, False, "default", None, "auto")
-    args = parse_args(["--weights", "w.safetensors", "--port", "8000", "--host", "0.0.0.0", "--share",
-                           "--device", "cpu"])
-    assert (args.weights, args.port, args.host, args.share, args.device) == ("w.safetensors", 8000, "0.0.0.0", True,
-                                                                             "cpu")
+    assert (args.host, args.port, args.share, args.public, args.model, args.weights, args.device) == \
+        ("127.0.0.1", 7860, False, False, "default", None, "auto")
+    args = parse_args(["--weights", "w.safetensors", "--port", "8000", "--host", "0.0.0.0", "--share", "--public",
+                       "--device", "cpu"])
+    assert (args.weights, args.port, args.host, args.share, args.public, args.device) == \
+        ("w.safetensors", 8000, "0.0.0.0", True, True, "cpu")
     with pytest.raises(SystemExit):
         parse_args(["--weights", "a.pth", "--model", "vit_b_16"])
 

@@ -1,8 +1,8 @@
 """Protects the page's Trust tab (``vit_explorer.tabs.trust``): it shows what ``viz.trust.job`` computes for the
 Explain tab's target, fast (one protocol) and thorough (all four), with each method's verdict in words, every AUC
 with its error and the protocols' agreement; it reports progress step by step, reuses its cache (fast results
-serve thorough), quotes what each choice costs, and — served — a trust check never holds another visitor's
-analysis back by more than one analysis."""
+serve thorough), quotes what each choice costs, and — served — another visitor's analysis comes back while a trust
+check runs (it waits for one step at most: test_page_model_turn.py counts the turns)."""
 from __future__ import annotations
 
 import threading
@@ -16,6 +16,7 @@ from PIL import Image
 
 import app_server
 import vit
+from handler_steps import finished
 from vit.explain import class_target
 from viz.trust import PROTOCOLS, ProtocolsReport
 from viz.trust.job import check_steps, protocols_report, trust_report
@@ -49,8 +50,8 @@ def test_the_trust_tab_shows_the_librarys_numbers_for_the_chosen_class_with_prog
     monkeypatch.setattr(state, "TRUST", Cache(None, 8 * 2**20))      # nothing cached by earlier tests of the same photo
     session = api.analyze(cat_path, augreg_weights)[0]
     seen: list[float] = []
-    values = trust.check(session, "tabby", "", False, False, trust.FAST, "en",
-                         progress=lambda f, desc=None: seen.append(f))
+    values = finished(trust.check(session, "tabby", "", False, False, trust.FAST, "en",
+                         progress=lambda f, desc=None: seen.append(f)))
     rows = _rows(values["trust_table"])
 
     loaded = vit.load(augreg_weights)
@@ -78,8 +79,8 @@ def test_the_trust_tab_shows_the_librarys_numbers_for_the_chosen_class_with_prog
 
     cached = len(state.TRUST)
     again: list[float] = []
-    repeated = trust.check(session, "tabby", "", False, False, trust.FAST, "en",
-                           progress=lambda f, desc=None: again.append(f))["trust_table"]
+    repeated = finished(trust.check(session, "tabby", "", False, False, trust.FAST, "en",
+                           progress=lambda f, desc=None: again.append(f)))["trust_table"]
     assert repeated.split("\n")[1:] == values["trust_table"].split("\n")[1:]   # all but the time it took
     assert len(state.TRUST) == cached and len(again) < len(seen)       # every method's curves came from the cache
 
@@ -90,10 +91,10 @@ def test_a_thorough_check_gives_every_verdict_its_gains_auc_tables_and_agreement
     and the page says, per method, what the library's verdict says, with the gain under each protocol."""
     build_app(augreg_weights)
     session = api.analyze(cat_path, augreg_weights)[0]
-    trust.check(session, "tabby", "", False, False, trust.FAST, "en", progress=lambda f, desc=None: None)
+    finished(trust.check(session, "tabby", "", False, False, trust.FAST, "en", progress=lambda f, desc=None: None))
     seen: list[str] = []
-    values = trust.check(session, "tabby", "", False, False, trust.THOROUGH, "en",
-                         progress=lambda f, desc=None: seen.append(desc))
+    values = finished(trust.check(session, "tabby", "", False, False, trust.THOROUGH, "en",
+                         progress=lambda f, desc=None: seen.append(desc)))
     loaded = vit.load(augreg_weights)
     x = loaded.preprocess.to_tensor(state.ANALYSES.get(session.key).image)
     report = protocols_report(loaded.model, x, class_target(loaded.labels, "tabby"), protocols="all",
@@ -120,7 +121,8 @@ def test_a_thorough_check_gives_every_verdict_its_gains_auc_tables_and_agreement
 def test_the_trust_tab_speaks_chinese(augreg_weights, cat_path):
     build_app(augreg_weights)
     session = api.analyze(cat_path, augreg_weights)[0]
-    table = trust.check(session, TOP1, "", False, False, trust.FAST, "zh-CN", progress=lambda f, desc=None: None)
+    table = finished(trust.check(session, TOP1, "", False, False, trust.FAST, "zh-CN",
+                                 progress=lambda f, desc=None: None))
     assert "删除 AUC" in table["trust_table"] and "插入 AUC" in table["trust_table"]
     assert "（单一协议）" in table["trust_table"] and "**全面**检验" in table["trust_table"]
 
@@ -137,18 +139,15 @@ def _fresh_photos(cat: Image.Image, folder, n: int) -> list[str]:
     return paths
 
 
-def test_a_trust_check_holds_another_visitors_analysis_back_by_at_most_one_analysis(augreg_weights, cat, tmp_path):
+def test_another_visitors_analysis_is_served_while_a_trust_check_runs(augreg_weights, cat, tmp_path):
     fresh = _fresh_photos(cat, tmp_path, 5)            # the check's photo too: nothing of it in the trust cache
     with app_server.running_app(augreg_weights) as url:
         checker, visitor = Client(url, verbose=False), Client(url, verbose=False)
 
-        def analysis(photo: str) -> float:
-            t0 = time.perf_counter()
+        def analysis(photo: str) -> None:
             visitor.predict(handle_file(photo), api_name="/analyze")
-            return time.perf_counter() - t0
 
         analysis(fresh[0])                                           # warm-up: the server's first analysis
-        alone = max(analysis(fresh[1]), analysis(fresh[2]))          # one analysis, nothing else running
         checker.predict(handle_file(fresh[4]), api_name="/analyze")
         finished = threading.Event()
         job = checker.submit("tabby", "", False, True, trust.FAST, False, api_name="/trust")   # last: not a phone
@@ -157,12 +156,11 @@ def test_a_trust_check_holds_another_visitors_analysis_back_by_at_most_one_analy
         while job.status().code.name not in ("PROCESSING", "PROGRESS") and time.monotonic() < deadline:
             time.sleep(0.05)
         time.sleep(0.5)                                              # well inside the check's steps
-        during = analysis(fresh[3])
-        assert not finished.is_set(), "the trust check ended before the other visitor's analysis: nothing measured"
-        table, *_ = job.result(timeout=300)
-    # its own time, plus at most one analysis' time (one trust step is about one forward pass), plus slack for
-    # a loaded 2-core machine
-    assert during <= 2 * alone + 1.0, f"analysis took {during:.2f} s during a trust check, {alone:.2f} s alone"
+        analysis(fresh[3])
+        # the outcome, whatever the machine's speed: the other visitor's analysis came back while the check was
+        # still running (it waited for one step of it at most: test_page_model_turn.py counts the turns)
+        assert not finished.is_set(), "the other visitor's analysis waited for the whole trust check"
+        table, *_ = job.result(timeout=600)
     sanity = {name: row[4] for name, row in _rows(table).items()}
     assert "⚠" in sanity[method_name("random")]                   # random ignores the model,
     assert "⚠" not in sanity[method_name("gae")]                  # GAE does not

@@ -40,7 +40,8 @@ def test_concurrent_requests_share_one_load(real_weights_dir):
     for t in threads:
         t.start()
     for t in threads:
-        t.join(timeout=120)
+        t.join(timeout=600)
+    assert not any(t.is_alive() for t in threads), "a request never got the model"
     assert loader.calls == {source: 1}
     assert len(got) == 4 and all(m is got[0] for m in got)
     assert got[0].name == "vit_tiny_patch16_224.augreg_in21k_ft_in1k"

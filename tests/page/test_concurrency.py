@@ -66,11 +66,14 @@ def test_simultaneous_clients_each_get_their_own_answer(url, photos):
     threads = [threading.Thread(target=ask, args=(i,)) for i in range(CLIENTS)]
     for t in threads:
         t.start()
-    for t in threads:
-        t.join(timeout=300)
+    for t in threads:   # bounded far beyond any machine's time: what is asserted is the outcome, never the speed
+        t.join(timeout=1800)
+    assert not any(t.is_alive() for t in threads), "a client got no answer in 30 minutes"
     assert not errors, errors
     for photo, got, expected in zip(photos, results, alone):
-        assert top5(got) == top5(expected), photo  # same classes, bit-identical probabilities
+        assert [label for label, _ in top5(got)] == [label for label, _ in top5(expected)], photo   # same classes
+        np.testing.assert_allclose([p for _, p in top5(got)], [p for _, p in top5(expected)], rtol=1e-5,
+                                   err_msg=photo)   # the same probabilities (float32: any kernel's rounding)
         assert np.array_equal(model_input(got), model_input(expected)), photo  # its own photo, not another's
 
 

@@ -17,6 +17,7 @@ from skimage import data
 
 import app_server  # noqa: F401  (gives this process its own GRADIO_TEMP_DIR before the app is built)
 import tiny_models
+from handler_steps import finished
 import vit
 from tiny_run import COLOURS, tiny_checkpoint
 from vit.explain import ClassTarget
@@ -69,7 +70,7 @@ def fresh(monkeypatch):
 
 def looked(model: str, photo: str, target=TOP1, contrast=NO_CONTRAST, lang="en"):
     session = api.analyze(photo, model)[0]
-    return session, inside.look_inside(session, target, contrast, "", False, lang, progress=quiet)
+    return session, finished(inside.look_inside(session, target, contrast, "", False, lang, progress=quiet))
 
 
 def crop_tensor(session) -> tuple[torch.nn.Module, torch.Tensor, tuple]:
@@ -80,15 +81,15 @@ def crop_tensor(session) -> tuple[torch.nn.Module, torch.Tensor, tuple]:
 def test_look_inside_runs_in_steps_with_progress_and_shows_the_librarys_report(tiny, photos, fresh):
     session = api.analyze(photos["cat.jpg"], tiny)[0]
     seen: list[float] = []
-    values = inside.look_inside(session, TOP1, NO_CONTRAST, "", False, "en",
-                                progress=lambda f, desc=None: seen.append(f))
+    values = finished(inside.look_inside(session, TOP1, NO_CONTRAST, "", False, "en",
+                                progress=lambda f, desc=None: seen.append(f)))
     assert len(seen) == 1 + DEPTH and seen == sorted(seen) and seen[-1] == pytest.approx(1.0)
 
     model, x, labels = crop_tensor(session)
     same = InsideJob(model, x, labels=labels).result()              # the library on the crop the analysis saw
     report = state.INSIDE.get(values["inside_state"].key)
     np.testing.assert_array_equal(report.lens.target_rank, same.lens.target_rank)
-    np.testing.assert_allclose(report.heads.delta, same.heads.delta, rtol=1e-6)
+    np.testing.assert_allclose(report.heads.delta, same.heads.delta, rtol=1e-5)
     assert report.dla.logit == pytest.approx(same.dla.logit) and report.target == same.target
     assert values["inside_lens_line"] == views.lens_line(same)
     assert values["inside_heads_line"] == views.heads_line(same) and values["inside_dla_line"] == views.dla_line(same)
@@ -98,7 +99,8 @@ def test_look_inside_runs_in_steps_with_progress_and_shows_the_librarys_report(t
         assert isinstance(values[name], Image.Image) and np.asarray(values[name]).std() > 10, name
 
     again: list[float] = []
-    inside.look_inside(session, TOP1, NO_CONTRAST, "", False, "en", progress=lambda f, desc=None: again.append(f))
+    finished(inside.look_inside(session, TOP1, NO_CONTRAST, "", False, "en",
+                                progress=lambda f, desc=None: again.append(f)))
     assert again == [] and len(state.INSIDE) == 1                   # from the cache: no step ran
 
 
@@ -117,7 +119,7 @@ def test_the_preprocessing_choice_is_another_input_with_its_own_views(tiny, phot
     squashed = api.analyze(photos["coffee.png"], tiny, preprocess="squash")[0]
     reports = {}
     for session in (own, squashed):
-        values = inside.look_inside(session, TOP1, NO_CONTRAST, "", False, "en", progress=quiet)
+        values = finished(inside.look_inside(session, TOP1, NO_CONTRAST, "", False, "en", progress=quiet))
         reports[session.key.preprocess] = state.INSIDE.get(values["inside_state"].key)
         model, x, labels = crop_tensor(session)                     # the crop this preprocessing gives
         assert reports[session.key.preprocess].dla.logit == pytest.approx(InsideJob(model, x, labels=labels)
@@ -154,7 +156,7 @@ def test_clicks_and_the_slider_redraw_without_the_model(tiny, photos, fresh):
 
 def test_removing_heads_gives_the_librarys_change_and_top5(tiny, photos, fresh):
     session, values = looked(tiny, photos["cat.jpg"])
-    out = inside.ablate_heads(session, values["inside_state"], ["2.1", "0.0"], "en", progress=quiet)
+    out = finished(inside.ablate_heads(session, values["inside_state"], ["2.1", "0.0"], "en", progress=quiet))
     model, x, _ = crop_tensor(session)
     with torch.no_grad():
         before = model(x)[0]
@@ -169,7 +171,7 @@ def test_removing_heads_gives_the_librarys_change_and_top5(tiny, photos, fresh):
 
 def test_patching_from_a_second_photo_gives_both_logits(tiny, photos, fresh):
     session, values = looked(tiny, photos["cat.jpg"])
-    out = inside.patch_from(session, values["inside_state"], photos["coffee.png"], "en", progress=quiet)
+    out = finished(inside.patch_from(session, values["inside_state"], photos["coffee.png"], "en", progress=quiet))
     model, x, _ = crop_tensor(session)
     loaded = state.model_of(session.key).loaded
     x2 = loaded.preprocess.to_tensor(loaded.preprocess.crop_image(Image.open(photos["coffee.png"]).convert("RGB")))
@@ -181,9 +183,9 @@ def test_patching_from_a_second_photo_gives_both_logits(tiny, photos, fresh):
     assert f"{float(here[target]):.2f}" in line and f"{float(there[target]):.2f}" in line
     assert isinstance(out["inside_patch"], Image.Image)
     with pytest.raises(gr.Error, match="HTML"):
-        inside.patch_from(session, out["inside_state"], photos["notes.jpg"], "en", progress=quiet)
+        finished(inside.patch_from(session, out["inside_state"], photos["notes.jpg"], "en", progress=quiet))
     session, values = looked(tiny, photos["cat.jpg"], COLOURS[4])               # a class picked in the Explain tab
-    out = inside.patch_from(session, values["inside_state"], photos["coffee.png"], "en", progress=quiet)
+    out = finished(inside.patch_from(session, values["inside_state"], photos["coffee.png"], "en", progress=quiet))
     assert state.INSIDE.get(out["inside_state"].patched).patched.target == {"index": 4, "name": COLOURS[4]}
 
 
@@ -191,15 +193,15 @@ def test_every_mistake_is_one_plain_message(tiny, photos, fresh):
     session, values = looked(tiny, photos["cat.jpg"])
     shown = values["inside_state"]
     with pytest.raises(gr.Error, match="Look inside"):
-        inside.ablate_heads(session, None, ["0.0"], "en", progress=quiet)
+        finished(inside.ablate_heads(session, None, ["0.0"], "en", progress=quiet))
     with pytest.raises(gr.Error, match="Look inside"):
-        inside.patch_from(session, None, photos["coffee.png"], "en", progress=quiet)
+        finished(inside.patch_from(session, None, photos["coffee.png"], "en", progress=quiet))
     with pytest.raises(gr.Error, match="Pick the heads"):
-        inside.ablate_heads(session, shown, [], "en", progress=quiet)
+        finished(inside.ablate_heads(session, shown, [], "en", progress=quiet))
     with pytest.raises(gr.Error, match="No head 9.0"):
-        inside.ablate_heads(session, shown, ["9.0"], "en", progress=quiet)
+        finished(inside.ablate_heads(session, shown, ["9.0"], "en", progress=quiet))
     with pytest.raises(gr.Error, match="Could not look inside"):
-        inside.look_inside(session, "a zebra", NO_CONTRAST, "", False, "en", progress=quiet)
+        finished(inside.look_inside(session, "a zebra", NO_CONTRAST, "", False, "en", progress=quiet))
     other = api.analyze(photos["coffee.png"], tiny)[0]              # another photo: the shown views are not its
     with pytest.raises(gr.Error, match="Look inside"):
         inside.click_dla(click(*pixel(shown.dla, 0, 0)), shown, other, "en")
@@ -216,8 +218,9 @@ def test_a_new_photo_clears_the_views_and_the_language_switch_redraws_them(tiny,
     assert inside.show(SimpleNamespace(new=False, served=served)) == {}
 
     session, values = looked(tiny, photos["cat.jpg"])
-    shown = inside.ablate_heads(session, values["inside_state"], ["1.0"], "en", progress=quiet)["inside_state"]
-    shown = inside.patch_from(session, shown, photos["coffee.png"], "en", progress=quiet)["inside_state"]
+    shown = finished(inside.ablate_heads(session, values["inside_state"], ["1.0"], "en",
+                                         progress=quiet))["inside_state"]
+    shown = finished(inside.patch_from(session, shown, photos["coffee.png"], "en", progress=quiet))["inside_state"]
     taken = state.MODEL_TURN.taken
     chinese = inside.relabel("zh-CN", shown, session)
     assert "读出" in chinese["inside_lens_line"] and "去掉 1.0" in chinese["inside_ablation"]

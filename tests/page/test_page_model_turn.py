@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import threading
 
+import gradio as gr
 import pytest
 import torch
 
 import app_server  # noqa: F401  (gives this process its own GRADIO_TEMP_DIR before the app is built)
+from handler_steps import finished
 from viz.cache import Cache
 from vit_explorer import api, state
 from vit_explorer.controls import ControlValues
@@ -97,10 +99,38 @@ def test_the_inside_views_take_the_turn_once_per_step(tmp_path, photo, monkeypat
     monkeypatch.setattr(state, "INSIDE", Cache(None, state.INSIDE_MEMORY))       # nothing looked at yet
     session = api.analyze(photo, model)[0]
     quiet = lambda fraction, desc=None: None                                       # noqa: E731
-    done = _waits_for_the_turn(lambda: inside.look_inside(session, TOP1, NO_CONTRAST, "", False, "en", quiet))
+    done = _waits_for_the_turn(lambda: finished(inside.look_inside(session, TOP1, NO_CONTRAST, "", False, "en", quiet)))
     shown = done["result"]["inside_state"]
     assert done["turns"] == 1 + depth                                 # the forward and backward, then each layer
-    done = _waits_for_the_turn(lambda: inside.ablate_heads(session, shown, ["1.0"], "en", quiet))
+    done = _waits_for_the_turn(lambda: finished(inside.ablate_heads(session, shown, ["1.0"], "en", quiet)))
     assert "1.0" in done["result"]["inside_ablation"] and done["turns"] == 2    # the forward, the ablated forward
-    done = _waits_for_the_turn(lambda: inside.patch_from(session, shown, photo, "en", quiet))
+    done = _waits_for_the_turn(lambda: finished(inside.patch_from(session, shown, photo, "en", quiet)))
     assert done["result"]["inside_patch_line"] and done["turns"] == 3 + depth  # both photos, the gradient, each layer
+
+
+def test_a_checkpoint_is_opened_and_checked_before_the_models_turn(tmp_path):
+    """While someone holds the model's turn, a model path that is no checkpoint (a FIFO, a text file) is refused at
+    once: opening and checking a checkpoint never waits for, nor takes, the turn (only its warm-up forward does)."""
+    from canaries import FifoCanary
+
+    text = tmp_path / "notes.pt"
+    text.write_text("not a checkpoint")
+    with FifoCanary(tmp_path / "model.pt") as canary:
+        for path in (canary.path, text):
+            refused = []
+            worker = threading.Thread(target=lambda p=path: refused.append(_refusal(str(p))))
+            with state.MODEL_TURN:
+                taken = state.MODEL_TURN.taken
+                worker.start()
+                worker.join(timeout=60)
+                assert not worker.is_alive(), f"checking {path.name} waited for the model's turn"
+            assert "is not a checkpoint" in refused[0] and state.MODEL_TURN.taken == taken
+        assert not canary.opened.is_set()
+
+
+def _refusal(path: str) -> str:
+    try:
+        state.served(path)
+    except gr.Error as error:
+        return error.message
+    return "loaded"

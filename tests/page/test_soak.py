@@ -24,7 +24,7 @@ from bench.measure import proc_status_kb
 
 pytestmark = pytest.mark.slow   # a 300-analysis soak against a server process
 
-WARM_UP = state.MAX_SESSIONS  # 100: Gradio's sessions and the cache of analyses (36 ViT-Ti) full, malloc steady
+WARM_UP = state.MAX_SESSIONS  # 100: Gradio's sessions and the cache of analyses (48 ViT-Ti) full, malloc steady
 ANALYSES = WARM_UP + 200
 MAX_GROWTH_MB = 50
 CROPS = 12           # different photos per skimage picture: 5 × 12 = 60, more than the cache holds
@@ -69,8 +69,8 @@ def _session_state(demo, session_hash: str) -> explorer.Session | None:
 
 def test_analyses_beyond_the_budget_and_sessions_beyond_capacity_are_dropped_and_freed(real_weights_dir, photos,
                                                                                     monkeypatch):
-    """The production caches, made small: room for 3 ViT-Ti analyses (5.5 MB each) and 4 sessions."""
-    cache = Cache(state.analyze_key, 18 * 2**20, weigh=explorer.cached_bytes)
+    """The production caches, made small: room for 3 ViT-Ti analyses (4.1 MB each) and 4 sessions."""
+    cache = Cache(state.analyze_key, 14 * 2**20, weigh=explorer.cached_bytes)
     monkeypatch.setattr(state, "ANALYSES", cache)
     monkeypatch.setattr(state, "MAX_SESSIONS", 4)
     demo = build_app(str(real_weights_dir / AUGREG))

@@ -17,7 +17,7 @@ from viz.drawing import fonts, plots, render
 from viz.i18n import CATALOGUE, LANGUAGES, MODEL, PAGE, PICTURES, language, language_from_header, t, translations
 
 BARE = {"CLS", "logit", "Grad", "CAM", "EVA", "BEiT", "GELU", "QuickGELU", "SwiGLU", "LayerScale", "Pre", "Linear",
-        "tanh", "LayerNorm", "qkv"}   # names that are a whole text in both languages: a method, a family, a module
+        "tanh", "LayerNorm", "qkv", "DINOv3"}   # names that are a whole text in both languages: a method, a family, a module
 CJK = re.compile(r"[\u3000-\u303f\u4e00-\u9fff\uff00-\uffef]")
 
 

@@ -1,14 +1,18 @@
 """The guided walk through the ViT shows this model's real shapes: every shape equals the shape of the tensor the
 model's own modules produce (caught with forward hooks), for ViT-Ti, ViT-B and a 224×320 input; the steps
-compute what the model computes; the texts and pictures come in both languages."""
+compute what the model computes, in every family (the blocks get the model's relative biases and rotary angles); the
+texts and pictures come in both languages."""
 from __future__ import annotations
 
 import dataclasses
 
 import numpy as np
 import pytest
-import vit
+import torch
+from PIL import Image
 
+import tiny_models
+import vit
 from viz.drawing import walk_steps as walkthrough
 from viz.analysis import walk
 from viz.i18n import LANGUAGES
@@ -90,3 +94,17 @@ def test_texts_and_pictures_in_both_languages(augreg, cat, lang):
     for picture in pictures:
         assert picture.mode == "RGB" and min(picture.size) > 20
     assert pictures[0].width == 448 and pictures[5].height == 448
+
+
+@pytest.mark.parametrize("family", sorted(tiny_models.FAMILIES))
+def test_every_family_walks_its_own_forward(family):
+    """Each block gets the model's positions (relative biases, rotary angles), so the walk's logits are the model's;
+    a model without a position table shows why there is no position picture."""
+    model = tiny_models.tiny(**tiny_models.FAMILIES[family])
+    photo = Image.fromarray(np.random.default_rng(0).integers(0, 256, (40, 48, 3), dtype=np.uint8))
+    prep = vit.Preprocess(resize=32, crop=(32, 32))
+    w = walk(model, prep, photo)
+    with torch.no_grad():
+        np.testing.assert_allclose(w.logits, model(prep(photo))[0].numpy(), rtol=1e-5, atol=1e-5)
+    picture = walkthrough.position_patch_picture(w, 1, 2, 224)
+    assert (w.position_similarity is None) == (model.pos_embed is None) and picture.width > 0

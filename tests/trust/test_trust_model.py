@@ -10,6 +10,7 @@ import torch
 
 import vit
 from tiny_models import FAMILIES, TINY, tiny
+from vit.positions import TokenPositions
 from oracles import randomized_copy
 from vit.explain.perturb import cascading_randomization, forward_kept, forward_packed
 
@@ -17,13 +18,35 @@ def image(seed: int = 1, h: int = 32, w: int = 32) -> torch.Tensor:
     return torch.randn(1, 3, h, w, generator=torch.Generator().manual_seed(seed))
 
 
-def top_rows_model(model: vit.VisionTransformer, family: dict) -> vit.VisionTransformer:
+def top_rows_model(model: vit.VisionTransformer, family: dict):
     """The same network built by hand for the top 2 rows of the 4×4 grid (a 16×32 input): the learned table cut
-    to those rows, the relative-position table re-indexed for the 2×4 grid (each offset keeps its row of bias);
-    sine-cosine and rotary positions of rows 0-1 are the same numbers on the smaller grid."""
+    to those rows (a NaFlex table first resized to the whole 4×4 grid, as the photo's own grid), the
+    relative-position table re-indexed for the 2×4 grid (each offset keeps its row of bias); sine-cosine,
+    index-rotary and MLP-computed relative positions of rows 0-1 are the same numbers on the smaller grid. A rotation whose
+    coordinates depend on the grid's size (DINOv3's centred ones, a reference grid) gets the 4×4 grid's rows 0-1."""
+    short = _top_rows_network(model, family)
     cfg = model.cfg
-    short = vit.VisionTransformer(vit.ViTConfig(**{**TINY, **family, "img_size": (16, 32)})).eval()
+    if not (cfg.rope and (cfg.rope_coords == "centered" or cfg.rope_ref_grid)):
+        return short
+    full = model.token_positions(32, 32)
+    positions = TokenPositions(full.num_prefix, (full.rope[0][:8], full.rope[1][:8]), None)
+
+    def run(x: torch.Tensor) -> torch.Tensor:
+        h = short.embed(x)
+        for blk in short.blocks:
+            h, _ = blk(h, False, positions)
+        return short.forward_head(h)
+    return run
+
+
+def _top_rows_network(model: vit.VisionTransformer, family: dict) -> vit.VisionTransformer:
+    cfg = model.cfg
+    short = vit.VisionTransformer(vit.ViTConfig(**{**TINY, **family, "img_size": (16, 32), "pos_embed_grid": None}))
+    short.eval()
     state = dict(model.state_dict())
+    if cfg.pos_embed_grid is not None:
+        with torch.no_grad():
+            state["pos_embed"] = model.resampled_pos_embed((4, 4))
     if cfg.pos_embed_kind == "learned":
         n_pre = state["pos_embed"].shape[1] - 16
         state["pos_embed"] = state["pos_embed"][:, :n_pre + 8]

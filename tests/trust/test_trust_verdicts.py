@@ -14,6 +14,7 @@ from scipy import stats
 from viz.trust import (MARGIN_FLOOR, Faithfulness, MethodTrust, ProtocolsReport, TrustReport, auc_error, every_other,
                        fractions, kendall_tau, margin, verdict_of)
 from viz.trust.dataset import bootstrap_ci, folder_table, folder_verdicts, score_columns
+from viz.trust.verdicts import agreement
 from viz.trust.view import verdict_kind, verdict_words
 
 GRID = np.arange(4.0).reshape(2, 2)
@@ -105,6 +106,48 @@ def test_kendall_tau_b_equals_scipys_with_ties():
         assert kendall_tau(a, b) == pytest.approx(stats.kendalltau(a, b).statistic, abs=1e-12)
     assert kendall_tau([1, 2, 3], [3, 2, 1]) == pytest.approx(-1.0)
     assert math.isnan(kendall_tau([1, 1, 1], [1, 2, 3]))
+
+
+def test_the_tie_rule_ties_scores_closer_than_their_errors_and_no_rounding_flips_tau():
+    """Two methods whose ABPCs differ by less than their errors added are tied: τ is scipy's on the scores with the
+    pair made equal; a pair that differs by 1e-6 (another CPU's rounding) no longer swings τ."""
+    a, b = [0.300, 0.301, 0.1, -0.2], [0.5, 0.4, 0.3, 0.2]
+    errors = [0.002, 0.002, 0.001, 0.001]
+    tied = stats.kendalltau([0.300, 0.300, 0.1, -0.2], b).statistic
+    assert kendall_tau(a, b, errors) == pytest.approx(tied, abs=1e-12)
+    assert kendall_tau(a, b) != pytest.approx(tied)                         # without the rule: the pair counts
+    assert kendall_tau(a, b, [0.0001] * 4) == pytest.approx(kendall_tau(a, b), abs=1e-12)   # far apart: no tie
+    rounded = [0.300 + 1e-6, 0.301 - 2e-3 - 1e-6, 0.1, -0.2]               # the near pair in either order
+    assert kendall_tau(rounded, b, errors) == kendall_tau([0.300, 0.299, 0.1, -0.2], b, errors)
+    assert kendall_tau([0.3, 0.3 + 1e-6, 0.1], [0.3, 0.2, 0.1]) != kendall_tau([0.3, 0.3 - 1e-6, 0.1], [0.3, 0.2, 0.1])
+    with pytest.raises(ValueError, match="One error per score"):
+        kendall_tau(a, b, [0.1])
+
+
+def test_the_protocols_agreement_ties_methods_within_their_curves_errors():
+    """A report's agreement applies the rule with each method's own ABPC error (``auc_error["abpc"]``)."""
+    x = fractions(11)
+
+    def curves(deletion_level: float, wobble: float) -> Faithfulness:     # an error of about ``wobble``
+        deletion = deletion_level + wobble * (-1.0) ** np.arange(11)
+        return Faithfulness.from_curves(deletion, 1.0 - deletion, x)
+
+    near = {"a": curves(0.20, 0.0), "b": curves(0.30, 0.02), "c": curves(0.301, 0.02), "d": curves(0.6, 0.0)}
+    flipped = {**near, "c": curves(0.299, 0.02)}
+    assert near["b"].auc_error["abpc"] + near["c"].auc_error["abpc"] > abs(near["b"].abpc - near["c"].abpc)
+
+    def report_of(tokens):
+        random = flat(0.5, 0.5)
+        reports = {p: TrustReport({"index": 1, "name": "cat"}, 0.9,
+                                  {n: MethodTrust(n, GRID, f) for n, f in tokens.items()}, random, p)
+                   for p in ("tokens", "blur")}
+        reports["blur"] = TrustReport({"index": 1, "name": "cat"}, 0.9,
+                                      {n: MethodTrust(n, GRID, f) for n, f in near.items()}, random, "blur")
+        return ProtocolsReport(reports)
+
+    assert report_of(near).agreement()[1][0, 1] == 1.0 == report_of(flipped).agreement()[1][0, 1]
+    assert agreement({"tokens": {k: f.abpc for k, f in flipped.items()},
+                      "blur": {k: f.abpc for k, f in near.items()}})[1][0, 1] < 1.0      # without the errors
 
 
 def test_the_bootstrap_interval_on_tables_with_a_known_answer():

@@ -14,7 +14,7 @@ from ..model import ViTConfig
 from ..preprocess import IMAGENET_MEAN, IMAGENET_STD, INCEPTION_MEAN, INCEPTION_STD, OPENAI_CLIP_MEAN, \
     OPENAI_CLIP_STD, Preprocess
 from .infer import HEAD_DIM, STANDARD_HEADS
-from .pipelines import huggingface_preprocess, open_clip_preprocess
+from .pipelines import huggingface_preprocess, open_clip_preprocess, timm_preprocess
 
 
 def _how(field: str, value: str) -> str:
@@ -39,6 +39,9 @@ ASSUMED: dict[str, str] = {  # Assumption.key -> the sentence; viz/i18n/page.py 
                   "SigLIP 2 towers with tanh GELU need " + _how("mlp_act", '"gelu_tanh"') + ".",
     "rope_grid": "The rotary embedding is not in the file: EVA-02's, its angles scaled to the {grid} grid timm's "
                  "EVA-02 models were trained on, assumed.",
+    "rotary_family": "The rotary position embedding is not in the file: {family}'s assumed, as its tensors are "
+                     "{family}'s; if it is another model, give its timm name as \"architecture\" in a sidecar JSON "
+                     "beside the file.",
     "img_size": "The input size is not in the file: {size} assumed from its {count} position embeddings as a square "
                 "{grid} grid; if it was trained on another grid, give " + _how("img_size", "[H, W]") + ".",
     "preprocess": "The preprocessing is not in the file: the {source} convention for {family} assumed (resize "
@@ -48,6 +51,29 @@ ASSUMED: dict[str, str] = {  # Assumption.key -> the sentence; viz/i18n/page.py 
                  "crop {crop}, {interpolation}, mean {mean}, std {std}).",
     "labels": "The class names are not in the file: ImageNet-1k's assumed for its 1000 outputs; if it predicts "
               "other classes, put \"labels\" in a sidecar JSON beside the file.",
+    # timm's relative-position, parallel-block and NaFlex ViTs, SigLIP 2's NaFlex tower
+    "heads_parallel": "The number of attention heads is not in the file: {branches} branches of {heads} heads assumed, "
+                      "as the published ViTs {width} wide have; if the branches hold N heads in all, give "
+                      + _how("num_heads", "N") + ".",
+    "block_order": "Where the LayerNorms sit is not in the file: after each branch assumed (timm's *_rpn blocks), as "
+                   "the blocks have no LayerScale, which timm's pre-norm relative-position blocks all have; a pre-norm "
+                   "model trained without LayerScale needs " + _how("res_post_norm", "false") + ".",
+    "img_size_relpos": "The input size is not in the file: {size} assumed, as timm's relative-position ViTs {width} "
+                       "wide with {patch}-pixel patches are configured (the bias is computed for any grid); for "
+                       "another, give " + _how("img_size", "[H, W]") + ".",
+    "img_size_naflex": "The input size is not in the file: {size} assumed, the input timm's NaFlexViT models are "
+                       "configured for (each photo keeps its aspect ratio in at most {patches} patches); for another "
+                       "budget, give " + _how("img_size", "[H, W]") + ".",
+    "img_size_table": "The input size is not in the file: {size} assumed, the {grid} grid of its position table (each "
+                      "photo keeps its aspect ratio in at most {patches} patches); for another budget, give "
+                      + _how("img_size", "[H, W]") + ".",
+    "act_naflex": "The MLP activation is not in the file: tanh GELU assumed, as SigLIP 2's NaFlex towers have (timm's "
+                  "naflexvit_*_siglip, transformers' Siglip2VisionModel); one trained with exact GELU needs "
+                  + _how("mlp_act", '"gelu"') + ".",
+    "naflex_resize": "How the position table is resized to a photo's grid is not in the file: {interp}{aspect} "
+                     "assumed, as timm's NaFlexViT models with these registers, LayerScale and pooling resize theirs; "
+                     "for another, give pos_embed_interp (\"bicubic\" or \"bilinear\") and pos_embed_ar_preserving "
+                     "(true or false) to vit.load or in a sidecar JSON's \"config\".",
 }
 
 
@@ -82,6 +108,35 @@ def img_size(cfg: ViTConfig, count: int) -> Assumption:
     return Assumption("img_size", size=f"{cfg.img_size[0]}×{cfg.img_size[1]}", count=count, grid=f"{gh}×{gw}")
 
 
+def naflex_size(cfg: ViTConfig, fmt: str) -> Assumption:
+    """The input size a NaFlex model got from its family's configuration (timm) or its table's grid (SigLIP 2)."""
+    gh, gw = cfg.grid
+    size = f"{cfg.img_size[0]}×{cfg.img_size[1]}"
+    if fmt == "timm-naflex":
+        return Assumption("img_size_naflex", size=size, patches=gh * gw)
+    return Assumption("img_size_table", size=size, grid=f"{gh}×{gw}", patches=gh * gw)
+
+
+def family_facts(cfg: ViTConfig, fmt: str, read: dict) -> list[Assumption]:
+    """What the relative-position, parallel-block and NaFlex families took from what distinguishes timm's models
+    (``infer.format_facts``, ``infer.infer_config``) rather than from the file or its metadata."""
+    said = []
+    if cfg.parallel > 1 and "num_heads" not in read:
+        said.append(Assumption("heads_parallel", branches=cfg.parallel, heads=cfg.num_heads // cfg.parallel,
+                               width=cfg.embed_dim))
+    if cfg.res_post_norm and "res_post_norm" not in read:
+        said.append(Assumption("block_order"))
+    if cfg.rel_pos_mlp and "img_size" not in read:
+        said.append(Assumption("img_size_relpos", size=f"{cfg.img_size[0]}×{cfg.img_size[1]}", width=cfg.embed_dim,
+                               patch=cfg.patch_size))
+    if cfg.pos_embed_grid is not None and cfg.mlp_act == "gelu_tanh" and "mlp_act" not in read:
+        said.append(Assumption("act_naflex"))
+    if fmt == "timm-naflex" and not {"pos_embed_interp", "pos_embed_ar_preserving"} <= set(read):
+        aspect = ", to a square of the longer side with the top-left kept" if cfg.pos_embed_ar_preserving else ""
+        said.append(Assumption("naflex_resize", interp=f"{cfg.pos_embed_interp}, antialiased", aspect=aspect))
+    return said
+
+
 def described(prep: Preprocess) -> dict:
     """A preprocessing's fields as the sentences print them."""
     resize = prep.resize if isinstance(prep.resize, int) else f"{prep.resize[0]}×{prep.resize[1]}"
@@ -104,12 +159,22 @@ def default_preprocess(fmt: str, cfg: ViTConfig) -> tuple[Preprocess, Assumption
 
     Hugging Face key layouts: the family's image processor's defaults (ViT, BEiT, CLIP, SigLIP); OpenAI's and
     open_clip's CLIP: open_clip's defaults (shorter side to the crop, bicubic, CLIP's mean and std); torchvision: its
-    ViT weights' 256 -> 224 bilinear crop with ImageNet's mean and std; anything else timm's default configuration
-    (224 / 0.875 -> 256 -> 224, bicubic) with the family's mean and std (timm's CLIP and EVA-02 use OpenAI's; SigLIP,
-    BEiT and the ViTs without CLS token map pixels to [-1, 1], crop_pct 0.9; Google's big_vision too).
+    ViT weights' 256 -> 224 bilinear crop with ImageNet's mean and std; SigLIP 2's NaFlex tower and timm's NaFlexViT:
+    each photo at its aspect ratio in as many patches as the square input holds (Siglip2ImageProcessor's defaults
+    with the model's patch; timm's NaFlex transform at its 384-pixel input_size, 0.5/0.5); anything else timm's
+    default configuration (224 / 0.875 -> 256 -> 224, bicubic) with the family's mean and std (timm's CLIP and EVA-02
+    use OpenAI's; SigLIP, BEiT, the ViTs without CLS token, the relative-position and parallel-block ViTs map pixels
+    to [-1, 1], crop_pct 0.9; Google's big_vision too).
     """
     family = family_name(fmt, cfg)
-    if fmt in ("huggingface", "huggingface-clip"):
+    if fmt == "huggingface-clip" and cfg.pos_embed_grid is not None:   # SigLIP 2's NaFlex processor, the model's
+        gh, gw = cfg.grid                                               # patch, as many patches as its input holds
+        prep, source = huggingface_preprocess({"patch_size": cfg.patch_size, "max_num_patches": gh * gw},
+                                              "siglip2_vision_model", cfg.img_size), "Hugging Face"
+    elif fmt == "timm-naflex":   # each photo at its own aspect ratio, in as many patches as the square input has
+        prep, source = timm_preprocess({"input_size": (3, *cfg.img_size), "mean": INCEPTION_MEAN,
+                                        "std": INCEPTION_STD}, naflex_patch=cfg.patch_size), "timm"
+    elif fmt in ("huggingface", "huggingface-clip"):
         kind = cfg.family if cfg.family in ("beit", "clip", "siglip") else "vit"
         prep, source = huggingface_preprocess(None, kind, cfg.img_size), "Hugging Face"
     elif fmt == "openai-clip":
@@ -132,10 +197,13 @@ def default_preprocess(fmt: str, cfg: ViTConfig) -> tuple[Preprocess, Assumption
 
 
 def family_name(fmt: str, cfg: ViTConfig) -> str:
-    """The family whose conventions a checkpoint without metadata gets: "EVA-02", "BEiT", "SigLIP", "CLIP", "DINO",
-    "I-JEPA", "GAP ViT" (mean-pooled, no CLS token) or "ViT". A timm ViT without CLS token, head or registers is
+    """The family whose conventions a checkpoint without metadata gets: "EVA-02", "BEiT", "SigLIP", "CLIP",
+    "relative-position ViT", "parallel-block ViT", "NaFlex ViT", "DINO", "I-JEPA", "GAP ViT" (mean-pooled, no CLS
+    token) or "ViT". A timm ViT without CLS token, head or registers is
     SigLIP's mean-pooled tower (I-JEPA's at its widths); with a head, one of timm's mean-pooled classifiers."""
-    named = {"eva02": "EVA-02", "beit": "BEiT", "siglip": "SigLIP", "clip": "CLIP"}
+    named = {"eva02": "EVA-02", "beit": "BEiT", "siglip": "SigLIP", "clip": "CLIP", "dinov3": "DINOv3",
+             "rope_vit": "RoPE ViT", "relpos": "relative-position ViT", "parallel": "parallel-block ViT",
+             "naflex": "NaFlex ViT"}
     if cfg.family in named:
         return named[cfg.family]
     if fmt == "dino":

@@ -25,8 +25,16 @@ TIMM_SWAPS: Swaps = [
     (r"^pre_logits\.fc\.", "pre_logits.0."),  # timm < 0.9 representation layer (ImageNet-21k ViTs)
     (r"^(blocks\.\d+)\.gamma_([12])$", r"\1.ls\2.gamma"),  # BEiT / EVA layer scale
     (r"\.attn\.(q|k|v)_proj\.", r".attn.\1."),  # EVA-02 with separate q/k/v (fused into attn.qkv below)
+    (r"\.attn\.rel_pos\.relative_position_bias_table$", ".attn.relative_position_bias_table"),  # relpos, table kind
 ]
 TIMM_DROP = [r"relative_position_index$"]  # BEiT: a buffer some versions saved, recomputed from the grid
+# timm's NaFlexViT: the patch embedding, tokens and position table live in one ``embeds`` module; the patch projection
+# is a Linear over flattened (P, P, C) patches (made a convolution below), the table a (1, h, w, D) grid.
+NAFLEX_SWAPS: Swaps = [
+    (r"^module\.", ""),
+    (r"^embeds\.proj\.", "patch_embed.proj."),
+    (r"^embeds\.(cls_token|reg_token|pos_embed)$", r"\1"),
+]
 DINO_SWAPS: Swaps = [
     (r"^module\.", ""),
     (r"^backbone\.", ""),                     # DINO training checkpoints wrap the ViT as .backbone
@@ -149,6 +157,31 @@ HF_CLIP_SWAPS: Swaps = [  # Hugging Face CLIPModel / CLIPVisionModel(WithProject
     (r"\.self_attn\.out_proj\.", ".attn.proj."),
 ]
 HF_CLIP_DROP = [r"position_ids$"]  # a buffer older transformers saved
+META_DINOV3_SWAPS: Swaps = [  # facebookresearch/dinov3's DinoVisionTransformer (its hub files, a teacher's backbone)
+    (r"^module\.", ""),
+    (r"^backbone\.", ""),
+    (r"^storage_tokens$", "reg_token"),                     # its registers
+    (r"\.mlp\.w1\.", ".mlp.fc1_g."),                        # SwiGLUFFN: silu(w1 x) · w2 x -> w3
+    (r"\.mlp\.w2\.", ".mlp.fc1_x."),
+    (r"\.mlp\.w3\.", ".mlp.fc2."),
+]
+# the pre-training mask token, the norm of local crops' CLS (training only), the RoPE periods (recomputed, checked
+# by vit.checkpoints.families), the training heads of a full checkpoint
+META_DINOV3_DROP = [r"(^|\.)mask_token$", r"^(module\.)?(backbone\.)?local_cls_norm\.", r"rope_embed\.periods$",
+                    r"^(module\.)?(dino_head|ibot_head|dino_loss|ibot_patch_loss)\."]
+HF_DINOV3_SWAPS: Swaps = [  # transformers' DINOv3ViTModel / DINOv3ViTBackbone
+    (r"^model\.layer\.", "layer."),                          # transformers >= 5 in-memory -> file layout
+    (r"^embeddings\.cls_token$", "cls_token"),
+    (r"^embeddings\.register_tokens$", "reg_token"),
+    (r"^embeddings\.patch_embeddings\.", "patch_embed.proj."),
+    (r"^layer\.(\d+)\.", r"blocks.\1."),
+    (r"\.attention\.(q|k|v)_proj\.", r".attn.\1."),       # fused into attn.qkv below
+    (r"\.attention\.o_proj\.", ".attn.proj."),
+    (r"\.layer_scale([12])\.lambda1$", r".ls\1.gamma"),
+    (r"\.mlp\.gate_proj\.", ".mlp.fc1_g."),                 # gated: silu(gate) · up -> down
+    (r"\.mlp\.down_proj\.", ".mlp.fc2."),                   # up_proj: fc1_x beside a gate, else fc1 (below)
+]
+HF_DINOV3_DROP = [r"^embeddings\.mask_token$", r"inv_freq$"]
 OPEN_CLIP_TIMM_SWAPS: Swaps = [  # open_clip's TimmModel (SigLIP, SigLIP 2): the timm model is its image tower's trunk
     (r"^module\.", ""),
     (r"^visual\.trunk\.", ""),
@@ -170,8 +203,168 @@ def swap_keys(state_dict: dict, swaps: Swaps, drop: list[str] = ()) -> dict:
 
 
 def timm_filter_fn(state_dict: dict) -> dict:
-    """timm's ViT (also its CLIP and SigLIP towers), EVA-02 and BEiT -> ours."""
-    return _timm_clip_projection(_split_glu(_fuse_qkv(swap_keys(state_dict, TIMM_SWAPS, TIMM_DROP))))
+    """timm's ViT (its CLIP and SigLIP towers, relative-position and parallel-block ViTs too), EVA-02, BEiT, DINOv3
+    and RoPE ViTs -> ours."""
+    sd = _share_rel_pos(_fold_parallel(_split_mixed_rope(swap_keys(state_dict, TIMM_SWAPS, TIMM_DROP))))
+    return _timm_clip_projection(_split_glu(_fuse_qkv(_prefix_rows(sd))))
+
+
+def _prefix_rows(sd: dict) -> dict:
+    """timm's relpos table (``rel_pos_type='bias'``) has BEiT's 3 prefix rows only with a CLS token: without one,
+    (2gh-1)(2gw-1) rows, an odd square, get 3 zero rows (never read: there is no prefix token)."""
+    out = dict(sd)
+    for k, t in sd.items():
+        if k.endswith("attn.relative_position_bias_table") and math.isqrt(t.shape[0]) ** 2 == t.shape[0]:
+            out[k] = torch.cat([t, t.new_zeros(3, t.shape[1])])
+    return out
+
+
+def naflex_filter_fn(state_dict: dict) -> dict:
+    """timm's NaFlexViT -> ours: the ``embeds`` module's tensors renamed, the Linear patch projection made the
+    convolution it equals, the (1, h, w, D) position grid flattened row-major; the blocks are timm's ViT blocks."""
+    sd = swap_keys(state_dict, NAFLEX_SWAPS)
+    table = sd.get("pos_embed")
+    if table is not None and table.ndim == 4:                        # (1, h, w, D) -> (1, h·w, D)
+        sd["pos_embed"] = table.flatten(1, 2)
+    return timm_filter_fn(_conv_patch_embed(sd, channels_last=True))
+
+
+def _conv_patch_embed(sd: dict, channels_last: bool) -> dict:
+    """A patch projection stored as a Linear over flattened patches, (D, P·P·C), -> the Conv2d weight (D, C, P, P)
+    that computes the same (SigLIP 2's NaFlex tower and timm's NaFlexViT flatten each patch as (P, P, C), channels
+    last; C = 3, RGB)."""
+    w = sd.get("patch_embed.proj.weight")
+    if w is None or w.ndim != 2:
+        return sd
+    D, n = w.shape
+    P = math.isqrt(n // 3)
+    if 3 * P * P != n:
+        raise ValueError(f"The patch projection has {n} inputs per patch, which is not P·P·3 for RGB patches of a "
+                         f"square side P! Expected e.g. 768 (16×16×3).")
+    conv = w.reshape(D, P, P, 3).permute(0, 3, 1, 2) if channels_last else w.reshape(D, 3, P, P)
+    return {**sd, "patch_embed.proj.weight": conv.contiguous()}
+
+
+def _share_rel_pos(sd: dict) -> dict:
+    """timm's vit_srelpos_*: one relative-position MLP shared by every block (``shared_rel_pos.mlp.*``) -> the same
+    tensors in every block's ``attn.rel_pos.mlp`` (the function is the same; each block then holds its copy)."""
+    shared = {k: v for k, v in sd.items() if k.startswith("shared_rel_pos.")}
+    if not shared:
+        return sd
+    out = {k: v for k, v in sd.items() if k not in shared}
+    blocks = sorted({int(m[1]) for k in sd if (m := re.match(r"blocks\.(\d+)\.", k))})
+    for i in blocks:
+        for k, v in shared.items():
+            out[f"blocks.{i}.attn.rel_pos.{k.removeprefix('shared_rel_pos.')}"] = v
+    return out
+
+
+def _fold_parallel(sd: dict) -> dict:
+    """timm's parallel blocks (ParallelThingsBlock, ``*_18x2``): x + Σⱼ lsⱼ(attnⱼ(normⱼ(x))), then the same with the
+    MLPs, -> one block of ours with the branches side by side: attention branch j's H heads become heads j·H … j·H+H−1
+    (qkv rows stacked per q, k, v; proj columns side by side), MLP branch j's units units j·M … of one MLP.
+
+    Each branch reads its own LayerNorm; only the affine part differs between them, so it is folded into the
+    projection that reads it, W·(γ ⊙ n + β) + b = (W·diag γ)·n + (W·β + b), and the block's norms become plain
+    normalisations (weight 1, bias 0); each branch's LayerScale is folded into its output projection the same way.
+    The function is the same (computed in float64, then stored in the checkpoint's dtype). Tensors of a branch that
+    has more than norm, attn / mlp and ls are passed through for strict loading to name."""
+    found = {int(m[1]) for k in sd if (m := re.match(r"blocks\.(\d+)\.attns\.\d+\.", k))}
+    if not found:
+        return sd
+    out = dict(sd)
+    for i in sorted(found):
+        b = f"blocks.{i}"
+        n = 1 + max(int(m[1]) for k in sd if (m := re.match(rf"{b}\.attns\.(\d+)\.", k)))
+        attn = [_fold_branch(out, f"{b}.attns.{j}", "attn", "qkv", "proj") for j in range(n)]
+        mlp = [_fold_branch(out, f"{b}.ffns.{j}", "mlp", "fc1", "fc2") for j in range(n)]
+        D = attn[0][2].shape[0]
+        q_k_v = [w.chunk(3, dim=0) for w, _, _, _ in attn]
+        q_k_v_bias = [bias.chunk(3, dim=0) for _, bias, _, _ in attn]
+        out[f"{b}.attn.qkv.weight"] = torch.cat([parts[p] for p in range(3) for parts in q_k_v])
+        out[f"{b}.attn.qkv.bias"] = torch.cat([parts[p] for p in range(3) for parts in q_k_v_bias])
+        out[f"{b}.attn.proj.weight"] = torch.cat([w for _, _, w, _ in attn], dim=1)
+        out[f"{b}.attn.proj.bias"] = sum(bias for _, _, _, bias in attn)
+        out[f"{b}.mlp.fc1.weight"] = torch.cat([w for w, _, _, _ in mlp])
+        out[f"{b}.mlp.fc1.bias"] = torch.cat([bias for _, bias, _, _ in mlp])
+        out[f"{b}.mlp.fc2.weight"] = torch.cat([w for _, _, w, _ in mlp], dim=1)
+        out[f"{b}.mlp.fc2.bias"] = sum(bias for _, _, _, bias in mlp)
+        dtype = attn[0][0].dtype
+        for norm in ("norm1", "norm2"):
+            out[f"{b}.{norm}.weight"], out[f"{b}.{norm}.bias"] = torch.ones(D, dtype=dtype), torch.zeros(D, dtype=dtype)
+    return out
+
+
+def _fold_branch(sd: dict, prefix: str, inner: str, into: str, out_of: str):
+    """Pop one parallel branch (``prefix``.norm, ``prefix``.``inner``.``into`` / ``out_of``, ``prefix``.ls) from ``sd``
+    -> (input weight, input bias, output weight, output bias) with the norm's affine part folded into the input
+    projection and the LayerScale into the output one."""
+    dtype = sd[f"{prefix}.{inner}.{into}.weight"].dtype
+    get = lambda key: None if key not in sd else sd.pop(key).double()        # noqa: E731
+    gamma, beta = get(f"{prefix}.norm.weight"), get(f"{prefix}.norm.bias")
+    w_in, b_in = get(f"{prefix}.{inner}.{into}.weight"), get(f"{prefix}.{inner}.{into}.bias")
+    w_out, b_out = get(f"{prefix}.{inner}.{out_of}.weight"), get(f"{prefix}.{inner}.{out_of}.bias")
+    scale = get(f"{prefix}.ls.gamma")
+    b_in = torch.zeros(w_in.shape[0], dtype=torch.float64) if b_in is None else b_in
+    b_out = torch.zeros(w_out.shape[0], dtype=torch.float64) if b_out is None else b_out
+    if beta is not None:
+        b_in = b_in + w_in @ beta
+    if gamma is not None:
+        w_in = w_in * gamma
+    if scale is not None:
+        w_out, b_out = w_out * scale[:, None], b_out * scale
+    return tuple(t.to(dtype) for t in (w_in, b_in, w_out, b_out))
+
+
+
+def _split_mixed_rope(sd: dict) -> dict:
+    """timm's RoPE-Mixed keeps every block's learnt frequencies in one (2, L, H, Dh/2) tensor, rope.freqs -> each
+    block's own blocks.i.attn.rope_freqs (2, H, Dh/2)."""
+    freqs = sd.get("rope.freqs")
+    if freqs is None or freqs.ndim != 4:
+        return sd
+    out = {k: v for k, v in sd.items() if k != "rope.freqs"}
+    out.update({f"blocks.{i}.attn.rope_freqs": freqs[:, i] for i in range(freqs.shape[1])})
+    return out
+
+
+def meta_dinov3_filter_fn(state_dict: dict) -> dict:
+    """facebookresearch/dinov3's ViTs -> ours: registers, SwiGLU, and the masked key bias applied (bias × bias_mask,
+    LinearKMaskedBias): with the mask's usual zeros on k, q and v biases (``attn.q_bias``, ``attn.v_bias``)."""
+    return _masked_qkv_bias(swap_keys(state_dict, META_DINOV3_SWAPS, META_DINOV3_DROP))
+
+
+def _masked_qkv_bias(sd: dict) -> dict:
+    out = {k: v for k, v in sd.items() if not k.endswith(".attn.qkv.bias_mask")}
+    for k in [k for k in sd if k.endswith(".attn.qkv.bias_mask")]:
+        prefix, mask = k.removesuffix(".qkv.bias_mask"), sd[k].float()
+        bias = out.pop(f"{prefix}.qkv.bias", None)
+        if bias is None:
+            continue
+        if not torch.isfinite(mask).all():
+            raise ValueError(f"{k} holds NaN: the file was saved before its key-bias mask was set (DINOv3 fills it "
+                             f"with NaN until init_weights). Expected 1 on q and v and 0 on k.")
+        bias = bias.float() * mask
+        D = bias.shape[0] // 3
+        if bool((mask[:D] == 1).all() and (mask[D:2 * D] == 0).all() and (mask[2 * D:] == 1).all()):
+            out[f"{prefix}.q_bias"], out[f"{prefix}.v_bias"] = bias[:D], bias[2 * D:]
+        else:                                                          # another mask: the masked bias as it is
+            out[f"{prefix}.qkv.bias"] = bias
+    return out
+
+
+def huggingface_dinov3_filter_fn(state_dict: dict) -> dict:
+    """transformers' DINOv3 ViT -> ours: renames, q/k/v fused (no key bias: q and v biases), the MLP's up_proj as
+    the value of a gated MLP or the first layer of a plain one."""
+    out = swap_keys(state_dict, HF_DINOV3_SWAPS, HF_DINOV3_DROP)
+    if "reg_token" in out and out["reg_token"].numel() == 0:        # num_register_tokens 0: an empty parameter
+        del out["reg_token"]
+    gated = {m[1] for k in out if (m := re.match(r"(blocks\.\d+)\.mlp\.fc1_g\.", k))}
+    renamed = {}
+    for k, v in out.items():
+        m = re.match(r"(blocks\.\d+)\.mlp\.up_proj\.(weight|bias)$", k)
+        renamed[f"{m[1]}.mlp.{'fc1_x' if m[1] in gated else 'fc1'}.{m[2]}" if m else k] = v
+    return _fuse_qkv(renamed)
 
 
 def _timm_clip_projection(sd: dict) -> dict:
@@ -195,7 +388,7 @@ def openai_clip_filter_fn(state_dict: dict) -> dict:
 def huggingface_clip_filter_fn(state_dict: dict) -> dict:
     """Hugging Face CLIP / SigLIP -> ours: renames, separate q/k/v stacked into attn.qkv, the MAP head's
     in_proj split into q and kv, text tower under ``text.``."""
-    out = _fuse_qkv(swap_keys(state_dict, HF_CLIP_SWAPS, HF_CLIP_DROP))
+    out = _conv_patch_embed(_fuse_qkv(swap_keys(state_dict, HF_CLIP_SWAPS, HF_CLIP_DROP)), channels_last=True)
     return _split_probe_in_proj({k: _clip_tensor(k, v, transposed_proj=False) for k, v in out.items()})
 
 
@@ -342,6 +535,7 @@ def _google_tensor(key: str, t: torch.Tensor) -> torch.Tensor:
 
 FILTERS = {
     "timm": timm_filter_fn,
+    "timm-naflex": naflex_filter_fn,
     "openai-clip": openai_clip_filter_fn,
     "open-clip-timm": open_clip_timm_filter_fn,
     "huggingface-clip": huggingface_clip_filter_fn,
@@ -349,6 +543,8 @@ FILTERS = {
     "torchvision": torchvision_filter_fn,
     "huggingface": huggingface_filter_fn,
     "google-npz": google_filter_fn,
+    "dinov3": meta_dinov3_filter_fn,
+    "huggingface-dinov3": huggingface_dinov3_filter_fn,
 }
 
 
@@ -357,6 +553,10 @@ def detect_format(state_dict: dict) -> str:
     keys = list(state_dict)
     if any(k.endswith("embeddings.patch_embeddings.projection.weight") for k in keys):
         return "huggingface"
+    if "embeddings.patch_embeddings.weight" in state_dict and "embeddings.register_tokens" in state_dict:
+        return "huggingface-dinov3"
+    if any(re.fullmatch(r"(module\.)?(backbone\.)?(storage_tokens|rope_embed\.periods)", k) for k in keys):
+        return "dinov3"
     if any(re.fullmatch(r"(module\.)?visual\.class_embedding", k) for k in keys):
         return "openai-clip"
     if any(re.match(r"(module\.)?visual\.trunk\.patch_embed\.", k) for k in keys):
@@ -368,6 +568,8 @@ def detect_format(state_dict: dict) -> str:
     if any(k.endswith("embedding/kernel") for k in keys):
         return "google-npz"
     plain = {re.sub(r"^(module\.)?(backbone\.)?", "", k) for k in keys}
+    if "embeds.proj.weight" in plain:                                  # timm's NaFlexViT
+        return "timm-naflex"
     if "patch_embed.proj.weight" in plain:
         dino_wrapped = any(re.match(r"^(module\.)?backbone\.", k) for k in keys)
         if dino_wrapped:
@@ -380,9 +582,12 @@ def detect_format(state_dict: dict) -> str:
                      f"Google ViT (or of an OpenAI / open_clip CLIP), but got: {shown or 'no tensors at all'}.")
 
 
-# Keys only timm's CLIP, SigLIP, EVA and BEiT models have: such a checkpoint without a head is timm's, not DINO's (nor
-# is one without a CLS token: every DINO has one, timm's SigLIP towers and mean-pooled ViTs have none).
-TIMM_FAMILY_KEYS = r"^(norm_pre\.|attn_pool\.|fc_norm\.)|\.attn\.(q_bias|relative_position_bias_table|q_proj\.)|\.gamma_1$|\.mlp\.fc1_g\."
+# Keys only timm's CLIP, SigLIP, EVA, BEiT, relative-position and parallel-block models have: such a checkpoint
+# without a head is timm's, not DINO's (nor is one without a CLS token: every DINO has one, timm's SigLIP towers and
+# mean-pooled ViTs have none).
+TIMM_FAMILY_KEYS = (r"^(norm_pre\.|attn_pool\.|fc_norm\.|shared_rel_pos\.)"
+                    r"|\.attn\.(q_bias|relative_position_bias_table|q_proj\.|rel_pos\.)"
+                    r"|\.gamma_1$|\.mlp\.fc1_g\.|\.attns\.0\.")
 
 
 def checkpoint_filter_fn(state_dict: dict, fmt: str | None = None) -> dict:

@@ -2,7 +2,8 @@
 
 transformers (``model_type`` in config.json): ViTForImageClassification / DeiT / BEiT / data2vec-vision, DINOv2
 (with or without registers), MAE's encoder and MSN (format "huggingface"), CLIPModel,
-CLIPVisionModel(WithProjection), SiglipVisionModel and SiglipModel's image tower (format "huggingface-clip").
+CLIPVisionModel(WithProjection), SiglipVisionModel and SiglipModel's image tower, Siglip2VisionModel and Siglip2Model's
+NaFlex image tower (format "huggingface-clip"), DINOv3ViTModel / DINOv3ViTBackbone (format "huggingface-dinov3").
 Tensors are renamed by the format's filter in ``vit.checkpoints.formats``; this module reads what lies around them:
 config.json (heads, LayerNorm eps, activation, image size, id2label, the text tower's config),
 preprocessor_config.json, and a CLIP tokenizer's vocab.json + merges.txt.
@@ -22,23 +23,25 @@ Every folder's preprocessing is its source's own (``vit.checkpoints.pipelines``)
 from __future__ import annotations
 
 import json
+import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import assumptions
-from .files import read_file
+from .files import read_file, regular_file
 from .pipelines import huggingface_preprocess, huggingface_processor_name, open_clip_preprocess, timm_preprocess
-from .timm_names import architecture_config, plain_mlp_activation
+from .timm_names import architecture_config, naflex_architecture, plain_mlp_activation
 from ..clip.tokenizer import Tokenizer
 from ..preprocess import Preprocess
 
 HF_ACTIVATIONS = {"gelu": "gelu", "quick_gelu": "quick_gelu", "gelu_pytorch_tanh": "gelu_tanh",
                   "gelu_new": "gelu_tanh"}  # transformers' hidden_act -> ViTConfig.mlp_act
-CLIP_TYPES = ("clip", "clip_vision_model", "siglip", "siglip_vision_model")
+CLIP_TYPES = ("clip", "clip_vision_model", "siglip", "siglip_vision_model", "siglip2", "siglip2_vision_model")
 VIT_TYPES = ("vit", "deit", "vit_msn", "vit_mae")          # ViT's layout and pooling (MAE: its encoder, unmasked)
 BEIT_TYPES = ("beit", "data2vec-vision")                  # relative position bias, layer scale, mean pooling
 DINOV2_TYPES = ("dinov2", "dinov2_with_registers")        # layer scale, registers, SwiGLU for the giant
-SUPPORTED_TYPES = (*VIT_TYPES, *BEIT_TYPES, *DINOV2_TYPES, *CLIP_TYPES)
+SUPPORTED_TYPES = (*VIT_TYPES, *BEIT_TYPES, *DINOV2_TYPES, *CLIP_TYPES, "dinov3_vit")
 OPEN_CLIP_TIMM_PROJECTIONS = ("none", "linear")  # open_clip's timm_proj: none, or a bias-free Linear (proj_bias false)
 
 
@@ -74,6 +77,8 @@ def read_folder(folder: Path) -> HuggingFaceFolder:
         return _read_dinov2_folder(folder, hf)
     if kind in CLIP_TYPES:
         return _read_clip_folder(folder, hf)
+    if kind == "dinov3_vit":
+        return _read_dinov3_folder(folder, hf)
     raise ValueError(f"{folder}: unsupported Hugging Face model_type {kind!r}! Expected one of "
                      f"{', '.join(repr(t) for t in SUPPORTED_TYPES)}, or a timm folder (config.json with "
                      f"'architecture') or an open_clip folder (open_clip_config.json).")
@@ -119,16 +124,24 @@ def _folder(folder: Path, hf: dict, state: dict, config: dict, model_type: str) 
 def _read_clip_folder(folder: Path, hf: dict) -> HuggingFaceFolder:
     """CLIP / SigLIP: the image tower's settings live in vision_config (or at the top level for a vision model)."""
     kind = hf["model_type"]
-    vision = hf.get("vision_config", hf) if kind in ("clip", "siglip") else hf
+    vision = hf.get("vision_config", hf) if kind in ("clip", "siglip", "siglip2") else hf
     config = _encoder_config(vision, default_eps=1e-5 if kind.startswith("clip") else 1e-6)
     config["mlp_act"] = _activation(folder, vision)
+    defaults = {}
+    if kind.startswith("siglip2"):  # NaFlex: without preprocessor_config.json, the model's patch and table size
+        defaults = {"patch_size": vision.get("patch_size", 16), "max_num_patches": vision.get("num_patches", 256)}
+    preprocess, assumed = _processor(folder, kind, config["img_size"], defaults)
+    if kind.startswith("siglip2"):  # a square table of num_patches resized to each photo's own grid
+        side = math.isqrt(int(vision.get("num_patches", 256)))
+        config.update(pos_embed_grid=(side, side), pos_embed_interp="bilinear", pos_embed_antialias=True,
+                      img_size=preprocess.crop)
     if kind.startswith("siglip") and not vision.get("vision_use_head", True):
         raise ValueError(f"{folder}: a SigLIP image tower without its attention-pooling head (vision_use_head "
                          f"false) is not supported! Expected the MAP head.")
     state = _read_weights(folder)
     text_config, tokenizer = {}, None
-    if kind == "siglip":  # SigLIP's text tower is not CLIP's (no causal mask, sigmoid loss): its image tower only
-        state = {k: v for k, v in state.items() if not k.startswith("text_model.") and k not in
+    if kind in ("siglip", "siglip2"):  # SigLIP's text tower is not CLIP's (no causal mask, sigmoid loss): its image
+        state = {k: v for k, v in state.items() if not k.startswith("text_model.") and k not in  # tower only
                  ("logit_scale", "logit_bias")}
     if kind == "clip":
         text = hf.get("text_config", {})
@@ -142,8 +155,29 @@ def _read_clip_folder(folder: Path, hf: dict) -> HuggingFaceFolder:
             text_config["eot_token_id"] = tokenizer.eot_id
         elif text.get("eos_token_id", 2) != 2:  # 2: configs from before transformers knew it (argmax pooling)
             text_config["eot_token_id"] = text["eos_token_id"]
-    preprocess, assumed = _processor(folder, kind, config["img_size"])
     return HuggingFaceFolder(state, config, None, preprocess, "huggingface-clip", text_config, tokenizer,
+                             assumptions=assumed)
+
+
+def _read_dinov3_folder(folder: Path, hf: dict) -> HuggingFaceFolder:
+    """DINOv3ViTModel / DINOv3ViTBackbone: its rotation's base (rope_theta), heads, eps, size and MLP from config.json
+    (the rest of DINOv3's rotation is its family's, ``vit.checkpoints.families``)."""
+    for name in ("proj_bias", "mlp_bias"):
+        if not hf.get(name, True):
+            raise ValueError(f"{folder}: a DINOv3 without {name.replace('_', ' ')}es ({name} false) is not supported! "
+                             f"Expected the published models' biases.")
+    if hf.get("query_bias", True) != hf.get("value_bias", True):
+        raise ValueError(f"{folder}: a query bias without a value bias (or the reverse) is not supported! Expected "
+                         f"query_bias and value_bias both true (DINOv3's) or both false.")
+    gated = bool(hf.get("use_gated_mlp", False))
+    if gated and hf.get("hidden_act", "silu") != "silu":
+        raise ValueError(f"{folder}: a gated MLP with hidden_act {hf['hidden_act']!r} is not supported! Expected "
+                         f"'silu' (SwiGLU, DINOv3's).")
+    config = _encoder_config(hf, default_eps=1e-5)
+    config.update(mlp_act="swiglu" if gated else _activation(folder, hf),
+                  rope_temperature=float(hf.get("rope_theta", 100.0)))
+    preprocess, assumed = _processor(folder, "dinov3_vit", config["img_size"])
+    return HuggingFaceFolder(_read_weights(folder), config, None, preprocess, "huggingface-dinov3",
                              assumptions=assumed)
 
 
@@ -151,16 +185,19 @@ def _read_timm_folder(folder: Path, timm_cfg: dict) -> HuggingFaceFolder:
     """A timm Hub folder: config.json {"architecture", "num_classes", "pretrained_cfg": {...}} + the weights."""
     arch = str(timm_cfg["architecture"])
     pretrained = timm_cfg.get("pretrained_cfg") or {}
-    config = architecture_config(arch)
+    config = {**architecture_config(arch), **naflex_architecture(arch)}
     model_args = timm_cfg.get("model_args") or {}
     if isinstance(model_args.get("num_heads"), int):  # push_to_hub(model_args=...) writes what it was made with
         config["num_heads"] = model_args["num_heads"]
     preprocess = None
     if "input_size" in pretrained:  # else the architecture's own config, which only timm knows: the loader's default
-        preprocess = timm_preprocess(pretrained)
+        patch = re.search(r"_patch(\d+)", arch) if arch.startswith("naflexvit_") else None
+        preprocess = timm_preprocess(pretrained, naflex_patch=int(patch[1]) if patch else None)
         config["img_size"] = preprocess.crop
     labels = pretrained.get("label_names") or timm_cfg.get("label_names")
-    return HuggingFaceFolder(_read_weights(folder), config, list(labels) if labels else None, preprocess, "timm",
+    state = _read_weights(folder)
+    fmt = "timm-naflex" if "embeds.proj.weight" in state else "timm"     # NaFlexViT keeps its embeddings apart
+    return HuggingFaceFolder(state, config, list(labels) if labels else None, preprocess, fmt,
                              activation=plain_mlp_activation(arch))
 
 
@@ -228,15 +265,20 @@ def _activation(folder: Path, hf: dict) -> str:
     return HF_ACTIVATIONS[act]
 
 
-def _processor(folder: Path, model_type: str, img_size: tuple[int, int]) -> tuple[Preprocess, tuple]:
+def _processor(folder: Path, model_type: str, img_size: tuple[int, int],
+               defaults: dict | None = None) -> tuple[Preprocess, tuple]:
     """The folder's image processor (preprocessor_config.json, else its class's defaults at the model's size, said
-    to be assumed)."""
+    to be assumed); ``defaults``: settings the model fixes where the file says nothing (a NaFlex tower's patch and
+    table size)."""
     settings = _read_json(folder / "preprocessor_config.json")
+    given = settings
+    if defaults:
+        settings = {**defaults, **(settings or {})}
     try:
         preprocess = huggingface_preprocess(settings, model_type, img_size)
     except ValueError as e:
         raise ValueError(f"{folder}: {e}") from None
-    if settings is not None:
+    if given is not None:
         return preprocess, ()
     name = huggingface_processor_name({}, model_type)
     return preprocess, (assumptions.Assumption("processor", processor=name, **assumptions.described(preprocess)),)
@@ -246,7 +288,7 @@ def _read_json(path: Path) -> dict | None:
     if not path.is_file():
         return None
     try:
-        return json.loads(path.read_text())
+        return json.loads(regular_file(path).read_text())
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise ValueError(f"{path} is not valid JSON: {e}") from None
 

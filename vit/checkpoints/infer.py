@@ -3,8 +3,10 @@
 Only the number of heads is invisible in the shapes (qkv is (3D, D) for any H); it comes from metadata
 (a Hugging Face config, a Google kernel, a sidecar JSON) or the paper's variants, else 64 dims per head.
 The family features are read off their tensors too (norm_pre, attn_pool, q_bias, a relative-position
-table, SwiGLU's fc1_g, proj); what no tensor shows (QuickGELU, EVA-02's rotary embedding) follows the
-family's convention, see ``infer_config``.
+table or MLP, SwiGLU's fc1_g, proj, a qkv wider than 3D for folded parallel blocks); what no tensor shows
+(QuickGELU, EVA-02's rotary embedding, timm's res-post-norm) follows the family's convention, see
+``infer_config``; what only the key layout shows (NaFlex position tables and how they are resized) is read by
+``format_facts`` before the keys are renamed.
 """
 from __future__ import annotations
 
@@ -24,6 +26,9 @@ HEADS_WITHOUT_CLS = {1536: 16}  # SigLIP 2's g-opt towers
 HEAD_DIM = 64
 EVA02_ROPE_REF_GRID = (16, 16)  # timm's ref_feat_shape of every eva02_* model: the 224/14 grid it was pretrained on
 CLIP_LAYER_NORM_EPS = 1e-5      # OpenAI's, open_clip's, timm's and Hugging Face's CLIP towers use torch's default
+# timm's relative-position ViTs are 224 pixels, except the two 896-wide "plus" models (their pretrained_cfg input_size).
+RELPOS_IMG_SIZES = {(896, 32): 256, (896, 16): 240}  # (width, patch) -> side
+RELPOS_IMG_SIZE = 224
 
 
 def default_num_heads(embed_dim: int, class_token: bool = True, pooled_classifier: bool = False) -> int:
@@ -56,6 +61,7 @@ def infer_config(sd: dict, **overrides) -> ViTConfig:
     swiglu = "blocks.0.mlp.fc1_g.weight" in sd
     qv_bias_only = "blocks.0.attn.q_bias" in sd                 # BEiT / EVA-02: no key bias
     fc1 = sd.get("blocks.0.mlp.fc1_g.weight" if swiglu else "blocks.0.mlp.fc1.weight")
+    rel_mlp = sd.get("blocks.0.attn.rel_pos.mlp.fc2.weight")    # timm's vit_relpos: (heads, hidden)
     fields = dict(
         patch_size=int(P), in_chans=int(C), embed_dim=int(D), depth=max(blocks) + 1,
         mlp_dim=int(fc1.shape[0]) if fc1 is not None else 4 * int(D),
@@ -71,7 +77,13 @@ def infer_config(sd: dict, **overrides) -> ViTConfig:
         attn_norm="blocks.0.attn.norm.weight" in sd,
         mlp_norm="blocks.0.mlp.norm.weight" in sd,
         proj_dim=int(sd["proj.weight"].shape[0]) if "proj.weight" in sd else None,
+        prefix_norm="cls_norm.weight" in sd,                     # DINOv3's untied norm of CLS and registers
     )
+    if rel_mlp is not None and "blocks.0.attn.rel_pos.mlp.fc2.bias" not in sd:
+        raise ValueError("timm's relative-position MLP in Swin V2 mode (rel_pos_type 'mlp_swin': a sigmoid bias "
+                         "times 16, no fc2 bias) is not supported; timm's vit_relpos_* models use its 'cr' mode.")
+    if rel_mlp is not None:  # timm's relpos blocks have LayerScale, its res-post-norm (*_rpn) blocks none
+        fields.update(rel_pos_mlp=True, rel_pos_mlp_dim=int(rel_mlp.shape[1]), res_post_norm=not fields["layer_scale"])
     if swiglu:
         fields.update(mlp_act="swiglu")
         if qv_bias_only:  # EVA-02's signature (SwiGLU + q/v biases); its rotary angles are not in the file
@@ -93,6 +105,9 @@ def infer_config(sd: dict, **overrides) -> ViTConfig:
         and fields.get("global_pool") == "avg" and not fields.get("fc_norm")
     fields["num_heads"] = int(table.shape[1]) if table is not None else \
         default_num_heads(int(D), class_token, pooled_classifier)
+    if rel_mlp is not None:                                        # the MLP has one output per head
+        fields["num_heads"] = int(rel_mlp.shape[0])
+    fields.update(_parallel_fields(sd, int(D), fields["num_heads"], overrides))
     known = {f.name for f in dataclasses.fields(ViTConfig)}
     unknown = set(overrides) - known
     if unknown:
@@ -100,10 +115,32 @@ def infer_config(sd: dict, **overrides) -> ViTConfig:
     return ViTConfig(**{**fields, **overrides})
 
 
+def _parallel_fields(sd: dict, D: int, heads: int, overrides: dict) -> dict:
+    """Folded parallel blocks (``formats._fold_parallel``): a qkv of 3·P·D rows holds P branches of ``heads`` heads
+    of width D/heads each -> head_dim, P·heads heads in all, parallel = P. Nothing for a plain qkv (3D rows)."""
+    qkv = sd.get("blocks.0.attn.qkv.weight")
+    if qkv is None or qkv.shape[0] == 3 * D:
+        return {}
+    inner = int(qkv.shape[0]) // 3
+    if inner % D:
+        raise ValueError(f"The attention's qkv has {qkv.shape[0]} rows, neither 3·D = {3 * D} nor 3·D times a number "
+                         f"of parallel branches!")
+    branches = inner // D
+    per_branch = overrides.get("num_heads", branches * heads) // branches
+    return dict(parallel=branches, num_heads=branches * per_branch, head_dim=D // per_branch)
+
+
 def _grid_without_pos_embed(sd: dict, P: int, overrides: dict) -> dict:
-    """img_size of a model without absolute position embeddings (BEiT): from its relative-position table. Without
-    one, the file says nothing of its tokens' positions: it opens only when the caller says it has none
-    (``pos_embed_kind="none"``) and gives its size, or says how its positions work (the rotary features)."""
+    """img_size of a model without absolute position embeddings: from BEiT's relative-position table, or, for timm's
+    relative-position MLP (any grid), the size of timm's models of that width and patch. Without either, the file
+    says nothing of its tokens' positions: it opens only when the caller says it has none (``pos_embed_kind="none"``)
+    and gives its size, or says how its positions work (the rotary features)."""
+    if "blocks.0.attn.rel_pos.mlp.fc1.weight" in sd:
+        if "img_size" in overrides:
+            return {}
+        D = int(sd["patch_embed.proj.weight"].shape[0])
+        side = RELPOS_IMG_SIZES.get((D, P), RELPOS_IMG_SIZE)
+        return dict(img_size=(side, side))
     table = sd.get("blocks.0.attn.relative_position_bias_table")
     positions_given = overrides.get("pos_embed_kind") == "none" or overrides.get("rope")
     if "img_size" in overrides and (table is not None or positions_given):
@@ -112,20 +149,21 @@ def _grid_without_pos_embed(sd: dict, P: int, overrides: dict) -> dict:
         raise ValueError("Cannot infer the image size: the checkpoint has neither position embeddings (pos_embed) "
                          "nor a relative position bias table, so where its tokens are is not in the file. A RoPE ViT "
                          "(timm's vit_*_rope_*, DINOv3) rotates them by a rule no tensor holds: open it by its Hugging "
-                         "Face Hub name or folder, whose config names its architecture. Only for a ViT trained without "
-                         "any position information, pass img_size=(H, W) and pos_embed_kind='none', e.g. in a sidecar "
-                         "JSON.")
+                         "Face Hub name or folder, whose config names its architecture, or name it in a sidecar JSON "
+                         "beside the file: {\"architecture\": \"vit_small_patch16_rope_224\"}. Only for a ViT "
+                         "trained without any position information, pass img_size=(H, W) and pos_embed_kind='none', "
+                         "e.g. in a sidecar JSON.")
     gh, gw = grid_from_relative_positions(int(table.shape[0]))
     return dict(img_size=(gh * P, gw * P))
 
 
 def checkpoint_grid(sd: dict, cfg: ViTConfig) -> tuple[int, int]:
-    """The patch grid the checkpoint's position embeddings were learnt for (may differ from ``cfg.grid``)."""
+    """The patch grid the checkpoint's position embeddings were learnt for (may differ from ``cfg.pos_grid``)."""
     if "pos_embed" not in sd:
-        return cfg.grid
+        return cfg.pos_grid
     n = sd["pos_embed"].shape[1] - (_prefix_with_pos(cfg))
-    if n == cfg.grid[0] * cfg.grid[1]:
-        return cfg.grid
+    if n == cfg.pos_grid[0] * cfg.pos_grid[1]:
+        return cfg.pos_grid
     side = math.isqrt(n)
     if side * side != n:
         raise ValueError(_grid_mismatch(n, cfg.grid, cfg.img_size))
@@ -149,11 +187,12 @@ def _pos_embed_fields(sd: dict, n_prefix: int, P: int, overrides: dict) -> dict:
         candidates = [(overrides["pos_embed_prefix"], total - (n_prefix if overrides["pos_embed_prefix"] else 0))]
     else:  # timm's no_embed_class: position embeddings for patches only (register models)
         candidates = [(True, total - n_prefix), (False, total)]
+    table = overrides.get("pos_embed_grid")   # NaFlex: the table's own grid, whatever the input size
     if "img_size" in overrides:
         size = overrides["img_size"]
         gh, gw = (size, size) if isinstance(size, int) else size
         for prefix, n in candidates:  # the prefix layout that fits the given size, or a square to resample from
-            if n == (gh // P) * (gw // P) or math.isqrt(n) ** 2 == n:
+            if n == (gh // P) * (gw // P) or math.isqrt(n) ** 2 == n or (table and n == table[0] * table[1]):
                 return dict(pos_embed_prefix=prefix)
         raise ValueError(_grid_mismatch(candidates[0][1], (gh // P, gw // P), (gh, gw)))
     for prefix, n in candidates:
@@ -162,3 +201,69 @@ def _pos_embed_fields(sd: dict, n_prefix: int, P: int, overrides: dict) -> dict:
             return dict(pos_embed_prefix=prefix, img_size=(side * P, side * P))
     raise ValueError(f"Cannot infer the image size from {total} position embeddings (not a square grid plus "
                      f"{n_prefix} prefix tokens). Pass img_size=(H, W), e.g. in a sidecar JSON.")
+
+
+# timm's NaFlexViT architectures as their tensors show them -> how each resizes its position table and, for the SigLIP
+# towers, their tanh GELU (NaFlexVitCfg): (class token, registers, LayerScale, pooling) -> ViTConfig fields; None where
+# two architectures share the tensors but resize differently (naflexvit_base_patch16_gap and _par_gap).
+NAFLEX_IMG_SIZE = 384            # the input_size of every naflexvit_* pretrained_cfg but C-RADIO's
+NAFLEX_RESIZING = {
+    (False, 0, False, "map"): dict(pos_embed_interp="bilinear", pos_embed_ar_preserving=False,   # *_siglip
+                                   mlp_act="gelu_tanh"),
+    (False, 1, True, "map"): dict(pos_embed_interp="bicubic", pos_embed_ar_preserving=False),    # base_map, so150m2
+    (False, 1, True, "avg"): dict(pos_embed_interp="bicubic", pos_embed_ar_preserving=False),    # so150m2 gap
+    (False, 4, True, "avg"): None,                                                                # base_gap, par_gap
+}
+
+
+def format_facts(fmt: str, sd: dict, given: dict) -> dict:
+    """ViTConfig fields that only the key layout of format ``fmt`` shows, read from the checkpoint's own tensors
+    ``sd`` (before renaming); ``given``: the fields metadata or the caller already fixed (they win, and an ambiguity
+    they settle is no longer one).
+
+    - timm's NaFlexViT: a (1, h, w, D) table of patches only, resized to every input's grid with antialiasing, by
+      the architecture's interpolation and aspect rule (``NAFLEX_RESIZING``), at timm's 384-pixel input;
+    - SigLIP 2's NaFlex tower (transformers, a Linear patch embedding): a square table of ``num_patches`` rows
+      resized bilinearly with antialiasing, as transformers resizes it, at the input a square photo gets; tanh GELU;
+    - timm's parallel blocks (``attns.j``): the table resized as timm resizes it, bicubic with antialiasing.
+    """
+    if fmt == "timm-naflex":
+        return _naflex_facts(sd, given)
+    if fmt == "timm" and any(".attns.0." in k for k in sd):  # parallel blocks: a table resized as timm resizes it
+        return dict(pos_embed_antialias=True)                  # (resample_abs_pos_embed: bicubic, antialiased)
+    patch = next((v for k, v in sd.items() if re.fullmatch(r"(vision_model\.)?embeddings\.patch_embedding\.weight", k)),
+                 None)
+    if fmt == "huggingface-clip" and patch is not None and patch.ndim == 2:
+        table = next(v for k, v in sd.items() if k.endswith("embeddings.position_embedding.weight"))
+        side = math.isqrt(int(table.shape[0]))
+        P = math.isqrt(int(patch.shape[1]) // 3)
+        return dict(pos_embed_grid=(side, side), pos_embed_interp="bilinear", pos_embed_antialias=True,
+                    img_size=(side * P, side * P), mlp_act="gelu_tanh")   # Siglip2VisionConfig's hidden_act
+    return {}
+
+
+def _naflex_facts(sd: dict, given: dict) -> dict:
+    keys = {re.sub(r"^module\.", "", k) for k in sd}
+    if "embeds.pos_embed_y" in keys:
+        raise ValueError("A NaFlexViT with factorized position embeddings (separate row and column tables, "
+                         "naflexvit_base_patch16_parfac_gap) is not supported; only a learned 2-D table is.")
+    if "norm.weight" not in keys and "fc_norm.weight" not in keys:
+        raise ValueError("A NaFlexViT without a final LayerNorm (C-RADIO's naflexvit_*_radio_* backbones) is not "
+                         "supported; every model here ends with one.")
+    table = next(v for k, v in sd.items() if k.endswith("embeds.pos_embed"))      # (1, h, w, D)
+    regs = next((int(v.shape[1]) for k, v in sd.items() if k.endswith("embeds.reg_token")), 0)
+    pool = "map" if "attn_pool.latent" in keys else "avg" if "fc_norm.weight" in keys else "token"
+    layer_scale = "blocks.0.ls1.gamma" in keys
+    facts = dict(pos_embed_grid=tuple(table.shape[1:3]), pos_embed_prefix=False, pos_embed_antialias=True,
+                 img_size=(NAFLEX_IMG_SIZE, NAFLEX_IMG_SIZE))
+    layout = ("embeds.cls_token" in keys, regs, layer_scale, pool)
+    resizing = NAFLEX_RESIZING.get(layout, dict(pos_embed_interp="bicubic", pos_embed_ar_preserving=False))
+    if resizing is None:
+        if "pos_embed_ar_preserving" not in given:
+            raise ValueError(
+                "This NaFlexViT has the tensors of both naflexvit_base_patch16_gap and naflexvit_base_patch16_par_gap, "
+                "which resize the position table differently for a non-square photo: give pos_embed_ar_preserving "
+                "(true for par_gap, false for gap) to vit.load or as {\"config\": {\"pos_embed_ar_preserving\": "
+                "true}} in a sidecar JSON beside the file, or load its timm Hub folder, whose architecture says it.")
+        resizing = dict(pos_embed_interp="bicubic")
+    return {**facts, **resizing}

@@ -21,13 +21,13 @@ from pathlib import Path
 
 import torch
 
-from . import assumptions, hub, registry
+from . import assumptions, families, hub, registry
 from .assumptions import Assumption
 from .formats import checkpoint_filter_fn, detect_format, google_num_heads, load_strict, resample_pos_embed, \
     unwrap_state_dict
 from .files import CHECKPOINT_SUFFIXES, OWN_FORMAT, OWN_VERSION, read_file
 from .huggingface import read_folder as read_huggingface_folder
-from .infer import checkpoint_grid, infer_config
+from .infer import checkpoint_grid, format_facts, infer_config
 from .pipelines import source_preprocess
 from ..clip import TextTower, TextTransformer, Tokenizer, bundled_tokenizer, infer_text_config
 from ..labels import default_labels, imagenet_labels
@@ -35,7 +35,7 @@ from ..model import ViTConfig, VisionTransformer, sincos_2d_position_embedding, 
 from ..preprocess import CHOICES, Preprocess
 
 _REPO = Path(__file__).resolve().parents[2]
-SIDECAR_FIELDS = {"name", "variant", "config", "format", "preprocess", "labels"}
+SIDECAR_FIELDS = {"name", "variant", "architecture", "config", "format", "preprocess", "labels"}
 
 
 def weights_dir() -> Path:
@@ -195,9 +195,9 @@ def _load_known(known: registry.KnownCheckpoint, download: bool, overrides: dict
 
 
 def _meta_from_known(known: registry.KnownCheckpoint) -> _Meta:
-    """Every known checkpoint is an ImageNet-1k classifier (``vit.checkpoints.registry``)."""
+    """A known checkpoint is an ImageNet-1k classifier, or a backbone without classes (``vit.checkpoints.registry``)."""
     return _Meta(name=known.name, format=known.format, config=dict(known.config), preprocess=known.preprocess,
-                 labels=imagenet_labels())
+                 labels=imagenet_labels() if known.imagenet_classes else [])
 
 
 def _load_path(path: Path, source: str, overrides: dict, known: registry.KnownCheckpoint | None = None,
@@ -219,9 +219,12 @@ def _load_path(path: Path, source: str, overrides: dict, known: registry.KnownCh
 
 
 def _apply_sidecar(meta: _Meta, path: Path) -> _Meta:
-    """model.pt + model.json: {"name", "variant", "config", "format", "preprocess", "labels"} (all optional).
+    """model.pt + model.json: {"name", "variant", "architecture", "config", "format", "preprocess", "labels"} (all
+    optional).
 
-    "preprocess": ``vit.Preprocess`` fields, or one source's own settings under its name (``source_preprocess``)."""
+    "architecture": timm's name of the model (what a rotary family's file does not show, ``families``); "config"
+    fields win over it. "preprocess": ``vit.Preprocess`` fields, or one source's own settings under its name
+    (``source_preprocess``)."""
     try:
         d = json.loads(path.read_text())
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
@@ -240,9 +243,10 @@ def _apply_sidecar(meta: _Meta, path: Path) -> _Meta:
         preprocess = source_preprocess(d["preprocess"]) if "preprocess" in d else meta.preprocess
     except (ValueError, TypeError) as e:
         raise ValueError(f"Sidecar {path}: {e}") from None
+    named = families.architecture_fields(str(d["architecture"])) if "architecture" in d else {}
     return dataclasses.replace(meta, name=d.get("name", meta.name), format=d.get("format", meta.format),
-                               config={**meta.config, **d.get("config", {})}, preprocess=preprocess, labels=labels,
-                               variant=d.get("variant", meta.variant))
+                               config={**meta.config, **named, **d.get("config", {})}, preprocess=preprocess,
+                               labels=labels, variant=d.get("variant", meta.variant))
 
 
 def _build(raw: dict, source: str, meta: _Meta, overrides: dict) -> LoadedModel:
@@ -267,6 +271,13 @@ def _build(raw: dict, source: str, meta: _Meta, overrides: dict) -> LoadedModel:
         convention["mlp_act"] = "quick_gelu"
     if fmt in TIMM_FORMATS:  # timm resizes a position table with antialiasing (resample_abs_pos_embed's default)
         convention["pos_embed_antialias"] = True
+    identified = families.identify(state, fmt, read, source, meta.preprocess)   # a rotary family, or a refusal
+    if identified is not None:
+        read.update(identified.read)
+        convention.update(identified.convention)
+        meta = dataclasses.replace(meta, preprocess=meta.preprocess or identified.preprocess,
+                                   assumptions=(*meta.assumptions, *identified.said))
+    convention.update(format_facts(fmt, state, read))   # what only the key layout shows (NaFlex tables, SigLIP 2)
     state = checkpoint_filter_fn(state, fmt)
     text_state = {k.removeprefix("text."): state.pop(k) for k in [k for k in state if k.startswith("text.")]}
     if overrides.get("num_classes") == 0:  # the backbone, asked for without its classifier
@@ -284,14 +295,15 @@ def _build(raw: dict, source: str, meta: _Meta, overrides: dict) -> LoadedModel:
 
 
 OPENAI_METADATA = ("input_resolution", "context_length", "vocab_size")  # tensors of OpenAI's TorchScript CLIP archives
-TIMM_FORMATS = ("timm", "open-clip-timm")  # tensors in timm's layout, run as timm runs them
+TIMM_FORMATS = ("timm", "open-clip-timm", "timm-naflex")  # tensors in timm's layout, run as timm runs them
 
 
 def _config_assumptions(state: dict, cfg: ViTConfig, fmt: str, read: dict, meta: _Meta,
                         openai_file: bool) -> list[Assumption]:
     """What ``cfg`` took from a convention rather than from the tensors or the metadata."""
     said = []
-    if "num_heads" not in read and not cfg.rel_pos_bias:  # BEiT's bias table has one column per head
+    relative = cfg.rel_pos_bias or cfg.rel_pos_mlp          # a bias per head: a column of the table, an MLP output
+    if "num_heads" not in read and not relative and cfg.parallel == 1:   # parallel branches: ``family_facts``
         said.append(assumptions.heads(cfg))
     if "mlp_act" not in read and meta.activation is None:
         family = assumptions.family_name(fmt, cfg)
@@ -301,12 +313,15 @@ def _config_assumptions(state: dict, cfg: ViTConfig, fmt: str, read: dict, meta:
             said.append(Assumption("act_clip"))
         elif fmt == "timm" and family == "SigLIP":
             said.append(Assumption("act_siglip"))
-    if cfg.rope and cfg.rope_ref_grid is not None and "rope_ref_grid" not in read:
+    if cfg.family == "eva02" and cfg.rope_ref_grid is not None and "rope_ref_grid" not in read:
         said.append(Assumption("rope_grid", grid="×".join(map(str, cfg.rope_ref_grid))))
     if "img_size" not in read and cfg.pos_embed_kind == "learned" and "pos_embed" in state:
-        prefix = int(cfg.class_token) + int(cfg.distilled) if cfg.pos_embed_prefix else 0
-        said.append(assumptions.img_size(cfg, int(state["pos_embed"].shape[1]) - prefix))
-    return said
+        if cfg.pos_embed_grid is None:
+            prefix = int(cfg.class_token) + int(cfg.distilled) if cfg.pos_embed_prefix else 0
+            said.append(assumptions.img_size(cfg, int(state["pos_embed"].shape[1]) - prefix))
+        else:   # a NaFlex model: its input is a budget of patches, the table has a grid of its own
+            said.append(assumptions.naflex_size(cfg, fmt))
+    return said + assumptions.family_facts(cfg, fmt, read)
 
 
 def _refuse_two_token_classifier(state: dict, cfg: ViTConfig, source: str) -> None:
@@ -356,7 +371,7 @@ def _build_own(ckpt: dict, source: str, meta: _Meta, overrides: dict) -> LoadedM
 
 def _fit_pos_embed(state: dict, cfg: ViTConfig, old_grid: tuple[int, int]) -> dict:
     """Resample the checkpoint's position embeddings when the model is built for another grid."""
-    if "pos_embed" not in state or tuple(old_grid) == cfg.grid:
+    if "pos_embed" not in state or tuple(old_grid) == cfg.pos_grid:
         return state
     num_prefix = int(cfg.class_token) + int(cfg.distilled) if cfg.pos_embed_prefix else 0
     if cfg.pos_embed_kind == "sincos2d":  # a fixed table is computed for the new grid, not resized

@@ -15,6 +15,8 @@ transformers', timm's, open_clip's and torchvision's own transforms.
 """
 from __future__ import annotations
 
+import math
+
 from ..preprocess import IMAGENET_MEAN, IMAGENET_STD, INCEPTION_MEAN, INCEPTION_STD, OPENAI_CLIP_MEAN, \
     OPENAI_CLIP_STD, Preprocess
 
@@ -40,6 +42,13 @@ HF_PROCESSORS = {
                                image_std=OPENAI_CLIP_STD, square=False),
     "SiglipImageProcessor": dict(size={"height": 224, "width": 224}, do_center_crop=False, resample=3,
                                  image_mean=INCEPTION_MEAN, image_std=INCEPTION_STD, square=False),
+    # NaFlex: no size, the photo keeps its aspect ratio in at most max_num_patches patches (resize_mode "patches")
+    "Siglip2ImageProcessor": dict(size=None, do_center_crop=False, resample=2, image_mean=INCEPTION_MEAN,
+                                  image_std=INCEPTION_STD, patch_size=16, max_num_patches=256, square=True),
+    # DINOv3's processor resizes float tensors with torchvision (antialiased bilinear), not PIL: equal to ours up to
+    # the resampling's rounding (tests/checkpoints/test_dinov3_preprocess.py, within 1.5 grey levels)
+    "DINOv3ViTImageProcessor": dict(size={"height": 224, "width": 224}, do_center_crop=False, resample=2,
+                                    image_mean=IMAGENET_MEAN, image_std=IMAGENET_STD, square=True),
 }
 HF_COMMON = dict(do_resize=True, do_rescale=True, rescale_factor=1 / 255, do_normalize=True)  # every class's
 # The processor AutoImageProcessor picks from config.json's model_type when preprocessor_config.json names none.
@@ -48,7 +57,8 @@ HF_MODEL_PROCESSORS = {"vit": "ViTImageProcessor", "deit": "DeiTImageProcessor",
                        "vit_mae": "ViTImageProcessor", "vit_msn": "ViTImageProcessor",
                        "data2vec-vision": "BeitImageProcessor", "clip": "CLIPImageProcessor",
                        "clip_vision_model": "CLIPImageProcessor", "siglip": "SiglipImageProcessor",
-                       "siglip_vision_model": "SiglipImageProcessor"}
+                       "siglip_vision_model": "SiglipImageProcessor", "siglip2": "Siglip2ImageProcessor",
+                       "siglip2_vision_model": "Siglip2ImageProcessor", "dinov3_vit": "DINOv3ViTImageProcessor"}
 
 
 def huggingface_processor_name(settings: dict, model_type: str) -> str:
@@ -76,6 +86,8 @@ def huggingface_preprocess(settings: dict | None, model_type: str, img_size: tup
     in their proportion (what ``XImageProcessor(size=…)`` for that size gives)."""
     name = huggingface_processor_name(settings or {}, model_type)
     s = {**HF_COMMON, **HF_PROCESSORS[name], **(settings or {})}
+    if name == "Siglip2ImageProcessor":
+        return _naflex_processor(s)
     square = HF_PROCESSORS[name]["square"]
     size = _size_dict(s["size"], square, "size")
     crop = None
@@ -102,6 +114,27 @@ def huggingface_preprocess(settings: dict | None, model_type: str, img_size: tup
                              f"Expected do_center_crop true with a crop_size, or size as height and width.")
         prep = Preprocess(resize_mode="shorter", resize=size["shortest_edge"], crop=crop, **common)
     return prep if settings is not None or prep.crop == tuple(img_size) else prep.at_size(tuple(img_size))
+
+
+def _naflex_processor(s: dict) -> Preprocess:
+    """Siglip2ImageProcessor: the photo resized, its aspect ratio kept, to sides that are multiples of ``patch_size``
+    with at most ``max_num_patches`` patches (``resample``), rescaled and normalised; no crop (the padding it adds to
+    max_num_patches is masked in the model, so the input is the resized photo alone)."""
+    if not s["do_resize"]:
+        raise ValueError("preprocessor_config.json turns the resize off (do_resize false), so the photo's sides need "
+                         "not be multiples of the patch! Expected do_resize true for a NaFlex processor.")
+    return naflex_preprocess(int(s["max_num_patches"]), int(s["patch_size"]), _resample(s["resample"]),
+                             mean=_three(s["image_mean"]) if s["do_normalize"] else (0.0,) * 3,
+                             std=_three(s["image_std"]) if s["do_normalize"] else (1.0,) * 3,
+                             rescale=float(s["rescale_factor"]) if s["do_rescale"] else 1.0)
+
+
+def naflex_preprocess(max_patches: int, patch: int, interpolation: str, **kw) -> Preprocess:
+    """Each photo kept at its aspect ratio in at most ``max_patches`` patches of ``patch`` pixels (resize_mode
+    "patches"); ``crop`` is the input a square photo gets, the largest square of whole patches within the budget."""
+    side = math.isqrt(max_patches) * patch
+    return Preprocess(resize_mode="patches", resize=max_patches, patch=patch, crop=(side, side),
+                      interpolation=interpolation, **kw)
 
 
 def _size_dict(size, square: bool, name: str) -> dict:
@@ -131,10 +164,20 @@ def _three(value) -> tuple[float, float, float]:
     return (float(value),) * 3 if isinstance(value, (int, float)) else tuple(float(v) for v in value)
 
 
-def timm_preprocess(pretrained_cfg: dict) -> Preprocess:
+def timm_preprocess(pretrained_cfg: dict, naflex_patch: int | None = None) -> Preprocess:
     """timm's evaluation transform of a ``pretrained_cfg`` (as ``resolve_data_config({}, model=m)`` resolves it:
-    crop_pct 0.875, crop_mode center, bicubic and ImageNet mean/std where the config says nothing)."""
+    crop_pct 0.875, crop_mode center, bicubic and ImageNet mean/std where the config says nothing).
+
+    ``naflex_patch`` (a NaFlexViT's patch side): timm's NaFlex transform instead (``transforms_imagenet_eval`` with
+    naflex: ``ResizeToSequence``), each photo at its aspect ratio in at most as many patches as ``input_size``
+    holds (384 / 16: 576, timm's own default sequence length), no crop."""
     input_size = pretrained_cfg.get("input_size") or (3, 224, 224)
+    if naflex_patch:
+        H, W = (int(v) for v in input_size[-2:])
+        return naflex_preprocess((H // naflex_patch) * (W // naflex_patch), naflex_patch,
+                                 pretrained_cfg.get("interpolation") or "bicubic",
+                                 mean=tuple(pretrained_cfg.get("mean") or IMAGENET_MEAN),
+                                 std=tuple(pretrained_cfg.get("std") or IMAGENET_STD))
     return Preprocess.for_crop(tuple(int(v) for v in input_size[-2:]), pretrained_cfg.get("crop_pct") or 0.875,
                                pretrained_cfg.get("crop_mode") or "center",
                                interpolation=pretrained_cfg.get("interpolation") or "bicubic",

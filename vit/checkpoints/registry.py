@@ -1,4 +1,5 @@
-"""Checkpoints we know: the files in ../shared/weights (by sha256) and torchvision's ViT weights (by file name).
+"""Checkpoints we know: the files in ../shared/weights (by sha256), torchvision's ViT weights and Meta's DINOv3 ViTs
+(by file name).
 
 A known checkpoint carries what its tensors cannot tell: its preprocessing, its number of heads where
 64 dims per head would be wrong, and where to download it. The preprocessing is its source's own: for the
@@ -27,6 +28,7 @@ class KnownCheckpoint:
     url: str | None = None        # where to download it
     downloadable: bool = False    # whether ``url`` is a file torch.hub can fetch (hash in its name)
     timm_tag: str | None = None   # the timm model whose pretrained_cfg gives ``preprocess``
+    imagenet_classes: bool = True  # its head predicts ImageNet-1k's 1000 classes (False: a backbone, no head)
 
 
 # timm's pretrained_cfg of the shared files' tags (timm 1.0: vision_transformer.py and deit.py): both crop the
@@ -92,8 +94,34 @@ def torchvision_checkpoints() -> list[KnownCheckpoint]:
             for name, filename, resize, crop, interpolation in _TORCHVISION_WEIGHTS]
 
 
+# Meta's DINOv3 ViT files (facebookresearch/dinov3's hub/backbones.py): (name, file name). Their download links are
+# given by Meta after its licence is accepted, so they are looked up by file name only; the satellite (SAT-493M)
+# models have their own mean and std.
+_META_DINOV3 = (
+    ("dinov3_vits16", "dinov3_vits16_pretrain_lvd1689m-08c60483.pth"),
+    ("dinov3_vits16plus", "dinov3_vits16plus_pretrain_lvd1689m-4057cbaa.pth"),
+    ("dinov3_vitb16", "dinov3_vitb16_pretrain_lvd1689m-73cec8be.pth"),
+    ("dinov3_vitl16", "dinov3_vitl16_pretrain_lvd1689m-8aa4cbdd.pth"),
+    ("dinov3_vitl16.sat493m", "dinov3_vitl16_pretrain_sat493m-eadcf0ff.pth"),
+    ("dinov3_vitl16plus", "dinov3_vitl16plus_pretrain_lvd1689m-46503df0.pth"),
+    ("dinov3_vith16plus", "dinov3_vith16plus_pretrain_lvd1689m-7c1da9a5.pth"),
+    ("dinov3_vit7b16", "dinov3_vit7b16_pretrain_lvd1689m-a955f4ea.pth"),
+    ("dinov3_vit7b16.sat493m", "dinov3_vit7b16_pretrain_sat493m-a6675841.pth"),
+)
+META_DINOV3_URL = "https://ai.meta.com/resources/models-and-libraries/dinov3-downloads/"
+
+
+def meta_dinov3_checkpoints() -> list[KnownCheckpoint]:
+    """Meta's DINOv3 ViTs, each with facebookresearch/dinov3's own transform (squash to 256, its mean and std)."""
+    from .families import SAT493M_MEAN, SAT493M_STD, meta_dinov3_preprocess
+    return [KnownCheckpoint(name=name, filename=filename, format="dinov3", url=META_DINOV3_URL, imagenet_classes=False,
+                            preprocess=meta_dinov3_preprocess(*((SAT493M_MEAN, SAT493M_STD) if "sat493m" in name
+                                                                else (IMAGENET_MEAN, IMAGENET_STD))))
+            for name, filename in _META_DINOV3]
+
+
 def known_checkpoints() -> list[KnownCheckpoint]:
-    return list(SHARED_CHECKPOINTS) + torchvision_checkpoints()
+    return list(SHARED_CHECKPOINTS) + torchvision_checkpoints() + meta_dinov3_checkpoints()
 
 
 def by_name(name: str) -> KnownCheckpoint | None:
@@ -116,7 +144,7 @@ def identify(path: Path) -> KnownCheckpoint | None:
     for ck in SHARED_CHECKPOINTS:
         if ck.size == size and ck.sha256 == sha256(path):
             return ck
-    for ck in torchvision_checkpoints():
+    for ck in torchvision_checkpoints() + meta_dinov3_checkpoints():
         if ck.filename == path.name:
             return ck
     return None

@@ -7,8 +7,9 @@ the model never sees an out-of-distribution patch: image b keeps its prefix toke
 patches ``keep[b]``, and each kept patch keeps its own position, whatever the scheme:
 
 - learned / sine-cosine table: the table is added before the tokens are gathered (``model.embed``);
-- rotary (EVA-02): the kept patches' own rotation angles, per image;
-- relative position bias (BEiT): the (prefix + K)² sub-matrix of the bias index, per image;
+- rotary (EVA-02, RoPE-ViT, DINOv3): the kept patches' own rotation angles (RoPE-Mixed: coordinates), per image;
+- relative position bias (BEiT's table, timm's MLP): the (prefix + K)² sub-matrix of the bias index, per image,
+  into the table of the full grid;
 - mean / MAP pooling: over the kept patches only (the pooling sees the shorter sequence).
 
 Every step of ``model.embed`` acts on each token alone (patch projection, + position, CLIP's norm_pre), so
@@ -30,13 +31,17 @@ def _positions_of(model, height: int, width: int, ids: torch.Tensor,
                   mask: torch.Tensor | None = None) -> TokenPositions | None:
     """The positions of gathered tokens: ids (B, T) long are their indices in the full layout (prefix tokens
     0…n−1, patch p at n + p). Rotary angles (B, 1, T, Dh) with the identity rotation (sin 0, cos 1) for prefix
-    tokens, so prefix and patch tokens may sit anywhere in a row; relative-position rows (B, T, T) of every
+    tokens (RoPE-Mixed: coordinates (B, T, 2), 0 for prefix tokens, each block's angles 0 there), so prefix and
+    patch tokens may sit anywhere in a row; relative-position rows (B, T, T) of every
     (query, key) pair; ``mask`` (B, T, T) for packed rows. None when nothing needs it (a plain ViT, one sequence
     per row)."""
     full = model.token_positions(height, width, ids.device)
     if full is None and mask is None:
         return None
-    rope = rel_index = None
+    rope = rel_index = coords = None
+    if full is not None and full.coords is not None:                            # RoPE-Mixed: coordinates, per block
+        n = full.num_prefix
+        coords = torch.cat([full.coords.new_zeros(n, 2), full.coords])[ids]     # (B, T, 2): prefix at 0, not turned
     if full is not None and full.rope is not None:
         sin, cos = full.rope                                                    # each (N, Dh): patches only
         n = full.num_prefix
@@ -45,7 +50,8 @@ def _positions_of(model, height: int, width: int, ids: torch.Tensor,
         rope = (sin[ids].unsqueeze(1), cos[ids].unsqueeze(1))                   # each (B, 1, T, Dh): all heads alike
     if full is not None and full.rel_index is not None:
         rel_index = full.rel_index[ids[:, :, None], ids[:, None, :]]            # (B, T, T)
-    return TokenPositions(0, rope, rel_index, mask)
+    rel_coords = None if full is None else full.rel_coords                     # the MLP's table: the full grid's
+    return TokenPositions(0, rope, rel_index, mask, coords, rel_coords)
 
 
 def _check_kept(model, layout, keeps: list[torch.Tensor]) -> None:
@@ -140,7 +146,8 @@ def _reinitialise(block: nn.Module, generator: torch.Generator) -> None:
     zero biases, identity LayerNorms), with the relative-position table drawn like timm's (normal 0.02, not zero,
     so that a randomised BEiT block does not lose its positions to a constant). LayerScale keeps its learnt
     gains: re-initialised to 1e-5 the randomised block would all but vanish from the residual stream, and the
-    check would test a shallower model instead of a random one."""
+    check would test a shallower model instead of a random one. RoPE-Mixed's learnt frequencies are kept too: like
+    the other rotary families' fixed rotation they say where a patch is, not what it looks like."""
     with torch.no_grad():
         for m in block.modules():
             if isinstance(m, (nn.Linear, nn.Conv2d)):

@@ -36,8 +36,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from ..model import (Attention, AttentionPool, Block, DropPath, LayerScale, Mlp, QuickGELU, SwiGLU,
-                     VisionTransformer)
+from ..model import (Attention, AttentionPool, Block, DropPath, LayerScale, Mlp, QuickGELU, RelativePositionMlp,
+                     SwiGLU, VisionTransformer, PositionMlp)
 
 IDENTITY_EPS = 1e-10  # the identity rule's f(x)/(x + eps), as lxt computes it (x = 0 gives 0, not NaN)
 
@@ -143,18 +143,19 @@ class RuleAttention(Attention):
 
     - q/v biases (BEiT, EVA-02): part of the linear qkv map; like every bias they are model constants that
       keep (absorb) the relevance gradient × input would give them;
-    - rotary embedding (EVA-02): a rotation of q and k, linear, so relevance passes through it as gradient ×
-      input of a linear map; the bilinear rule's scale on q and k commutes with it;
-    - relative position bias (BEiT): a constant added to the logits; it absorbs its gradient × input share of
-      the softmax's relevance, as any bias does;
+    - rotary embedding (EVA-02, RoPE-ViT with axial or mixed frequencies, DINOv3): a rotation of q and k, linear,
+      so relevance passes through it as gradient × input of a linear map; the bilinear rule's scale on q and k
+      commutes with it;
+    - relative position bias (BEiT's table, or timm's computed by an MLP from the grid alone): a constant added to
+      the logits; it absorbs its gradient × input share of the softmax's relevance, as any bias does;
     - the softmax keeps its own gradient (fused or explicit: both are the exact gradient of
       softmax(q·kᵀ/√d + bias)·v);
     - the sub-LayerNorm on the heads' output (EVA-02 CLIP's attn_norm): its own rule (a child the view walks);
     - a causal mask (CLIP's text tower): the model's own mask.
     """
 
-    KNOWN_MODULES = {"qkv", "attn_drop", "norm", "proj", "proj_drop"}     # the parts the model's attention runs
-    KNOWN_PARAMETERS = {"q_bias", "v_bias", "relative_position_bias_table"}
+    KNOWN_MODULES = {"qkv", "attn_drop", "norm", "proj", "proj_drop", "rel_pos"}  # the parts the model's attention runs
+    KNOWN_PARAMETERS = {"q_bias", "v_bias", "relative_position_bias_table", "rope_freqs"}
     walk_children = True   # ``rewired`` gives qkv, norm, proj, proj_drop their own rules
 
     def __init__(self, inner: Attention, qkv_scale: tuple[float, float, float]):
@@ -247,9 +248,11 @@ class RuleSwiGLU(nn.Module):
 
 # Module kinds that need no rule: linear maps and dropout (eval), whose plain gradient × input already is
 # LRP-0's relevance, and the containers of our model, whose forwards only chain their children with sums,
-# concatenations, token selection and means (all linear). Matched by exact type: a subclass may change forward.
+# concatenations, token selection and means (all linear); and the relative-position MLP, whose input is the grid's
+# offsets, never the image, so no relevance flows through it. Matched by exact type: a subclass may change forward.
 PASSTHROUGH: tuple[type, ...] = (nn.Linear, nn.Conv2d, nn.Dropout, nn.Identity, LayerScale, DropPath,
-                                 nn.Sequential, nn.ModuleList, Mlp, Block, VisionTransformer)
+                                 nn.Sequential, nn.ModuleList, Mlp, Block, VisionTransformer, RelativePositionMlp,
+                                 PositionMlp)
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,8 @@ u · term. An attention branch is a sum over heads: ls1 ⊙ (W_O (concat_h z_h) 
 attn @ v, so head h's share is u · ls1 ⊙ (its columns of W_O) z_h, and the projection bias is a term of its own.
 EVA-02's sub-LN (a LayerNorm on the concatenated heads before W_O) has its scale frozen the same way at this
 photo, per token; its centring is linear, so it splits over the heads too, and its shift joins the projection
-bias. LayerScale is a per-channel factor: included. Because z_h = Σ_s A_h[t, s] v_h,s, a head's share splits
+bias; a res-post-norm block's LayerNorm after the projection (timm's *_rpn) the same way. LayerScale is a
+per-channel factor: included. Because z_h = Σ_s A_h[t, s] v_h,s, a head's share splits
 further over the source tokens s it moved (attention × value × its W_O columns): a map per head that sums to the
 head's share.
 
@@ -22,6 +23,7 @@ from dataclasses import dataclass
 
 import torch
 import torch.nn as nn
+import torch.nn.functional as F
 
 from ..model import LayerScale, VisionTransformer
 from .readout import Score, linear_readout
@@ -84,9 +86,9 @@ def _read_values(block, stream: torch.Tensor, dh: torch.Tensor) -> torch.Tensor:
     so d · v_s = (W_v,hᵀ d) · norm1(x_s) + d · b_v,h: no value is recomputed, a product per head and row."""
     attn = block.attn
     H, R, Dh = dh.shape
-    D = H * Dh
-    x = block.attention_input(stream).double().cpu()                                     # (T, D)
-    W = attn.qkv.weight[2 * D:].detach().double().cpu().reshape(H, Dh, D)     # value rows, per head
+    D = H * Dh                                                                  # the heads' width (P·D: parallel)
+    x = block.attention_input(stream).double().cpu()                                     # (T, D_model)
+    W = attn.qkv.weight[2 * D:].detach().double().cpu().reshape(H, Dh, -1)    # value rows, per head
     b = attn.v_bias if attn.v_bias is not None else (None if attn.qkv.bias is None else attn.qkv.bias[2 * D:])
     g = torch.einsum("hrk,hkd->hrd", dh, W)                                    # (H, R, D): W_v,hᵀ d
     read = g @ x.T                                                              # (H, R, T)
@@ -102,11 +104,22 @@ def _merged_direction(block, u: torch.Tensor, heads: torch.Tensor) -> tuple[torc
     attn = block.attn
     a = u * block.ls1.gamma.detach().double().cpu() if isinstance(block.ls1, LayerScale) else u   # (R, D)
     W = attn.proj.weight.detach().double().cpu()                          # (D_out, D_in)
-    shift = float((a @ attn.proj.bias.detach().double().cpu()).sum()) if attn.proj.bias is not None else 0.0
+    H, R, Dh = heads.shape
+    concat = heads.transpose(0, 1).reshape(R, H * Dh)                     # what proj reads (before a sub-LN)
+    shift = 0.0
+    if block.res_post_norm:                                               # norm1 after proj, scale frozen per token
+        pre = concat if not isinstance(attn.norm, nn.LayerNorm) else F.layer_norm(
+            concat, concat.shape[-1:], attn.norm.weight.detach().double().cpu(),
+            attn.norm.bias.detach().double().cpu(), attn.norm.eps)
+        merged = pre @ W.T + (attn.proj.bias.detach().double().cpu() if attn.proj.bias is not None else 0.0)
+        norm = block.norm1
+        sigma = (merged.var(dim=-1, unbiased=False, keepdim=True) + norm.eps).sqrt()
+        shift += float((a @ norm.bias.detach().double().cpu()).sum())
+        a = a * norm.weight.detach().double().cpu()
+        a = (a - a.mean(dim=-1, keepdim=True)) / sigma
+    shift += float((a @ attn.proj.bias.detach().double().cpu()).sum()) if attn.proj.bias is not None else 0.0
     d = a @ W                                                             # (R, D_in): Wᵀ a_r
     if isinstance(attn.norm, nn.LayerNorm):                               # EVA-02's sub-LN, scale frozen per token
-        H, R, Dh = heads.shape
-        concat = heads.transpose(0, 1).reshape(R, H * Dh)
         sigma = (concat.var(dim=-1, unbiased=False, keepdim=True) + attn.norm.eps).sqrt()
         shift += float((d @ attn.norm.bias.detach().double().cpu()).sum())
         d = d * attn.norm.weight.detach().double().cpu()

@@ -3,7 +3,7 @@
 Every view reads the stream through what the model itself does after its last block (``forward_head``): the final
 norm, the pooling, the head, so that the last layer's reading *is* the model's output:
 
-    plain ViT, registers   head(LN(x_CLS))
+    plain ViT, registers   head(LN(x_CLS))         (DINOv3 with untied norms: head(cls_norm(x_CLS)))
     DeiT distilled         (head(LN(x_CLS)) + head_dist(LN(x_DIST))) / 2
     BEiT                   head(fc_norm(mean of the patch tokens))
     CLIP image tower       s · cos(P · ln_post(x_CLS), text), P the projection, s = exp(logit_scale), per typed text
@@ -197,10 +197,24 @@ def linear_readout(model: VisionTransformer, final: torch.Tensor, classes: Class
             u += a[:, None] * r
             bias += a.sum() * (w @ model.fc_norm.bias + b)
         else:                                                            # normalise each token, then pool
-            r = _centred(model.norm.weight * w)                          # (D,)
-            u += a[:, None] * r / _std(final, model.norm)                # (T, D): each token its own σ
-            bias += a.sum() * (w @ model.norm.bias + b)              # a sums to the head's weight (½ for DeiT's)
+            norm = _final_norm_of(model, a)
+            r = _centred(norm.weight * w)                                # (D,)
+            u += a[:, None] * r / _std(final, norm)                      # (T, D): each token its own σ
+            bias += a.sum() * (w @ norm.bias + b)                    # a sums to the head's weight (½ for DeiT's)
     return u, float(bias)
+
+
+def _final_norm_of(model: VisionTransformer, weights: torch.Tensor) -> nn.LayerNorm:
+    """The final LayerNorm of the tokens a readout weighs: ``norm``, or DINOv3's untied ``cls_norm`` when it reads
+    prefix tokens only (CLS, registers)."""
+    if model.cls_norm is None:
+        return model.norm
+    n = model.cfg.num_prefix_tokens
+    on_prefix, on_patches = bool(weights[:n].any()), bool(weights[n:].any())
+    if on_prefix and on_patches:
+        raise NotLinear("Direct logit attribution reads one final norm, but this readout weighs prefix tokens (their "
+                        "own cls_norm) and patches (norm) together.")
+    return model.cls_norm if on_prefix else model.norm
 
 
 def _head_direction(model: VisionTransformer, head: nn.Module, final: torch.Tensor, a: torch.Tensor,

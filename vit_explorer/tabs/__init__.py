@@ -19,7 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from . import attention, compare, distance, explain, heads, inside, learn, model, norms, position, query, rollout, trust
+from . import (attention, compare, distance, explain, features, heads, inside, learn, model, norms, position, query,
+               rollout, trust)
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,7 @@ TABS: tuple[Tab, ...] = (
         attention.uses, wire=attention.wire),
     Tab("heads", heads.build, heads.OUTPUTS, heads.OUTPUTS, heads.show, heads.draw, heads.uses, wire=heads.wire),
     Tab("query", query.build, query.DRAWN, query.OUTPUTS, query.show, query.draw, query.uses, wire=query.wire),
+    Tab(features.ID, features.build, features.OUTPUTS, lazy=features.show, wire=features.wire),
     Tab("learn", learn.build, learn.OUTPUTS, lazy=learn.show, wire=learn.wire),
     Tab(explain.ID, explain.build, explain.OUTPUTS, explain.SHOWS, explain.show, lazy=explain.explain,
         wire=explain.wire),

@@ -1,10 +1,10 @@
 """The Compare tab: the session's model (A) against another checkpoint (B) on the same photo, the attention (or
-the rollout) through depth as an animation, and a training run's snapshots on the photo."""
+the rollout) through depth as an animation, and a training run's snapshots on the photo. Comparing, animating and
+opening the snapshots are heavy jobs of one group ("compare", ``vit_explorer.heavy``); model B and the snapshots'
+folder pass the models' guard (``state.model_source``); the slider draws from the snapshots opened, never loads."""
 from __future__ import annotations
 
 import hashlib
-import tempfile
-from pathlib import Path
 
 import gradio as gr
 import torch
@@ -13,18 +13,17 @@ from vit.checkpoints.load import checkpoints_on_this_machine
 from vit.image_file import open_image
 from vit.preprocess import CHOICES as PREPROCESS_CHOICES
 from viz import explorer
-from viz.animate import display_frames, save_gif
+from viz.animate import display_frames, gif_bytes
 from viz.compare import compare as comparison_of
 from viz.compare import comparison_image
 from viz.compare.side import compare_side
 from viz.i18n import t
 
 from .. import state
-from ..components import picture
+from ..components import cached_file, picture
 
 OUTPUTS = ("comparison", "compare_note", "top5_a", "top5_b", "animation", "animation_file", "snapshot",
            "snapshot_picture")
-ANIMATIONS_DIR = Path(tempfile.gettempdir()) / "vit-explorer-animations"
 ANIMATION_SIZE = 448     # the animation's frames: each the page's map at this size, with its colour bar
 
 
@@ -82,7 +81,8 @@ def compare(session, model_b, preprocess_b, lang, controls):
     if state.session_analysis(session, lang) is None:
         return {}
     preprocess = session.key.preprocess if preprocess_b in (None, AS_A) else preprocess_b
-    if not model_b or (str(model_b).strip() == session.key.model and preprocess == session.key.preprocess):
+    same_input = preprocess == session.key.preprocess and not session.key.size    # B runs at its own input size
+    if not model_b or (state.model_source(model_b, lang) == session.key.model and same_input):
         options = "\n".join(f"- `{choice}`" for choice in second_choices())
         return {"compare_note": t("message.compare_choose", lang, options=options)}
     served_a = state.model_of(session.key)
@@ -113,36 +113,38 @@ def animate(session, animate_what, lang, controls):
     frames = display_frames(a, animate_what, c.head, c.fusion, c.discard_ratio, c.mask_artifacts,
                             display=explorer.display(c, lang, ANIMATION_SIZE))
     name = hashlib.sha256(repr((session.key, animate_what, c, lang)).encode()).hexdigest()[:16]
-    ANIMATIONS_DIR.mkdir(parents=True, exist_ok=True)
-    path = save_gif(frames, ANIMATIONS_DIR / f"attention-{animate_what}-{name}.gif")
-    return dict(animation_file=str(path), animation=str(path))
+    path = cached_file(gif_bytes(frames), f"attention-{animate_what}-{name}.gif")   # deleted with Gradio's cache
+    return dict(animation_file=path, animation=path)
 
 
 def open_snapshots(session, snapshots, lang, narrow=False):
     """Open a training run's snapshot folder on the session's photo: the slider scrubs through it."""
     if session is None or not snapshots:
         return {}
-    if not state.SETTINGS.any_model:
-        raise gr.Error(t("message.models_listed_only", lang), print_exception=False)
-    view = _series(session, snapshots, lang)
+    key = _series_key(session, snapshots, lang)
+    try:
+        view = state.SERIES.get(key)
+    except (ValueError, OSError) as err:
+        raise gr.Error(t("message.snapshots_failed", lang, error=err), print_exception=False) from None
     last = len(view.series) - 1
     return dict(snapshot=gr.Slider(minimum=0, maximum=max(last, 1), value=last, interactive=last > 0),
                 snapshot_picture=view.frame(last, lang, bool(narrow)))
 
 
 def show_snapshot(session, snapshots, snapshot, lang, narrow=False):
-    """The slider moved: that snapshot's frame (from arrays, no model)."""
+    """The slider moved: that snapshot's frame, from the arrays of the snapshots opened (no model is loaded here)."""
     if session is None or not snapshots:
         return {}
-    view = _series(session, snapshots, lang)
-    return dict(snapshot_picture=view.frame(min(int(snapshot), len(view.series) - 1), lang, bool(narrow)))
+    view = state.SERIES.find(_series_key(session, snapshots, lang))
+    if view is None:
+        raise gr.Error(t("message.snapshots_first", lang), print_exception=False)
+    return dict(snapshot_picture=view.frame(min(max(int(snapshot), 0), len(view.series) - 1), lang, bool(narrow)))
 
 
-def _series(session, folder: str, lang: str):
-    try:
-        return state.SERIES.get((str(folder).strip(), session.key.photo, session.key.preprocess))
-    except (ValueError, OSError) as err:
-        raise gr.Error(t("message.snapshots_failed", lang, error=err), print_exception=False) from None
+def _series_key(session, folder: str, lang: str) -> tuple[str, str, str]:
+    """The snapshot series' cache key: the folder as the models' guard lets it through, the photo, the
+    preprocessing."""
+    return state.model_source(folder, lang), session.key.photo, session.key.preprocess
 
 
 def offer_second() -> dict:
@@ -153,9 +155,9 @@ def offer_second() -> dict:
 
 def wire(page) -> None:
     page["tab_compare"].select(**page.wire(offer_second, ["model_b"]), **page.instant)
-    page["compare_button"].click(**page.wire(compare, ["comparison", "top5_a", "top5_b", "compare_note"]),
-                                 **page.model_work)
-    page["animate_button"].click(**page.wire(animate, ["animation", "animation_file"]), **page.model_work)
+    page["compare_button"].click(**page.wire(compare, ["comparison", "top5_a", "top5_b", "compare_note"],
+                                             heavy_group="compare"))
+    page["animate_button"].click(**page.wire(animate, ["animation", "animation_file"], heavy_group="compare"))
     gr.on([page["load_snapshots"].click, page["snapshots"].submit],
-          **page.wire(open_snapshots, ["snapshot", "snapshot_picture"]), **page.model_work)
+          **page.wire(open_snapshots, ["snapshot", "snapshot_picture"], heavy_group="compare"))
     page["snapshot"].input(**page.wire(show_snapshot, ["snapshot_picture"]), **page.render)

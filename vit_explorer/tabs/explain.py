@@ -88,6 +88,7 @@ def explain(session, method, target, contrast, texts, use_text, opacity, lang, n
         chosen = Pick(words[0], tuple(words), text=True)
     else:
         chosen = pick(target) or Pick()
+    chosen.require_classes(served.loaded, lang)
     e = state.explained(session.key, chosen)
     other = None if use_text else pick(contrast)
     other = None if other is None else state.explained(session.key, other)

@@ -4,14 +4,16 @@ column) with the patches a clicked head moved, head importance, the picked heads
 from a second photo (``viz.analysis.inside``, drawn by ``viz.inside.views``).
 
 The heavy steps (the views, an ablation, patching) run ``InsideJob`` step by step with progress, each step in the
-model's turn, and their reports are cached per (photo, model, class, contrast, …) in ``state.INSIDE``; a click, the
-layer slider or the language switch redraws from the cached report without the model. ``inside_state`` remembers
+model's turn, as heavy jobs (``vit_explorer.heavy``: generators that yield after each step, so a cancelled job stops
+at its next step), and their reports are cached per (photo, model, class, contrast, …) in ``state.INSIDE``; a click,
+the layer slider or the language switch redraws from the cached report without the model. ``inside_state`` remembers
 what is shown (``Shown``: the reports' keys, the chosen layer and head, where the pictures' cells lie).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Callable
 
 import gradio as gr
 import numpy as np
@@ -133,6 +135,7 @@ def _job(key: tuple, lang: str, **kw) -> InsideJob:
     in ``kw``) moves the same class, or the second photo's top-1 when none is picked (as the CLI's --target does)."""
     analysis_key, chosen, other = key
     loaded = state.model_of(analysis_key).loaded                 # turns photos into inputs as the key says
+    chosen.require_classes(loaded, lang)
     a = state.analysis(analysis_key, lang)
     try:
         target = chosen.resolve(loaded)
@@ -143,15 +146,22 @@ def _job(key: tuple, lang: str, **kw) -> InsideJob:
         raise gr.Error(t("message.inside_failed", lang, error=err), print_exception=False) from None
 
 
-def _run(job: InsideJob, progress, lang: str):
-    """The job's steps, each in the model's turn (another visitor's analysis waits for one step at most), with
-    progress -> its report."""
+def _run(key: tuple, job: Callable[[], InsideJob], progress, lang: str):
+    """The report cached under ``key``, or the job's steps, each in the model's turn (another visitor's analysis
+    waits for one step at most), with progress, yielding after each; the report is cached and returned."""
+    report = state.INSIDE.get(key)
+    if report is not None:
+        return report
+    job = job()
     steps = job.steps()
     for _ in range(job.total):
         with state.MODEL_TURN:
             done, total, _ = next(steps)
         progress(done / total, desc=f"{t('inside.progress', lang)} {done}/{total}")
-    return job.result()                          # every step has run: the report is assembled, nothing runs
+        yield                                    # between steps: a cancelled job stops here
+    report = job.result()                        # every step has run: the report is assembled, nothing runs
+    state.INSIDE.put(key, report)
+    return report
 
 
 def _views(model) -> tuple[str, ...]:
@@ -166,7 +176,7 @@ def look_inside(session, target, contrast, texts, use_text, lang, narrow=False, 
     key = _key(session, target, contrast, texts, use_text)
     model = state.model_of(session.key).loaded.model
     views = _views(model)
-    report = state.INSIDE.get(("views", *key), lambda: _run(_job(key, lang, views=views), progress, lang))
+    report = yield from _run(("views", *key), lambda: _job(key, lang, views=views), progress, lang)
     L = model.cfg.depth
     shown = Shown(("views", *key), layer=draw.first_layer(report),
                   head=draw.default_head(report) if report.dla is not None else None)
@@ -188,7 +198,7 @@ def ablate_heads(session, inside_state, inside_ablate, lang, progress=gr.Progres
         raise gr.Error(t("message.inside_failed", lang, error=err), print_exception=False) from None
     base = shown.key[1:]
     key = ("ablated", *base, heads)
-    report = state.INSIDE.get(key, lambda: _run(_job(base, lang, views=(), ablate=list(heads)), progress, lang))
+    report = yield from _run(key, lambda: _job(base, lang, views=(), ablate=list(heads)), progress, lang)
     return {"inside_state": replace(shown, ablated=key), "inside_ablation": draw.ablation_table(report, lang)}
 
 
@@ -202,14 +212,14 @@ def patch_from(session, inside_state, inside_other, lang, narrow=False, progress
     loaded = state.model_of(session.key).loaded
     key = ("patched", *base, str(inside_other))
 
-    def run():
+    def job():
         try:
             other = loaded.preprocess.to_tensor(loaded.preprocess.crop_image(open_image(inside_other)))
         except ValueError as err:          # vit.image_file.ImageFileError: said as it is
             raise gr.Error(str(err), print_exception=False) from None
-        return _run(_job(base, lang, views=(), other=other, other_name=Path(inside_other).stem), progress, lang)
+        return _job(base, lang, views=(), other=other, other_name=Path(inside_other).stem)
 
-    report = state.INSIDE.get(key, run)
+    report = yield from _run(key, job, progress, lang)
     return {"inside_state": replace(shown, patched=key), "inside_patch": draw.patch_view(report, lang, bool(narrow)),
             "inside_patch_line": draw.patch_line(report, lang)}
 
@@ -344,11 +354,11 @@ def relabel(language_switch, inside_state, session, narrow=False):
 
 
 def wire(page) -> None:
-    heavy = dict(concurrency_id="inside", concurrency_limit=1, api_visibility="private", trigger_mode="once")
-    page["inside_button"].click(**page.wire(look_inside, OUTPUTS), **heavy)
-    page["inside_ablate_button"].click(**page.wire(ablate_heads, ["inside_state", "inside_ablation"]), **heavy)
-    page["inside_other"].upload(**page.wire(patch_from, ["inside_state", "inside_patch", "inside_patch_line"]),
-                                **heavy)
+    page["inside_button"].click(**page.wire(look_inside, OUTPUTS, heavy_group="inside"))
+    page["inside_ablate_button"].click(**page.wire(ablate_heads, ["inside_state", "inside_ablation"],
+                                                   heavy_group="inside"))
+    page["inside_other"].upload(**page.wire(patch_from, ["inside_state", "inside_patch", "inside_patch_line"],
+                                            heavy_group="inside"))
     page["inside_layer"].release(**page.wire(pick_layer, ["inside_state", "inside_lens", "inside_patch_lens"]),
                                  **page.render)
     page["inside_lens"].select(**page.wire(click_lens, ["inside_state", "inside_layer", "inside_lens",

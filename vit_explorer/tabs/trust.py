@@ -2,7 +2,8 @@
 check) for the Explain tab's target, under one way of removing patches (fast: dropped from the tokens) or all
 four (thorough), with a verdict per method. Run step by step with progress; each step (about one forward pass,
 or one ROAD image) takes the model turn, so another visitor's analysis waits for at most one step, never for a
-whole check. Results are cached per (photo, model, target, method, protocol): fast ones are reused by thorough."""
+whole check; a check is a heavy job (``vit_explorer.heavy``: one per visitor, stopped at its next step when
+cancelled). Results are cached per (photo, model, target, method, protocol): fast ones are reused by thorough."""
 from __future__ import annotations
 
 import functools
@@ -61,13 +62,15 @@ def _steps(source: str, height: int, width: int) -> tuple:
 def check(session, target, texts, use_text, trust_sanity, trust_depth, lang, narrow=False, progress=gr.Progress()):
     """Every method's curves (and sanity) for the Explain tab's target on the session's photo, under the chosen
     protocols, with each method's verdict; cached per (model input, model, target, method, protocol): the input's
-    hash stands for the photo, so the same photo through another preprocessing is another key."""
+    hash stands for the photo, so the same photo through another preprocessing is another key. A generator: it
+    yields after each step and returns {output: value}."""
     if session is None:
         return {}
     loaded = state.model_of(session.key).loaded
     a = state.analysis(session.key, lang)
     words = typed(texts)
     chosen = Pick(words[0], tuple(words), text=True) if use_text and words else (pick(target) or Pick())
+    chosen.require_classes(loaded, lang)
     started = time.perf_counter()
     try:
         with state.MODEL_TURN:
@@ -84,6 +87,7 @@ def check(session, target, texts, use_text, trust_sanity, trust_depth, lang, nar
             done, total, _ = step
             progress(done / max(total, 1), desc=f"{t('trust.progress', lang)} · {protocol_name(job.running, lang)} "
                                                 f"· {done}/{total}")
+            yield                                         # between steps: a cancelled check stops here
         report = job.result()
     except ValueError as err:
         raise gr.Error(t("message.trust_failed", lang, error=err), print_exception=False) from None
@@ -95,5 +99,5 @@ def check(session, target, texts, use_text, trust_sanity, trust_depth, lang, nar
 
 def wire(page) -> None:
     # callable by a client (the serving test), not listed in the API
-    page["trust_button"].click(**page.wire(check, OUTPUTS), api_name="trust", api_visibility="undocumented",
-                               concurrency_id="trust", concurrency_limit=1, trigger_mode="once")
+    page["trust_button"].click(**{**page.wire(check, OUTPUTS, heavy_group="trust"), "api_name": "trust",
+                                  "api_visibility": "undocumented"})

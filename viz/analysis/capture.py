@@ -1,17 +1,33 @@
 """Run the model on images and keep everything the panels and the data-set statistics need as numpy arrays.
 
 This is the only module of viz/ that touches a model (and torch); every map and panel downstream works
-on the returned ``Analysis``, so an app can cache it per session and re-render without the model.
+on the returned ``Analysis``, so an app can cache it per session and re-render without running the model again.
 
-The forward pass goes block by block (``VisionTransformer.blocks_with_attention``, the loop of
-``forward_with_attention``), so that the maps are reduced on the model's device as the blocks run (``postprocess``): head fusion, mean attention distance,
-the cache's float16 copy and, for data sets, entropy and key shares. Small maps are gathered over a few blocks and
-reduced together (fewer, larger operations); large ones block by block, so that the float32 (B, L, H, T, T) tensor
-exists only when it is small (``REDUCE_BYTES``). The results go to the host once, at the end.
+The forward pass goes block by block through the model's own pieces (``Block.attention_input``, ``Attention.project``,
+``positioned``, ``logit_bias``, ``attend``, then ``Block.step`` with the heads computed here), and each block's
+attention comes a chunk of query rows at a time (``CHUNK_BYTES``), reduced on the model's device as it comes
+(``postprocess``): the float32 (B, H, T, T) of a block never exists at once when it is large. What is kept:
+
+- the whole attention (B, L, H, T, T) and its head-fused copies, in the cache dtype (``capture``'s default, the
+  library's full capture and the CLI's attention.npz); or, ``on_demand``, instead of it: the residual stream
+  (the tokens entering each block, from which any layer's rows are recomputed through the model:
+  ``viz.analysis.recompute``), each head's readout row, each row's log-sum-exp (so that a column costs T·D), and the
+  head-fused copies only while they fit ``FUSED_BYTES``: memory that grows with the tokens, not their square;
+- always: the token norms, the mean attention distance per head, the probe's attention (SigLIP) and, for data sets,
+  entropy and key shares.
+
+On demand, when the head-fused copies are too large to keep and the readout is the CLS token, nothing needs the
+probabilities during the pass: each block runs the fused kernel (``Attention.attend_with_logsumexp``: the plain
+forward's output and its rows' log-sum-exp), the CLS rows are recomputed (one row per head), and the mean
+distances are left to the first view that asks (``RecomputedAttention.mean_distance``): the analysis costs about
+what the plain forward does.
+
+The results go to the host once, at the end.
 """
 from __future__ import annotations
 
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -19,14 +35,18 @@ import torch
 from PIL import Image
 
 from vit.device import forward_precision
+from vit.model import attention_rows
 
-from ..maps.distance import patch_distances
-from ..records import Analysis, ModelArrays
+from ..maps.readout import heads_query
+from ..records import Analysis, FinalNorm, ModelArrays
 from . import postprocess
+from .recompute import RecomputedAttention
 
 _TORCH_DTYPES = {np.dtype(np.float32): torch.float32, np.dtype(np.float16): torch.float16}
 READOUT_OF_POOL = {"token": "cls", "map": "map", "avg": "mean"}  # ViTConfig.global_pool -> Analysis.readout
-REDUCE_BYTES = 64 * 2**20   # float32 maps of consecutive blocks reduced together (see ``capture``)
+CHUNK_BYTES = 64 * 2**20    # float32 probabilities of one block reduced together: B·H·rows·T·4 bytes at most
+FUSED_BYTES = 16 * 2**20    # on demand: the head-fused copies (3·L·T² in the kept dtype) are kept below this
+DISTANCE_BYTES = 32 * 2**20  # a layout's T×T pixel distances are kept for every block of a capture below this
 
 
 @dataclass
@@ -34,7 +54,8 @@ class Captured:
     """What one batch of B images left on the host after the forward pass, image along axis 0 (numpy arrays)."""
     probabilities: np.ndarray             # (B, K) softmax over the classes, float32; (B, 0) without a classifier
     token_norms: np.ndarray               # (B, L, T) L2 norm of every token after each block
-    mean_distance: np.ndarray             # (B, L, H) mean attention distance in pixels (prefix attention = 0)
+    mean_distance: np.ndarray | None      # (B, L, H) mean attention distance in pixels (prefix attention = 0); None:
+                                          # left to the first view (on demand with the fused kernel)
     num_prefix: int
     grid: tuple[int, int]                 # (gh, gw)
     attention: np.ndarray | None = None   # (B, L, H, T, T) in the cache dtype; None when not kept
@@ -44,6 +65,10 @@ class Captured:
     mean_distance_renormalised: np.ndarray | None = None  # (B, L, H) rows renormalised over patches; when asked
     readout: str = "cls"                  # the maps' query: "cls", "map" (SigLIP's probe) or "mean" (of the patches)
     probe_attention: np.ndarray | None = None  # (B, H, T) float32, the MAP probe's attention; "map" readout only
+    stream: np.ndarray | None = None      # (B, L + 1, T, D) the residual stream in the cache dtype; kept when asked
+    final_norm: FinalNorm | None = None   # the model's last LayerNorm (None when it has none); with the stream
+    readout_rows: np.ndarray | None = None  # (B, L, H, T) float32 each head's readout row; on_demand
+    logsumexp: np.ndarray | None = None   # (B, L, H, T) float32 log Σ_j exp(logit_ij) of every row; on_demand
     timings: dict = field(default_factory=dict)  # seconds for the whole batch: preprocess, forward, to_numpy
 
 
@@ -80,85 +105,156 @@ def to_host(tensors: dict[str, torch.Tensor], device: torch.device) -> dict[str,
     return {name: tensor.numpy() for name, tensor in host.items()}
 
 
-def run_blocks(model, x: torch.Tensor, on_block, dtype: torch.dtype = torch.float32):
-    """The forward pass of ``forward_with_attention``, handing each block's output to ``on_block`` at once.
+def row_chunks(B: int, H: int, T: int) -> list[tuple[int, int]]:
+    """The (start, stop) query rows of a block reduced together: as many as fit ``CHUNK_BYTES`` in float32."""
+    rows = max(1, min(T, CHUNK_BYTES // (B * H * T * 4)))
+    return [(start, min(start + rows, T)) for start in range(0, T, rows)]
 
-    ``on_block(i, maps (B, H, T, T) float32, tokens (B, T, D) float32)`` runs after block i, outside autocast;
-    returns ``(output (B, K), probe (B, H, T) or None)`` as ``forward_head(..., return_probe=True)``. ``dtype``: the
-    forward's format (``vit.device``).
-    """
-    precision = lambda: forward_precision(x.device, dtype)  # noqa: E731 -- a fresh context per use
-    blocks = model.blocks_with_attention(x)
-    for i in range(len(model.blocks)):
-        with precision():
-            tokens, maps = next(blocks)
-        on_block(i, maps.float(), tokens.float())
-    with precision():
-        return model.forward_head(tokens, return_probe=True)
+
+def logsumexp_of(attn, q: torch.Tensor, k: torch.Tensor, bias: torch.Tensor | None, p: torch.Tensor,
+                 start: int) -> torch.Tensor:
+    """Each row's log Σ_j exp(logit_ij) from its probabilities ``p`` (B, H, c, T) (rows ``start``…): the logit of one of
+    its entries, q_i·k_j·scale (+ the bias) as ``Attention.attend`` forms it, minus that entry's log. The entry: the
+    larger of the row's first column and its own token (no pass over the row); where both underflow below 1e-30, the
+    row's largest (at least 1/T, so its log is exact to float32) -> (B, H, c)."""
+    B, H, c, T = p.shape
+    rows = torch.arange(start, start + c, device=p.device)
+    own = p[:, :, torch.arange(c, device=p.device), rows]                            # (B, H, c) p_ii
+    first = p[..., 0]                                                                # (B, H, c) p_i0
+    where = torch.where(own > first, rows, torch.zeros_like(rows))                   # (B, H, c) the column j
+    value = torch.maximum(own, first)
+    weak = value < 1e-30
+    if weak.any():                                                                   # both underflow: the largest
+        largest, at = p.max(dim=-1)
+        where, value = torch.where(weak, at, where), torch.where(weak, largest, value)
+    keys = k.gather(2, where.unsqueeze(-1).expand(-1, -1, -1, k.shape[-1]))          # (B, H, c, Dh)
+    logits = (q[:, :, start:start + c].float() * attn.scale * keys.float()).sum(dim=-1)
+    if bias is not None:
+        band = bias[..., start:start + c, :].float().expand(B, H, -1, -1)             # (B, H, c, T)
+        logits = logits + band.gather(-1, where.unsqueeze(-1))[..., 0]
+    return logits - value.log()
 
 
 @torch.inference_mode()
 def capture(model, x: torch.Tensor, attention_dtype=np.float32, statistics: bool = False,
-            dtype: torch.dtype = torch.float32, distance_renormalise: bool = False) -> Captured:
+            dtype: torch.dtype = torch.float32, distance_renormalise: bool = False,
+            keep_stream: bool = False, on_demand: bool = False) -> Captured:
     """One forward pass of the batch ``x`` (B, C, H, W) on the model's device -> ``Captured`` on the host.
 
-    ``attention_dtype``: np.float32 or np.float16 for the kept maps and their head-fused copies, or None to keep
-    neither (data-set statistics only: then no (L, H, T, T) array per image is ever made). ``statistics``: also
-    the entropy and key mass per block. ``distance_renormalise``: also the mean distance with rows renormalised
-    over the patches. Everything stays on the device until one move to the host at the end.
+    ``attention_dtype``: np.float32 or np.float16 for the kept maps (and the stream), or None to keep none (data-set
+    statistics only: then no (L, H, T, T) array per image is ever made). ``statistics``: also the entropy and key
+    mass per block. ``distance_renormalise``: also the mean distance with rows renormalised over the patches.
+    ``keep_stream``: also the residual stream and the final LayerNorm (``viz.features`` reads any layer's patch
+    features from them). ``on_demand``: the stream, the readout rows and the rows' log-sum-exp instead of the whole
+    attention (module docstring). Everything stays on the device until one move to the host at the end.
     """
     device = x.device
     B = x.shape[0]
     layout = model.token_layout(x.shape[-2], x.shape[-1])
-    L, H, T = len(model.blocks), model.cfg.num_heads, layout.num_tokens
-    weights = postprocess.distance_weights(layout.num_prefix, layout.grid, model.cfg.patch_size, device)
+    L, H, T, P = len(model.blocks), model.cfg.num_heads, layout.num_tokens, layout.num_prefix
+    N = T - P
+    kept = _TORCH_DTYPES[np.dtype(attention_dtype or np.float32)]
     f32 = dict(device=device, dtype=torch.float32)
-    out = {"token_norms": torch.empty(B, L, T, **f32), "mean_distance": torch.empty(B, L, H, **f32)}
-    if attention_dtype is not None:
-        kept = dict(device=device, dtype=_TORCH_DTYPES[np.dtype(attention_dtype)])
-        out["attention"] = torch.empty(B, L, H, T, T, **kept)
-        out.update({f"fused_{f}": torch.empty(B, L, T, T, **kept) for f in ("mean", "max", "min")})
+    out = {"token_norms": torch.empty(B, L, T, **f32), "mean_distance": torch.zeros(B, L, H, **f32)}
+    keep_all = attention_dtype is not None and not on_demand
+    keep_fused = keep_all or (on_demand and 3 * L * T * T * np.dtype(attention_dtype or np.float32).itemsize
+                              <= FUSED_BYTES)
+    if keep_all:
+        out["attention"] = torch.empty(B, L, H, T, T, device=device, dtype=kept)
+    if keep_fused:
+        out.update({f"fused_{f}": torch.empty(B, L, T, T, device=device, dtype=kept) for f in ("mean", "max", "min")})
+    if keep_stream or on_demand:
+        out["stream"] = torch.empty(B, L + 1, T, model.cfg.embed_dim, device=device, dtype=kept)
+    if on_demand:
+        out.update(readout_rows=torch.zeros(B, L, H, T, **f32), logsumexp=torch.empty(B, L, H, T, **f32))
+    query = heads_query(READOUT_OF_POOL[model.cfg.global_pool])
+    fused_kernel = on_demand and not keep_fused and query == "cls" and not statistics and not distance_renormalise
+    if fused_kernel:
+        del out["mean_distance"]                  # left to the first view that asks (module docstring)
     if statistics:
-        out.update(entropy=torch.empty(B, L, H, **f32), key_mass=torch.empty(B, L, T, **f32))
+        out.update(entropy=torch.zeros(B, L, H, **f32), key_mass=torch.zeros(B, L, T, **f32))
     if distance_renormalise:
-        out["mean_distance_renormalised"] = torch.empty(B, L, H, **f32)
-        distances = torch.from_numpy(patch_distances(layout.grid, model.cfg.patch_size)).to(device)
+        out["mean_distance_renormalised"] = torch.zeros(B, L, H, **f32)
+    chunks = row_chunks(B, H, T)
+    distances: dict[int, torch.Tensor] = {}     # each chunk's distance rows, made for the first block, read by all
+    keep_distances = T * T * 4 <= DISTANCE_BYTES  # (a T×T table: kept only while small, else made again per block)
 
-    def reduce(first: int, maps: torch.Tensor) -> None:
-        """Blocks first … first + C - 1 of the batch, maps (B, C, H, T, T) float32 -> their rows of ``out``."""
-        C = maps.shape[1]
-        blocks = slice(first, first + C)
-        flat = maps.reshape(B * C, H, T, T)                         # the functions take (images, H, T, T)
-        out["mean_distance"][:, blocks] = postprocess.mean_distance(flat, weights, layout.num_prefix).view(B, C, H)
-        if attention_dtype is not None:
-            out["attention"][:, blocks] = maps                     # the cache's copy, converted on the way
-            for fusion, fused in postprocess.fuse_heads(flat).items():
-                out[f"fused_{fusion}"][:, blocks] = fused.view(B, C, T, T)
+    def reduce(i: int, start: int, p: torch.Tensor, rows: torch.Tensor, attn, q, k, bias) -> None:
+        """Block i's probabilities for the query rows start … start + c - 1, p (B, H, c, T) float32 -> ``out``."""
+        stop = start + p.shape[2]
+        out["mean_distance"][:, i] += postprocess.distance_sum(p, rows)
+        if keep_all:
+            out["attention"][:, i, :, start:stop] = p                # the cache's copy, converted on the way
+        if keep_fused:
+            for fusion, fused in postprocess.fuse_heads(p).items():
+                out[f"fused_{fusion}"][:, i, start:stop] = fused
+        if on_demand:
+            out["logsumexp"][:, i, :, start:stop] = logsumexp_of(attn, q, k, bias, p, start)
+            if query == "cls" and start == 0:
+                out["readout_rows"][:, i] = p[:, :, 0]
+            elif query == "mean" and stop > P:
+                out["readout_rows"][:, i] += p[:, :, max(P - start, 0):].sum(dim=2)
         if statistics:
-            out["entropy"][:, blocks] = postprocess.entropy(flat).view(B, C, H)
-            out["key_mass"][:, blocks] = postprocess.key_mass(flat).view(B, C, T)
+            out["entropy"][:, i] += postprocess.entropy_sum(p)
+            out["key_mass"][:, i] += postprocess.key_mass_sum(p)
         if distance_renormalise:
-            out["mean_distance_renormalised"][:, blocks] = postprocess.mean_distance_renormalised(
-                flat, distances, layout.num_prefix).view(B, C, H)
+            out["mean_distance_renormalised"][:, i] += postprocess.renormalised_distance_sum(p, rows, P, start)
 
-    # Blocks whose float32 maps fit in REDUCE_BYTES together are reduced together: a few large operations instead
-    # of many small ones (at 224 px all 12 blocks of a ViT-B at once); larger maps block by block, never staged.
-    span = max(1, min(L, REDUCE_BYTES // (B * H * T * T * 4)))
-    stage = torch.empty(B, span, H, T, T, **f32) if span > 1 else None
-
-    def on_block(i: int, maps: torch.Tensor, tokens: torch.Tensor) -> None:
-        out["token_norms"][:, i] = tokens.norm(dim=-1)
-        if stage is None:
-            reduce(i, maps.unsqueeze(1))
-            return
-        j = i % span
-        stage[:, j] = maps
-        if j == span - 1 or i == L - 1:
-            reduce(i - j, stage[:, :j + 1])
-
+    precision = lambda: forward_precision(device, dtype)  # noqa: E731 -- a fresh context per use
     _synchronize(device)
     t0 = time.perf_counter()
-    output, probe = run_blocks(model, x, on_block, dtype)
+    positions = model.token_positions(x.shape[-2], x.shape[-1], device)
+    with precision():
+        tokens = model.embed(x)
+    if "stream" in out:
+        out["stream"][:, 0] = tokens
+    for i, block in enumerate(model.blocks):
+        with precision():
+            q, k, v = block.attn.project(block.attention_input(tokens))
+            q, k = block.attn.positioned(q, k, positions)
+            bias = block.attn.logit_bias(positions, q.dtype)
+        if fused_kernel:
+            with precision():
+                heads, out["logsumexp"][:, i] = block.attn.attend_with_logsumexp(q, k, v, bias)
+                tokens = block.step(tokens, positions, heads=heads).out
+            cls = torch.zeros(1, dtype=torch.long, device=device)
+            out["readout_rows"][:, i] = attention_rows(q, k, block.attn.scale, bias, cls)[:, :, 0]
+            out["token_norms"][:, i] = tokens.float().norm(dim=-1)
+            out["stream"][:, i + 1] = tokens
+            continue
+        whole = len(chunks) == 1                                      # small maps: the block's attention at once
+        heads = None
+        for start, stop in chunks:
+            rows = distances.get(start)
+            if rows is None:
+                rows = postprocess.distance_rows(P, layout.grid, model.cfg.patch_size, start, stop, device)
+                if keep_distances:
+                    distances[start] = rows
+            with precision():
+                part, p = block.attn.attend(q, k, v, bias, True,
+                                            None if whole else torch.arange(start, stop, device=device))
+            if whole:
+                heads = part
+            else:
+                heads = part.new_empty(*part.shape[:2], T, part.shape[-1]) if heads is None else heads
+                heads[:, :, start:stop] = part                             # (B, H, T, Dh)
+            reduce(i, start, p.float(), rows, block.attn, q, k, bias)
+        with precision():
+            tokens = block.step(tokens, positions, heads=heads).out
+        out["token_norms"][:, i] = tokens.float().norm(dim=-1)
+        if "stream" in out:
+            out["stream"][:, i + 1] = tokens
+    with precision():
+        output, probe = model.forward_head(tokens, return_probe=True)
+    if "mean_distance" in out:
+        out["mean_distance"] /= N
+    if statistics:
+        out["entropy"] /= T
+        out["key_mass"] /= H * T
+    if distance_renormalise:
+        out["mean_distance_renormalised"] /= N
+    if on_demand and query == "mean":
+        out["readout_rows"] /= N
     has_classes = model.cfg.num_classes > 0     # a CLIP/SigLIP image tower or a DINO backbone has none
     out["probabilities"] = output.float().softmax(dim=-1) if has_classes else output.new_zeros(B, 0)
     if probe is not None:
@@ -168,13 +264,25 @@ def capture(model, x: torch.Tensor, attention_dtype=np.float32, statistics: bool
     host = to_host(out, device)                                           # the one move to the host
     t2 = time.perf_counter()
     return Captured(probabilities=host["probabilities"], token_norms=host["token_norms"],
-                    mean_distance=host["mean_distance"], num_prefix=layout.num_prefix, grid=tuple(layout.grid),
+                    mean_distance=host.get("mean_distance"), num_prefix=P, grid=tuple(layout.grid),
                     attention=host.get("attention"),
                     fused={f: host[f"fused_{f}"] for f in ("mean", "max", "min") if f"fused_{f}" in host},
                     entropy=host.get("entropy"), key_mass=host.get("key_mass"),
                     mean_distance_renormalised=host.get("mean_distance_renormalised"),
                     readout=READOUT_OF_POOL[model.cfg.global_pool], probe_attention=host.get("probe_attention"),
+                    stream=host.get("stream"), final_norm=final_norm(model) if "stream" in host else None,
+                    readout_rows=host.get("readout_rows"), logsumexp=host.get("logsumexp"),
                     timings={"forward": t1 - t0, "to_numpy": t2 - t1})
+
+
+def final_norm(model) -> FinalNorm | None:
+    """The model's LayerNorm before pooling as arrays (None where it has none: ``fc_norm`` models normalise after
+    pooling, so their patch tokens are read as they leave the last block)."""
+    norm = model.norm
+    if not isinstance(norm, torch.nn.LayerNorm):
+        return None
+    return FinalNorm(norm.weight.detach().float().cpu().numpy().copy(), norm.bias.detach().float().cpu().numpy().copy(),
+                     float(norm.eps))
 
 
 def class_labels(loaded, num_classes: int) -> tuple[str, ...]:
@@ -183,26 +291,45 @@ def class_labels(loaded, num_classes: int) -> tuple[str, ...]:
     return labels if len(labels) == num_classes else tuple(f"class {i}" for i in range(num_classes))
 
 
-def analyses(loaded, captured: Captured, images: list[Image.Image], timings: dict | None = None) -> list[Analysis]:
-    """One ``Analysis`` per image of a captured batch (its arrays are views into the batch's arrays)."""
+def analyses(loaded, captured: Captured, images: list[Image.Image], timings: dict | None = None,
+             turn=None) -> list[Analysis]:
+    """One ``Analysis`` per image of a captured batch (its arrays are views into the batch's arrays); a capture made
+    ``on_demand`` gives each its ``RecomputedAttention`` over ``loaded.model`` (``turn``: the context every
+    recomputation runs in, e.g. a server's model turn)."""
     labels = class_labels(loaded, captured.probabilities.shape[-1])
     distances = {False: captured.mean_distance, True: captured.mean_distance_renormalised}
+
+    def source(b: int) -> RecomputedAttention | None:
+        if captured.logsumexp is None:
+            return None
+        return RecomputedAttention(loaded.model, captured.stream[b], captured.num_prefix, captured.grid,
+                                   captured.readout_rows[b], captured.logsumexp[b],
+                                   {f: maps[b] for f, maps in captured.fused.items()}, turn or nullcontext())
+
     return [Analysis(image=image, probabilities=captured.probabilities[b], labels=labels,
-                     attention=captured.attention[b], token_norms=captured.token_norms[b],
+                     attention=None if captured.attention is None else captured.attention[b],
+                     token_norms=captured.token_norms[b],
                      num_prefix=captured.num_prefix, grid=captured.grid, patch_size=loaded.model.cfg.patch_size,
                      model_name=getattr(loaded, "name", ""), timings=dict(timings or {}),
                      fused={f: maps[b] for f, maps in captured.fused.items()},
                      mean_distance={k: d[b] for k, d in distances.items() if d is not None},
                      readout=captured.readout,
-                     probe_attention=None if captured.probe_attention is None else captured.probe_attention[b])
+                     probe_attention=None if captured.probe_attention is None else captured.probe_attention[b],
+                     stream=None if captured.stream is None else captured.stream[b], final_norm=captured.final_norm,
+                     source=source(b))
             for b, image in enumerate(images)]
 
 
-def analyze(loaded, image: Image.Image, attention_dtype=np.float32, dtype: torch.dtype = torch.float32) -> Analysis:
+def analyze(loaded, image: Image.Image, attention_dtype=np.float32, dtype: torch.dtype = torch.float32,
+            keep_stream: bool = False, on_demand: bool = False, turn=None) -> Analysis:
     """One forward pass with attention capture -> Analysis.
 
     ``loaded``: a ``vit.LoadedModel`` (anything with ``.model``, ``.preprocess``, ``.labels``, ``.name``), on any
     device. ``image``: any PIL image; ``loaded.preprocess.crop_image`` gives the exact pixels the model sees.
+    ``keep_stream``: also the residual stream, for the patch features of any layer (``viz.features``).
+    ``on_demand``: keep what recomputes any map instead of the whole attention (``capture``; the page's analyses,
+    ``attention`` is then None and ``source`` gives the rows and columns; ``turn``: the context a recomputation runs
+    in).
     ``attention_dtype``: np.float16 halves the cache (ViT-B/16 at 224: 11 MB instead of 22 MB). Measured on
     the AugReg ViT-Ti and the cat photo: rollout changes by 1e-4 of its maximum; with a 0.9 discard by
     2e-3, since rounding reorders near-equal entries. ``dtype``: the forward pass's format (``vit.device``).
@@ -217,19 +344,22 @@ def analyze(loaded, image: Image.Image, attention_dtype=np.float32, dtype: torch
     pixels = torch.from_numpy(np.array(cropped)).unsqueeze(0)               # (1, H, W, 3) uint8
     x = model_input(pixels, loaded.preprocess, next(model.parameters()).device)
     t1 = time.perf_counter()
-    captured = capture(model, x, attention_dtype, dtype=dtype)
-    return analyses(loaded, captured, [cropped], {"preprocess": t1 - t0, **captured.timings})[0]
+    captured = capture(model, x, attention_dtype, dtype=dtype, keep_stream=keep_stream, on_demand=on_demand)
+    return analyses(loaded, captured, [cropped], {"preprocess": t1 - t0, **captured.timings}, turn)[0]
 
 
 @torch.inference_mode()
 def model_arrays(model, name: str = "") -> ModelArrays:
     """Copy the patch-embedding filters and position embeddings out of a VisionTransformer (``pos_embed`` None for
-    a model without absolute position embeddings, such as BEiT)."""
+    a model without absolute position embeddings, such as BEiT; a rotary model without a table gets the similarity
+    its rotation implies instead, ``rotary_kernel``)."""
     cfg = model.cfg
     kind = getattr(cfg, "pos_embed_kind", "learned")
     pos_embed = model.pos_embed.detach().float().cpu().numpy()[0] if model.pos_embed is not None else None
+    kernel = model.rotary_kernel() if pos_embed is None and getattr(cfg, "rope", False) else None
     return ModelArrays(name=name,
                        patch_weight=model.patch_embed.proj.weight.detach().float().cpu().numpy(),
                        pos_embed=pos_embed,
-                       native_grid=tuple(cfg.grid), patch_size=cfg.patch_size, num_prefix=cfg.num_prefix_tokens,
-                       depth=cfg.depth, heads=cfg.num_heads, pos_embed_kind=kind)
+                       native_grid=tuple(cfg.pos_grid), patch_size=cfg.patch_size, num_prefix=cfg.num_prefix_tokens,
+                       depth=cfg.depth, heads=cfg.num_heads, pos_embed_kind=kind,
+                       rotary_kernel=None if kernel is None else kernel.cpu().numpy())

@@ -3,6 +3,7 @@ model alone, and one photo analysed for the page (``analyze_photo``). The page (
 in its caches; nothing here knows about Gradio."""
 from __future__ import annotations
 
+import dataclasses
 import threading
 from dataclasses import dataclass, field, replace
 
@@ -16,7 +17,7 @@ from ..i18n import language
 from ..records import Analysis, ModelArrays
 from .capture import analyze, model_arrays
 
-ATTENTION_DTYPE = np.float16  # cached maps: ViT-B/16 at 224 needs 11 MB per image instead of 22 MB
+ATTENTION_DTYPE = np.float16  # the kept stream and head-fused maps: half the bytes of float32
 
 
 @dataclass(frozen=True)
@@ -26,6 +27,7 @@ class ServedModel:
     a model loads without drawing a Chinese picture nobody asked for (nor looking for a CJK font)."""
     loaded: object                  # vit.LoadedModel
     arrays: ModelArrays
+    own_side: int = 0               # the checkpoint's own input side once ``at_size`` changed it (0: not changed)
     _drawn: dict = field(default_factory=dict, repr=False, compare=False)   # (panel, language) -> Image
     _drawing: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
@@ -73,6 +75,21 @@ class ServedModel:
         return replace(self, loaded=self.loaded.with_preprocess(choice))
 
     @property
+    def native_side(self) -> int:
+        """The longer side of the checkpoint's own input, in pixels (whatever size it now runs at)."""
+        return self.own_side or max(self.loaded.own_preprocess.crop)
+
+    def at_size(self, side: int) -> "ServedModel":
+        """The same served model turning photos into a side×side input (its own preprocessing at that size, then the
+        same own/crop/squash choice); 0 or the native side: unchanged. ValueError when the model's position
+        information cannot follow the size or the side is no multiple of its patch size (``token_layout``)."""
+        if not side or (side, side) == tuple(self.loaded.own_preprocess.crop):
+            return self
+        self.loaded.model.token_layout(side, side)
+        loaded = dataclasses.replace(self.loaded, own_preprocess=self.loaded.own_preprocess.at_size((side, side)))
+        return replace(self, loaded=loaded.with_preprocess(self.loaded.preprocess_choice), own_side=self.native_side)
+
+    @property
     def has_text_tower(self) -> bool:
         """A CLIP checkpoint with its text side: the page offers typed texts."""
         return getattr(self.loaded, "text", None) is not None
@@ -84,10 +101,13 @@ def serve(loaded, device=None) -> ServedModel:
     if device is not None:
         loaded.model.to(device)
     height, width = loaded.preprocess.crop
-    analyze(loaded, Image.new("RGB", (width, height)), ATTENTION_DTYPE)
+    analyze(loaded, Image.new("RGB", (width, height)), ATTENTION_DTYPE, on_demand=True)
     return ServedModel(loaded, model_arrays(loaded.model, loaded.name))
 
 
-def analyze_photo(photo: str, model: ServedModel) -> Analysis:
-    """Decode the photo file and run the model once on it (vit.image_file.ImageFileError for a bad file)."""
-    return analyze(model.loaded, open_image(photo), ATTENTION_DTYPE)
+def analyze_photo(photo: str, model: ServedModel, turn=None) -> Analysis:
+    """Decode the photo file and run the model once on it (vit.image_file.ImageFileError for a bad file), keeping
+    what recomputes any map on demand (``viz.analysis.capture``: memory that grows with the tokens, not their
+    square) and the residual stream the Features tab reads; ``turn``: the context every later recomputation takes
+    (the server's model turn)."""
+    return analyze(model.loaded, open_image(photo), ATTENTION_DTYPE, on_demand=True, turn=turn)

@@ -38,12 +38,15 @@ class Walkthrough:
     embeddings: np.ndarray             # (N, D) patch embeddings: the output of ``patch_embed``
     tokens: np.ndarray                 # (T, D) the prefix tokens prepended, before the position embeddings
     embedded: np.ndarray               # (T, D) z₀: the output of ``embed`` (position embeddings added)
-    position_similarity: np.ndarray    # (N, N) cosine similarity of the patches' position embeddings
+    # (N, N) cosine similarity of the patches' position embeddings; for a rotary model without them the similarity
+    # its rotation implies (``VisionTransformer.rotary_kernel``); None for a model with neither (BEiT)
+    position_similarity: np.ndarray | None
     cls_attention: np.ndarray          # (L, H, T) every layer's attention row of the first token (CLS)
     output: np.ndarray                 # (D,) y: what the head reads (the final CLS token, or the pooled patches)
     logits: np.ndarray                 # (K,)
     probabilities: np.ndarray          # (K,) softmax of the logits
     labels: tuple[str, ...]            # K class names
+    positions: str = "table"           # how positions enter: "table" (added), "rotary" (q and k rotated), "none"
 
     @property
     def depth(self) -> int:
@@ -83,15 +86,23 @@ def walk(model, preprocess, image: Image.Image, labels=None) -> Walkthrough:
     embeddings = model.patch_embed(x)                                     # (1, N, D)
     embedded = model.embed(x)                                             # (1, T, D) = z₀
     tokens = _prepended(model, embeddings)                                # (1, T, D) before E_pos
+    where = model.token_positions(*x.shape[-2:], x.device)          # relative bias, rotary angles (or None)
     z, rows, layer_shape, attention_shape = embedded, [], None, None
     for block in model.blocks:
-        z, attn = block(z, return_attn=True)                              # (1, T, D), (1, H, T, T)
+        z, attn = block(z, True, where)                                   # (1, T, D), (1, H, T, T)
         rows.append(attn[0, :, 0, :])                                     # (H, T): where the first token looks
         layer_shape, attention_shape = tuple(z.shape[1:]), tuple(attn.shape[1:])
     output = _head_input(model, z)                                        # (1, D)
     logits = model.forward_head(z)                                        # (1, K)
     probabilities = logits.float().softmax(dim=-1)
-    pos = model.resampled_pos_embed((gh, gw))[0, -gh * gw:]               # (N, D): the patches' position embeddings
+    table = model.resampled_pos_embed((gh, gw))                          # (1, prefix + N, D) or None
+    if table is not None:                                                 # the patches' position embeddings' similarity
+        positions, similarity = "table", position_similarity(table[0, -gh * gw:].detach().float().cpu().numpy(),
+                                                             (gh, gw))
+    elif model.cfg.rope:                                                  # what the rotation implies on this grid
+        positions, similarity = "rotary", model.rotary_kernel((gh, gw)).cpu().numpy()
+    else:
+        positions, similarity = "none", None
     K = logits.shape[-1]
     names = tuple(labels) if labels is not None and len(labels) == K else tuple(f"class {i}" for i in range(K))
     cfg = model.cfg
@@ -116,7 +127,7 @@ def walk(model, preprocess, image: Image.Image, labels=None) -> Walkthrough:
                        grid=(gh, gw), prefix_names=prefix,
                        pool=cfg.global_pool, shapes=shapes, patches=as_numpy(patches), embeddings=as_numpy(embeddings),
                        tokens=as_numpy(tokens), embedded=as_numpy(embedded),
-                       position_similarity=position_similarity(pos.detach().float().cpu().numpy(), (gh, gw)),
+                       position_similarity=similarity, positions=positions,
                        cls_attention=torch.stack(rows).float().cpu().numpy(), output=as_numpy(output),
                        logits=as_numpy(logits), probabilities=as_numpy(probabilities), labels=names)
 

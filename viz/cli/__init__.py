@@ -7,7 +7,8 @@ reproduced exactly). With several images, ``DIR/summary/`` holds statistics over
 batches (``--batch-size``) decoded by worker processes (``--workers``), on any device (``--device``), in one
 process or many (``torchrun --nproc-per-node N -m viz FOLDER ...``), and resume after an interruption (``--resume``).
 
-What else a run can add, one module each: ``--inside`` (logit lens, direct logit attribution, head importance,
+What else a run can add, one module each: ``--features`` (the patch features' PCA colours and similarity,
+``features``), ``--inside`` (logit lens, direct logit attribution, head importance,
 ``--ablate``, ``--patch-from``: ``inside``), ``--explain`` (class-specific maps, ``explain``; with
 ``--faithfulness`` / ``--sanity`` their perturbation curves and randomisation check, ``viz.trust.job``), ``--texts`` (CLIP
 zero-shot probabilities in result.json, ``write``), ``--animate`` (attention through depth, ``write``) and
@@ -24,6 +25,7 @@ from .. import panels
 from ..records import Analysis
 from .compare import run_comparison
 from .explain import explain_request, explanation_outputs
+from .features import features_outputs, features_request
 from .inside import inside_outputs, inside_request
 from .options import build_parser, load_model, options_from
 from .write import no_classifier_note, write_image_result, zero_shot_entries
@@ -38,13 +40,25 @@ def check_run(args, loaded) -> None:
                          f"Face CLIPModel folder), but {args.weights} has none.")
     if args.frame_ms < 10:
         raise ValueError(f"--frame-ms must be at least 10 but got {args.frame_ms}.")
+    if args.features and args.compare:
+        raise ValueError("--features reads one model's patch features: leave out --compare (or run them apart).")
     if args.mp4 and not args.animate:
         raise ValueError("--mp4 writes the animation as MP4 too: add --animate.")
+    if args.batch_size > 1 and loaded.preprocess.varies:
+        raise ValueError(varying_batch_note(loaded.preprocess))
     if args.mp4:
         from ..animate import mp4_available
         if not mp4_available():
             raise ValueError("--mp4 needs the optional packages imageio and imageio-ffmpeg (pip install imageio "
                              "imageio-ffmpeg); leave --mp4 out for the GIF alone.")
+
+
+def varying_batch_note(preprocess) -> str:
+    """Why photos of a NaFlex model cannot share a batch, and what to do (one sentence)."""
+    return (f"--batch-size above 1 needs one input shape, but this model sizes each photo's input by its aspect ratio "
+            f"(at most {preprocess.resize} patches of {preprocess.patch} pixels), so photos of different shapes cannot "
+            f"share a batch: leave --batch-size at 1, or give --preprocess crop or squash for one "
+            f"{preprocess.crop[0]}×{preprocess.crop[1]} input.")
 
 
 def trust_options(request, data_set: bool) -> dict:
@@ -84,10 +98,12 @@ def main(argv: list[str] | None = None) -> int:
         loaded = load_model(args)
         loaded.model.to(device)
         o = options_from(args)
-        grid = loaded.model.token_layout(*loaded.preprocess.crop).grid
+        # a NaFlex model's grid follows each photo: the patch asked for is then checked photo by photo
+        grid = None if loaded.preprocess.varies else loaded.model.token_layout(*loaded.preprocess.crop).grid
         panels.check_options(o, loaded.model.cfg.depth, loaded.model.cfg.num_heads, grid)
         request = explain_request(args, loaded)
         inside = inside_request(args, loaded)
+        features = features_request(args, loaded)
         entries = files.list_images(args.images, loaded.labels)
         if not entries:
             raise ValueError("no images found in " + ", ".join(args.images))
@@ -113,7 +129,9 @@ def main(argv: list[str] | None = None) -> int:
                              resume=args.resume, attention_dtype=np.float16 if args.float16 else np.float32,
                              dtype=dtype, norm_ratio=args.norm_ratio, distance_renormalise=args.distance_renormalise,
                              progress=not args.quiet and len(entries) > 1, weights=args.weights,
-                             inside=inside if data_set else None, **trust_options(request, data_set))
+                             inside=inside if data_set else None, keep_stream=features is not None,
+                             features_layer=features.layer if features is not None and data_set else None,
+                             **trust_options(request, data_set))
     writer = None
     if not args.stats_only:
         model = panels.model_panels(model_arrays(loaded.model, loaded.name), args.lang)   # the same for every image
@@ -123,8 +141,9 @@ def main(argv: list[str] | None = None) -> int:
             explained = explanation_outputs(loaded, a, request, o, trust) if request else None
             texts = zero_shot_entries(loaded, a, args.texts) if args.texts else None
             inside_files = inside_outputs(loaded, a, inside, args.lang, head_importance) if inside else None
+            features_files = features_outputs(a, features, o) if features else None
             write_image_result(entry.path, args.out / entry.name, a, model, o, args, decode_s, explained, texts,
-                               inside_files, preprocess, loaded.assumptions)
+                               inside_files, preprocess, loaded.assumptions, features_files)
 
     processes = distributed.start(device)
     try:

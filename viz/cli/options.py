@@ -27,13 +27,15 @@ PANEL_HELP = """panels written per image (PNG):
   query_row          where the --query patch attends (its attention row)
   query_column       who attends to the --query patch (its attention column)
   filters            Figure 7 left: top 28 principal components of the patch-embedding filters
-  pos_similarity     Figure 7 centre: cosine similarity of the position embeddings
+  pos_similarity     Figure 7 centre: cosine similarity of the position embeddings (a rotary model without a
+                     table: the similarity its rotation implies)
   mean_distance      Figure 7 right: mean attention distance of every head against depth
   token_norms        L2 norm of every patch token after each block, high-norm tokens outlined
   token_norm_curves  token norms against depth, flagged tokens in red
 
 attention.npz holds: attention (L, H, T, T), rollout (gh, gw), num_prefix_tokens, grid (gh, gw),
-patch_size, pos_similarity (N, N) on the checkpoint's native grid, mean_distance (L, H) in pixels,
+patch_size, pos_similarity (N, N) on the checkpoint's native grid (rotary_kernel (N, N) instead for a rotary
+model without a table), mean_distance (L, H) in pixels,
 token_norms (L, T), probabilities (K,), cls_attention (the query's attention), query_row, query_column
 (gh, gw), query_patch, high_norm_flags (L, gh, gw), probe_attention (H, T) for MAP models. Layers and heads
 are 0-based; negative indices count from the end.
@@ -73,6 +75,13 @@ randomised}. A folder run adds DIR/summary/faithfulness.json ({method: {"deletio
 over images), their "_std", "deletion", "insertion" (mean curves), "images", "abpc", "ci95" {score: [low, high]}
 (95 % bootstrap interval over images, 1,000 seeded resamples), "verdict" (over the folder), "by_protocol" with
 several protocols}}) and faithfulness.md. --protocol chefer2021 adds DIR/summary/chefer2021.json and .md.
+
+With --features: features_pca.png, features_similarity.png, features_pcs (gh, gw, 3: each patch's projection on
+the first three principal components of this photo's patch features, unscaled) and features_similarity (gh, gw:
+cosine similarity of the --query patch's features to every patch's) in attention.npz, and "features": {"layer",
+"explained_variance_ratio": [3], "query": [row, col]} in result.json. A folder run adds
+DIR/summary/features_pca_joint.png (one PCA fitted on all the photos' patches, the first photos coloured by it)
+and features_pca_joint.npz (mean, components, explained_variance_ratio, images, pcs).
 
 With several images (or --stats-only), DIR/summary/ holds statistics.json (images, mean_distance L x H,
 entropy L x H, prefix_share L, high_norm_share L, top1/top5 for a folder labelled by sub-folder, with their
@@ -216,6 +225,14 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--float16", action="store_true", help="store attention as float16 (half the file size)")
     g.add_argument("--compress", action="store_true", help="compress attention.npz (smaller, slower)")
     g.add_argument("--quiet", action="store_true", help="no progress bar")
+    g = p.add_argument_group("dense features (DINOv2 / DINOv3)")
+    g.add_argument("--features", action="store_true",
+                   help="the patch features of --features-layer after the final LayerNorm: features_pca.png (the "
+                        "first three principal components of this photo's patches as RGB), features_similarity.png "
+                        "(cosine similarity of the --query patch, default the centre, to every patch); a folder adds "
+                        "summary/features_pca_joint.png, one PCA fitted on every photo's patches")
+    g.add_argument("--features-layer", type=int, metavar="L",
+                   help="layer whose output is read for --features (0-based, -1 the last: default)")
     g = p.add_argument_group("class-specific explanations")
     g.add_argument("--explain", metavar="METHODS",
                    help=f"comma-separated explanation methods, from: {', '.join(METHODS)}")

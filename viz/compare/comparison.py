@@ -188,9 +188,7 @@ def compare(photo: Image.Image, a: Side, b: Side, layer: int = -1, head: int | N
     def cls_attention(s: Side, block: int) -> np.ndarray:
         """The query's attention (the CLS row; SigLIP's probe, mean-pooled models' mean of patch rows: never
         token 0 of a model without a CLS token, which is a patch)."""
-        an = s.analysis
-        return readout.readout_attention_map(an.attention, an.num_prefix, an.grid, an.readout, an.probe_attention,
-                                             block, head)
+        return panels.attention_of(s.analysis, block, head)
 
     head_name = "mean of heads" if head is None else f"head {head}"
     queries = {readout.query_name(s.analysis.readout) for s in (a, b)}

@@ -18,7 +18,9 @@
                             deletion_auc, insertion_auc, and the curves deletion, insertion, sanity); then also
                             faithfulness.json and faithfulness.md (``write_faithfulness``)
     model, weights, input_size, grid, patch_size, num_prefix_tokens, depth, heads, tokens, uniform_distance,
-    uniform_entropy, options {norm_ratio, distance_renormalise}, device, dtype, processes
+    uniform_entropy, options {norm_ratio, distance_renormalise}, device, dtype, processes; input_varies: true for a
+    NaFlex model, whose photos each keep their aspect ratio (input_size, grid, tokens and the uniform values are then
+    a square photo's; the per-block statistics do not depend on the grid)
 
 Values that do not exist (no image was readable) are ``null``.
 """
@@ -102,8 +104,11 @@ def markdown(s: dict) -> str:
     """statistics.md: what was run, accuracy, one row per block (heads summarised), the faithfulness table."""
     processes = f", {s['processes']} processes" if s["processes"] > 1 else ""
     failed = f" {s['failed']} files could not be read." if s["failed"] else ""
+    size = f"{s['input_size'][0]}×{s['input_size'][1]}"
+    at = (f"at each photo's own size (its aspect ratio kept; {size} and the numbers below for a square photo)"
+          if s.get("input_varies") else f"at {size}")
     lines = [f"# Attention statistics over {s['images']} images", "",
-             f"Model **{s['model']}** at {s['input_size'][0]}×{s['input_size'][1]} "
+             f"Model **{s['model']}** {at} "
              f"({s['grid'][0]}×{s['grid'][1]} patches + {s['num_prefix_tokens']} prefix = {s['tokens']} tokens, "
              f"{s['depth']} blocks × {s['heads']} heads), {s['dtype']} on {s['device']}{processes}.{failed}"]
     if "top1" in s:

@@ -25,7 +25,7 @@ from ..maps.distance import patch_distances
 from ..trust.chefer import SIGNS, black_pixel, chefer_hits
 from ..trust.dataset import image_scores, score_columns
 from ..trust.job import trust_check
-from . import distributed, report, state
+from . import distributed, features, report, state
 from .distributed import Processes
 from .files import ImageEntry
 from .loader import image_loader, shard
@@ -56,6 +56,8 @@ class RunOptions:
     chefer: str | None = None               # --protocol chefer2021: "predicted" or "target" (each image's label)
     chefer_methods: tuple[str, ...] = ()    # the --explain methods it scores
     inside: object = None                   # viz.cli.inside.InsideRequest: head importance and the lens's accuracy
+    keep_stream: bool = False               # hand the writer each image's residual stream (--features)
+    features_layer: int | None = None       # --features in a folder: one PCA over every photo's patches of this layer
 
 
 @dataclass
@@ -78,7 +80,8 @@ def fingerprint(entries: Sequence[ImageEntry], loaded, options: RunOptions, writ
         "weights_sha256": tensors.hexdigest(), "input_size": list(loaded.preprocess.crop),
         "preprocess": loaded.preprocess.to_dict(), "dtype": str(options.dtype),
         "norm_ratio": options.norm_ratio, "distance_renormalise": options.distance_renormalise,
-        "per_image_files": writes_images, **_faithfulness_options(options), **_inside_options(options)}))
+        "per_image_files": writes_images, **_faithfulness_options(options), **_inside_options(options),
+        **({"features_layer": options.features_layer} if options.features_layer is not None else {})}))
 
 
 def _faithfulness_options(options: RunOptions) -> dict:
@@ -111,7 +114,9 @@ def run_info(loaded, options: RunOptions, processes: Processes, device: torch.de
     model = loaded.model
     height, width = loaded.preprocess.crop
     layout = model.token_layout(height, width)
+    varies = getattr(loaded.preprocess, "varies", False)   # NaFlex: each photo's own size; the square one's here
     return {"model": getattr(loaded, "name", ""), "weights": options.weights, "input_size": [height, width],
+            "input_varies": varies,
             "preprocess": {"mode": getattr(loaded, "preprocess_choice", "own"), **loaded.preprocess.to_dict()},
             "assumptions": list(getattr(loaded, "assumptions", [])),
             "grid": list(layout.grid), "patch_size": model.cfg.patch_size, "num_prefix_tokens": layout.num_prefix,
@@ -122,11 +127,14 @@ def run_info(loaded, options: RunOptions, processes: Processes, device: torch.de
             "device": device.type, "dtype": str(options.dtype).removeprefix("torch."), "processes": processes.world}
 
 
-def _declared(loaded) -> dict[str, tuple[int, ...]]:
+def _declared(loaded, options: RunOptions) -> dict[str, tuple[int, ...]]:
     """The per-image values every image has, with their shapes (so a process that got no image still has them)."""
     L, H = len(loaded.model.blocks), loaded.model.cfg.num_heads
-    return {"mean_distance": (L, H), "entropy": (L, H), "prefix_share": (L,), "high_norm_share": (L,),
-            "high_norm_patches": (L,)}
+    shapes = {"mean_distance": (L, H), "entropy": (L, H), "prefix_share": (L,), "high_norm_share": (L,),
+              "high_norm_patches": (L,)}
+    if options.features_layer is not None:
+        shapes.update(features.declared(loaded.model.cfg.embed_dim))
+    return shapes
 
 
 def run(loaded, entries: Sequence[ImageEntry], options: RunOptions, processes: Processes,
@@ -152,7 +160,7 @@ def run(loaded, entries: Sequence[ImageEntry], options: RunOptions, processes: P
 
     todo = [i for i in shard(count, processes.rank, processes.world) if not previous.done[i]]
     mine = state.Progress(count, session=previous.session)
-    mine.statistics.declare(_declared(loaded))
+    mine.statistics.declare(_declared(loaded, options))
     failed: list[tuple[int, str]] = []
     loader = image_loader(entries, loaded.preprocess, todo, options.batch_size, options.workers,
                           pin_memory=device.type == "cuda")
@@ -191,6 +199,9 @@ def run(loaded, entries: Sequence[ImageEntry], options: RunOptions, processes: P
         summary = report.write(folder, statistics, info, table)
         per_image = None if write_image is None else [_saved_distance(options.out / entries[i].name) for i in done]
         report.write_distance_npz(folder, statistics, [str(entries[i].path) for i in done], per_image)
+        if options.features_layer is not None and done:
+            features.write_joint(folder, statistics, loaded, [entries[i].path for i in done], options.features_layer,
+                                 device, options.dtype)
     distributed.barrier(processes)
     return RunResult(len(done), [(entries[i].path, message) for i, message in sorted(failed_all)], summary)
 
@@ -203,7 +214,8 @@ def _analyse_batch(loaded, entries, batch, options: RunOptions, write_image: Ima
     t1 = time.perf_counter()
     captured = capture(loaded.model, x, options.attention_dtype if write_image else None,
                        statistics=options.summary, dtype=options.dtype,
-                       distance_renormalise=options.distance_renormalise)
+                       distance_renormalise=options.distance_renormalise,
+                       keep_stream=options.keep_stream or options.features_layer is not None)
     # the explanation methods' curves, once per image, for the summary and for the image's own files
     reports = [trust_check(loaded.model, x[b:b + 1].float(), options.faithfulness_target, list(options.faithfulness),
                            protocols=options.perturbation, sanity=options.sanity, points=options.steps,
@@ -232,6 +244,8 @@ def _analyse_batch(loaded, entries, batch, options: RunOptions, write_image: Ima
             values.update(chefer_values(loaded, x[b:b + 1].float(), entries[index].label, options))
         if inside:
             values.update(inside[b])
+        if options.features_layer is not None:
+            values.update(features.image_values(captured, b, options.features_layer))
         mine.statistics.add_image(values)
 
 

@@ -203,7 +203,8 @@ def position_similarity_plot(sim: np.ndarray, grid: tuple[int, int], title: str 
     gh, gw = grid
     mosaic = similarity_mosaic(sim, grid, gap=1)
     dpi = screens.NARROW_DPI if narrow else 100
-    left, right, bottom, top = 70, 110, 55, 35 if title else 15  # margins in pixels (at 100 dpi) for labels and bar
+    lines = title.count("\n") + 1 if title else 0
+    left, right, bottom, top = 70, 110, 55, 15 + 20 * lines   # margins in pixels (at 100 dpi): labels, bar, title
     if narrow:                               # the whole figure NARROW_INCHES wide, its margins in the same inches
         left, right, bottom, top = (round(m * dpi / 100) for m in (left, right, bottom, top))
         axes_w = round(screens.NARROW_INCHES * dpi) - left - right

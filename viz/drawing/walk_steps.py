@@ -71,7 +71,8 @@ def step_texts(w: Walkthrough, layer: int = -1, row: int | None = None, col: int
                  t("walk.cls.text", lang, names=names, shape=shape_text(s["tokens"])) if names else
                  t("walk.cls.none", lang, count=N, shape=shape_text(s["tokens"]))),
         StepText("position", t("walk.position.title", lang), shape_text(s["embedded"]),
-                 t("walk.position.text", lang, shape=shape_text(s["embedded"]))),
+                 t({"table": "walk.position.text", "rotary": "walk.position.rotary", "none": "walk.position.none"}[
+                     w.positions], lang, shape=shape_text(s["embedded"]))),
         StepText("layers", t("walk.blocks.title", lang, depth=w.depth), shape_text(s["layers"]),
                  t("walk.blocks.text", lang, tokens=T, heads=w.heads, shape=shape_text(s["layers"]), layer=layer,
                    attention=shape_text(s["attention"]))),
@@ -176,8 +177,12 @@ def tokens_picture(w: Walkthrough, which: str = "embedded", size: int = 448, lan
 
 def position_patch_picture(w: Walkthrough, row: int, col: int, size: int = 448, lang: str = "en",
                            font_size: int | None = None) -> Image.Image:
-    """How similar patch (row, col)'s position embedding is to every other patch's, over the crop."""
+    """How similar patch (row, col)'s position embedding is to every other patch's, over the crop (for a rotary
+    model, how alike its rotation leaves one vector there and at every other patch; a model with neither: why there
+    is nothing to show)."""
     i = w.patch_index(row, col)
+    if w.position_similarity is None:      # the Position embeddings tab's own panel (viz.panels.files)
+        return render.message_image(t("note.no_position_embeddings", lang), (420, 200), lang=lang)
     values = w.position_similarity[i].reshape(w.grid)
     base = _scaled_crop(w, size)
     image = render.overlay(base, values, "viridis", 0.7, vmin=-1.0, vmax=1.0, colorbar=True,

@@ -8,11 +8,12 @@ MODEL: dict[str, tuple[str, str]] = {
     "arch.header": ("| stage | output shape | parameters | how |", "| 阶段 | 输出形状 | 参数量 | 怎样计算 |"),
     "arch.total": ("**Total: {total} parameters.**", "**共 {total} 个参数。**"),
     "arch.cached": (
-        "All {depth}×{heads} attention maps of this photo are cached as {dtype} ({megabytes:.1f} MB with their "
-        "head-fused copies), so every control re-renders without running the model again (unless the server needed "
-        "the room: then it runs once more).",
-        "这张照片的全部 {depth}×{heads} 张注意力图都以 {dtype} 缓存（连同各头融合后的副本共 {megabytes:.1f} MB），"
-        "所以每个控件都只重绘、不必再运行模型（除非服务器需要腾出空间：那时会再运行一次）。"),
+        "This photo's analysis keeps {megabytes:.1f} MB: what recomputes any of its {depth}×{heads} attention maps on "
+        "demand (the tokens entering every layer), not the maps themselves ({full:.1f} MB in float32), so every control "
+        "re-renders without running the whole model again (unless the server needed the room: then it runs once more).",
+        "这张照片的分析保留 {megabytes:.1f} MB：按需重算它 {depth}×{heads} 张注意力图中任意一张所需的数据（进入每一层的"
+        "词元），而不是这些图本身（以 float32 计共 {full:.1f} MB），所以每个控件都只重绘、不必再运行整个模型（除非服务器"
+        "需要腾出空间：那时会再运行一次）。"),
 
     # --- the family in one paragraph -------------------------------------------------------------------------------
     "arch.family.vit": ("Vision Transformer", "视觉 Transformer"),
@@ -20,6 +21,11 @@ MODEL: dict[str, tuple[str, str]] = {
     "arch.family.siglip": ("SigLIP image tower", "SigLIP 图像塔"),
     "arch.family.eva02": ("EVA-02", "EVA-02"),
     "arch.family.beit": ("BEiT", "BEiT"),
+    "arch.family.dinov3": ("DINOv3", "DINOv3"),
+    "arch.family.rope_vit": ("RoPE ViT", "RoPE ViT（旋转位置编码）"),
+    "arch.family.relpos": ("relative-position ViT (timm)", "相对位置 ViT（timm）"),
+    "arch.family.parallel": ("parallel-block ViT (timm)", "并行块 ViT（timm）"),
+    "arch.family.naflex": ("NaFlex ViT (any aspect ratio)", "NaFlex ViT（任意宽高比）"),
     "arch.summary": ("**{family}**: {tokens}; {positions}; {block}; {pooling}; output: {output}.",
                      "**{family}**：{tokens}；{positions}；{block}；{pooling}；输出：{output}。"),
     "arch.cls": ("a CLS token", "一个 CLS 词元"),
@@ -28,16 +34,33 @@ MODEL: dict[str, tuple[str, str]] = {
     "arch.registers": (", {count} registers", "，{count} 个寄存器词元"),
     "arch.learned_positions": ("learnt absolute position embeddings", "学到的绝对位置嵌入"),
     "arch.no_positions": ("no absolute position embeddings", "没有绝对位置嵌入"),
-    "arch.sincos_positions": ("fixed 2-D sine-cosine position embeddings", "固定的二维正弦-余弦位置嵌入"),
+    "arch.sincos_positions": ("a fixed 2-D sine-cosine position table", "一张固定的二维正弦-余弦位置表"),
+    "arch.positions_grid": (" on a {grid} grid, resized to each photo's own grid (the photo keeps its aspect ratio)",
+                            "，定义在 {grid} 的网格上，缩放到每张照片自己的网格（照片保持宽高比）"),
     "arch.relative_bias": (" and a learnt relative position bias in every block's attention",
                            "，并在每个块的注意力里加入学到的相对位置偏置"),
+    "arch.relative_mlp": (" and a relative position bias in every block's attention, computed by a small MLP from "
+                          "each offset, for any grid",
+                          "，并在每个块的注意力里加入相对位置偏置，由一个小 MLP 从每种偏移算出，适用于任意网格"),
     "arch.rotary": (" and a rotary embedding of the patches' queries and keys in every block",
                     "，并在每个块里对图块的查询和键做旋转位置编码"),
+    "arch.rotary.mixed": (" (frequencies learnt per block and head, mixing rows and columns)",
+                          "（频率按块和头分别学习，行与列混合）"),
+    "arch.rotary.centered": (" (on patch centres normalised to [-1, 1] per axis)",
+                             "（作用于图块中心，每个轴归一化到 [-1, 1]）"),
     "arch.block": ("pre-norm blocks with a {activation} MLP", "前置归一化的块，MLP 用 {activation}"),
+    "arch.block.post": ("res-post-norm blocks with a {activation} MLP",
+                        "残差分支后归一化的块（归一化在每个分支之后），MLP 用 {activation}"),
+    "arch.block.parallel": ("pre-norm blocks of {parallel} attentions side by side, then {parallel} {activation} MLPs "
+                            "(held as one of {heads} heads and one MLP)",
+                            "前置归一化的块：{parallel} 个注意力并列，再接 {parallel} 个 {activation} MLP（存为一个 "
+                            "{heads} 头的注意力和一个 MLP）"),
     "arch.mlp_norm": (" (LayerNorm on its hidden units)", "（隐藏层上有 LayerNorm）"),
     "arch.qv_bias": (", q and v biases but none on k", "，q 和 v 有偏置而 k 没有"),
     "arch.layer_scale": (", LayerScale", "，LayerScale"),
     "arch.norm_pre": ("; a LayerNorm before the first block", "；第一个块之前有一个 LayerNorm"),
+    "arch.prefix_norm": ("; the CLS and register tokens get their own final LayerNorm",
+                         "；CLS 和寄存器词元有自己的最终 LayerNorm"),
     "arch.pool.token": ("the CLS token is the image's summary (the maps read its row)",
                         "CLS 词元概括整张图像（热力图读取它的那一行）"),
     "arch.pool.avg": ("the mean of the patch tokens is the image's summary (the maps read the mean of the patch rows)",
@@ -55,6 +78,7 @@ MODEL: dict[str, tuple[str, str]] = {
 
     # --- the stages (name, then how it works) ------------------------------------------------------------------------
     "arch.input": ("Input image (center crop)", "输入图像（中心裁剪）"),
+    "arch.input.whole": ("Input image (the whole photo, its aspect ratio kept)", "输入图像（整张照片，保持宽高比）"),
     "arch.input.note": ("RGB, normalised per channel", "RGB，每个通道分别归一化"),
     "arch.patches": ("Patch embedding: Conv2d {patch}×{patch}, stride {patch}",
                      "图块嵌入：Conv2d {patch}×{patch}，步长 {patch}"),
@@ -66,7 +90,10 @@ MODEL: dict[str, tuple[str, str]] = {
     "arch.prepend.note": ("learned vectors, same for every image", "学到的向量，对每张图像都相同"),
     "arch.positions": ("Add position embeddings", "加上位置嵌入"),
     "arch.positions.note": ("{count} learned vectors for a {grid} grid", "{count} 个学到的向量，对应 {grid} 的网格"),
-    "arch.positions.resampled": (", resampled bicubically to {grid}", "，双三次插值到 {grid}"),
+    "arch.positions.resampled": (", resampled {how} to {grid}", "，{how}到 {grid}"),
+    "arch.resample.bicubic": ("bicubically", "双三次插值"),
+    "arch.resample.bilinear": ("bilinearly", "双线性插值"),
+    "arch.resample.antialias": (" with antialiasing", "（抗锯齿）"),
     "arch.sincos": ("Add position embeddings (fixed 2-D sine-cosine)", "加上位置嵌入（固定的二维正弦-余弦）"),
     "arch.sincos.note": ("a fixed table for the {grid} grid: sin/cos of the column and of the row, not trained",
                          "{grid} 网格的一张固定表：列和行的 sin/cos，不参与训练"),
@@ -79,10 +106,15 @@ MODEL: dict[str, tuple[str, str]] = {
     "arch.blocks": ("{depth} × transformer block", "{depth} × Transformer 块"),
     "arch.blocks.note": ("{params} parameters each; pre-norm, residual around attention and MLP",
                          "每块 {params} 个参数；前置归一化，注意力和 MLP 外各有残差连接"),
+    "arch.blocks.note.post": ("{params} parameters each; res-post-norm, residual around attention and MLP",
+                              "每块 {params} 个参数；残差分支后归一化，注意力和 MLP 外各有残差连接"),
     "arch.qkv": ("  ├ LayerNorm → qkv Linear", "  ├ LayerNorm → qkv Linear"),
+    "arch.qkv.post": ("  ├ qkv Linear", "  ├ qkv Linear"),
     "arch.qkv.note": ("queries, keys, values for {heads} heads of width {width}",
                       "{heads} 个头的查询、键、值，每个头宽 {width}"),
     "arch.qkv.qv_only": ("; biases on q and v only", "；只有 q 和 v 有偏置"),
+    "arch.qkv.parallel": (" ({parallel} branches of {heads} heads, each with its own norm)",
+                          "（{parallel} 个分支，每个 {heads} 个头，各有自己的归一化）"),
     "arch.softmax": ("  ├ softmax(q·kᵀ/√d) — the attention maps", "  ├ softmax(q·kᵀ/√d)：注意力图"),
     "arch.softmax.bias": ("  ├ softmax(q·kᵀ/√d + B) — the attention maps", "  ├ softmax(q·kᵀ/√d + B)：注意力图"),
     "arch.softmax.rope": ("  ├ softmax(R(q)·R(k)ᵀ/√d) — the attention maps", "  ├ softmax(R(q)·R(k)ᵀ/√d)：注意力图"),
@@ -90,12 +122,25 @@ MODEL: dict[str, tuple[str, str]] = {
                           "每一行：一个词元对所有词元的关注程度（和为 1）"),
     "arch.softmax.table": ("; B: a learnt bias per head for each of the {grid} grid's offsets (the table)",
                            "；B：每个头对 {grid} 网格的每种偏移学到一个偏置（这张表）"),
+    "arch.softmax.mlp": ("; B: a bias per head for each of the {grid} grid's offsets, computed by an MLP "
+                         "(2 → {hidden} → {heads}) from sign(d)·ln(1 + |d|) of the offset d",
+                         "；B：{grid} 网格的每种偏移、每个头一个偏置，由一个 MLP（2 → {hidden} → {heads}）从偏移 d 的 "
+                         "sign(d)·ln(1 + |d|) 算出"),
     "arch.softmax.rotary": ("; R rotates each patch's q and k by its row and column (angles on a {grid} grid), so q·k "
                             "depends on the offset",
                             "；R 按图块的行和列旋转它的 q 和 k（角度按 {grid} 网格定），所以 q·k 只取决于偏移"),
-    "arch.project": ("  ├ attention · v → {norm}proj Linear, + residual", "  ├ 注意力 · v → {norm}proj Linear，+ 残差"),
+    "arch.softmax.rotary_mixed": ("; R rotates each patch's q and k by its row and column through frequencies learnt "
+                                  "per block and head, so q·k depends on the offset",
+                                  "；R 按图块的行和列、用每个块和头各自学到的频率旋转它的 q 和 k，所以 q·k 只取决于偏移"),
+    "arch.softmax.rotary_centered": ("; R rotates each patch's q and k by its centre's coordinates in [-1, 1] on each "
+                                     "axis, so q·k depends on the offset as a fraction of the image",
+                                     "；R 按图块中心在每个轴上 [-1, 1] 内的坐标旋转它的 q 和 k，所以 q·k 取决于以图像"
+                                     "大小为单位的偏移"),
+    "arch.project": ("  ├ attention · v → {norm}proj Linear{post}, + residual",
+                     "  ├ 注意力 · v → {norm}proj Linear{post}，+ 残差"),
     "arch.project.note": ("heads concatenated and mixed", "各头拼接后混合"),
     "arch.mlp": ("  └ LayerNorm → MLP ({activation}), + residual", "  └ LayerNorm → MLP（{activation}），+ 残差"),
+    "arch.mlp.post": ("  └ MLP ({activation}) → LayerNorm, + residual", "  └ MLP（{activation}）→ LayerNorm，+ 残差"),
     "arch.mlp.note": ("{dim} → {hidden} → {dim} per token", "每个词元 {dim} → {hidden} → {dim}"),
     "arch.mlp.swiglu": ("SiLU(x·W_g) ⊙ x·W_x, {dim} → 2×{hidden} → {dim} per token",
                         "SiLU(x·W_g) ⊙ x·W_x，每个词元 {dim} → 2×{hidden} → {dim}"),

@@ -50,6 +50,7 @@ PAGE: dict[str, tuple[str, str]] = {
     "summary.crop": ("crop", "裁剪图像"),
     "summary.squashed": ("squashed photo", "拉伸后的整张照片"),
     "summary.stretched_crop": ("crop of the stretched photo", "拉伸后照片的中心裁剪"),
+    "summary.aspect": ("whole photo at its own aspect ratio", "保持原长宽比的整张照片"),
     "summary.prefix": (" + {count} prefix", " + {count} 个前缀词元"),
     "summary.took": (" · forward pass {ms:.0f} ms", " · 前向计算 {ms:.0f} 毫秒"),
     "summary.assumed": ("**Assumed when loading** (not in the checkpoint):", "**加载时的假设**（检查点中没有）："),
@@ -72,6 +73,9 @@ PAGE: dict[str, tuple[str, str]] = {
         "图像塔需要 mlp_act=\"gelu_tanh\"" + _how_zh("mlp_act", '"gelu_tanh"') + "。"),
     "assumption.rope_grid": (ASSUMED["rope_grid"],
         "文件中没有旋转位置编码：假定为 EVA-02 的，其角度按 timm 的 EVA-02 模型训练时的 {grid} 网格缩放。"),
+    "assumption.rotary_family": (ASSUMED["rotary_family"],
+        "文件中没有旋转位置编码：假定为 {family} 的，因为它的张量就是 {family} 的；若它是别的模型，请在文件旁的同名 JSON "
+        "文件中用 \"architecture\" 给出它在 timm 中的名字。"),
     "assumption.img_size": (ASSUMED["img_size"],
         "文件中没有输入尺寸：根据它的 {count} 个位置嵌入，按 {grid} 的方形网格假定为 {size}；若它是在别的网格上训练的，"
         "请给出 img_size=[H, W]" + _how_zh("img_size", "[H, W]") + "。"),
@@ -84,6 +88,30 @@ PAGE: dict[str, tuple[str, str]] = {
     "assumption.labels": (ASSUMED["labels"],
         "文件中没有类别名称：为它的 1000 个输出假定为 ImageNet-1k 的类别；若它预测的是别的类别，请在文件旁的同名 JSON 文件"
         "中写上 \"labels\"。"),
+    "assumption.heads_parallel": (ASSUMED["heads_parallel"],
+        "文件中没有注意力头数：假定为 {branches} 个分支、每个分支 {heads} 个头，与已发布的、宽度为 {width} 的 ViT 一致；"
+        "若各分支合计有 N 个头，请给出 num_heads=N" + _how_zh("num_heads", "N") + "。"),
+    "assumption.block_order": (ASSUMED["block_order"],
+        "文件中没有 LayerNorm 的位置：假定在每个分支之后（timm 的 *_rpn 块），因为这些块没有 LayerScale，而 timm 的前置"
+        "归一化相对位置块都有；没有 LayerScale 训练的前置归一化模型需要 res_post_norm=false"
+        + _how_zh("res_post_norm", "false") + "。"),
+    "assumption.img_size_relpos": (ASSUMED["img_size_relpos"],
+        "文件中没有输入尺寸：假定为 {size}，与 timm 中宽度为 {width}、图块为 {patch} 像素的相对位置 ViT 的配置一致"
+        "（偏置可以为任意网格算出）；若要别的尺寸，请给出 img_size=[H, W]" + _how_zh("img_size", "[H, W]") + "。"),
+    "assumption.img_size_naflex": (ASSUMED["img_size_naflex"],
+        "文件中没有输入尺寸：假定为 {size}，即 timm 的 NaFlexViT 模型配置的输入（每张照片保持原长宽比，最多 {patches} "
+        "个图块）；若要别的图块预算，请给出 img_size=[H, W]" + _how_zh("img_size", "[H, W]") + "。"),
+    "assumption.img_size_table": (ASSUMED["img_size_table"],
+        "文件中没有输入尺寸：假定为 {size}，即它的位置表的 {grid} 网格（每张照片保持原长宽比，最多 {patches} 个图块）；"
+        "若要别的图块预算，请给出 img_size=[H, W]" + _how_zh("img_size", "[H, W]") + "。"),
+    "assumption.act_naflex": (ASSUMED["act_naflex"],
+        "文件中没有 MLP 的激活函数：假定为 tanh 近似 GELU，与 SigLIP 2 的 NaFlex 图像塔相同（timm 的 naflexvit_*_siglip，"
+        "transformers 的 Siglip2VisionModel）；用精确 GELU 训练的模型需要 mlp_act=\"gelu\"" + _how_zh("mlp_act", '"gelu"')
+        + "。"),
+    "assumption.naflex_resize": (ASSUMED["naflex_resize"],
+        "文件中没有位置表缩放到照片网格的方式：假定为 {interp}{aspect}，与具有同样寄存器、LayerScale 和池化方式的 timm "
+        "NaFlexViT 模型相同；若是别的方式，请把 pos_embed_interp（\"bicubic\" 或 \"bilinear\"）和 "
+        "pos_embed_ar_preserving（true 或 false）传给 vit.load，或写在同名 JSON 文件的 \"config\" 中。"),
 
     # --- tabs -----------------------------------------------------------------------------------------------
     "tab.rollout": ("Rollout", "注意力展开"),
@@ -203,6 +231,25 @@ PAGE: dict[str, tuple[str, str]] = {
         "app runs on your own machine (python app.py).",
         "这个服务器只运行模型列表里的模型。输入路径或其他模型名，只在你自己的电脑上运行本应用时有效（python app.py）。"),
     "message.model_failed": ("Could not load the model {model!r}. {error}", "无法加载模型 {model!r}。{error}"),
+    # what the server refuses at the door (vit_explorer.door, vit_explorer.heavy): one message whatever was sent
+    "message.photo_not_uploaded": (
+        "Only photos uploaded to this page can be analysed. Upload the photo (or paste it, or pick an example).",
+        "只能分析上传到本页面的照片。请上传这张照片（或粘贴它，或选一张示例照片）。"),
+    "message.photo_too_large": ("The photo is too large: {size:.1f} MB, the limit is {limit:.0f} MB.",
+                                "照片太大：{size:.1f} MB，上限是 {limit:.0f} MB。"),
+    "message.not_a_number": ("A number sent by the page is not a number (NaN or infinite). Reload the page.",
+                             "页面发送的某个数值不是有效数字（非数字或无穷大）。请重新加载页面。"),
+    "message.bad_request": (
+        "The server could not handle this request: the page sent something it does not understand. Reload the "
+        "page and try again.",
+        "服务器无法处理这个请求：页面发送了它无法理解的内容。请重新加载页面后再试。"),
+    "message.heavy_one_at_a_time": (
+        "You already have a long job waiting or running (a trust check, a look inside, a comparison or an "
+        "animation). Wait for it to finish, then start the next one.",
+        "你已有一个较长的任务在排队或运行（可信度检验、查看模型内部、比较或动画）。请等它完成后再开始下一个。"),
+    "message.heavy_queue_full": (
+        "The server is busy with other visitors' long jobs. Try again in a minute.",
+        "服务器正忙于其他访客的较长任务。请一分钟后再试。"),
     "message.preprocess_unknown": ("Unknown preprocessing {choice!r}: expected one of {choices}.",
                                    "未知的预处理方式 {choice!r}：应为 {choices} 之一。"),
     "message.no_analysis": (
@@ -269,6 +316,17 @@ PAGE: dict[str, tuple[str, str]] = {
         "cosine similarity shows.",
         "注意力本身不管顺序，所以每个词元都加上一个学到的位置嵌入（z₀ = [x_class; x¹E; …; xᴺE] + E_pos，{shape}）；"
         "相邻图块学到的嵌入很相似，余弦相似度图显示了这一点。"),
+    "walk.position.rotary": (
+        "This model adds no position embedding ({shape}): every layer rotates the patches' queries and keys by their "
+        "position (RoPE), so q·k depends on how far apart two patches are. The picture shows how alike the rotation "
+        "leaves one vector at the framed patch and at every other.",
+        "这个模型不加位置嵌入（{shape}）：每一层都按位置旋转图块的查询和键（RoPE），所以 q·k 取决于两个图块相隔多远。"
+        "图中是同一个向量在框出的图块和其他每个图块上被旋转后有多相似。"),
+    "walk.position.none": (
+        "This model adds no position embedding ({shape}): its positions enter inside attention, as a learnt bias "
+        "for every offset between two patches (BEiT), so there is no similarity of positions to show.",
+        "这个模型不加位置嵌入（{shape}）：位置信息在注意力内部加入，是每个图块间偏移量对应的一个学到的偏置（BEiT），"
+        "因此没有位置相似度可以显示。"),
     "walk.blocks.title": ("7. {depth} encoder layers", "7. {depth} 个编码器层"),
     "walk.blocks.text": (
         "In every layer each token attends to all {tokens} tokens through {heads} heads (LayerNorm, multi-head "
@@ -371,6 +429,11 @@ PAGE: dict[str, tuple[str, str]] = {
     "label.zero_shot": ("Zero-shot probabilities", "零样本概率"),
     "control.explain_text": ("Explain this text instead of a class", "解释这段文本而不是类别"),
     "help.explain_text": ("a CLIP checkpoint's image–text score is the target", "目标是 CLIP 检查点的图文相似度得分"),
+    "message.no_classes": (
+        "This model has no classifier head (a backbone such as DINOv3: its output is features, not classes), so it has "
+        "no class to explain, check or look inside for; with a CLIP checkpoint, tick typed texts instead.",
+        "这个模型没有分类头（例如 DINOv3 这样的骨干网络：它输出的是特征，不是类别），因此没有可以解释、检验或深入查看的"
+        "类别；如果是 CLIP 检查点，可以改为勾选输入的文本。"),
     "message.no_text_tower": ("This checkpoint has no text tower, so typed texts cannot be scored.",
                               "这个检查点没有文本塔，无法计算输入文本的概率。"),
     "about.compare": (
@@ -412,6 +475,8 @@ PAGE: dict[str, tuple[str, str]] = {
     "picture.snapshot": ("The model learning to see", "模型学会看的过程"),
     "message.compare_failed": ("Could not compare: {error}", "无法比较：{error}"),
     "message.snapshots_failed": ("Could not open the snapshots: {error}", "无法打开快照：{error}"),
+    "message.snapshots_first": ("Open the snapshots first (type the folder and press Enter).",
+                                "请先打开快照（输入文件夹路径后按回车）。"),
     "message.bad_photo": ("{error}", "这张照片无法读取：{error}"),
     "label.heads_info": ("Selected head", "选中的头"),
     "help.heads_info": ("Click a thumbnail: its layer, head, mean attention distance and entropy appear here, and "
@@ -648,6 +713,11 @@ PAGE: dict[str, tuple[str, str]] = {
     "note.whole": (
         "The model sees the whole photo, resized to its {crop} input: nothing is cut away.",
         "模型看到的是整张照片，缩放成 {crop} 的输入：没有裁掉任何部分。"),
+    "note.aspect": (
+        "The model sees the whole photo at its own aspect ratio, resized to {crop} ({grid} patches, at most {most}): "
+        "nothing is cut away, and its maps have the photo's shape.",
+        "模型看到的是保持原长宽比的整张照片，缩放成 {crop}（{grid} 个图块，最多 {most} 个）：没有裁掉任何部分，"
+        "各幅图也保持照片的形状。"),
     "note.stretched_crop": (
         "The photo is stretched to {resize} (its aspect ratio is not kept), then the outlined {crop} centre is cut "
         "out; everything outside it is cut away.",
@@ -667,6 +737,60 @@ PAGE: dict[str, tuple[str, str]] = {
         "({share:.0%} of the maximum {maximum:.2f})",
         "第 {layer} 层，头 {head}：平均注意力距离 {distance:.0f} 像素，熵 {entropy:.2f} 比特"
         "（最大值 {maximum:.2f} 的 {share:.0%}）"),
+    # --- the input size (vit_explorer.views: size_control, size_cost, switch_size) ------------------------------
+    "control.input_size": ("Input size (pixels per side)", "输入尺寸（每边像素）"),
+    "help.input_size": (
+        "the model's own size, or larger up to this server's token budget: more patches, finer maps (the position "
+        "embeddings are resampled to the grid); the cost is said before it runs",
+        "模型自己的尺寸，或更大，直到本服务器的词元上限：图块更多，图更精细（位置嵌入按网格重采样）；运行前先说明代价"),
+    "note.input_cost": ("{side}×{side}: {tokens:,} tokens (this server allows {budget:,}); the server keeps {mb:.1f} MB "
+                        "for it.",
+                        "{side}×{side}：{tokens:,} 个词元（本服务器上限 {budget:,}）；服务器为它保留 {mb:.1f} 兆字节。"),
+    "note.input_cost_timed": ("{side}×{side}: {tokens:,} tokens (this server allows {budget:,}), about {seconds:.1f} s "
+                              "to analyse, {mb:.1f} MB kept for it.",
+                              "{side}×{side}：{tokens:,} 个词元（本服务器上限 {budget:,}），分析约需 {seconds:.1f} 秒，"
+                              "保留 {mb:.1f} 兆字节。"),
+    "note.input_size_fixed": ("This model's relative position bias was learnt for its own {side}×{side} input: it runs "
+                              "at that size only.",
+                              "这个模型的相对位置偏置是为它自己 {side}×{side} 的输入学到的：只能以这个尺寸运行。"),
+    "message.input_size_fixed": ("This model runs at its own {side}×{side} input only: its relative position bias "
+                                 "cannot follow another grid.",
+                                 "这个模型只能以它自己 {side}×{side} 的输入运行：它的相对位置偏置无法用于别的网格。"),
+    "message.input_size_refused": (
+        "Cannot analyse at {side}×{side}: expected a multiple of the patch size {patch} with at most {budget:,} "
+        "tokens on this server (up to {largest}×{largest}).",
+        "无法以 {side}×{side} 分析：需要是图块大小 {patch} 的倍数，且本服务器最多 {budget:,} 个词元（最大 "
+        "{largest}×{largest}）。"),
+    # --- the Features tab (vit_explorer.tabs.features; the pictures by viz.features.view) -----------------------
+    "tab.features": ("Features", "特征"),
+    "about.features": (
+        "Not only where the model attends, but what it has made of each patch: the patch tokens of one layer after "
+        "the final LayerNorm (DINOv2's x_norm_patchtokens for the last layer). The first three principal components "
+        "of this photo's patch features are shown as red, green and blue: patches with alike features get alike "
+        "colours. Click a patch to see how alike every patch's features are to its own (cosine similarity), and add "
+        "a second photo to find the same part there. What the colours and maps show, and what they do not, is in "
+        "docs/maps.md.",
+        "不只看模型关注哪里，也看它把每个图块变成了什么：某一层经过最后的 LayerNorm 之后的图块词元（最后一层即 DINOv2 的 "
+        "x_norm_patchtokens）。这张照片图块特征的前三个主成分分别显示为红、绿、蓝：特征相近的图块颜色相近。点击一个图块，"
+        "看每个图块的特征与它有多相近（余弦相似度）；再加一张照片，在那张照片中找同一个部位。这些颜色和图能说明什么、"
+        "不能说明什么，见 docs/maps.md。"),
+    "control.features_layer": ("Layer of the features", "特征所在的层"),
+    "help.features_layer": ("whose output is read, after the final LayerNorm (the last: what DINO's users read)",
+                            "读取哪一层的输出，经过最后的 LayerNorm（最后一层：DINO 的用户读的那一层）"),
+    "control.features_foreground": ("Foreground only (DINOv2)", "只看前景（DINOv2）"),
+    "help.features_foreground": (
+        "the first component thresholded, the side holding less of the photo's border kept, the PCA fitted again on "
+        "it; the background black",
+        "对第一主成分取阈值，保留较少接触照片边缘的一侧，只在这一侧重新做主成分分析；背景为黑色"),
+    "picture.features_pca": ("Principal components of the patch features as RGB", "图块特征的主成分（显示为红绿蓝三色）"),
+    "picture.features_photo": ("Click a patch", "点击一个图块"),
+    "picture.features_similarity": ("How alike every patch is to it", "每个图块与它有多相近"),
+    "label.features_other": ("Second photo: where is the same part?", "第二张照片：同一部位在哪里？"),
+    "picture.features_match": ("The clicked patch's matches on the second photo", "所点图块在第二张照片上的匹配"),
+    "note.features_match": ("Best match: patch ({row}, {col}), cosine similarity {value:.2f} (framed in cyan).",
+                            "最佳匹配：图块 ({row}, {col})，余弦相似度 {value:.2f}（青色方框）。"),
+    "note.features_other_first": ("Add a second photo to match the clicked patch on it.",
+                                  "添加第二张照片，在其上匹配所点的图块。"),
     "message.no_cjk_font": (
         "Pictures are drawn with English labels: this machine has no Chinese font. Install {font} "
         "(Debian/Ubuntu: `{command}`) and restart the app.",

@@ -24,6 +24,18 @@ PICTURES: dict[str, tuple[str, str]] = {
     "caption.probe": ("MAP probe (after layer {layer}), {heads}", "MAP 探针（第 {layer} 层之后），{heads}"),
     "caption.heads": ("{query} attention of every layer (rows) and head (columns)",
                       "每一层（行）每个头（列）的 {query} 注意力"),
+    "caption.features_pca": ("PCA of the patch features after layer {layer}: components 1-3 as red, green, blue "
+                             "(variance {shares})",
+                             "第 {layer} 层之后图块特征的主成分分析：第 1-3 主成分分别为红、绿、蓝（方差占比 {shares}）"),
+    "caption.features_pca_foreground": ("PCA of the foreground's patch features after layer {layer} (background "
+                                        "black; variance {shares})",
+                                        "第 {layer} 层之后前景图块特征的主成分分析（背景为黑；方差占比 {shares}）"),
+    "caption.features_pca_empty": ("Layer {layer}: the first component leaves too few foreground patches to colour",
+                                   "第 {layer} 层：第一主成分留下的前景图块太少，无法着色"),
+    "caption.features_joint": ("One PCA of the patch features after layer {layer} over {images} photos "
+                               "(variance {shares}): the same colour, alike features in every photo",
+                               "{images} 张照片共用一个第 {layer} 层图块特征的主成分分析（方差占比 {shares}）："
+                               "各照片中颜色相同即特征相近"),
     "caption.threshold": ("smallest patch set holding {share:.0%} of the mass: {source}",
                           "容纳 {share:.0%} 注意力质量的最小图块集合：{source}"),
 
@@ -42,6 +54,10 @@ PICTURES: dict[str, tuple[str, str]] = {
     "colorbar.attends_to": ("attends to, {where}", "它关注哪里，{where}"),
     "colorbar.attended_by": ("attended by, {where}", "谁关注它，{where}"),
     "colorbar.cosine": ("Cosine similarity", "余弦相似度"),
+    "colorbar.similarity": ("cosine similarity to patch ({row}, {col}), layer {layer}",
+                            "与图块 ({row}, {col}) 的余弦相似度，第 {layer} 层"),
+    "colorbar.similarity_other": ("cosine to the 1st photo's patch ({row}, {col}), layer {layer}",
+                                  "与第一张照片图块 ({row}, {col}) 的余弦相似度，第 {layer} 层"),
     "colorbar.value": ("value", "数值"),
     "colorbar.class_map": ("{method}: {target}\n× an even share (1 = 1/{patches} of the map's total)",
                            "{method}：{target}\n平均份额的倍数（1 = 全图总量的 1/{patches}）"),
@@ -82,10 +98,15 @@ PICTURES: dict[str, tuple[str, str]] = {
     # --- notes under or on maps ----------------------------------------------------------------------------
     "caption.crop": ("what the model saw", "模型看到的区域"),
     "note.no_position_embeddings": (
-        "This model has no absolute position embeddings (trained without them, or BEiT, whose positions enter "
-        "inside attention as a learnt relative bias per layer), so there is no Figure 7 centre to show.",
-        "这个模型没有绝对位置嵌入（训练时没有使用，或者是 BEiT：位置信息以每层学习得到的相对偏置在注意力内部加入），"
-        "因此没有图 7 中间那幅图。"),
+        "This model has no absolute position embeddings (trained without them, or BEiT and timm's relative-position "
+        "ViTs, whose positions enter inside attention as a relative bias per layer, a learnt table or one an MLP "
+        "computes from each offset), so there is no Figure 7 centre to show.",
+        "这个模型没有绝对位置嵌入（训练时没有使用，或者是 BEiT 和 timm 的相对位置 ViT：位置信息以每层的相对偏置在注意力"
+        "内部加入，偏置来自学习得到的表，或由一个小 MLP 从每个偏移算出），因此没有图 7 中间那幅图。"),
+    "title.rotary_kernel": (
+        "No position table: this model rotates queries and keys by position (RoPE).\n"
+        "Shown: the similarity its rotation implies (mean cos of the angle differences)",
+        "没有位置表：这个模型按位置旋转查询和键（RoPE）。\n图中是旋转本身带来的位置相似度（角度差余弦的平均）"),
 
     # --- captions and axes of the guided walk's pictures (viz.drawing.walk_steps) -------------------------
     "walk.caption.grid": ("{shape} → {grid} patches", "{shape} → {grid} 个图块"),

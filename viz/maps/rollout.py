@@ -39,15 +39,17 @@ def fuse_heads(attn: np.ndarray, fusion: str = "mean") -> np.ndarray:
     return reduce(attn, axis=1).astype(np.float32, copy=False)
 
 
-def discard_lowest(matrix: np.ndarray, ratio: float, protect: Sequence[int] = (0,)) -> np.ndarray:
-    """(T, T) -> copy with the lowest ``ratio`` of the unprotected entries set to 0.
+def discard_lowest(matrix: np.ndarray, ratio: float, protect: Sequence[int] = (0,), overwrite: bool = False) -> np.ndarray:
+    """(T, T) -> copy with the lowest ``ratio`` of the unprotected entries set to 0 (``overwrite``: the float32 matrix
+    itself, which the caller no longer needs, instead of a copy).
 
     Entries in the rows and columns of the ``protect`` tokens are kept whatever their value. The candidates are
     the block of the other tokens' rows and columns, read in row-major order, so ties fall as they always did.
     """
     if not 0.0 <= ratio < 1.0:
         raise ValueError(f"discard_ratio must be in [0, 1) but got {ratio}!")
-    out = np.array(matrix, dtype=np.float32)
+    fresh = overwrite and isinstance(matrix, np.ndarray) and matrix.dtype == np.float32 and matrix.flags.writeable
+    out = matrix if fresh else np.array(matrix, dtype=np.float32)
     if ratio == 0.0:
         return out
     free = np.ones(out.shape[-1], dtype=bool)
@@ -57,20 +59,50 @@ def discard_lowest(matrix: np.ndarray, ratio: float, protect: Sequence[int] = (0
         where = (slice(tokens[0], tokens[-1] + 1),) * 2
     else:
         where = np.ix_(tokens, tokens)
+    k = int(ratio * tokens.size ** 2)
+    if k and tokens.size ** 2 * 4 > SELECT_BYTES and _zero_below_the_cut(out, where, k):
+        return out
     block = out[where].copy()                           # (n, n) the candidates
     values = block.reshape(-1)
-    k = int(ratio * values.size)
     if k:
         values[np.argpartition(values, k - 1)[:k]] = 0.0
         out[where] = block
     return out
 
 
-def with_residual(matrix: np.ndarray) -> np.ndarray:
-    """(T, T) attention -> Â = 0.5·A + 0.5·I with every row renormalised to sum to 1."""
-    a = 0.5 * np.asarray(matrix)
-    np.einsum("...ii->...i", a)[...] += 0.5              # the diagonal, in place
-    return a / a.sum(axis=-1, keepdims=True)
+SELECT_BYTES = 16 * 2**20     # candidates beyond this are cut at their k-th value, without an index of every entry
+
+
+def _zero_below_the_cut(out: np.ndarray, where, k: int) -> bool:
+    """Set the k lowest candidates ``out[where]`` to 0 in place by their k-th lowest value (one partition of a copy
+    of the values, no (n²,) index array: a large matrix's discard in a third of the memory), and say True; when that
+    value is tied and only some of its ties fall, leave ``out`` as it was and say False (``argpartition`` then decides
+    which, as it always did)."""
+    block = out[where]                                  # a view where the candidates are one run, else a copy
+    cut = np.partition(block, k - 1, axis=None)[k - 1]
+    below = block < cut
+    ties = block == cut
+    if int(below.sum()) + int(ties.sum()) != k and int(ties.sum()) > 1:
+        return False
+    below |= ties
+    block[below] = 0.0
+    if not np.shares_memory(block, out):
+        out[where] = block
+    return True
+
+
+def with_residual(matrix: np.ndarray, overwrite: bool = False) -> np.ndarray:
+    """(T, T) attention -> Â = 0.5·A + 0.5·I with every row renormalised to sum to 1 (``overwrite``: computed in the
+    float32 matrix itself, which the caller no longer needs)."""
+    fresh = overwrite and isinstance(matrix, np.ndarray) and matrix.dtype == np.float32 and matrix.flags.writeable
+    if not fresh:
+        a = 0.5 * np.asarray(matrix)
+        np.einsum("...ii->...i", a)[...] += 0.5          # the diagonal, in place
+        return a / a.sum(axis=-1, keepdims=True)
+    matrix *= 0.5
+    np.einsum("...ii->...i", matrix)[...] += 0.5
+    matrix /= matrix.sum(axis=-1, keepdims=True)
+    return matrix
 
 
 def residual_steps(fused: np.ndarray, discard_ratio: float = 0.0, start_layer: int = 0,

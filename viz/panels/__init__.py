@@ -19,7 +19,7 @@ from .files import (FUSIONS, MapOptions, attention_panel, captions, check_option
                     threshold_panel, token_norm_curves_panel, token_norms_panel)
 from .heads import HeadsGrid, HeadsLayout, HeadStats, head_stats, heads_grid_panel
 from .select import (artifact_drop, artifact_flags, attention_caption, attention_of, default_query, heads_caption,
-                     mean_distance_of, position_similarity_of, query_label, query_maps, rollout_caption, rollout_of,
-                     where_name)
+                     mean_distance_of, position_similarity_of, query_label, query_maps, readout_rows_all,
+                     readout_rows_of, rollout_caption, rollout_of, where_name)
 
 __all__ = [name for name in dir() if not name.startswith("__")]

@@ -32,14 +32,17 @@ def crop_panel(original: Image.Image, preprocess, size: int | None = None, lang:
     picture = Image.fromarray((pixels + 0.5).astype(np.uint8))
     line = max(2, round(max(picture.size) / 200))
     ImageDraw.Draw(picture).rectangle((box[0], box[1], box[2] - 1, box[3] - 1), outline=color, width=line)
-    crop_h, crop_w = preprocess.crop
+    crop_h, crop_w = preprocess.input_size((w, h))          # a NaFlex input follows the photo's shape
     crop = f"{crop_w}×{crop_h}"
     sx, sy = preprocess.scale((w, h))
     notes = []
     if max(sx, sy) > 1.0:
         notes.append(t("note.enlarged", lang, width=w, height=h, factor=max(sx, sy), crop=crop))
     whole = left <= 0.5 and top <= 0.5 and right >= w - 0.5 and bottom >= h - 0.5
-    if preprocess.stretches and abs(sx / sy - 1.0) > 0.01:
+    if preprocess.varies:
+        notes.append(t("note.aspect", lang, crop=crop, most=preprocess.resize,
+                       grid=f"{crop_h // preprocess.patch}×{crop_w // preprocess.patch}"))
+    elif preprocess.stretches and abs(sx / sy - 1.0) > 0.01:
         notes.append(t("note.stretched", lang, crop=crop) if whole else
                      t("note.stretched_crop", lang, crop=crop, resize="×".join(map(str, preprocess.resize[::-1]))))
     elif whole:

@@ -13,12 +13,13 @@ from ..cache import Cache, nbytes
 from ..drawing import render, screens
 from ..drawing.grids import banded_grid, label_margins
 from ..i18n import t
-from ..maps import attention, norms, readout
+from ..maps import attention, norms
 from ..maps.layout import layer_index, patch_token
 from ..maps.rollout import kept_tokens
+from ..maps.source import check_head, kept_column, kept_rows
 from ..records import Analysis
-from .select import (artifact_drop, artifact_flags, attention_caption, attention_of, query_maps, rollout_caption,
-                     rollout_of, where_name)
+from .select import (artifact_drop, artifact_flags, attention_caption, attention_of, query_maps, readout_rows_of,
+                     rollout_caption, rollout_of, where_name)
 
 @dataclass(frozen=True)
 class Display:
@@ -121,39 +122,29 @@ def _range(values: np.ndarray, drop: np.ndarray | None) -> tuple[float, float]:
     return float(kept.min()), float(kept.max())
 
 
-def _layer_rows(a: Analysis, head: int | None, query: int = 0) -> np.ndarray:
-    """Attention rows of token ``query`` in every layer (L, T) float32: one head, or the mean of heads (the
-    cached head-fused mean, so that a shared scale over all layers costs only L rows)."""
-    if head is None:
-        return a.fused_heads("mean")[:, query, :].astype(np.float32)
-    if not -a.heads <= head < a.heads:
-        raise ValueError(f"Head {head} does not exist! Expected 0 <= head < {a.heads}, or the mean of heads.")
-    return a.attention[:, head, query, :].astype(np.float32)
+def _layer_rows(a: Analysis, head: int | None, query: int, keep: np.ndarray | None) -> np.ndarray:
+    """Attention rows of token ``query`` in every layer (L, T) float32: one head, or the mean of heads, each
+    renormalised over the kept keys (``keep``: token indices; None: all)."""
+    if head is not None:
+        check_head(head, a.heads)
+    return np.stack([kept_rows(a.maps, layer, head, [query], keep)[0] for layer in range(a.depth)])
 
 
-def _layer_columns(a: Analysis, head: int | None, key: int, keep: np.ndarray) -> np.ndarray:
-    """How much every kept query attends to token ``key``, every layer (L, T) float32, each query row
-    renormalised over the kept keys (its mass on the dropped keys removed; rows sum to 1 before)."""
-    source = a.fused_heads("mean") if head is None else a.attention[:, head]
-    columns = source[:, :, key].astype(np.float32)                               # (L, T)
-    T = columns.shape[1]
-    if keep.size == T:
-        return columns
-    dropped = np.setdiff1d(np.arange(T), keep)
-    kept_mass = 1.0 - source[:, :, dropped].astype(np.float32).sum(axis=-1)      # (L, T)
-    out = np.zeros_like(columns)
-    out[:, keep] = columns[:, keep] / np.maximum(kept_mass[:, keep], 1e-12)
-    return out
+def _layer_columns(a: Analysis, head: int | None, key: int, keep: np.ndarray | None) -> np.ndarray:
+    """How much every kept query attends to token ``key``, every layer (L, T) float32, each query row renormalised
+    over the kept keys."""
+    return np.stack([kept_column(a.maps, layer, head, key, keep) for layer in range(a.depth)])
 
 
 def rollout_map_panel(a: Analysis, fusion: str = "mean", discard_ratio: float = 0.0, start_layer: int = 0,
                       mask_artifacts: bool = False, norm_ratio: float = 3.0,
-                      display: Display = Display(), through: int | None = None) -> MapPanel:
+                      display: Display = Display(), stop_layer: int | None = None) -> MapPanel:
     """The query's rollout (CLS, MAP probe or mean of patches) on the photo at display size, in multiples of
-    uniform attention, with the artifact note; ``through``: of the layers up to that one only."""
+    uniform attention, with the artifact note; ``stop_layer``: of the layers up to that one only (an animation's
+    frame)."""
     drop = artifact_drop(a, mask_artifacts, norm_ratio)
     tokens = uniform_tokens(a, drop)
-    values = rollout_of(a, fusion, discard_ratio, start_layer, mask_artifacts, norm_ratio, through) * tokens
+    values = rollout_of(a, fusion, discard_ratio, start_layer, mask_artifacts, norm_ratio, stop_layer) * tokens
     vmin, vmax = _range(values, drop)
     image = _draw_map(display_photo(a, display.size), values, vmin, vmax, rollout_caption(a, display.lang), tokens,
                       display)
@@ -167,10 +158,7 @@ def attention_layers(a: Analysis, head: int | None = None, mask_artifacts: bool 
     (the CLS row, or the mean of the patch rows for models without a CLS token), the artifact tokens dropped
     (and the rows renormalised) when masking: what ``attention_map_panel`` draws for one layer."""
     drop = artifact_drop(a, mask_artifacts, norm_ratio)
-    if head is not None and not -a.heads <= head < a.heads:
-        raise ValueError(f"Head {head} does not exist! Expected 0 <= head < {a.heads}, or the mean of heads.")
-    source = a.fused_heads("mean") if head is None else a.attention[:, head]          # (L, T, T)
-    rows = readout.readout_rows(source, a.num_prefix, a.grid, a.readout, drop)
+    rows = readout_rows_of(a, head, drop)
     return rows[:, a.num_prefix:].reshape(a.depth, *a.grid) * uniform_tokens(a, drop)
 
 
@@ -217,11 +205,8 @@ def query_map_panels(a: Analysis, row: int, col: int, layer: int = -1, head: int
     out_map, in_map = query_maps(a, row, col, layer, head, rolled, fusion, discard_ratio, start_layer, drop)
     ranges = [_range(out_map * tokens, drop), _range(in_map * tokens, drop)]
     if shared_scale and not rolled:
-        keep = kept_tokens(a.num_prefix, a.grid, drop)
-        rows = _layer_rows(a, head, q)
-        if drop is not None:
-            rows = attention.without_tokens(rows, keep)
-        for i, every in enumerate((rows, _layer_columns(a, head, q, keep))):
+        keep = None if drop is None else kept_tokens(a.num_prefix, a.grid, drop)
+        for i, every in enumerate((_layer_rows(a, head, q, keep), _layer_columns(a, head, q, keep))):
             patches = every[:, a.num_prefix:].reshape(a.depth, *a.grid) * tokens
             kept = patches if drop is None or drop.all() else patches[:, ~drop]
             ranges[i] = (float(kept.min()), float(kept.max()))

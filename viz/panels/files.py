@@ -20,10 +20,11 @@ from PIL import Image
 from ..drawing import plots, render, screens
 from ..drawing.grids import GridLayout, thumbnail_grid, tile_images
 from ..i18n import language, t
-from ..maps import attention, distance, embeddings, norms, readout
+from ..maps import attention, distance, embeddings, norms
 from .select import (artifact_drop, artifact_flags, attention_caption, attention_of, default_query, heads_caption,
-                     mean_distance_of, position_similarity_of, query_maps, rollout_caption, rollout_of, where_name)
-from ..maps.layout import layer_index, patch_token
+                     mean_distance_of, position_similarity_of, query_maps, readout_rows_all, rollout_caption,
+                     rollout_of, where_name)
+from ..maps.layout import layer_index, patch_token, to_grid
 from ..maps.rollout import FUSIONS
 from ..records import Analysis, ModelArrays
 
@@ -110,7 +111,7 @@ def heads_panel(a: Analysis, cell: int = 56, cmap: str = render.DEFAULT_CMAP, wi
     its own (the CLS row, or for models without one the mean of the patch rows: ``heads_caption``). Returns
     the image and its layout; ``layout.cell_at(x, y)`` gives the (layer, head) clicked."""
     drop = artifact_drop(a, mask_artifacts, norm_ratio)
-    maps = readout.readout_all_heads_maps(a.attention, a.num_prefix, a.grid, a.readout, drop_patches=drop)
+    maps = to_grid(readout_rows_all(a, drop), a.num_prefix, a.grid)
     return thumbnail_grid(maps, cell=cell, cmap=cmap, row_labels=[t("name.layer", lang, layer=l) for l in range(a.depth)],
                           col_labels=[t("name.head", lang, head=h) for h in range(a.heads)],
                           background=a.image if with_photo else None, selected=selected, lang=lang)
@@ -195,12 +196,16 @@ def distance_panel(mean_distance: np.ndarray, grid: tuple[int, int], patch_size:
 
 def position_panel(m: ModelArrays, lang: str = "en", narrow: bool = False) -> Image.Image:
     """Figure 7, centre: position-embedding similarity, one tile per patch (a full matplotlib draw, ~0.1 s:
-    render it once per model and language); a model without position embeddings gets a panel that says so."""
-    return _position_image(position_similarity_of(m), m.native_grid, lang, narrow)
+    render it once per model and language); a rotary model without a table gets the similarity its rotation implies
+    under a title that says so, a model with neither a panel that says why there is nothing to show."""
+    return _position_image(position_similarity_of(m), m.native_grid, lang, narrow, m.rotary_kernel)
 
 
-def _position_image(similarity: np.ndarray | None, grid: tuple[int, int], lang: str = "en",
-                    narrow: bool = False) -> Image.Image:
+def _position_image(similarity: np.ndarray | None, grid: tuple[int, int], lang: str = "en", narrow: bool = False,
+                    rotary: np.ndarray | None = None) -> Image.Image:
+    if similarity is None and rotary is not None:
+        return plots.figure_to_image(plots.position_similarity_plot(rotary, grid, t("title.rotary_kernel", lang),
+                                                                    lang=lang, narrow=narrow))
     if similarity is None:
         width = screens.PHONE_WIDTH if narrow else 420
         return render.message_image(t("note.no_position_embeddings", lang), (width, 200), 14, lang)
@@ -218,7 +223,10 @@ def model_panels(m: ModelArrays, lang: str = "en") -> tuple[dict[str, Image.Imag
     -> ({name: image}, {name: array})."""
     similarity = position_similarity_of(m)
     arrays = {"pos_similarity": similarity} if similarity is not None else {}
-    return {"filters": filters_panel(m), "pos_similarity": _position_image(similarity, m.native_grid, lang)}, arrays
+    if similarity is None and m.rotary_kernel is not None:
+        arrays["rotary_kernel"] = m.rotary_kernel
+    return {"filters": filters_panel(m),
+            "pos_similarity": _position_image(similarity, m.native_grid, lang, rotary=m.rotary_kernel)}, arrays
 
 
 def image_panels(a: Analysis, o: MapOptions = MapOptions()) -> tuple[dict[str, Image.Image], dict[str, np.ndarray]]:

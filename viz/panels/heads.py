@@ -13,10 +13,11 @@ from ..cache import Cache, nbytes
 from ..drawing import render, screens
 from ..drawing.grids import Bands, GridLayout, banded_grid, label_margins, thumbnail_grid
 from ..i18n import t
-from ..maps import norms, readout
+from ..maps import norms
+from ..maps.layout import to_grid
 from ..records import Analysis
 from .display import Display, _uniform_ticks, uniform_tokens
-from .select import artifact_drop, mean_distance_of
+from .select import artifact_drop, mean_distance_of, readout_rows_all
 
 @dataclass(frozen=True)
 class HeadStats:
@@ -36,8 +37,7 @@ def head_stats(a: Analysis, mask_artifacts: bool = False, norm_ratio: float = 3.
     the patch rows for models without a CLS token; over all tokens, or over the kept ones, renormalised, when
     masking)."""
     drop = artifact_drop(a, mask_artifacts, norm_ratio)
-    rows = np.stack([readout.readout_rows(a.attention[:, h], a.num_prefix, a.grid, a.readout, drop)
-                     for h in range(a.heads)], axis=1).astype(np.float64)          # (L, H, T)
+    rows = readout_rows_all(a, drop).astype(np.float64)                               # (L, H, T)
     logs = np.log2(np.where(rows > 0, rows, 1.0))
     entropy = -(rows * logs).sum(axis=-1)
     return HeadStats(mean_distance_of(a), entropy.astype(np.float32), float(np.log2(uniform_tokens(a, drop))))
@@ -145,8 +145,7 @@ def heads_grid(a: Analysis, width: int = 1024, mask_artifacts: bool = False, nor
     ``display``: the language, colours, opacity and patch-true drawing (its ``size`` is not used: ``width`` is)."""
     drop = artifact_drop(a, mask_artifacts, norm_ratio)
     tokens = uniform_tokens(a, drop)
-    maps = readout.readout_all_heads_maps(a.attention, a.num_prefix, a.grid, a.readout,
-                                          drop_patches=drop) * tokens                 # (L, H, gh, gw)
+    maps = to_grid(readout_rows_all(a, drop), a.num_prefix, a.grid) * tokens         # (L, H, gh, gw)
     kept = maps if drop is None or drop.all() else maps[:, :, ~drop]
     vmin, vmax = float(kept.min()), float(kept.max())
     lang = display.lang

@@ -16,7 +16,11 @@ difference between an 11-point and a 197-point AUC. So, per method m and protoco
   "(one protocol)" (``viz.trust.view``).
 
 The protocols' agreement is Kendall's τ-b between every pair of protocols' rankings of the methods by ABPC
-(ties counted as scipy's ``kendalltau`` does): 1 when they rank the methods alike, −1 when reversed.
+(ties counted as scipy's ``kendalltau`` does): 1 when they rank the methods alike, −1 when reversed. **The tie
+rule**: under a protocol, two methods whose ABPCs differ by less than their combined error (``auc_error_abpc`` of
+each, added) are tied: the curves cannot tell them apart, so their order is no evidence either way. Without the
+rule such a pair would swap with the rounding of a CPU's kernels, and τ with it; with it, τ moves only when a
+difference crosses the methods' own error, which no rounding does.
 """
 from __future__ import annotations
 
@@ -60,28 +64,49 @@ class Verdict:
         return {"verdict": self.verdict, "abpc_gain": dict(self.abpc_gain), "margin": dict(self.margin)}
 
 
-def kendall_tau(a, b) -> float:
-    """Kendall's τ-b of two score vectors (ties in either allowed); NaN when either has no two distinct values."""
+def kendall_tau(a, b, errors_a=None, errors_b=None) -> float:
+    """Kendall's τ-b of two score vectors (ties in either allowed); NaN when either has no two distinct values.
+    ``errors_a``, ``errors_b``: each score's error; two scores that differ by less than their errors added are
+    tied (the tie rule of the module docstring). None: only equal scores are tied."""
     a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
     if a.shape != b.shape:
         raise ValueError(f"Both rankings need the same methods but got {a.size} and {b.size} scores!")
     i, j = np.triu_indices(a.size, 1)
-    da, db = np.sign(a[i] - a[j]), np.sign(b[i] - b[j])
+    da, db = (_order(s, e, i, j) for s, e in ((a, errors_a), (b, errors_b)))
     pairs_a, pairs_b = np.count_nonzero(da), np.count_nonzero(db)
     if pairs_a == 0 or pairs_b == 0:
         return math.nan
     return float(np.sum(da * db) / math.sqrt(pairs_a * pairs_b))
 
 
-def agreement(scores: dict[str, dict[str, float]]) -> tuple[list[str], np.ndarray]:
-    """{protocol: {method: score}} -> (protocols, (P, P) Kendall τ-b between their rankings of the methods)."""
+def _order(scores: np.ndarray, errors, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+    """+1, −1 or 0 (tied) for each pair (i, j) of scores."""
+    difference = scores[i] - scores[j]
+    order = np.sign(difference)
+    if errors is not None:
+        errors = np.asarray(errors, dtype=np.float64)
+        if errors.shape != scores.shape:
+            raise ValueError(f"One error per score needed but got {errors.size} for {scores.size} scores!")
+        order[np.abs(difference) < errors[i] + errors[j]] = 0
+    return order
+
+
+def agreement(scores: dict[str, dict[str, float]],
+              errors: dict[str, dict[str, float]] | None = None) -> tuple[list[str], np.ndarray]:
+    """{protocol: {method: score}} -> (protocols, (P, P) Kendall τ-b between their rankings of the methods).
+    ``errors`` ({protocol: {method: error}}, as ``scores``): with the tie rule; None: without."""
     protocols = list(scores)
     methods = list(next(iter(scores.values()))) if scores else []
+
+    def errors_of(p):
+        return None if errors is None else [errors[p][m] for m in methods]
+
     matrix = np.eye(len(protocols))
     for x in range(len(protocols)):
         for y in range(x + 1, len(protocols)):
-            matrix[x, y] = matrix[y, x] = kendall_tau([scores[protocols[x]][m] for m in methods],
-                                                      [scores[protocols[y]][m] for m in methods])
+            px, py = protocols[x], protocols[y]
+            matrix[x, y] = matrix[y, x] = kendall_tau([scores[px][m] for m in methods],
+                                                      [scores[py][m] for m in methods], errors_of(px), errors_of(py))
     return protocols, matrix
 
 
@@ -117,8 +142,11 @@ class ProtocolsReport:
         return out
 
     def agreement(self) -> tuple[list[str], np.ndarray]:
-        """(protocols, (P, P) Kendall τ-b between the protocols' rankings of the methods by ABPC)."""
-        return agreement({p: {n: m.faithfulness.abpc for n, m in r.methods.items()} for p, r in self.reports.items()})
+        """(protocols, (P, P) Kendall τ-b between the protocols' rankings of the methods by ABPC), with the tie
+        rule: under a protocol, two methods closer than their ABPC errors added are tied."""
+        reports = self.reports.items()
+        return agreement({p: {n: m.faithfulness.abpc for n, m in r.methods.items()} for p, r in reports},
+                         {p: {n: m.faithfulness.auc_error["abpc"] for n, m in r.methods.items()} for p, r in reports})
 
     def as_json(self) -> dict:
         """The keys several protocols add to result.json's "explain" (besides "faithfulness", the first protocol's):

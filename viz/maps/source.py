@@ -1,0 +1,172 @@
+"""One image's attention as the views read it: rows and columns per layer and head, however it is kept.
+
+The definitions (``viz.maps.attention``, ``rollout``, ``readout``) are written for the whole (L, H, T, T) array of
+probabilities. A view needs only a few rows or columns of it, or one layer's head-fused matrix at a time: an
+``AttentionSource`` gives exactly those, so that the probabilities need never exist all at once. Two sources:
+
+- ``HeldAttention``: the captured array itself (the library's full capture, the CLI's attention.npz), with the
+  head-fused copies when they were kept;
+- ``viz.analysis.recompute.RecomputedAttention``: each layer's rows recomputed on demand from the kept residual
+  stream through the model's own attention (what the page keeps: memory that grows with the tokens, not their
+  square).
+
+A model whose attention is not one T×T matrix per head of a flat token sequence (Swin's windows) provides the same
+five things for its layers: ``layout(layer)``, ``rows``, ``columns``, ``fused`` and ``readout_rows`` (rows outside a
+window are simply zero). A source may also offer ``mean_distance(patch_size, renormalise) -> (L, H)`` where it can
+compute the mean attention distance faster than row by row (``viz.panels.select.mean_distance_of`` asks for it). The functions below build every view's numbers from them, layer by layer, and equal the
+definitions applied to the whole array (``tests/maps/test_sources.py``).
+"""
+from __future__ import annotations
+
+from typing import Protocol, Sequence
+
+import numpy as np
+
+from .attention import without_tokens
+from .layout import layer_index
+from .rollout import FUSIONS, discard_lowest, fuse_heads, with_residual
+
+COLUMNS_BYTES = 64 * 2**20     # columns of every head asked for together when summing a row's kept mass
+
+
+class AttentionSource(Protocol):
+    """Rows, columns and head-fused matrices of one image's attention; every array float32, each row a softmax over
+    the layer's T tokens (summing to 1). Layers 0-based (negative from the end); ``head`` None: the mean of heads."""
+    depth: int                          # L
+    heads: int                          # H
+
+    def layout(self, layer: int) -> tuple[int, tuple[int, int]]:
+        """(prefix tokens, patch grid (gh, gw)) of the layer's tokens: T = prefix + gh·gw."""
+
+    def rows(self, layer: int, head: int | None, queries: Sequence[int]) -> np.ndarray:
+        """(Tq, T): how much each query attends to every token."""
+
+    def columns(self, layer: int, head: int | None, keys: Sequence[int]) -> np.ndarray:
+        """(T, Tk): how much every query attends to each key."""
+
+    def fused(self, layer: int, fusion: str = "mean") -> np.ndarray:
+        """(T, T): the layer's heads combined by mean, max or min (what rollout multiplies); a new array the caller
+        may write into."""
+
+    def readout_rows(self) -> np.ndarray:
+        """(L, H, T): each head's row of the per-layer query (``viz.maps.readout.heads_query``): the CLS row, or the
+        mean of the patch rows for models without a CLS token."""
+
+
+class HeldAttention:
+    """The whole captured array as a source: (L, H, T, T) probabilities of one image (any float dtype), and the
+    head-fused copies ``fused`` {"mean", "max", "min": (L, T, T)} when they were kept."""
+
+    def __init__(self, attention: np.ndarray, num_prefix: int, grid: tuple[int, int], fused: dict | None = None,
+                 query: str = "cls"):
+        self.attention, self.fused_copies, self.query = attention, fused or {}, query
+        self.depth, self.heads = attention.shape[:2]
+        self._layout = (num_prefix, tuple(grid))
+
+    def layout(self, layer: int) -> tuple[int, tuple[int, int]]:
+        return self._layout
+
+    def _matrix(self, layer: int, head: int | None) -> np.ndarray:
+        layer = layer_index(layer, self.depth)
+        if head is None:
+            fused = self.fused_copies.get("mean")
+            return fused[layer] if fused is not None else self.attention[layer].mean(axis=0, dtype=np.float32)
+        check_head(head, self.heads)
+        return self.attention[layer, head]
+
+    def rows(self, layer: int, head: int | None, queries: Sequence[int]) -> np.ndarray:
+        return np.asarray(self._matrix(layer, head)[np.asarray(queries)], dtype=np.float32)
+
+    def columns(self, layer: int, head: int | None, keys: Sequence[int]) -> np.ndarray:
+        return np.asarray(self._matrix(layer, head)[:, np.asarray(keys)], dtype=np.float32)
+
+    def fused(self, layer: int, fusion: str = "mean") -> np.ndarray:
+        layer = layer_index(layer, self.depth)
+        if fusion in self.fused_copies:
+            return np.array(self.fused_copies[fusion][layer], dtype=np.float32)
+        return fuse_heads(self.attention[layer:layer + 1], fusion)[0]
+
+    def readout_rows(self) -> np.ndarray:
+        num_prefix = self._layout[0]
+        if self.query == "cls":
+            return np.asarray(self.attention[:, :, 0, :], dtype=np.float32)
+        return self.attention[:, :, num_prefix:, :].mean(axis=2, dtype=np.float32)
+
+
+def check_head(head: int, heads: int) -> None:
+    if not -heads <= head < heads:
+        raise ValueError(f"Head {head} does not exist! Expected 0 <= head < {heads}, or None for the mean of heads.")
+
+
+def kept_rows(source: AttentionSource, layer: int, head: int | None, queries: Sequence[int],
+              keep: np.ndarray | None = None) -> np.ndarray:
+    """(Tq, T) rows, each renormalised over the kept keys (``keep``: token indices; None: all) with the others 0."""
+    rows = source.rows(layer, head, queries)
+    return rows if keep is None else without_tokens(rows, keep)
+
+
+def kept_column(source: AttentionSource, layer: int, head: int | None, key: int,
+                keep: np.ndarray | None = None) -> np.ndarray:
+    """(T,): how much each kept query attends to ``key``, its row renormalised over the kept keys (its mass on them
+    summed, not 1 minus the mass on the dropped ones: when artifact tokens take nearly all of a row, that difference
+    would cancel its digits away); dropped queries read 0."""
+    column = source.columns(layer, head, [key])[:, 0]
+    T = column.shape[0]
+    if keep is None or keep.size == T:
+        return column
+    step = max(1, COLUMNS_BYTES // (4 * T * source.heads))
+    kept_mass = sum(source.columns(layer, head, keep[i:i + step]).sum(axis=1, dtype=np.float64)
+                    for i in range(0, keep.size, step))
+    out = np.zeros_like(column)
+    out[keep] = column[keep] / np.maximum(kept_mass[keep], 1e-12)
+    return out
+
+
+def mean_patch_row(source: AttentionSource, layer: int, head: int | None, keep: np.ndarray | None = None) -> np.ndarray:
+    """(T,): the mean of the (kept) patch rows, each renormalised over the kept keys: a mean-pooled model's query."""
+    num_prefix, grid = source.layout(layer)
+    T = num_prefix + grid[0] * grid[1]
+    patches = np.arange(num_prefix, T) if keep is None else keep[keep >= num_prefix]
+    return kept_rows(source, layer, head, patches, keep).mean(axis=0)
+
+
+def residual_step(source: AttentionSource, layer: int, fusion: str, discard_ratio: float, keep: np.ndarray,
+                  protect: Sequence[int]) -> np.ndarray:
+    """Â of one layer as ``viz.maps.rollout.residual_steps`` makes it: the heads fused, the dropped tokens' rows and
+    columns removed, the lowest entries discarded, the residual added, the rows renormalised -> (K, K) for the K kept
+    tokens (``protect``: indices among them)."""
+    if fusion not in FUSIONS:
+        raise ValueError(f"Unknown head fusion {fusion!r}! Expected one of {FUSIONS}.")
+    matrix = source.fused(layer, fusion)                 # a new array: discarded and mixed in place
+    if keep.size < matrix.shape[0]:
+        matrix = matrix[np.ix_(keep, keep)]
+    return with_residual(discard_lowest(matrix, discard_ratio, protect, overwrite=True), overwrite=True)
+
+
+def rollout_rows(source: AttentionSource, weights: np.ndarray, fusion: str = "mean", discard_ratio: float = 0.0,
+                 start_layer: int = 0, keep: np.ndarray | None = None, protect: Sequence[int] = (0,),
+                 stop_layer: int | None = None) -> np.ndarray:
+    """``weights @ R`` for R = Â_stop · … · Â_start over the kept tokens (``stop_layer`` default: the last), the
+    weights (K,) going down from the top one vector–matrix product at a time (one layer's matrix at a time):
+    ``viz.maps.rollout.rollout_rows``."""
+    keep = np.arange(_tokens(source)) if keep is None else keep
+    out = np.asarray(weights, dtype=np.float32)
+    stop = source.depth - 1 if stop_layer is None else layer_index(stop_layer, source.depth)
+    for layer in reversed(range(layer_index(start_layer, source.depth), stop + 1)):
+        out = out @ residual_step(source, layer, fusion, discard_ratio, keep, protect)
+    return out
+
+
+def rollout_columns(source: AttentionSource, columns: np.ndarray, fusion: str = "mean", discard_ratio: float = 0.0,
+                    start_layer: int = 0, keep: np.ndarray | None = None, protect: Sequence[int] = (0,)) -> np.ndarray:
+    """``R @ columns`` over the kept tokens, from the start layer up: ``viz.maps.rollout.columns_through``."""
+    keep = np.arange(_tokens(source)) if keep is None else keep
+    out = np.asarray(columns, dtype=np.float32)
+    for layer in range(layer_index(start_layer, source.depth), source.depth):
+        out = residual_step(source, layer, fusion, discard_ratio, keep, protect) @ out
+    return out
+
+
+def _tokens(source: AttentionSource) -> int:
+    num_prefix, grid = source.layout(0)
+    return num_prefix + grid[0] * grid[1]

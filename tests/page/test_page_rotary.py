@@ -10,6 +10,7 @@ import timm
 import torch
 
 import app_server  # noqa: F401  (gives this process its own GRADIO_TEMP_DIR before the app is built)
+from handler_steps import finished
 from reference_models import randomize_, save_timm
 from vit_explorer import state, views
 from vit_explorer.controls import ControlValues
@@ -45,8 +46,8 @@ def test_a_dinov3_backbone_shows_its_rotation_and_says_why_it_has_no_classes(pho
     assert np.array_equal(np.asarray(served.position(lang)), np.asarray(files.position_panel(served.arrays, lang)))
     message = t("message.no_classes", lang)
     for run in (lambda: explain.explain(session, "gae", TOP1, NO_CONTRAST, "", False, 0.6, lang),
-                lambda: trust.check(session, TOP1, "", False, False, "fast", lang),
-                lambda: inside.look_inside(session, TOP1, NO_CONTRAST, "", False, lang)):
+                lambda: finished(trust.check(session, TOP1, "", False, False, "fast", lang)),   # heavy jobs: generators
+                lambda: finished(inside.look_inside(session, TOP1, NO_CONTRAST, "", False, lang))):
         with pytest.raises(gr.Error) as refused:
             run()
         assert refused.value.message == message

@@ -107,4 +107,4 @@ def test_every_family_walks_its_own_forward(family):
     with torch.no_grad():
         np.testing.assert_allclose(w.logits, model(prep(photo))[0].numpy(), rtol=1e-5, atol=1e-5)
     picture = walkthrough.position_patch_picture(w, 1, 2, 224)
-    assert (w.position_similarity is None) == (model.pos_embed is None) and picture.width > 0
+    assert (w.position_similarity is None) == (model.pos_embed is None and not model.cfg.rope) and picture.width > 0

@@ -300,10 +300,10 @@ def session_analysis(session: Session | None, lang: str = "en") -> Analysis | No
     return analysis(session.key, lang)
 
 
-def explained(key: AnalysisKey, pick: Pick) -> Explained:
+def explained(key: AnalysisKey, pick: Pick, lang: str = "en") -> Explained:
     """The cached explanation for (photo, model, preprocessing) and pick; a class the model lacks, or texts on a
-    checkpoint without a text tower, is a plain gr.Error."""
+    checkpoint without a text tower, is a gr.Error in the visitor's language."""
     try:
         return EXPLANATIONS.get((*key, pick))
     except ValueError as err:
-        raise gr.Error(str(err), print_exception=False) from None
+        raise gr.Error(t("message.target_failed", lang, error=err), print_exception=False) from None

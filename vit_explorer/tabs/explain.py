@@ -89,9 +89,9 @@ def explain(session, method, target, contrast, texts, use_text, opacity, lang, n
     else:
         chosen = pick(target) or Pick()
     chosen.require_classes(served.loaded, lang)
-    e = state.explained(session.key, chosen)
+    e = state.explained(session.key, chosen, lang)
     other = None if use_text else pick(contrast)
-    other = None if other is None else state.explained(session.key, other)
+    other = None if other is None else state.explained(session.key, other, lang)
     image, line = tabs.explain_view(a, e, method, other, float(opacity), lang, bool(narrow))
     values = dict(explain_line=line, methods_row=tabs.methods_view(a, e, float(opacity), lang, bool(narrow)))
     if image is not None:

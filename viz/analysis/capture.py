@@ -115,8 +115,8 @@ def logsumexp_of(attn, q: torch.Tensor, k: torch.Tensor, bias: torch.Tensor | No
                  start: int) -> torch.Tensor:
     """Each row's log Σ_j exp(logit_ij) from its probabilities ``p`` (B, H, c, T) (rows ``start``…): the logit of one of
     its entries, q_i·k_j·scale (+ the bias) as ``Attention.attend`` forms it, minus that entry's log. The entry: the
-    larger of the row's first column and its own token (no pass over the row); where both underflow below 1e-30, the
-    row's largest (at least 1/T, so its log is exact to float32) -> (B, H, c)."""
+    larger of the row's first column and its own token (no pass over the row on the CPU); where both underflow below
+    1e-30, the row's largest (at least 1/T, so its log is exact to float32) -> (B, H, c)."""
     B, H, c, T = p.shape
     rows = torch.arange(start, start + c, device=p.device)
     own = p[:, :, torch.arange(c, device=p.device), rows]                            # (B, H, c) p_ii
@@ -124,7 +124,9 @@ def logsumexp_of(attn, q: torch.Tensor, k: torch.Tensor, bias: torch.Tensor | No
     where = torch.where(own > first, rows, torch.zeros_like(rows))                   # (B, H, c) the column j
     value = torch.maximum(own, first)
     weak = value < 1e-30
-    if weak.any():                                                                   # both underflow: the largest
+    # both underflow: the row's largest. Asking whether any row does is a host sync, which on a GPU costs more than
+    # the pass over the rows (it stalls every kernel queued behind it); on the CPU the pass is the cost.
+    if p.device.type != "cpu" or weak.any():
         largest, at = p.max(dim=-1)
         where, value = torch.where(weak, at, where), torch.where(weak, largest, value)
     keys = k.gather(2, where.unsqueeze(-1).expand(-1, -1, -1, k.shape[-1]))          # (B, H, c, Dh)

@@ -421,6 +421,7 @@ PAGE: dict[str, tuple[str, str]] = {
     "readout.mean": ("the mean of the patch tokens", "图块词元的均值"),
     "readout.distilled": ("the mean of {readout} and the distillation token", "{readout}与蒸馏词元的平均"),
     "explain.contrast": (" Contrast: minus **{other}**.", " 对比：减去 **{other}**。"),
+    "message.target_failed": ("Nothing to explain for that target: {error}", "无法解释这个目标：{error}"),
     "message.explain_failed": ("This model cannot be explained this way: {error}", "这个模型不能用这种方式解释：{error}"),
     "control.texts": ("Texts (CLIP zero-shot)", "文本（CLIP 零样本）"),
     "help.texts": ("class names or prompts, one per line or separated by commas, e.g. a photo of a cat",

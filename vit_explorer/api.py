@@ -1,6 +1,7 @@
 """The API's handlers, ``/analyze`` and ``/explain``: what API clients (gradio_client) call. Unlike the page's
-handlers they raise ``gr.Error`` with a plain message, as API clients expect. Their inputs and outputs are a
-contract: keep their order, add at the end.
+handlers they raise ``gr.Error`` with a plain message, as API clients expect: the same sentence the page says for the
+same mistake (every message is a catalogue text, ``viz.i18n``; the API speaks English). Their inputs and outputs
+are a contract: keep their order, add at the end.
 """
 from __future__ import annotations
 
@@ -32,13 +33,14 @@ EXPLAIN_OUTPUTS = ("api_picture", "api_numbers")
 
 
 @torch.inference_mode()
-def analyze(photo, model, fusion=FUSIONS[0], discard_ratio=0.9, start_layer=0, opacity=0.6, mask_artifacts=False,
+def analyze(photo, model, fusion=FUSIONS[0], discard_ratio=0.9, start_layer=0, opacity=0.6, mask_artifacts=True,
             layer=-1, head=0, mean_of_heads=True, dino_mask=False, through_all_layers=False,
             session: Session | None = None, shared_scale=False, patch_true=False, lang="en", preprocess="own"):
     """Classify the photo and render every panel. The only required input is the photo file.
 
     Returns the top-5 classes, a summary, and the rollout, attention, all-heads, patch-query, position
-    embedding, attention distance, token norm, architecture and filter panels. Layers and heads are 0-based;
+    embedding, attention distance, token norm, architecture and filter panels. The defaults are the page's (the
+    high-norm artifact tokens masked, each layer of the heads grid on its own scale). Layers and heads are 0-based;
     out-of-range values are clamped to the model. The maps are drawn at display size (640 pixels), the
     clickable photo at twice the model's input. ``preprocess``: how the photo becomes the model's input, "own"
     (the checkpoint's own pipeline), "crop" or "squash".
@@ -65,12 +67,13 @@ def explain(photo, method=DEFAULT_METHOD, target="", contrast="", model=None, pr
     Returns the picture of the map on the photo, and the numbers: {"method", "target": {"index", "name"},
     "contrast", "probability", "score", "readout", "grid": [gh, gw], "map": gh lists of gw values}."""
     if not photo:
-        raise gr.Error("Give a photo to explain.", print_exception=False)
+        raise gr.Error(t("message.no_analysis", "en"), print_exception=False)
     name = model or state.model_choices()[0]          # default: the server's own model
     state.served(name, preprocess=preprocess)
     source = state.model_source(name)
     if method not in METHODS:
-        raise gr.Error(f"Unknown method {method!r}! Expected one of: {', '.join(METHODS)}.", print_exception=False)
+        raise gr.Error(t("message.unknown_method", "en", method=method, methods=", ".join(METHODS)),
+                       print_exception=False)
     key = AnalysisKey(str(photo), source, preprocess)
     a = state.analysis(key)
     picks = [p for p in (pick(target) or Pick(), pick(contrast)) if p is not None]

@@ -87,7 +87,7 @@ def picture(i18n: gr.I18n, key: str, height: int | None = None, enlarge: bool = 
     clickable images keep their natural size at most (Gradio maps a click to image pixels only up to a scale
     of 1)."""
     return Picture(label=i18n(key), interactive=False, format="jpeg", buttons=["download", "fullscreen"],
-                   height=height, elem_classes=["enlarge"] if enlarge else None, **kw)
+                   height=height, elem_classes=["picture", "enlarge"] if enlarge else ["picture"], **kw)
 
 
 def note(elem_id: str | None = None) -> gr.Markdown:

@@ -12,6 +12,7 @@ from viz.records import Analysis
 
 ROLLOUT = frozenset({"fusion", "discard_ratio", "start_layer"})           # the Rollout tab's controls
 DISPLAY = frozenset({"opacity", "mask_artifacts", "patch_true"})          # how every map is drawn
+SCREEN = "narrow"   # set by the page once, at load (the browser's width): never changed by a person
 
 
 @dataclass(frozen=True)
@@ -22,7 +23,7 @@ class ControlValues:
     discard_ratio: float = 0.9        # Rollout: share of the weakest attention discarded
     start_layer: int = 0              # Rollout: first block rolled out
     opacity: float = 0.6              # Display: the map over the photo
-    mask_artifacts: bool = False      # Display: high-norm artifact tokens left out
+    mask_artifacts: bool = True       # Display: high-norm artifact tokens left out (the page's default: docs/app.md)
     layer: int = -1                   # Attention: the block (-1: the last)
     head: int = 0                     # Attention: the head
     mean_heads: bool = True           # Attention: the mean of heads instead of one head
@@ -30,13 +31,15 @@ class ControlValues:
     rolled: bool = False              # Patch query: rolled out through every block instead of one
     shared_scale: bool = False        # Display: one colour scale over all layers (attention and patch query)
     patch_true: bool = False          # Display: one colour per patch, grid lines, no smoothing
+    narrow: bool = False              # Screen: a phone-sized browser (larger text, fewer columns in pictures)
 
     def for_analysis(self, a: Analysis) -> Controls:
         """The controls as the maps take them (``viz.explorer.Controls``), valid for the analysis's model."""
         c = Controls(fusion=self.fusion, discard_ratio=float(self.discard_ratio), start_layer=int(self.start_layer),
                      opacity=float(self.opacity), mask_artifacts=bool(self.mask_artifacts), layer=int(self.layer),
                      head=None if self.mean_heads else int(self.head), dino_mask=bool(self.dino_mask),
-                     rolled=bool(self.rolled), shared_scale=bool(self.shared_scale), patch_true=bool(self.patch_true))
+                     rolled=bool(self.rolled), shared_scale=bool(self.shared_scale), patch_true=bool(self.patch_true),
+                     narrow=bool(self.narrow))
         return clamp_controls(c, a.depth, a.heads)
 
     def but(self, **changes) -> ControlValues:
@@ -44,3 +47,4 @@ class ControlValues:
 
 
 NAMES = tuple(f.name for f in fields(ControlValues))   # the components that make a ControlValues, by name
+CONTROLS = tuple(name for name in NAMES if name != SCREEN)   # those a person changes (each redraws its maps)

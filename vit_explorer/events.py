@@ -22,7 +22,8 @@ from typing import Callable
 import gradio as gr
 
 from . import api, heavy, state, views
-from .assets import SET_LOCALE_JS
+from .assets import NARROW_SCREEN_JS, SET_LOCALE_JS
+from .controls import CONTROLS
 from .controls import NAMES as CONTROL_NAMES
 from .controls import ControlValues
 from .tabs import TABS
@@ -150,6 +151,7 @@ def declare(page: Page, demo: gr.Blocks) -> None:
 
     # the photo, the model, the preprocessing and the language: every view, then the open lazy tab
     demo.load(views.initial_language, None, [page["lang"], page["language_switch"], page["font_note"]], **private)
+    demo.load(None, None, page["narrow"], js=NARROW_SCREEN_JS, **private)    # in the browser only
     lazy = lazy_renderer(page)
     analysed = gr.on([page["photo"].change, page["rerun"].click],
                      **page.wire(views.page_analyze, [*views.ANALYSIS_OUTPUTS, "photo"]), **page.model_work)
@@ -167,7 +169,7 @@ def declare(page: Page, demo: gr.Blocks) -> None:
         event.then(**lazy, **page.model_work)
 
     # a control: only the maps that use it
-    for name in CONTROL_NAMES:
+    for name in CONTROLS:
         page[name].input(**page.wire(views.on_control(name), views.redrawn_by(name)), **page.render)
 
     # the tabs: the open one is remembered (a lazy one is drawn when opened), then each tab's own events

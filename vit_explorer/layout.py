@@ -1,6 +1,6 @@
-"""The page's layout: the title and language switch, the photo with the top-5 and a summary, one gr.Tab per entry
-of ``vit_explorer.tabs.TABS``, the display options that apply to every map, the model picker and how a photo
-becomes its input (own, crop, squash) with the example photos and what the model saw, and the API's hidden
+"""The page's layout: the title and language switch, the photo with the example photos under it, the top-5 and a
+summary, one gr.Tab per entry of ``vit_explorer.tabs.TABS``, the display options that apply to every map, the model
+picker, how a photo becomes its input (own, crop, squash) and at what size, what the model saw, and the API's hidden
 components; then every event (``vit_explorer.events.declare``). The Blocks are ``door.Explorer``, whose every event
 passes the door's checks."""
 from __future__ import annotations
@@ -9,6 +9,7 @@ import gradio as gr
 
 from vit.preprocess import CHOICES as PREPROCESS_CHOICES
 from viz.explain.methods import DEFAULT_METHOD
+from viz.i18n import t
 
 from . import events, state, views
 from .components import Picture, PhotoInput, note, picture
@@ -26,7 +27,7 @@ def build_app(default_model: str) -> gr.Blocks:
     shown_as = state.display_name(default_model)      # the page names it, never says where it lies
     i18n = I18N
     page = events.Page(i18n, served)
-    with Explorer(title="ViT Attention Explorer", delete_cache=(600, 3600), analytics_enabled=False) as demo:
+    with Explorer(title=t("page.title", "en"), delete_cache=(600, 3600), analytics_enabled=False) as demo:
         page.add("session", gr.State(None))
         page.add("current_model", gr.State(shown_as))
         page.add("lang", gr.State("en"))
@@ -41,7 +42,11 @@ def build_app(default_model: str) -> gr.Blocks:
             with gr.Column(scale=2, min_width=300):
                 page.add("photo", PhotoInput(label=i18n("label.photo"), type="filepath", image_mode=None,
                                              elem_id="photo-input", sources=["upload", "webcam", "clipboard"],
-                                             height=300))
+                                             height=260))
+                photos = state.example_photos()     # right under the photo: on the first screen of a phone too
+                if photos:
+                    gr.Examples(photos, inputs=page["photo"], cache_examples=False, api_visibility="private",
+                                label=i18n("label.examples"), examples_per_page=8, elem_id="examples")
             with gr.Column(scale=3, min_width=300):
                 page.add("top5", gr.Label(num_top_classes=5, label=i18n("label.top5"), elem_id="top5"))
                 page.add("summary", gr.Markdown(elem_id="summary"))
@@ -56,7 +61,7 @@ def build_app(default_model: str) -> gr.Blocks:
                     page.add("opacity", gr.Slider(0.0, 1.0, value=0.6, step=0.05, label=i18n("control.opacity"),
                                                   info=i18n("help.opacity")))
                 with gr.Column(min_width=220):
-                    page.add("mask_artifacts", gr.Checkbox(False, label=i18n("control.mask_artifacts"),
+                    page.add("mask_artifacts", gr.Checkbox(True, label=i18n("control.mask_artifacts"),
                                                            info=i18n("help.mask_artifacts"), elem_id="mask-artifacts"))
                 with gr.Column(min_width=220):
                     page.add("shared_scale", gr.Checkbox(False, label=i18n("control.shared_scale"),
@@ -81,14 +86,12 @@ def build_app(default_model: str) -> gr.Blocks:
                                                          elem_id="input-size", **views.size_range(served)))
                     with gr.Column(scale=2, min_width=260):
                         page.add("input_cost", note("input-cost"))
-                photos = state.example_photos()
-                if photos:
-                    gr.Examples(photos, inputs=page["photo"], cache_examples=False, api_visibility="private",
-                                label=i18n("label.examples"), examples_per_page=8)
             with gr.Column(scale=2, min_width=300):
                 page.add("crop", picture(i18n, "picture.crop", height=240, elem_id="crop-image"))
                 page.add("crop_note", note("crop-note"))
         with gr.Column(visible=False):   # the API's own endpoints: /analyze and /explain (raise plain gr.Error)
+            # the browser's width, set once at load (events.declare): pictures for a phone-sized screen
+            page.add("narrow", gr.Checkbox(False, elem_id="narrow"))
             page.add("api_analyze", gr.Button("analyze"))
             page.add("api_explain", gr.Button("explain"))
             page.add("api_method", gr.Textbox(DEFAULT_METHOD))

@@ -17,6 +17,7 @@ from pathlib import Path
 import gradio as gr
 
 import vit
+from vit.command import program
 from vit.device import pick_device
 from vit.image_file import MAX_BYTES
 from viz.analysis.cost import LOCAL_MAX_TOKENS
@@ -24,15 +25,17 @@ from viz.drawing.fonts import missing_font_message
 from viz.i18n import LANGUAGES, t
 
 from . import state
-from .assets import CSS
+from .assets import CSS, HEAD
 from .layout import build_app
+from .site import MIDDLEWARE
 from .texts import I18N
 
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description="ViT Attention Explorer: a Gradio app to explore what a ViT attends to.")
+    p = argparse.ArgumentParser(prog=program("vit_explorer", "app.py"),
+                                description="ViT Attention Explorer: a Gradio app to explore what a ViT attends to.")
     which = p.add_mutually_exclusive_group()
     which.add_argument("--weights", help="checkpoint file or Hugging Face folder to start with")
     which.add_argument("--model", default="default",
@@ -135,13 +138,34 @@ def only_this_machine(host: str, share: bool) -> bool:
 
 def launch(demo: gr.Blocks, host: str, port: int, share: bool = False, public: bool = False, **kwargs):
     """Serve with the queue set up: model work one at a time, re-renders alongside; bounded session memory; every
-    event through the queue (no direct REST calls that would skip its limits). A public server (``public``, or one
-    others can reach) loads only the models in its list and shows no Python error text. Says once, at start, when
-    Chinese pictures will come with English labels (no CJK font on this machine)."""
+    event through the queue (no direct REST calls that would skip its limits); the page named in link previews and
+    its documents served (``vit_explorer.site``). A public server (``public``, or one others can reach) loads only
+    the models in its list and shows no Python error text. Says once, at start, where the page is (and how to share
+    it: ``--share``, not Gradio's own advice) and when Chinese pictures will come with English labels (no CJK font
+    on this machine)."""
     return_freed_memory_to_the_os()
     if (message := missing_font_message()) is not None:
         print(message, file=sys.stderr)
     state.SETTINGS.any_model = only_this_machine(host, share) and not public
     demo.queue(default_concurrency_limit=1, api_open=False)
-    return demo.launch(server_name=host, server_port=port, share=share, state_session_capacity=state.MAX_SESSIONS,
-                       max_file_size=MAX_BYTES, show_error=state.SETTINGS.any_model, css=CSS, i18n=I18N, **kwargs)
+    quiet, wait = kwargs.pop("quiet", False), not kwargs.pop("prevent_thread_lock", False)
+    result = demo.launch(server_name=host, server_port=port, share=share, state_session_capacity=state.MAX_SESSIONS,
+                         max_file_size=MAX_BYTES, show_error=state.SETTINGS.any_model, css=CSS, head=HEAD, i18n=I18N,
+                         quiet=True, prevent_thread_lock=True, app_kwargs={"middleware": MIDDLEWARE}, **kwargs)
+    if not quiet:
+        print(running_lines(demo.local_url, demo.share_url, share), flush=True)
+    if wait:
+        demo.block_thread()
+    return result
+
+
+def running_lines(local_url: str, share_url: str | None, share: bool = False) -> str:
+    """What ``python app.py`` prints once it serves: the page's address, and the public link (or, unless one was asked
+    for and Gradio said why there is none, how to get one with this command's ``--share``), in English and
+    Chinese."""
+    lines = [t("message.running", lang, url=local_url) for lang in LANGUAGES]
+    if share_url:
+        lines += [t("message.shared", lang, url=share_url) for lang in LANGUAGES]
+    elif not share:
+        lines += [t("message.share_hint", lang, command=program("vit_explorer", "app.py")) for lang in LANGUAGES]
+    return "\n".join(lines)

@@ -18,6 +18,7 @@ from PIL import Image
 
 from . import panels
 from .drawing import render
+from .i18n import t
 from .maps.layout import layer_index
 from .records import Analysis
 
@@ -78,6 +79,30 @@ def depth_frames(a: Analysis, what: str = "attention", head: int | None = None, 
     return [render.with_caption(depth_panel(a, l, what, head, fusion, discard_ratio, mask_artifacts, norm_ratio,
                                             cmap, alpha, colorbar, scale), frame_caption(a, l, what, head))
             for l in range(a.depth)]
+
+
+def display_frames(a: Analysis, what: str = "attention", head: int | None = None, fusion: str = "mean",
+                   discard_ratio: float = 0.0, mask_artifacts: bool = False,
+                   display: panels.Display = panels.Display(size=448)) -> list[Image.Image]:
+    """The page's animation: one frame per layer, each the page's own map (``panels.attention_map_panel``, or the
+    rollout up to that layer) at ``display``'s size, in multiples of uniform attention on its own scale, with its
+    caption in ``display``'s language in a strip above (the picture's label on the page covers none of it)."""
+    if what not in ANIMATED_MAPS:
+        raise ValueError(f"Unknown animated map {what!r}! Expected one of {ANIMATED_MAPS}.")
+    lang, last = display.lang, a.depth - 1
+    query = panels.query_label(a.readout, lang)
+    heads = t("name.mean_heads", lang) if head is None else t("name.head", lang, head=head)
+    frames = []
+    for layer in range(a.depth):
+        if what == "attention":
+            p = panels.attention_map_panel(a, layer, head, mask_artifacts, display=display)
+            caption = t("frame.attention", lang, layer=layer, last=last, query=query, heads=heads)
+        else:
+            p = panels.rollout_map_panel(a, fusion, discard_ratio, 0, mask_artifacts, display=display,
+                                         stop_layer=layer)
+            caption = t("frame.rollout", lang, layer=layer, last=last)
+        frames.append(render.with_caption(p.image, caption, display.font_size, lang))
+    return frames
 
 
 def padded(frames: list[Image.Image], multiple: int = 1) -> list[Image.Image]:

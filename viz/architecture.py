@@ -11,11 +11,14 @@ The other families (CLIP, SigLIP, EVA-02, BEiT, timm's relative-position and par
 ``vit.model``) change some rows: no CLS token, no absolute position embeddings or one resized to every photo's grid,
 a relative position bias (a table, or an MLP) or rotary embedding inside attention, the norms after the branches,
 two branches side by side, SwiGLU, pooling by a learnt probe or by the mean of the patches, CLIP's image
-projection. ``family_summary`` says it in one paragraph.
+projection. ``family_summary`` says it in one paragraph. Every name and note is a catalogue text
+(``viz.i18n.model``), in the language asked for.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from .i18n import t
 
 
 @dataclass(frozen=True)
@@ -32,14 +35,6 @@ def _layer_norm(dim: int) -> int:
 
 def _linear(d_in: int, d_out: int, bias: bool = True) -> int:
     return d_in * d_out + (d_out if bias else 0)
-
-
-ACTIVATION_NAMES = {"gelu": "GELU", "gelu_tanh": "tanh-approximated GELU", "quick_gelu": "QuickGELU x·σ(1.702x)",
-                    "swiglu": "SwiGLU"}
-FAMILY_NAMES = {"vit": "Vision Transformer", "clip": "CLIP image tower", "siglip": "SigLIP image tower",
-                "eva02": "EVA-02", "beit": "BEiT", "dinov3": "DINOv3", "rope_vit": "RoPE ViT",
-                "relpos": "relative-position ViT (timm)", "parallel": "parallel-block ViT (timm)",
-                "naflex": "NaFlex ViT (any aspect ratio)"}
 
 
 def _inner(cfg) -> int:
@@ -93,45 +88,44 @@ def probe_params(cfg) -> int:
             + _linear(D, cfg.mlp_dim) + _linear(cfg.mlp_dim, D))
 
 
-def family_summary(cfg) -> str:
-    """One paragraph on the model's family: its tokens, position scheme, block and pooling."""
-    tokens = ("a CLS token" if cfg.class_token else "no CLS token") + (", a distillation token" if cfg.distilled
-                                                                       else "")
-    tokens += f", {cfg.num_reg_tokens} registers" if cfg.num_reg_tokens else ""
-    positions = {"learned": "learnt absolute position embeddings", "none": "no absolute position embeddings",
-                 "sincos2d": "a fixed 2-D sine-cosine position table"}[cfg.pos_embed_kind]
+def family_summary(cfg, lang: str = "en") -> str:
+    """One paragraph on the model's family: its tokens, position scheme, block and pooling, in ``lang`` (every part a
+    catalogue text, ``viz.i18n.model``)."""
+    tokens = t("arch.cls" if cfg.class_token else "arch.no_cls", lang) + \
+        (t("arch.distillation", lang) if cfg.distilled else "")
+    tokens += t("arch.registers", lang, count=cfg.num_reg_tokens) if cfg.num_reg_tokens else ""
+    positions = t({"learned": "arch.learned_positions", "sincos2d": "arch.sincos_positions",
+                   "none": "arch.no_positions"}[cfg.pos_embed_kind], lang)
     if cfg.pos_embed_grid is not None:
-        positions += (f" on a {cfg.pos_embed_grid[0]}×{cfg.pos_embed_grid[1]} grid, resized to each photo's own grid "
-                      f"(the photo keeps its aspect ratio)")
+        positions += t("arch.positions_grid", lang, grid=f"{cfg.pos_embed_grid[0]}×{cfg.pos_embed_grid[1]}")
     if cfg.rel_pos_bias:
-        positions += " and a learnt relative position bias in every block's attention"
+        positions += t("arch.relative_bias", lang)
     if cfg.rel_pos_mlp:
-        positions += (" and a relative position bias in every block's attention, computed by a small MLP from each "
-                      "offset, for any grid")
+        positions += t("arch.relative_mlp", lang)
     if cfg.rope:
-        positions += " and a rotary embedding of the patches' queries and keys in every block" + (
-            " (frequencies learnt per block and head, mixing rows and columns)" if cfg.rope_mixed else
-            " (on patch centres normalised to [-1, 1] per axis)" if cfg.rope_coords == "centered" else "")
-    block = f"{'res-post-norm' if cfg.res_post_norm else 'pre-norm'} blocks with a {ACTIVATION_NAMES[cfg.mlp_act]} MLP"
+        positions += t("arch.rotary", lang) + (
+            t("arch.rotary.mixed", lang) if cfg.rope_mixed else
+            t("arch.rotary.centered", lang) if cfg.rope_coords == "centered" else "")
+    activation = t(f"arch.act.{cfg.mlp_act}", lang)
+    block = t("arch.block.post" if cfg.res_post_norm else "arch.block", lang, activation=activation)
     if cfg.parallel > 1:
-        block = (f"pre-norm blocks of {cfg.parallel} attentions side by side, then {cfg.parallel} "
-                 f"{ACTIVATION_NAMES[cfg.mlp_act]} MLPs (held as one of {cfg.num_heads} heads and one MLP)")
-    block += " (LayerNorm on its hidden units)" if cfg.mlp_norm else ""
-    block += ", q and v biases but none on k" if cfg.qkv_bias and not cfg.k_bias else ""
-    block += ", LayerScale" if cfg.layer_scale else ""
-    block += "; a LayerNorm before the first block" if cfg.norm_pre else ""
-    block += "; the CLS and register tokens get their own final LayerNorm" if cfg.prefix_norm else ""
-    pooling = {"token": "the CLS token is the image's summary (the maps read its row)",
-               "avg": "the mean of the patch tokens is the image's summary (the maps read the mean of the patch rows)",
-               "map": "a learnt probe query attends over the patches (attention pooling, \"MAP\"; the maps read "
-                      "the probe's attention)"}[cfg.global_pool]
-    output = (f"projected to the {cfg.proj_dim}-dim image–text space" if cfg.proj_dim else
-              f"{cfg.num_classes} classes" if cfg.num_classes else "features without a classifier")
-    return (f"**{FAMILY_NAMES[cfg.family]}**: {tokens}; {positions}; {block}; {pooling}; output: {output}.")
+        block = t("arch.block.parallel", lang, parallel=cfg.parallel, activation=activation, heads=cfg.num_heads)
+    block += t("arch.mlp_norm", lang) if cfg.mlp_norm else ""
+    block += t("arch.qv_bias", lang) if cfg.qkv_bias and not cfg.k_bias else ""
+    block += t("arch.layer_scale", lang) if cfg.layer_scale else ""
+    block += t("arch.norm_pre", lang) if cfg.norm_pre else ""
+    block += t("arch.prefix_norm", lang) if cfg.prefix_norm else ""
+    pooling = t(f"arch.pool.{cfg.global_pool}", lang)
+    output = (t("arch.output.projection", lang, dim=cfg.proj_dim) if cfg.proj_dim else
+              t("arch.output.classes", lang, count=cfg.num_classes) if cfg.num_classes else
+              t("arch.output.features", lang))
+    return t("arch.summary", lang, family=t(f"arch.family.{cfg.family}", lang), tokens=tokens, positions=positions,
+             block=block, pooling=pooling, output=output)
 
 
-def stages(cfg, image_hw: tuple[int, int] | None = None) -> list[Stage]:
-    """The stages of ``cfg`` for an input of ``image_hw`` = (H, W) pixels (default: the native size)."""
+def stages(cfg, image_hw: tuple[int, int] | None = None, lang: str = "en") -> list[Stage]:
+    """The stages of ``cfg`` for an input of ``image_hw`` = (H, W) pixels (default: the native size), named and
+    explained in ``lang``."""
     H, W = image_hw or cfg.img_size
     P, D, C = cfg.patch_size, cfg.embed_dim, cfg.in_chans
     if H % P or W % P:
@@ -144,101 +138,89 @@ def stages(cfg, image_hw: tuple[int, int] | None = None) -> list[Stage]:
     pos_len = gh0 * gw0 + (int(cfg.class_token) + int(cfg.distilled) if cfg.pos_embed_prefix else 0)
     heads, Dh = cfg.num_heads, cfg.attention_head_dim
 
+    def _(key: str, **values) -> str:
+        return t(f"arch.{key}", lang, **values)
+
     rows = [
-        Stage("Input image (the whole photo, its aspect ratio kept)" if cfg.pos_embed_grid is not None else
-              "Input image (center crop)", f"{H}×{W}×{C}", 0, "RGB, normalised per channel"),
-        Stage(f"Patch embedding: Conv2d {P}×{P}, stride {P}", f"{N}×{D}", _linear(C * P * P, D, cfg.patch_bias),
-              f"{gh}×{gw} patches of {P}×{P}×{C} = {C * P * P} values, each projected to {D}"
-              + ("" if cfg.patch_bias else " (no bias)")),
+        Stage(_("input.whole" if cfg.pos_embed_grid is not None else "input"), f"{H}×{W}×{C}", 0, _("input.note")),
+        Stage(_("patches", patch=P), f"{N}×{D}", _linear(C * P * P, D, cfg.patch_bias),
+              _("patches.note", grid=f"{gh}×{gw}", patch=P, channels=C, values=C * P * P, dim=D)
+              + ("" if cfg.patch_bias else _("no_bias"))),
     ]
     if prefix_names:
-        rows.append(Stage(f"Prepend {' + '.join(prefix_names)} token{'s' if len(prefix_names) > 1 else ''}",
-                          f"{T}×{D}", len(prefix_names) * D, "learned vectors, same for every image"))
+        rows.append(Stage(_("prepend_many" if len(prefix_names) > 1 else "prepend", names=" + ".join(prefix_names)),
+                          f"{T}×{D}", len(prefix_names) * D, _("prepend.note")))
     resampled = (gh, gw) != (gh0, gw0)
+    relative = cfg.rel_pos_bias or cfg.rel_pos_mlp           # a bias B inside attention: a table, or an MLP's
     if cfg.pos_embed_kind == "learned":
-        how = ("bilinearly" if cfg.pos_embed_interp == "bilinear" else "bicubically") + \
-            (" with antialiasing" if cfg.pos_embed_antialias else "")
-        rows.append(Stage("Add position embeddings", f"{T}×{D}", pos_len * D,
-                          f"{pos_len} learned vectors for a {gh0}×{gw0} grid"
-                          + (f", resampled {how} to {gh}×{gw}" if resampled else "")))
+        how = _("resample.bilinear" if cfg.pos_embed_interp == "bilinear" else "resample.bicubic") + \
+            (_("resample.antialias") if cfg.pos_embed_antialias else "")
+        rows.append(Stage(_("positions"), f"{T}×{D}", pos_len * D,
+                          _("positions.note", count=pos_len, grid=f"{gh0}×{gw0}")
+                          + (_("positions.resampled", how=how, grid=f"{gh}×{gw}") if resampled else "")))
     elif cfg.pos_embed_kind == "sincos2d":
-        rows.append(Stage("Add position embeddings (fixed 2-D sine-cosine)", f"{T}×{D}", 0,
-                          f"a fixed table for the {gh}×{gw} grid: sin/cos of the column and of the row, not trained"))
+        rows.append(Stage(_("sincos"), f"{T}×{D}", 0, _("sincos.note", grid=f"{gh}×{gw}")))
     else:
-        rows.append(Stage("No absolute position embeddings", f"{T}×{D}", 0,
-                          "positions enter inside attention (relative position bias)"
-                          if cfg.rel_pos_bias or cfg.rel_pos_mlp else "the tokens carry no absolute position"))
+        rows.append(Stage(_("no_absolute"), f"{T}×{D}", 0,
+                          _("no_absolute.relative") if relative else _("no_absolute.none")))
     if cfg.norm_pre:
-        rows.append(Stage("LayerNorm before the blocks", f"{T}×{D}", _layer_norm(D), "CLIP's ln_pre"))
+        rows.append(Stage(_("norm_pre_stage"), f"{T}×{D}", _layer_norm(D), _("norm_pre_stage.note")))
     per_block = block_params(cfg)
-    softmax = "softmax(q·kᵀ/√d) — the attention maps"
-    if cfg.rel_pos_bias or cfg.rel_pos_mlp:
-        softmax = "softmax(q·kᵀ/√d + B) — the attention maps"
-    if cfg.rope:
-        softmax = "softmax(R(q)·R(k)ᵀ/√d) — the attention maps"
-    qkv_note = f"queries, keys, values for {heads} heads of width {Dh}"
-    qkv_note += "; biases on q and v only" if cfg.qkv_bias and not cfg.k_bias else ""
-    softmax_note = "each row: how much one token attends to every token (sums to 1)"
+    softmax = _("softmax.rope") if cfg.rope else _("softmax.bias") if relative else _("softmax")
+    qkv_note = _("qkv.note", heads=heads, width=Dh)
+    qkv_note += _("qkv.qv_only") if cfg.qkv_bias and not cfg.k_bias else ""
+    softmax_note = _("softmax.note")
     if cfg.rel_pos_bias:
-        softmax_note += f"; B: a learnt bias per head for each of the {gh0}×{gw0} grid's offsets (the table)"
+        softmax_note += _("softmax.table", grid=f"{gh0}×{gw0}")
     if cfg.rel_pos_mlp:
-        softmax_note += (f"; B: a bias per head for each of the {gh}×{gw} grid's offsets, computed by an MLP "
-                         f"(2 → {cfg.rel_pos_mlp_dim} → {heads}) from sign(d)·ln(1 + |d|) of the offset d")
+        softmax_note += _("softmax.mlp", grid=f"{gh}×{gw}", hidden=cfg.rel_pos_mlp_dim, heads=heads)
     if cfg.parallel > 1:
-        qkv_note += f" ({cfg.parallel} branches of {heads // cfg.parallel} heads, each with its own norm)"
+        qkv_note += _("qkv.parallel", parallel=cfg.parallel, heads=heads // cfg.parallel)
     if cfg.rope and cfg.rope_mixed:
-        softmax_note += ("; R rotates each patch's q and k by its row and column through frequencies learnt per "
-                         "block and head, so q·k depends on the offset")
+        softmax_note += _("softmax.rotary_mixed")
     elif cfg.rope and cfg.rope_coords == "centered":
-        softmax_note += ("; R rotates each patch's q and k by its centre's coordinates in [-1, 1] on each axis, so "
-                         "q·k depends on the offset as a fraction of the image")
+        softmax_note += _("softmax.rotary_centered")
     elif cfg.rope:
         ref = cfg.rope_ref_grid or (gh, gw)
-        softmax_note += (f"; R rotates each patch's q and k by its row and column (angles on a {ref[0]}×{ref[1]} "
-                         f"grid), so q·k depends on the offset")
+        softmax_note += _("softmax.rotary", grid=f"{ref[0]}×{ref[1]}")
     inner = _inner(cfg)
     table = _bias_params(cfg)
-    act = ACTIVATION_NAMES[cfg.mlp_act]
-    mlp_note = (f"SiLU(x·W_g) ⊙ x·W_x, {D} → 2×{cfg.mlp_dim} → {D} per token" if cfg.mlp_act == "swiglu"
-                else f"{D} → {cfg.mlp_dim} → {D} per token") + (", LayerNorm on the hidden units" if cfg.mlp_norm else "")
+    act = _(f"act.{cfg.mlp_act}")
+    mlp_note = (_("mlp.swiglu", dim=D, hidden=cfg.mlp_dim) if cfg.mlp_act == "swiglu"
+                else _("mlp.note", dim=D, hidden=cfg.mlp_dim)) + (_("mlp.norm") if cfg.mlp_norm else "")
     post = cfg.res_post_norm   # timm's *_rpn: the LayerNorms after each branch, not before
     rows += [
-        Stage(f"{cfg.depth} × transformer block", f"{T}×{D}", cfg.depth * per_block,
-              f"{per_block:,} parameters each; {'res-post-norm' if post else 'pre-norm'}, residual around attention "
-              f"and MLP"),
-        Stage("  ├ qkv Linear" if post else "  ├ LayerNorm → qkv Linear", f"3 × {heads}×{T}×{Dh}",
+        Stage(_("blocks", depth=cfg.depth), f"{T}×{D}", cfg.depth * per_block,
+              _("blocks.note.post" if post else "blocks.note", params=f"{per_block:,}")),
+        Stage(_("qkv.post" if post else "qkv"), f"3 × {heads}×{T}×{Dh}",
               (0 if post else _layer_norm(D)) + _qkv_params(cfg), qkv_note),
-        Stage(f"  ├ {softmax}", f"{heads}×{T}×{T}", table, softmax_note),
-        Stage("  ├ attention · v → " + ("LayerNorm → " if cfg.attn_norm else "") + "proj Linear"
-              + (" → LayerNorm" if post else "") + ", + residual", f"{T}×{D}",
-              _linear(inner, D) + (_layer_norm(inner) if cfg.attn_norm else 0) + (D if cfg.layer_scale else 0)
-              + (_layer_norm(D) if post else 0), "heads concatenated and mixed"),
-        Stage(f"  └ MLP ({act}) → LayerNorm, + residual" if post else f"  └ LayerNorm → MLP ({act}), + residual",
+        Stage(softmax, f"{heads}×{T}×{T}", table, softmax_note),
+        Stage(_("project", norm="LayerNorm → " if cfg.attn_norm else "", post=" → LayerNorm" if post else ""),
               f"{T}×{D}",
+              _linear(inner, D) + (_layer_norm(inner) if cfg.attn_norm else 0) + (D if cfg.layer_scale else 0)
+              + (_layer_norm(D) if post else 0), _("project.note")),
+        Stage(_("mlp.post" if post else "mlp", activation=act), f"{T}×{D}",
               _layer_norm(D) + _mlp_params(cfg) + (D if cfg.layer_scale else 0), mlp_note),
     ]
     final_norm = _layer_norm(D) * (2 if cfg.prefix_norm else 1)   # DINOv3's untied norms: the prefix's own
     if cfg.global_pool == "avg":
-        rows.append(Stage("Mean of patch tokens" + (" → LayerNorm" if cfg.fc_norm else ", after LayerNorm"),
-                          f"{D}", final_norm, "average over the patches"))
+        rows.append(Stage(_("mean") + (_("mean.fc_norm") if cfg.fc_norm else _("mean.after_norm")),
+                          f"{D}", final_norm, _("mean.note")))
     elif cfg.global_pool == "map":
-        rows.append(Stage("LayerNorm, attention pooling by a learnt probe (MAP)", f"{D}",
-                          final_norm + probe_params(cfg),
-                          f"one query attends over the {N} patch tokens ({heads} heads), then a residual MLP"))
+        rows.append(Stage(_("probe"), f"{D}", final_norm + probe_params(cfg), _("probe.note", count=N, heads=heads)))
     else:
-        rows.append(Stage("LayerNorm, take the CLS token", f"{D}", final_norm, "the CLS token summarises the image"))
+        rows.append(Stage(_("take_cls"), f"{D}", final_norm, _("take_cls.note")))
     width = D
     if cfg.representation_size:
         width = cfg.representation_size
-        rows.append(Stage("Pre-logits Linear + tanh", f"{width}", _linear(D, width), ""))
+        rows.append(Stage(_("pre_logits"), f"{width}", _linear(D, width), ""))
     if cfg.proj_dim:
-        rows.append(Stage("Image projection Linear (no bias)", f"{cfg.proj_dim}", _linear(width, cfg.proj_dim, False),
-                          "into the space shared with the text tower: the image embedding"))
+        rows.append(Stage(_("projection"), f"{cfg.proj_dim}", _linear(width, cfg.proj_dim, False),
+                          _("projection.note")))
     if cfg.num_classes:
         heads_count = 2 if cfg.distilled else 1
-        rows.append(Stage("Classifier head" + (" (+ distillation head, averaged)" if cfg.distilled else ""),
-                          f"{cfg.num_classes}", heads_count * _linear(width, cfg.num_classes),
-                          "one logit per class; softmax gives the probabilities"))
+        rows.append(Stage(_("head") + (_("head.distilled") if cfg.distilled else ""),
+                          f"{cfg.num_classes}", heads_count * _linear(width, cfg.num_classes), _("head.note")))
     return rows
 
 
@@ -247,12 +229,13 @@ def total_params(rows: list[Stage]) -> int:
     return sum(r.params for r in rows if not r.name.startswith("  "))
 
 
-def to_markdown(rows: list[Stage], title: str = "", summary: str = "") -> str:
-    """The table as Markdown (under ``summary``, e.g. ``family_summary(cfg)``), with the total parameter count."""
+def to_markdown(rows: list[Stage], title: str = "", summary: str = "", lang: str = "en") -> str:
+    """The table as Markdown (under ``summary``, e.g. ``family_summary(cfg)``), with the total parameter count, its
+    header and total in ``lang`` (the rows are in the language ``stages`` was given)."""
     lines = ([f"### {title}", ""] if title else []) + ([summary, ""] if summary else []) + [
-        "| stage | output shape | parameters | how |", "|---|---|---:|---|"]
+        t("arch.header", lang), "|---|---|---:|---|"]
     for r in rows:
         name = r.name.replace("  ", "&nbsp;&nbsp;", 1) if r.name.startswith("  ") else r.name
         lines.append(f"| {name} | {r.shape} | {r.params:,} | {r.note} |")
-    lines += ["", f"**Total: {total_params(rows):,} parameters.**"]
+    lines += ["", t("arch.total", lang, total=f"{total_params(rows):,}")]
     return "\n".join(lines)

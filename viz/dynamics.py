@@ -18,8 +18,10 @@ import sys
 import numpy as np
 from PIL import Image
 
-from .drawing import plots, render
+from .drawing import plots, render, screens
+from .drawing.fonts import use_language_font
 from .drawing.grids import similarity_mosaic
+from .i18n import language, t
 from .maps.distance import patch_distances
 from .records import SnapshotSeries
 
@@ -53,8 +55,10 @@ def _similarity_tiles(sim: np.ndarray, grid: tuple[int, int], side: int = PANEL)
 
 
 class DynamicsView:
-    """Draws the frames of one ``SnapshotSeries``. The two plots' axes, and the run's whole curves, are drawn once
-    (``plots.Backdrop``); a frame adds only its epoch's points, so ``frame(i)`` takes a few milliseconds."""
+    """Draws the frames of one ``SnapshotSeries``, in English or Chinese, for a wide screen (the four panels side by
+    side) or a narrow one (one under the other, each as wide as a phone shows it: ``viz.drawing.screens``). The two
+    plots' axes, and the run's whole curves, are drawn once per language and screen (``plots.Backdrop``); a frame
+    adds only its epoch's points, so ``frame(i)`` takes a few milliseconds."""
 
     def __init__(self, series: SnapshotSeries, cmap: str = render.DEFAULT_CMAP, alpha: float = 0.6):
         if len(series) == 0:
@@ -63,48 +67,59 @@ class DynamicsView:
         s = series
         self.uniform = float(patch_distances(s.grid, s.patch_size).mean())
         self.distance_top = plots.nice_top(max(float(s.mean_distance.max()), self.uniform))
-        self._distance = plots.Backdrop(self._distance_figure())
-        self._progress = plots.Backdrop(self._progress_figure())
+        self._backdrops: dict[tuple[str, bool], tuple[plots.Backdrop, plots.Backdrop]] = {}
         self.photo_scale = max(1, PANEL // max(s.image.size))
 
-    def _distance_figure(self):
+    def _plots(self, lang: str, narrow: bool) -> tuple[plots.Backdrop, plots.Backdrop]:
+        key = (lang, narrow)
+        if key not in self._backdrops:
+            self._backdrops[key] = (plots.Backdrop(self._distance_figure(lang, narrow)),
+                                    plots.Backdrop(self._progress_figure(lang, narrow)))
+        return self._backdrops[key]
+
+    @staticmethod
+    def _figure(narrow: bool):
+        return plots.new_figure(screens.NARROW_INCHES, 2.6) if narrow else plots.new_figure(*PLOT_SIZE)
+
+    def _distance_figure(self, lang: str = "en", narrow: bool = False):
         s = self.series
-        fig = plots.new_figure(*PLOT_SIZE)
-        ax = fig.add_axes((0.16, 0.18, 0.8, 0.72))
+        fig = self._figure(narrow)
+        ax = fig.add_axes((0.17, 0.2, 0.79, 0.68))
         L = s.mean_distance.shape[1]
         ax.set_xlim(-0.7, L - 0.3)
         ax.set_ylim(0, self.distance_top)
         ax.set_xticks(range(L))
-        ax.set_xlabel("block", fontsize=8)
-        ax.set_ylabel("pixels", fontsize=8)
-        ax.tick_params(labelsize=7)
-        ax.set_title("mean attention distance (dot: head)", fontsize=9)
+        ax.set_xlabel(t("dynamics.layer", lang), fontsize=8)
+        ax.set_ylabel(t("dynamics.pixels", lang), fontsize=8)
+        ax.tick_params(labelsize=8 if narrow else 7)
+        ax.set_title(t("dynamics.distance", lang), fontsize=9)
         ax.axhline(self.uniform, color="gray", linestyle="--", linewidth=0.8)
-        ax.text(L - 0.4, self.uniform, "uniform", color="gray", fontsize=7, ha="right", va="bottom")
+        ax.text(L - 0.4, self.uniform, t("legend.uniform", lang), color="gray", fontsize=8 if narrow else 7,
+                ha="right", va="bottom")
         ax.grid(alpha=0.3)
-        return fig
+        return use_language_font(fig, lang)
 
-    def _progress_figure(self):
+    def _progress_figure(self, lang: str = "en", narrow: bool = False):
         s = self.series
-        fig = plots.new_figure(*PLOT_SIZE)
-        ax = fig.add_axes((0.14, 0.18, 0.82, 0.72))
+        fig = self._figure(narrow)
+        ax = fig.add_axes((0.14, 0.2, 0.82, 0.68))
         last = max(int(s.epochs[-1]), 1)
         ax.set_xlim(-0.02 * last, 1.02 * last)
         neighbours = s.pos_neighbour_similarity
         low = min(-0.1, float(np.nanmin(neighbours)) - 0.05) if np.isfinite(neighbours).any() else -0.1
         ax.set_ylim(low, 1.02)
         ax.axhline(0, color="gray", linewidth=0.6)
-        ax.plot(s.epochs, s.val_accuracy, color="tab:green", linewidth=1.2, label="validation accuracy")
+        ax.plot(s.epochs, s.val_accuracy, color="tab:green", linewidth=1.2, label=t("dynamics.accuracy", lang))
         if np.isfinite(neighbours).any():
             ax.plot(s.epochs, neighbours, color="tab:purple", linewidth=1.2, label="pos_neighbour_similarity")
         else:
-            ax.plot([], [], color="tab:purple", label="no position embedding")
-        ax.set_xlabel("epoch", fontsize=8)
-        ax.tick_params(labelsize=7)
-        ax.set_title("the run", fontsize=9)
+            ax.plot([], [], color="tab:purple", label=t("dynamics.no_position", lang))
+        ax.set_xlabel(t("dynamics.epoch", lang), fontsize=8)
+        ax.tick_params(labelsize=8 if narrow else 7)
+        ax.set_title(t("dynamics.run", lang), fontsize=9)
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=7, loc="upper left")
-        return fig
+        ax.legend(fontsize=8 if narrow else 7, loc="upper left")
+        return use_language_font(fig, lang)
 
     def _distance_artists(self, ax, i: int) -> list:
         d = self.series.mean_distance[i]
@@ -121,39 +136,66 @@ class DynamicsView:
             artists += ax.plot([e], [s.pos_neighbour_similarity[i]], "o", color="tab:purple", markersize=5)
         return artists
 
-    def caption(self, i: int) -> str:
-        """The frame's title line (ASCII: Pillow's bundled font)."""
+    def caption(self, i: int, lang: str = "en") -> str:
+        """The frame's title line, in ``lang``."""
         s = self.series
         label, p = s.top1[i]
         neighbours = s.pos_neighbour_similarity[i]
-        position = "no position embedding" if not np.isfinite(neighbours) else \
+        position = t("dynamics.no_position", lang) if not np.isfinite(neighbours) else \
             f"pos_neighbour_similarity {neighbours:+.3f}"
-        return (f"{s.name}: epoch {int(s.epochs[i])} | validation accuracy {s.val_accuracy[i]:.3f} | {position} | "
-                f"this photo: {label} ({p:.2f})")
+        return t("dynamics.caption", lang, name=s.name, epoch=int(s.epochs[i]), accuracy=float(s.val_accuracy[i]),
+                 position=position, label=label, probability=p)
 
-    def frame(self, i: int) -> Image.Image:
-        """Frame of snapshot ``i`` (0-based; negative counts from the end) as a PIL RGB image."""
+    def frame(self, i: int, lang: str = "en", narrow: bool = False) -> Image.Image:
+        """Frame of snapshot ``i`` (0-based; negative counts from the end) as a PIL RGB image, its texts in
+        ``lang``; ``narrow``: the panels one under the other, ``screens.PHONE_WIDTH`` pixels wide."""
         s = self.series
         if not -len(s) <= i < len(s):
             raise ValueError(f"Snapshot {i} does not exist! Expected 0 <= i < {len(s)}.")
         i %= len(s)
-        photo = s.image
-        if self.photo_scale > 1:
+        lang = language(lang)
+        side = screens.PHONE_WIDTH - 110 if narrow else PANEL          # room for the rollout's colour bar
+        size = screens.MIN_TEXT + 3 if narrow else 14
+        photo = s.image.resize((side, round(side * s.image.height / s.image.width)), Image.Resampling.NEAREST) \
+            if narrow else s.image
+        if not narrow and self.photo_scale > 1:
             photo = photo.resize((photo.width * self.photo_scale, photo.height * self.photo_scale),
                                  Image.Resampling.NEAREST)
-        rollout = render.with_caption(render.overlay(photo, s.rollout[i], self.cmap, self.alpha), "rollout (CLS)")
+        values = s.rollout[i] / max(float(s.rollout[i].mean()), 1e-12)   # 1 = an even share of the patches' mass
+        rollout = render.with_caption(render.overlay(photo, values, self.cmap, self.alpha, colorbar=True,
+                                                     label=t("dynamics.rollout_bar", lang), lang=lang,
+                                                     font_size=size if narrow else 12),
+                                      t("dynamics.rollout", lang), size, lang)
         if s.pos_similarity.shape[-1]:
-            position = _similarity_tiles(s.pos_similarity[i], s.native_grid)
+            position = _similarity_tiles(s.pos_similarity[i], s.native_grid, side)
         else:
-            position = render.message_image("No position embedding (pos_embed_kind 'none'): nothing to show.",
-                                            (PANEL, PANEL))
-        position = render.with_caption(position, "position embedding similarity")
-        distance = self._distance.render(lambda ax: self._distance_artists(ax, i))
-        progress = self._progress.render(lambda ax: self._progress_artists(ax, i))
-        return render.with_caption(_hstack([rollout, position, distance, progress]), self.caption(i), font_size=15)
+            position = render.message_image(t("dynamics.no_position_text", lang), (side, side), size, lang)
+        position = render.with_caption(position, t("dynamics.position", lang), size, lang)
+        distance_plot, progress_plot = self._plots(lang, narrow)
+        distance = distance_plot.render(lambda ax: self._distance_artists(ax, i))
+        progress = progress_plot.render(lambda ax: self._progress_artists(ax, i))
+        panels = [rollout, position, distance, progress]
+        caption = self.caption(i, lang)
+        if narrow:
+            f = render.font(size, lang, caption)
+            return _vstack([render.caption(Image.new("RGB", (screens.PHONE_WIDTH, 1), "white"), caption, lang, size),
+                            *panels], f.size // 2)
+        return render.with_caption(_hstack(panels), caption, font_size=15, lang=lang)
 
-    def frames(self) -> list[Image.Image]:
-        return [self.frame(i) for i in range(len(self.series))]
+    def frames(self, lang: str = "en") -> list[Image.Image]:
+        return [self.frame(i, lang) for i in range(len(self.series))]
+
+
+def _vstack(images: list[Image.Image], gap: int = GAP) -> Image.Image:
+    """Images one under the other on white, left edges aligned."""
+    W = max(im.width for im in images)
+    H = sum(im.height for im in images) + gap * (len(images) - 1)
+    out = Image.new("RGB", (W, H), "white")
+    y = 0
+    for im in images:
+        out.paste(im.convert("RGB"), (0, y))
+        y += im.height + gap
+    return out
 
 
 def dynamics_arrays(series: SnapshotSeries) -> dict[str, np.ndarray]:

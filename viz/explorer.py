@@ -32,6 +32,8 @@ QUERY_PHOTO_SCALE = 2         # the photo to click on in the Patch query tab is 
 QUERY_PHOTO_MAX = 1024        # but no larger than this (or the model's size, when that is larger)
 DISPLAY_SIZE = 640            # longer side of the page's maps in pixels: sharp in a ~700 px panel, ~10 ms to draw
 HEADS_WIDTH = 1100            # the heads grid's width in pixels, colour bar included
+NARROW_SIZE = 448             # longer side of every map on a narrow screen (a phone shows it ~360 CSS pixels wide)
+NARROW_HEADS_WIDTH = 560      # the heads grid's width on a narrow screen (bands of a few layers)
 CROP_SIZE = 320               # longer side of the upload with the crop outlined
 
 
@@ -49,6 +51,7 @@ class Controls:
     rolled: bool = False
     shared_scale: bool = False     # one colour scale over all layers (attention and patch query)
     patch_true: bool = False       # one colour per patch, grid lines, no smoothing
+    narrow: bool = False           # drawn for a phone-sized screen: larger text, fewer columns (viz.drawing.screens)
 
 
 class AnalysisKey(NamedTuple):
@@ -152,22 +155,22 @@ def cached_bytes(a: Analysis) -> int:
 
 def architecture(model: ServedModel, a: Analysis, lang: str = "en") -> str:
     """The Model tab: the family (tokens, pooling, position scheme), stages with this photo's tensor shapes and
-    parameter counts, and the analysis's cache size (a Swin: its stages, windows and heads)."""
+    parameter counts, and the analysis's cache size, in ``lang`` (a Swin: its stages, windows and heads)."""
     if isinstance(a, WindowAnalysis):
         return window_views.architecture(model, a, lang)
     cfg = model.loaded.config
     T = a.num_prefix + a.grid[0] * a.grid[1]
     full = a.depth * a.heads * T * T * 4
-    return (to_markdown(stages(cfg, a.input_size), model.loaded.name, family_summary(cfg))
-            + f"\n\nThis photo's analysis keeps {cached_bytes(a) / 2**20:.1f} MB: what recomputes any of its "
-            f"{a.depth}×{a.heads} attention maps on demand (the tokens entering every layer), not the maps themselves "
-            f"({full / 2**20:.1f} MB in float32), so every control re-renders without running the whole model again "
-            f"(unless the server needed the room: then it runs once more).")
+    return (to_markdown(stages(cfg, a.input_size, lang), model.loaded.name, family_summary(cfg, lang), lang)
+            + "\n\n" + t("arch.cached", lang, depth=a.depth, heads=a.heads, megabytes=cached_bytes(a) / 2**20,
+                          full=full / 2**20))
 
 
 def display(c: Controls, lang: str = "en", size: int = DISPLAY_SIZE) -> panels.Display:
-    """How the page draws its maps for these controls: display size, language, opacity, patch-true."""
-    return panels.Display(size=size, lang=language(lang), alpha=c.opacity, patch_true=c.patch_true)
+    """How the page draws its maps for these controls: display size (``NARROW_SIZE`` on a narrow screen, where
+    every map fills the phone's width), language, opacity, patch-true."""
+    return panels.Display(size=NARROW_SIZE if c.narrow else size, lang=language(lang), alpha=c.opacity,
+                          patch_true=c.patch_true, narrow=c.narrow)
 
 
 def rollout_view(a: Analysis, c: Controls, lang: str = "en") -> tuple[Image.Image, str | None]:
@@ -189,13 +192,16 @@ def attention_view(a: Analysis, c: Controls, lang: str = "en") -> tuple[Image.Im
 
 
 def heads_view(s: Session, a: Analysis, c: Controls, lang: str = "en") -> tuple[Session, Image.Image, str | None]:
-    """The layers × heads grid over the photo, one colour scale, the current (layer, head) framed; the session
-    remembers its geometry for clicks (a Swin: one grid per stage, no clicks)."""
+    """The layers × heads grid over the photo, each layer on its own colour scale (or one for all with the shared
+    scale), the current (layer, head) framed; the session remembers its geometry for clicks (a Swin: one grid per
+    stage, no clicks)."""
     if isinstance(a, WindowAnalysis):
         return window_views.heads_view(s, a, c, lang)
     selected = None if c.head is None else (c.layer, c.head)
-    g = panels.heads_grid_panel(a, HEADS_WIDTH, c.mask_artifacts, selected=selected, display=display(c, lang))
-    note = " ".join(n for n in (t("note.heads_scale", lang, tokens=g.tokens), g.note) if n)
+    g = panels.heads_grid_panel(a, NARROW_HEADS_WIDTH if c.narrow else HEADS_WIDTH, c.mask_artifacts,
+                                selected=selected, display=display(c, lang), shared_scale=c.shared_scale)
+    scale = t("note.heads_scale" if c.shared_scale else "note.heads_layer_scale", lang, tokens=g.tokens)
+    note = " ".join(n for n in (scale, g.note) if n)
     return replace(s, heads_layout=g.placement), g.image, note
 
 
@@ -216,7 +222,8 @@ def pictures(s: Session, a: Analysis, c: Controls, lang: str = "en") -> dict:
     if isinstance(a, WindowAnalysis):
         return window_views.pictures(s, a, c, lang, query_photo(s, a))
     def helper_part():
-        return rollout_view(a, c, lang), attention_view(a, c, lang), distance_view(a, lang), norms_views(a, lang)
+        return (rollout_view(a, c, lang), attention_view(a, c, lang), distance_view(a, lang, c.narrow),
+                norms_views(a, lang, c.narrow))
 
     helper = _HELPER.submit(_releasing, helper_part) if _HELPER_FREE.acquire(blocking=False) else None
     s, heads, heads_note = heads_view(s, a, c, lang)
@@ -298,15 +305,16 @@ def crop_view(photo: str, model: ServedModel, lang: str = "en") -> tuple[Image.I
     return picture, note or t("note.crop", lang, crop=f"{crop_w}×{crop_h}")
 
 
-def distance_view(a: Analysis, lang: str = "en") -> Image.Image:
+def distance_view(a: Analysis, lang: str = "en", narrow: bool = False) -> Image.Image:
     if isinstance(a, WindowAnalysis):
         return window_views.distance_view(a, lang)
-    return panels.distance_panel(panels.mean_distance_of(a), a.grid, a.patch_size, lang=language(lang))
+    return panels.distance_panel(panels.mean_distance_of(a), a.grid, a.patch_size, lang=language(lang), narrow=narrow)
 
 
-def norms_views(a: Analysis, lang: str = "en") -> tuple[Image.Image, Image.Image]:
-    """(token norms per layer as thumbnails, norms against depth as curves)."""
+def norms_views(a: Analysis, lang: str = "en", narrow: bool = False) -> tuple[Image.Image, Image.Image]:
+    """(token norms per layer as thumbnails with their colour bar, norms against depth as curves)."""
     if isinstance(a, WindowAnalysis):
         return window_views.norms_views(a, lang)
     lang = language(lang)
-    return panels.token_norms_panel(a, lang=lang)[0], panels.token_norm_curves_panel(a, lang=lang)
+    return (panels.norms_grid_panel(a, lang=lang, narrow=narrow),
+            panels.token_norm_curves_panel(a, lang=lang, narrow=narrow))

@@ -17,13 +17,17 @@ import numpy as np
 from PIL import Image
 
 from .analysis.walkthrough import Walkthrough
-from .drawing import walk_steps
+from . import panels
+from .explorer import DISPLAY_SIZE, NARROW_SIZE
+from .drawing import screens, walk_steps
 from .explain import METHODS
 from .explain.panels import contrast_panel, explanation_panel, methods_row
 from .i18n import t
+from .maps.norms import artifact_share
 from .records import Analysis
 
 LEARN_SIZE = 560   # pixels of the Learn tab's pictures
+
 STEPS = ("crop", "patches", "flatten", "projection", "cls", "position", "layers", "output", "logits")
 
 
@@ -35,30 +39,50 @@ def learn_table(w: Walkthrough, layer: int = -1, lang: str = "en") -> str:
     return "\n".join([t("walk.table_header", lang), *rows])
 
 
-def learn_step(w: Walkthrough, step: int, layer: int = -1, lang: str = "en") -> tuple[str, Image.Image]:
-    """Step ``step`` (1–9) -> (its title, real shape and sentence in Markdown, its picture on this photo)."""
+def learn_step(w: Walkthrough, step: int, layer: int = -1, lang: str = "en", a: Analysis | None = None,
+               narrow: bool = False) -> tuple[str, Image.Image]:
+    """Step ``step`` (1–9) -> (its title, real shape and sentence in Markdown, its picture on this photo). With the
+    photo's analysis ``a``, step 7 says when the picture's brightest spots are high-norm artifact tokens (the same
+    rule as the maps' note). ``narrow``: text in the pictures readable on a phone (``viz.drawing.screens``)."""
     index = min(max(int(step), 1), len(STEPS)) - 1
     s = walk_steps.step_texts(w, layer, lang=lang)[index]
     gh, gw = w.grid
     row, col = gh // 2, gw // 2
     patch = w.patch_index(row, col)
+    size = LEARN_SIZE
+    fs = screens.text_for(round(size * 1.35)) if narrow else None      # the walk's own size (1/32) on a desktop
     pictures = {
-        "crop": lambda: w.image.resize((round(w.image.width * LEARN_SIZE / max(w.image.size)),
-                                        round(w.image.height * LEARN_SIZE / max(w.image.size))),
+        "crop": lambda: w.image.resize((round(w.image.width * size / max(w.image.size)),
+                                        round(w.image.height * size / max(w.image.size))),
                                        Image.Resampling.BICUBIC),
-        "patches": lambda: walk_steps.grid_picture(w, row, col, LEARN_SIZE, lang),
-        "flatten": lambda: walk_steps.patch_picture(w, row, col, LEARN_SIZE, lang),
+        "patches": lambda: walk_steps.grid_picture(w, row, col, size, lang, fs),
+        "flatten": lambda: walk_steps.patch_picture(w, row, col, size, lang, fs),
         "projection": lambda: walk_steps.vector_picture(w.embeddings[patch], t("walk.caption.embedding", lang,
-                                                         dim=w.embeddings.shape[1]), LEARN_SIZE, lang),
-        "cls": lambda: walk_steps.tokens_picture(w, "tokens", LEARN_SIZE, lang),
-        "position": lambda: walk_steps.position_patch_picture(w, row, col, LEARN_SIZE, lang),
-        "layers": lambda: walk_steps.attention_picture(w, layer, None, LEARN_SIZE, lang),
+                                                         dim=w.embeddings.shape[1]), size, lang, font_size=fs),
+        "cls": lambda: walk_steps.tokens_picture(w, "tokens", size, lang, fs),
+        "position": lambda: walk_steps.position_patch_picture(w, row, col, size, lang, fs),
+        "layers": lambda: walk_steps.attention_picture(w, layer, None, size, lang, fs),
         "output": lambda: walk_steps.vector_picture(w.output, t("walk.caption.embedding", lang,
-                                                     dim=w.output.shape[0]), LEARN_SIZE, lang),
-        "logits": lambda: walk_steps.logits_picture(w, 5, lang),
+                                                     dim=w.output.shape[0]), size, lang, font_size=fs),
+        "logits": lambda: walk_steps.logits_picture(w, 5, lang, narrow),
     }
     text = f"### {s.title}\n\n`{s.shape}` · {s.text}"
+    if s.key == "layers" and a is not None:
+        text += _corners(a, layer, lang)
     return text, pictures[s.key]()
+
+
+def _corners(a: Analysis, layer: int, lang: str) -> str:
+    """One more sentence for step 7 when the layer's CLS attention (mean of heads) is dominated by high-norm
+    artifact tokens (``viz.maps.norms.artifact_share``): what the bright spots are, where to read more."""
+    flagged = panels.artifact_drop(a, True)
+    if not flagged.any() or a.readout != "cls":
+        return ""
+    values = panels.attention_layers(a)[layer % a.depth]
+    share = artifact_share(values, flagged)
+    if not share.dominates:
+        return ""
+    return " " + t("walk.blocks.artifacts", lang, count=share.count, share=share.share)
 
 
 # --- Explain ----------------------------------------------------------------------------------------------------
@@ -71,8 +95,15 @@ class Explained:
     failed: dict[str, str] = field(default_factory=dict)        # method -> why it could not run on this model
     probability: float = float("nan")
     score: float = float("nan")
-    readout: str = ""
+    readout: str = ""                              # which tokens the maps read, in words (English, as vit.explain says)
     grid: tuple[int, int] = (0, 0)
+    query: str = ""                                # the same as a key: "cls", "map" or "mean" (viz.maps.readout)
+    distilled: bool = False                        # read together with a distillation token (DeiT)
+
+    def readout_words(self, lang: str = "en") -> str:
+        """Which tokens the maps read, in ``lang``: "the CLS token", "the mean of the patch tokens", …"""
+        words = t(f"readout.{self.query}", lang) if self.query else self.readout
+        return t("readout.distilled", lang, readout=words) if self.distilled else words
 
     @property
     def nbytes(self) -> int:
@@ -95,33 +126,61 @@ def explanations(explain_tensor, model, x, target, labels) -> Explained:
         maps.update({m: e.map(m) for m in e.maps if m in METHODS})
     if first is None:
         return Explained({"index": None, "name": str(target)}, {}, failed)
-    return Explained(first.target, maps, failed, first.probability, first.score, first.readout, first.grid)
+    return Explained(first.target, maps, failed, first.probability, first.score, first.readout, first.grid,
+                     first.query, bool(getattr(model.cfg, "distilled", False)))
 
 
 def explain_view(a: Analysis, e: Explained, method: str, contrast: Explained | None = None, alpha: float = 0.6,
-                 lang: str = "en") -> tuple[Image.Image | None, str]:
-    """(the method's map for the target on the photo — or the target's map minus the contrast's, diverging —,
-    one line with the numbers), or (None, the reason) when the method cannot run on this model."""
+                 lang: str = "en", narrow: bool = False) -> tuple[Image.Image | None, str]:
+    """(the method's map for the target on the photo at display size — or the target's map minus the contrast's,
+    diverging —, one line with the numbers), or (None, the reason) when the method cannot run on this model.
+
+    The map is drawn in multiples of an even share, as attention is: each patch's value divided by the map's total
+    (of |values| for signed maps and contrasts, the target's), times the number of patches, so 1 is what a patch
+    would get if the map were spread evenly (the numbers behind it, as the method gives them, are the API's)."""
     if method not in e.maps:
         return None, t("message.explain_failed", lang, error=e.failed.get(method, method))
     name = e.target["name"]
-    line = t("explain.line", lang, method=METHODS[method].title, target=name, probability=e.probability,
-             score=e.score, grid="×".join(map(str, e.grid)), readout=e.readout)
+    line = t("explain.line", lang, method=t(f"method_title.{method}", lang), target=name, probability=e.probability,
+             score=e.score, grid="×".join(map(str, e.grid)), readout=e.readout_words(lang))
+    display = panels.Display(size=NARROW_SIZE if narrow else DISPLAY_SIZE, lang=lang, alpha=alpha, narrow=narrow)
+    photo = panels.display_photo(a, display.size)
+    patches = e.maps[method].size
+    values = e.maps[method]
+    short = t(f"method.{method}", lang)
     if contrast is not None and method in contrast.maps:
-        values = e.maps[method] - contrast.maps[method]          # as viz.explain.contrast: positive where A has more
-        picture = contrast_panel(a.image, values, alpha, label=f"{method}: {name} − {contrast.target['name']}")
-        return _sized(picture), line + t("explain.contrast", lang, other=contrast.target["name"])
-    return _sized(explanation_panel(a.image, e.maps[method], method, alpha=alpha, label=f"{method}: {name}")), line
+        values = (values - contrast.maps[method]) * _even_share(values, patches)   # as viz.explain.contrast: A − B
+        label = t("colorbar.contrast_map", lang, method=short, target=name, other=contrast.target["name"],
+                  patches=patches)
+        picture = contrast_panel(photo, values, alpha, label=label, lang=lang, font_size=display.font_size)
+        return picture, line + t("explain.contrast", lang, other=contrast.target["name"])
+    kind = "colorbar.signed_map" if METHODS[method].signed else "colorbar.class_map"
+    label = t(kind, lang, method=short, target=name, patches=patches)
+    return explanation_panel(photo, values * _even_share(values, patches), method, alpha=alpha, label=label, lang=lang,
+                             font_size=display.font_size), line
 
 
-def _sized(picture: Image.Image, height: int = 480) -> Image.Image:
-    """Explanation pictures come at the model's size: enlarged for the page (nearest keeps the text crisp)."""
-    scale = max(1, round(height / picture.height))
-    return picture.resize((picture.width * scale, picture.height * scale), Image.Resampling.NEAREST)
+def _even_share(values: np.ndarray, patches: int) -> float:
+    """The factor that puts a map in multiples of an even share: patches / Σ|values| (1 for an all-zero map)."""
+    total = float(np.abs(np.asarray(values, dtype=np.float64)).sum())
+    return patches / total if total > 0 else 1.0
 
 
-def methods_view(a: Analysis, e: Explained, alpha: float = 0.6) -> Image.Image | None:
-    """Every method that ran, side by side for the same target."""
+NARROW_METHODS = 2     # methods to a row on a narrow screen
+NARROW_TILE = 200      # and the side of each, in pixels
+
+
+def methods_view(a: Analysis, e: Explained, alpha: float = 0.6, lang: str = "en",
+                 narrow: bool = False) -> Image.Image | None:
+    """Every method that ran, side by side for the same target (two to a row on a narrow screen), each on its own
+    scale, with a colour bar that says so."""
     if not e.maps:
         return None
-    return methods_row(a.image, e.maps, cell=140, alpha=alpha, title=str(e.target["name"]))
+    names = {m: t(f"method.{m}", lang) for m in e.maps}
+    if narrow:
+        width = NARROW_METHODS * (NARROW_TILE + 6) + 120     # two tiles with their gaps, the title and the colour bar
+        return methods_row(a.image, e.maps, cell=NARROW_TILE, alpha=alpha, title=str(e.target["name"]), names=names,
+                           per_row=NARROW_METHODS, font_size=screens.text_for(width), lang=lang,
+                           legend=t("colorbar.own_scale", lang))
+    return methods_row(a.image, e.maps, cell=140, alpha=alpha, title=str(e.target["name"]), names=names,
+                       font_size=14, lang=lang, legend=t("colorbar.own_scale", lang))

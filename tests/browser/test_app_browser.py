@@ -296,7 +296,7 @@ def test_explain_picks_a_class_and_a_method_and_the_picture_changes(english):
     english.get_by_role("tab", name="Explain", exact=True).click()
     first = _wait_for_new_src(english, "explain-image", None)
     english.locator("#method input").click()
-    english.get_by_role("option", name="gradcam", exact=False).first.click()
+    english.get_by_role("option", name=t("method_title.gradcam", "en"), exact=True).first.click()
     second = _wait_for_new_src(english, "explain-image", first)
     assert not np.array_equal(_picture(english, first), _picture(english, second))
     english.locator("#top5 button, #top5 [data-testid=label-output-value]").first.wait_for()
@@ -333,7 +333,8 @@ def test_trust_checks_every_map_on_demand_in_both_languages(english, server):
     english.wait_for_function("() => document.querySelector('#trust-table').innerText.includes('deletion AUC')")
     _wait_for_new_src(english, "trust-image", None)
     rows = english.locator("#trust-table tbody tr").all()
-    assert {r.locator("td").first.inner_text().strip() for r in rows} >= {"gae", "attnlrp", "gradcam", "random"}
+    assert {r.locator("td").first.inner_text().strip() for r in rows} >= \
+        {t(f"method.{m}", "en") for m in ("gae", "attnlrp", "gradcam", "random")}
     _shot(english, "app-trust.png")
     phone = _open(server, "zh-CN", PHONE)                # the same photo, model and class: served from the cache
     try:

@@ -72,18 +72,19 @@ def _no_sideways_scrolling(page: Page) -> None:
     assert page.evaluate("() => document.documentElement.scrollWidth") <= PHONE["width"] + 1
 
 
-def _clicks_and_removal(page: Page, lang: str) -> None:
-    """A head of the DLA table shows its sources; a head of the importance table is picked and removed."""
+def _clicks_and_removal(page: Page, lang: str, narrow: bool = False) -> None:
+    """A head of the DLA table shows its sources; a head of the importance table is picked and removed (the tables
+    as drawn for the page's screen: ``narrow`` on a phone)."""
     report = _report()
     layer, head = views.default_head(report)
     other = (layer, (head + 1) % report.dla.heads.shape[1])
     before = _src(page, "inside-sources")
-    _click_cell(page, "inside-dla", views.dla_view(report, (layer, head), lang).cells, *other)
+    _click_cell(page, "inside-dla", views.dla_view(report, (layer, head), lang, narrow).cells, *other)
     page.wait_for_function("old => { const i = document.querySelector('#inside-sources img');"
                            " return i !== null && i.src !== old; }", arg=before)
     delta = report.heads.delta
     costly = divmod(int(delta.argmin()), delta.shape[1])
-    _click_cell(page, "inside-heads", views.heads_view(report, (), lang).cells, *costly)
+    _click_cell(page, "inside-heads", views.heads_view(report, (), lang, narrow).cells, *costly)
     name = f"{costly[0]}.{costly[1]}"
     page.wait_for_function("name => document.querySelector('#inside-ablate').innerText.includes(name)", arg=name)
     page.locator("#inside-ablate-button").click()
@@ -114,7 +115,7 @@ def test_inside_on_a_phone_in_chinese(server):
         _no_sideways_scrolling(page)
         lens = page.locator("#inside-lens img").first.bounding_box()
         assert lens["x"] >= 0 and lens["x"] + lens["width"] <= PHONE["width"] + 1          # the strip fits the screen
-        _clicks_and_removal(page, "zh-CN")
+        _clicks_and_removal(page, "zh-CN", narrow=True)
         _no_sideways_scrolling(page)
         page.screenshot(path=str(ARTIFACTS / "inside-zh-phone.png"), full_page=True)
     finally:

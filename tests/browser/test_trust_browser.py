@@ -68,7 +68,8 @@ def test_the_thorough_check_in_english_on_a_desktop_and_a_phone(server):
         text = _thorough(desktop, "en", progress)
         assert progress, "no progress naming ROAD was shown while the thorough check ran"
         assert "thorough" in text and "all 4 ways of removing patches" in text
-        verdicts = [line for line in text.splitlines() if line.startswith(("gae:", "rollout:", "attnlrp:", "gradcam:"))]
+        names = tuple(f"{t(f'method.{m}', 'en')}:" for m in ("gae", "rollout", "attnlrp", "gradcam"))
+        verdicts = [line for line in text.splitlines() if line.startswith(names)]   # each method named for people
         assert len(verdicts) == 4 and all(("✓" in v) or ("?" in v) or ("≈" in v) or ("✗" in v) for v in verdicts)
         assert "Kendall τ" in text and "tokens–ROAD" in text
         header = [c.inner_text().strip() for c in desktop.locator("#trust-table thead th").all()]

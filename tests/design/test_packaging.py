@@ -1,6 +1,7 @@
 """Protects the installable package: pyproject.toml states the same dependencies as requirements*.txt (a Space
 installs those), and a wheel built from the clone gives `import vit, viz, vit_explorer` from another folder with its
-data files, and the three commands `vit-explorer`, `vit-viz`, `vit-train`."""
+data files (the example photos, the documents the page links to), and the three commands `vit-explorer`, `vit-viz`,
+`vit-train`, each naming itself in its usage line."""
 from __future__ import annotations
 
 import os
@@ -69,6 +70,10 @@ def test_the_wheel_holds_the_packages_and_their_data(installed):
     assert not [n for n in names if n.startswith(("tests/", "bench/", "docs/", "app.py"))]
     examples = installed / "prefix" / "share" / "vit-attention-explorer" / "examples"
     assert sorted(p.name for p in examples.glob("*.jpg")) == sorted(p.name for p in (REPO / "examples").glob("*.jpg"))
+    from vit_explorer.site import DOCS
+
+    docs = installed / "prefix" / "share" / "vit-attention-explorer" / "docs"   # what the page's links open
+    assert {f"{name}.md" for name in DOCS} <= {p.name for p in docs.glob("*.md")}
 
 
 @pytest.mark.slow
@@ -86,4 +91,4 @@ def test_the_installed_copy_imports_from_another_folder_and_runs_its_commands(in
         result = subprocess.run([sys.executable, str(script), "--help"], cwd=tmp_path, env=env, capture_output=True,
                                 text=True, timeout=300)
         assert result.returncode == 0, (command, result.stderr)
-        assert result.stdout.startswith("usage:"), (command, result.stdout[:200])
+        assert result.stdout.startswith(f"usage: {command} "), (command, result.stdout[:200])   # its own name

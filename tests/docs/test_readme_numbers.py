@@ -159,6 +159,16 @@ def test_the_dominance_rule(examples):
                    for layer in range(a.depth))                        # "none of its maps gets the note"
 
 
+def test_why_the_heads_grid_has_a_scale_per_layer(examples):
+    """docs/maps.md's reason: on one scale for all, layers 0–7 of the cat peak far below the brightest layer."""
+    a = examples["augreg"]["chelsea"]
+    top = panels.heads_grid_panel(a, 1100, shared_scale=False).layer_max           # each layer's brightest thumbnail
+    ((low, high, overall, layer),) = quoted(r"layers 0–7 on the cat peak at ([\d.]+)–(\d+)× uniform against (\d+)× "
+                                            r"in layer (\d+)", MAPS)
+    assert (low, high) == (f"{top[:8].min():.1f}", f"{top[:8].max():.0f}")
+    assert (overall, layer) == (f"{top.max():.0f}", str(int(np.argmax(top))))
+
+
 def test_the_walk_through_the_vit(augreg):
     w = walk(augreg.model, augreg.preprocess, open_image(REPO / "examples" / "chelsea.jpg"), augreg.labels)
     x = lambda shape: "×".join(map(str, shape))

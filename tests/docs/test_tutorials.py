@@ -134,3 +134,43 @@ def test_every_command_of_both_tutorials_runs(tmp_path, real_weights_dir):
         missing = [path for path in LOOK_AT.findall(tutorial.read_text(encoding="utf-8"))
                    if not (repo / path).exists()]
         assert not missing, f"the {lang} tutorial tells the reader to look at files no command wrote: {missing}"
+
+
+FIRST_SESSIONS = {"en": (REPO / "README.md", "## A first session"),
+                  "zh-CN": (REPO / "README.zh-CN.md", "## 第一次使用")}
+
+
+def first_session(lang: str) -> list[str]:
+    """The command lines of a README's first session (its first bash block after the heading)."""
+    path, heading = FIRST_SESSIONS[lang]
+    text = path.read_text(encoding="utf-8")
+    return BASH_BLOCK.search(text, text.index(heading)).group(1).replace("\\\n", " ").splitlines()
+
+
+def test_the_readmes_first_session_needs_one_terminal():
+    """`W` is set first and the app, which keeps its terminal until Ctrl+C, comes last: every line runs in one
+    terminal, one after the other; both READMEs run the same commands (the Chinese one draws in Chinese)."""
+    for lang in FIRST_SESSIONS:
+        lines = [without_comments(line) for line in first_session(lang)]
+        assert lines[0].startswith("W=") and lines[-1].startswith(APP) and not any(
+            line.startswith(APP) for line in lines[:-1]), lines
+    assert [line.replace(" --lang zh-CN", "") for line in map(without_comments, first_session("zh-CN"))] == \
+        [without_comments(line) for line in first_session("en")]
+
+
+@pytest.mark.slow
+def test_the_readmes_first_session_runs_in_one_terminal(tmp_path, real_weights_dir):
+    repo = scratch_copy(tmp_path, real_weights_dir)
+    script = "set -euo pipefail\n" + SERVE_BRIEFLY + "\n".join(as_run(line) for line in first_session("zh-CN")) + "\n"
+    (tmp_path / "session.sh").write_text(script, encoding="utf-8")
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+           "GRADIO_SERVER_PORT": str(free_port()), "GRADIO_TEMP_DIR": str(tmp_path / "gradio"),
+           "GRADIO_ANALYTICS_ENABLED": "False", "MPLCONFIGDIR": str(tmp_path / "matplotlib"), "VIT_OFFLINE": "1"}
+    env.pop("GRADIO_SERVER_NAME", None)
+    result = subprocess.run(["bash", str(tmp_path / "session.sh")], cwd=repo, env=env, capture_output=True,
+                            text=True, timeout=1200)
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, f"a command of the first session failed:\n{output[-4000:]}"
+    assert (repo / "out" / "cat" / "chelsea" / "result.json").is_file()
+    assert (repo / "out" / "examples" / "summary").is_dir() and "served on port" in result.stdout
+    assert "skipped 1 sub-folder with images" in result.stderr           # examples/two_objects, said out loud

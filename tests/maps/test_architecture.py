@@ -1,15 +1,19 @@
-"""Protects the Model tab (viz/architecture.py): parameter counts equal the real module's, shapes follow the input."""
+"""Protects the Model tab (viz/architecture.py): parameter counts equal the real module's, shapes follow the input,
+and every family's table and summary is in Chinese on a Chinese page (the same counts, no English outside the
+allow-list of names and symbols)."""
 from __future__ import annotations
 
 import pytest
 import torch
 
 import vit
+from allowed_english import NAMES, english_words
 from tiny_models import FAMILIES
-from viz.architecture import FAMILY_NAMES, block_params, family_summary, stages, to_markdown, total_params
+from viz.architecture import block_params, family_summary, stages, to_markdown, total_params
+from viz.i18n import t
 
 
-@pytest.mark.parametrize("name, overrides", [
+CONFIGS = [
     ("vit_b_16", {}),
     ("tiny", {}),
     ("small", dict(distilled=True)),
@@ -22,16 +26,38 @@ from viz.architecture import FAMILY_NAMES, block_params, family_summary, stages,
                    layer_scale=True, k_bias=False, mlp_act="swiglu", prefix_norm=True, num_classes=0)),
     ("small", dict(rope=True, rope_mixed=True, rope_axes="xy", pos_embed_kind="none", layer_scale=True)),
     *[("tiny", FAMILIES[f]) for f in ("relpos", "relpos_rpn", "relpos_cls", "parallel", "naflex", "naflex_reg")],
-])
-def test_parameter_counts_match_the_model(name, overrides):
+    # every other family of the explorer's tiny models, and CLIP's image projection
+    *[("tiny", FAMILIES[f]) for f in ("sincos2d", "clip", "siglip", "eva02", "beit", "dinov3", "rope_vit", "rope_gap")],
+    ("tiny", dict(norm_pre=True, mlp_act="quick_gelu", patch_bias=False, proj_dim=32, num_classes=0)),
+]
+
+
+def config(name, overrides):
     cfg = vit.variant(name, **{k: v for k, v in overrides.items() if k != "head_dim"})
     if cfg.parallel > 1:   # two branches of the width's 3 heads: 6 heads of 64
         cfg = vit.variant(name, **{**overrides, "num_heads": 6, "head_dim": 64})
+    return cfg
+
+
+@pytest.mark.parametrize("name, overrides", CONFIGS)
+def test_parameter_counts_match_the_model(name, overrides):
+    cfg = config(name, overrides)
     with torch.device("meta"):  # shapes only: no memory, no initialisation cost
         model = vit.VisionTransformer(cfg)
     assert total_params(stages(cfg)) == sum(p.numel() for p in model.parameters())
     assert block_params(cfg) == sum(p.numel() for p in model.blocks[0].parameters())
-    assert family_summary(cfg).startswith(f"**{FAMILY_NAMES[cfg.family]}**")
+    assert family_summary(cfg).startswith(f"**{t('arch.family.' + cfg.family, 'en')}**")
+
+
+@pytest.mark.parametrize("name, overrides", CONFIGS)
+def test_every_familys_table_is_chinese_on_a_chinese_page(name, overrides):
+    cfg = config(name, overrides)
+    size = (160, 96) if cfg.pos_embed_grid is not None or cfg.rel_pos_mlp else None   # a resized grid's rows too
+    english, chinese = stages(cfg, size), stages(cfg, size, "zh-CN")
+    assert [(r.shape, r.params) for r in chinese] == [(r.shape, r.params) for r in english]
+    text = to_markdown(chinese, "", family_summary(cfg, "zh-CN"), "zh-CN").replace("&nbsp;", " ")
+    assert english_words(text) <= NAMES, sorted(english_words(text) - NAMES)
+    assert f"共 {total_params(english):,} 个参数" in text
 
 
 def test_the_new_families_rows_say_how_positions_and_norms_act():

@@ -77,7 +77,8 @@ def _select(x: float, y: float) -> gr.SelectData:
 
 
 def _controls(**changes) -> ControlValues:
-    """The twelve control values by name, defaults as in the page (the last of 12 layers), with ``changes``."""
+    """The control values by name, defaults as in the page (the last of 12 layers, artifacts masked), with
+    ``changes``."""
     return ControlValues(**{"layer": 11, **changes})
 
 
@@ -148,7 +149,7 @@ def test_api_unknown_model_is_a_plain_error(demo, photos, tmp_path):
 def test_out_of_range_api_values_are_clamped(cat_result, photos, augreg_weights):
     wild = _analyze(photos["cat"], augreg_weights, layer=99, head=7, mean_of_heads=False, start_layer=-40,
                     discard_ratio=3.0, session=cat_result["session"])
-    expected = panels.attention_map_panel(_cached(cat_result["session"]), 11, 2,
+    expected = panels.attention_map_panel(_cached(cat_result["session"]), 11, 2, mask_artifacts=True,  # the default
                                           display=panels.Display(explorer.DISPLAY_SIZE, "en"))
     assert np.array_equal(_pixels(wild["attention"]), _pixels(expected.image))
 
@@ -189,10 +190,26 @@ def test_the_same_photo_again_changes_nothing(cat_result, photos, augreg_weights
 
 
 def test_controls_before_any_photo_only_warn(demo):
-    with pytest.warns(UserWarning, match="no analysed photo"):
+    with pytest.warns(UserWarning, match="Give a photo first"):
         assert _redraw(None, "fusion") == {}
     with pytest.warns(UserWarning):
         assert _redraw(None, "layer") == {}
+
+
+def test_the_api_and_the_page_say_the_same_sentence_for_the_same_mistake(demo, augreg_weights):
+    """No photo: the page's warning and the API's error are one catalogue text; so are a bad model path and an
+    unknown preprocessing (both through ``state.served``)."""
+    with pytest.warns(UserWarning) as page:
+        _redraw(None, "fusion")
+    with pytest.raises(gr.Error) as api_error:
+        api.explain(None)
+    assert str(page[0].message) == api_error.value.message == t("message.no_analysis", "en")
+    for bad in (dict(model="no/such/model.pth"), dict(preprocess="stretch")):
+        with pytest.raises(gr.Error) as from_page:
+            state.served(bad.get("model", augreg_weights), "en", bad.get("preprocess", "own"))
+        with pytest.raises(gr.Error) as from_api:
+            api.explain(__file__, model=bad.get("model", augreg_weights), preprocess=bad.get("preprocess", "own"))
+        assert from_page.value.message == from_api.value.message
 
 
 # ---- the page: language, maps, clicks --------------------------------------------------------------------------
@@ -241,11 +258,12 @@ def test_clicking_a_thumbnail_tells_layer_head_distance_and_entropy(cat_result):
                                                 out["heads_info"])
     assert (layer, head, mean) == (4, 2, False)
     a = _cached(session)
-    stats = panels.head_stats(a)
+    stats = panels.head_stats(a, mask_artifacts=True)                # the page masks artifacts by default
     assert info == t("note.head_info", "en", layer=4, head=2, distance=float(stats.mean_distance[4, 2]),
                      entropy=float(stats.entropy_bits[4, 2]), share=float(stats.entropy_share[4, 2]),
                      maximum=stats.max_bits)
-    expected = panels.attention_map_panel(a, 4, 2, display=panels.Display(explorer.DISPLAY_SIZE, "en"))
+    expected = panels.attention_map_panel(a, 4, 2, mask_artifacts=True,
+                                          display=panels.Display(explorer.DISPLAY_SIZE, "en"))
     assert np.array_equal(_pixels(attention_image), _pixels(expected.image))
     assert heads.pick_head(_select(1, 1), session, _controls(), "en") == {}  # on the labels: nothing
 
@@ -257,7 +275,7 @@ def test_clicking_the_photo_queries_that_patch(cat_result):
                               "en")   # row 2, col 4
     new_session, attends_to, attended_by = picked["session"], picked["query_out"], picked["query_in"]
     assert new_session.query == (2, 4)
-    out, into = panels.query_map_panels(_cached(session), 2, 4, 11, None,
+    out, into = panels.query_map_panels(_cached(session), 2, 4, 11, None, mask_artifacts=True,
                                         display=panels.Display(explorer.DISPLAY_SIZE // 2, "en"))
     assert np.array_equal(_pixels(attends_to), _pixels(out.image))
     assert np.array_equal(_pixels(attended_by), _pixels(into.image))
@@ -403,12 +421,42 @@ def test_typed_texts_without_a_text_tower_are_one_plain_message(cat_result):
 @pytest.mark.slow
 def test_compare_two_checkpoints_and_animate_through_depth(cat_result, photos, real_weights_dir):
     session = cat_result["session"]
-    compared = compare.compare(session, str(real_weights_dir / DEIT), "en", _controls())
+    compared = compare.compare(session, str(real_weights_dir / DEIT), compare.AS_A, "en", _controls())
     assert compared["comparison"].width > 800
     assert [label.split(" (Δ")[0] for label in compared["top5_a"]] == list(cat_result["top5"])
     animated = compare.animate(session, "attention", "en", _controls())
     with Image.open(animated["animation_file"]) as gif:
         assert gif.n_frames == 12
+    phone = compare.compare(session, str(real_weights_dir / DEIT), compare.AS_A, "zh-CN", _controls(narrow=True))
+    assert phone["comparison"].width < 600 < phone["comparison"].height          # drawn for a phone: one column
+
+
+def test_compare_without_a_second_checkpoint_says_what_to_choose(cat_result, real_weights_dir, monkeypatch):
+    """Pressed with no B (or with A itself made the same way): the note under the button lists the checkpoints on
+    this machine and the other way, this model with another preprocessing; nothing runs."""
+    session = cat_result["session"]
+    monkeypatch.setattr(compare, "compare_side", lambda *a: pytest.fail("compared without a B"))
+    for model_b in (None, "", session.key.model):
+        said = compare.compare(session, model_b, compare.AS_A, "en", _controls())
+        assert list(said) == ["compare_note"]                               # every result left as it was
+        assert said["compare_note"].startswith(t("message.compare_choose", "en", options="").split("\n")[0])
+        assert f"`{real_weights_dir / DEIT}`" in said["compare_note"]       # the test weights beside the clone
+        assert "B: photo → model input" in said["compare_note"]
+    chinese = compare.compare(session, None, compare.AS_A, "zh-CN", _controls())["compare_note"]
+    assert chinese.startswith("请先选择用来比较的第二个检查点")
+    assert str(real_weights_dir / DEIT) in [c for c, _ in compare.offer_second()["model_b"].choices]
+    monkeypatch.setattr(state.SETTINGS, "any_model", False)           # a public server: only its listed models
+    assert [c for c, _ in compare.offer_second()["model_b"].choices] == state.model_choices()
+    assert str(real_weights_dir / DEIT) not in compare.compare(session, None, compare.AS_A, "en",
+                                                               _controls())["compare_note"]
+
+
+@pytest.mark.slow
+def test_compare_a_model_with_itself_through_another_preprocessing(cat_result):
+    """B can be A's checkpoint with its input made another way: the squashed photo against the model's own crop."""
+    session = cat_result["session"]
+    compared = compare.compare(session, session.key.model, "squash", "en", _controls())
+    assert compared["comparison"].width > 800 and "(Δ" in next(iter(compared["top5_b"]))
 
 
 def test_upload_component_passes_uploaded_files_unopened(demo, tmp_path):

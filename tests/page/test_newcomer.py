@@ -56,3 +56,41 @@ def test_the_benchmark_calls_itself_by_its_command():
     assert result.stdout.startswith("usage: python -m bench.run")
     bench = (REPO / "docs" / "benchmarks.md").read_text(encoding="utf-8")
     assert bench.index("pip install -r requirements-test.txt") < bench.index("python -m bench.run")
+
+
+def test_the_app_says_where_it_runs_and_how_to_share_with_its_own_flag():
+    from vit_explorer.server import running_lines
+
+    lines = running_lines("http://127.0.0.1:7860/", None)
+    assert "open http://127.0.0.1:7860/ in a browser" in lines
+    assert "在浏览器中打开 http://127.0.0.1:7860/" in lines
+    assert "--share" in lines and "share=True" not in lines and "launch()" not in lines
+    shared = running_lines("http://127.0.0.1:7860/", "https://abc.gradio.live", share=True)
+    assert "https://abc.gradio.live" in shared and "start it with" not in shared
+    assert "start it with" not in running_lines("http://127.0.0.1:7860/", None, share=True)   # Gradio said why not
+
+
+@pytest.mark.slow
+def test_python_app_py_prints_its_own_lines_not_gradios(real_weights_dir, tmp_path):
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {"VIT_OFFLINE": "1", "PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "MPLCONFIGDIR": str(tmp_path),
+           "GRADIO_TEMP_DIR": str(tmp_path / "gradio"), "GRADIO_ANALYTICS_ENABLED": "False", "PYTHONUNBUFFERED": "1"}
+    weights = real_weights_dir / "vit_tiny_patch16_224.augreg_in21k_ft_in1k.safetensors"
+    app = subprocess.Popen([sys.executable, "app.py", "--weights", str(weights), "--port", str(port)], cwd=REPO,
+                           env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        printed = []
+        for line in app.stdout:                       # until the app says it runs (or stops: the loop ends)
+            printed.append(line)
+            if "python app.py --share" in line:
+                break
+        text = "".join(printed)
+        assert f"The explorer is running: open http://127.0.0.1:{port}/" in text, text
+        assert "share=True" not in text and "launch()" not in text, text
+    finally:
+        app.kill()
+        app.wait(timeout=60)

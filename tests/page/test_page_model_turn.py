@@ -57,7 +57,7 @@ def test_the_comparisons_second_model_waits_for_the_turn(real_weights_dir, photo
     a, b = str(real_weights_dir / AUGREG), str(real_weights_dir / DEIT)
     session = api.analyze(photo, a)[0]
     state.MODELS.get(b)                                            # loaded (its warm-up took the turn) before
-    done = _waits_for_the_turn(lambda: compare.compare(session, b, "en", ControlValues()))
+    done = _waits_for_the_turn(lambda: compare.compare(session, b, compare.AS_A, "en", ControlValues()))
     assert done["result"]["comparison"].width > 800 and done["turns"] == 1
 
 

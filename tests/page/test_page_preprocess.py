@@ -111,7 +111,7 @@ def test_explanations_walks_and_comparisons_follow_the_mode(shown, wide, augreg_
         sides.append(loaded.preprocess_choice)
         return real(loaded, *args)
     monkeypatch.setattr(compare, "compare_side", side)
-    compare.compare(squash, str(real_weights_dir / DEIT), "en", CONTROLS)
+    compare.compare(squash, str(real_weights_dir / DEIT), compare.AS_A, "en", CONTROLS)
     assert sides == ["squash", "squash"]                  # B's input is made the way A's is
 
 

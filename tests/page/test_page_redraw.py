@@ -8,7 +8,7 @@ import pytest
 import app_server  # noqa: F401  (gives this process its own GRADIO_TEMP_DIR before the app is built)
 from viz import explorer
 from vit_explorer import api, views
-from vit_explorer.controls import NAMES, ControlValues
+from vit_explorer.controls import CONTROLS, ControlValues
 
 AUGREG = "vit_tiny_patch16_224.augreg_in21k_ft_in1k.safetensors"
 VIEWS = {"rollout": "rollout_view", "attention": "attention_view", "heads": "heads_view", "query": "query_views"}
@@ -22,8 +22,8 @@ EXPECTED = [
     ("opacity", {}, EVERY),
     ("mask_artifacts", {}, EVERY),
     ("patch_true", {}, EVERY),
-    ("shared_scale", {}, {"attention", "query"}),
-    ("shared_scale", {"rolled": True}, {"attention"}),
+    ("shared_scale", {}, {"attention", "heads", "query"}),         # the heads grid: one scale or one per layer
+    ("shared_scale", {"rolled": True}, {"attention", "heads"}),
     ("layer", {}, {"attention", "query"}),                         # the mean of heads: no head framed in the grid
     ("layer", {"mean_heads": False}, {"attention", "heads", "query"}),
     ("head", {"mean_heads": False}, {"attention", "heads", "query"}),
@@ -65,7 +65,7 @@ def test_each_controls_event_outputs_only_what_it_may_redraw():
     assert views.redrawn_by("rolled") == ["session", "query_out", "query_in", "query_note"]
     every = views.redrawn_by("opacity")
     assert {"rollout", "attention", "heads", "query_out"} <= set(every) and "distance" not in every
-    for name in NAMES:                                             # every control redraws something
+    for name in CONTROLS:                                          # every control redraws something
         assert len(views.redrawn_by(name)) > 1, name
 
 

@@ -10,29 +10,15 @@ import pytest
 from matplotlib import font_manager
 from PIL import Image
 
+from allowed_english import NAMES, english_words
 from oracles import token_norm_plot
 from viz import i18n
 from viz.drawing import fonts, plots, render
-from viz.i18n import CATALOGUE, LANGUAGES, PAGE, PICTURES, language, language_from_header, t, translations
+from viz.i18n import CATALOGUE, LANGUAGES, MODEL, PAGE, PICTURES, language, language_from_header, t, translations
 
+BARE = {"CLS", "logit", "Grad", "CAM", "EVA", "BEiT", "GELU", "QuickGELU", "SwiGLU", "LayerScale", "Pre", "Linear",
+        "tanh", "LayerNorm", "qkv", "DINOv3"}   # names that are a whole text in both languages: a method, a family, a module
 CJK = re.compile(r"[\u3000-\u303f\u4e00-\u9fff\uff00-\uffef]")
-# Latin words allowed in the Chinese texts: names of things that Chinese ViT notes keep in English.
-NAMES = {"CLS", "DIST", "REG", "ViT", "DINO", "DINOv2", "LayerNorm", "x_norm_patchtokens", "MLP", "L2", "LN", "softmax", "logit", "logits", "BERT", "Transformer",
-         "MAP", "BEiT", "SigLIP", "CLIP", "Abnar", "Zuidema", "Darcet", "Petsiuk", "Chefer", "Adebayo", "ROAD", "Rong",
-         "nostalgebraist", "Elhage", "RoPE", "DINOv3",
-         "Meng", "Heimersheim",
-         "Nanda", "CPU", "AUC", "x_class", "E_pos", "z_L", "python", "app", "py", "weights", "class",
-         # what the loader assumed: libraries, data sets, activations, and the code that gives the real value
-         "Hugging", "Face", "Hub", "OpenAI", "LAION", "DataComp", "ImageNet", "EVA", "GELU", "QuickGELU", "tanh",
-         "JSON",
-         "timm", "open_clip", "vit", "load", "num_heads", "mlp_act", "img_size", "gelu", "quick_gelu", "gelu_tanh",
-         "clip_quickgelu", "preprocess", "labels", "preprocessor_config", "json", "architecture", "NaFlex",
-         # … and for the relative-position, parallel-block and NaFlex families
-         "LayerNorm", "LayerScale", "rpn", "res_post_norm", "false", "true", "NaFlexViT", "naflexvit", "siglip",
-         "transformers", "Siglip2", "VisionModel", "pos_embed_interp", "pos_embed_ar_preserving", "bicubic", "bilinear",
-         "config",
-         "Swin", "docs", "md",   # a Swin on the page, and the page of the docs that defines its maps
-         "MB"}   # a unit Chinese pages write as it is (the upload limit)
 
 
 def test_every_key_has_both_languages_with_the_same_fields():
@@ -48,9 +34,9 @@ def test_the_chinese_catalogue_has_no_english_left():
     for key, (_, chinese) in CATALOGUE.items():
         text = re.sub(r"\{[^}]*\}", " ", chinese)                    # the fields are filled with numbers/names
         text = re.sub(r"\S*[/\\]\S*", " ", text)                     # paths and commands
-        words = set(re.findall(r"[A-Za-z][A-Za-z_]*[A-Za-z0-9]|[A-Za-z]{2,}", text))
+        words = english_words(text)
         assert words <= NAMES, f"{key}: English words {sorted(words - NAMES)} in {chinese!r}"
-        if not words or words - {"CLS", "logit"}:                    # only a bare name may stay untranslated
+        if not words or words - BARE:                                # only a bare name may stay untranslated
             assert CJK.search(chinese), f"{key}: {chinese!r} is not Chinese"
 
 
@@ -97,8 +83,8 @@ def test_translations_are_what_gr_I18n_takes():
         i18n_ = gr.I18n(**translations())
     assert set(i18n_.translations_dict) == {"en", "zh-CN"}
     assert i18n_.translations_dict["zh-CN"]["tab.rollout"] == "注意力展开"
-    assert set(i18n_.translations_dict["en"]) == set(PICTURES) | set(PAGE)
-    assert not set(PICTURES) & set(PAGE)
+    assert set(i18n_.translations_dict["en"]) == set(PICTURES) | set(PAGE) | set(MODEL)
+    assert not set(PICTURES) & set(PAGE) and not (set(PICTURES) | set(PAGE)) & set(MODEL)
     assert translations(["tab.model"]) == {"en": {"tab.model": "Model"}, "zh-CN": {"tab.model": "模型"}}
 
 

@@ -36,8 +36,6 @@ AUGREG = "vit_tiny_patch16_224.augreg_in21k_ft_in1k.safetensors"
 SECRET = "SECRET-TOKEN-7f3a9c"
 NUMBERS = ("slider", "number")
 HEAVY = {"check", "trust", "look_inside", "ablate_heads", "patch_from", "compare", "animate", "open_snapshots"}
-# the API's own English messages (its contract with API clients), besides the page's catalogue
-API_MESSAGES = (r"Give a photo to explain\.", r"Unknown method .*! Expected one of: .*\.")
 
 
 # ---- what every attack got: tests/artifacts/security-attacks.md, for a person to read -------------------------
@@ -195,8 +193,8 @@ def retry(client: RawClient, event: dict, values: list, event_data=None, within:
 
 
 def human(text: str | None) -> bool:
-    """Whether ``text`` is one of the page's messages (``viz.i18n``, any language, fields filled) or the API's own:
-    never a Python error's text."""
+    """Whether ``text`` is one of the page's messages (``viz.i18n``, any language, fields filled; the API says the
+    same sentences): never a Python error's text."""
     if text is None:
         return True
     for key, texts in PAGE.items():
@@ -206,7 +204,7 @@ def human(text: str | None) -> bool:
             parts = re.split(r"\{[^}]*\}", template)
             if sum(map(len, parts)) >= 10 and re.fullmatch(".*".join(map(re.escape, parts)), text, re.S):
                 return True
-    return any(re.fullmatch(p, text, re.S) for p in API_MESSAGES)
+    return False
 
 
 def said(answer: Answer) -> list[str]:

@@ -114,9 +114,13 @@ def test_tabs_with_no_swin_form_say_why(photo, swin_path, lang):
 def test_compare_puts_a_swin_beside_a_vit(photo, swin_path, tmp_path):
     vit_path = str(tiny_checkpoint(tmp_path / "tiny.pt", size=32, patch=8, depth=3, heads=2))
     session = opened(photo, swin_path)["session"]
-    shown = compare.compare(session, vit_path, "en", ControlValues())
+    shown = compare.compare(session, vit_path, compare.AS_A, "en", ControlValues())
     assert shown["comparison"].width > 200 and list(shown["top5_a"])[0].startswith(
         state.analysis(session.key).top_k(1)[0][0])
     # and the other way round: a ViT's page compares with a Swin
     session_vit = opened(photo, vit_path)["session"]
-    assert compare.compare(session_vit, swin_path, "en", ControlValues())["comparison"].width > 200
+    assert compare.compare(session_vit, swin_path, compare.AS_A, "en", ControlValues())["comparison"].width > 200
+    # attention through depth on one grid has no Swin form: one sentence
+    with pytest.raises(gr.Error) as refused:
+        compare.animate(session, "attention", "en", ControlValues())
+    assert refused.value.message == t("swin.not.animate", "en")

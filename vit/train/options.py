@@ -6,6 +6,7 @@ import dataclasses
 import re
 from dataclasses import dataclass
 
+from ..command import program
 from ..model import POS_EMBED_KINDS, ViTConfig, variant
 from ..swin import SwinConfig
 
@@ -175,7 +176,7 @@ def build_parser() -> argparse.ArgumentParser:
     """The CLI. Options left out stay ``None`` here so that ``--resume`` can tell given options from defaults."""
     d = TrainOptions()
     p = argparse.ArgumentParser(
-        prog="python -m vit.train",
+        prog=program("vit.train"),
         description="Train a Vision Transformer on an image folder or CIFAR-10 (from scratch or fine-tuning a "
                     "checkpoint) and save the best epoch as a checkpoint the app opens: "
                     "python app.py --weights weights/NAME.pt")

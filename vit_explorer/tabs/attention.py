@@ -21,10 +21,11 @@ def build(page) -> None:
             gr.Markdown(i18n("about.attention"))
             page.add("layer", gr.Slider(0, page.depth - 1, value=page.depth - 1, step=1, label=i18n("control.layer"),
                                         info=i18n("help.layer"), elem_id="layer-slider"))
-            page.add("head", gr.Slider(0, page.heads - 1, value=0, step=1, label=i18n("control.head"),
-                                       info=i18n("help.head"), interactive=False, elem_id="head-slider"))
             page.add("mean_heads", gr.Checkbox(True, label=i18n("control.mean_heads"), info=i18n("help.mean_heads"),
                                                elem_id="mean-heads"))
+            page.add("head", gr.Slider(0, page.heads - 1, value=0, step=1, label=i18n("control.head"),
+                                       info=i18n("help.head"), interactive=False, elem_id="head-slider"))
+            page.add("head_note", gr.Markdown(i18n("note.head_rests"), elem_id="head-note", elem_classes=["note"]))
             page.add("dino_mask", gr.Checkbox(False, label=i18n("control.dino_mask"), info=i18n("help.dino_mask")))
 
 
@@ -44,9 +45,9 @@ def show(shown) -> dict:
 
 
 def rest_head(mean_heads):
-    """The Head slider is usable only when one head is shown."""
-    return {"head": gr.Slider(interactive=not mean_heads)}
+    """The Head slider is usable only when one head is shown; while it rests, the note under it says why."""
+    return {"head": gr.Slider(interactive=not mean_heads), "head_note": gr.Markdown(visible=bool(mean_heads))}
 
 
 def wire(page) -> None:
-    page["mean_heads"].change(**page.wire(rest_head, ["head"]), **page.instant)
+    page["mean_heads"].change(**page.wire(rest_head, ["head", "head_note"]), **page.instant)

@@ -11,7 +11,8 @@ OUTPUTS = ("distance",)
 
 def build(page) -> None:
     gr.Markdown(page.i18n("about.distance"))
-    page.add("distance", Picture(label=page.i18n("picture.distance"), interactive=False, format="png"))
+    page.add("distance", Picture(label=page.i18n("picture.distance"), interactive=False, format="png",
+                                      elem_classes=["picture"]))
 
 
 def show(shown) -> dict:

@@ -26,12 +26,13 @@ def build(page) -> None:
     i18n = page.i18n
     gr.Markdown(i18n("about.explain"))
     with gr.Row():
-        page.add("method", gr.Dropdown([(f"{m.name} · {m.title}", m.name) for m in METHODS.values()],
+        # each at least 300 px wide: one per line on a phone, the method's whole name in its box
+        page.add("method", gr.Dropdown([(i18n(f"method_title.{m}"), m) for m in METHODS],
                                        value=DEFAULT_METHOD, label=i18n("control.method"), info=i18n("help.method"),
-                                       elem_id="method"))
-        page.add("target", gr.Dropdown([], value=None, filterable=True, allow_custom_value=True,
+                                       elem_id="method", min_width=300))
+        page.add("target", gr.Dropdown([], value=None, filterable=True, allow_custom_value=True, min_width=300,
                                        label=i18n("control.target"), info=i18n("help.target"), elem_id="target"))
-        page.add("contrast", gr.Dropdown([], value=None, filterable=True, allow_custom_value=True,
+        page.add("contrast", gr.Dropdown([], value=None, filterable=True, allow_custom_value=True, min_width=300,
                                          label=i18n("control.contrast"), info=i18n("help.contrast")))
     with gr.Group(visible=page.served.has_text_tower) as clip_box:
         with gr.Row(equal_height=True):
@@ -73,7 +74,7 @@ def typed(texts: str | None) -> list[str]:
     return [p.strip() for p in parts if p.strip()]
 
 
-def explain(session, method, target, contrast, texts, use_text, opacity, lang):
+def explain(session, method, target, contrast, texts, use_text, opacity, lang, narrow=False):
     """The method's map for the target (a class, the top-1, or a typed text for CLIP), minus the contrast class's
     map when one is chosen, the numbers, and every method side by side."""
     if session is None:
@@ -91,19 +92,19 @@ def explain(session, method, target, contrast, texts, use_text, opacity, lang):
     e = state.explained(session.key, chosen, lang)
     other = None if use_text else pick(contrast)
     other = None if other is None else state.explained(session.key, other, lang)
-    image, line = tabs.explain_view(a, e, method, other, float(opacity), lang)
-    values = dict(explain_line=line, methods_row=tabs.methods_view(a, e, float(opacity)))
+    image, line = tabs.explain_view(a, e, method, other, float(opacity), lang, bool(narrow))
+    values = dict(explain_line=line, methods_row=tabs.methods_view(a, e, float(opacity), lang, bool(narrow)))
     if image is not None:
         values["explain_picture"] = image
     return values
 
 
-def explain_if_open(open_tab, session, method, target, contrast, texts, use_text, opacity, lang):
+def explain_if_open(open_tab, session, method, target, contrast, texts, use_text, opacity, lang, narrow=False):
     """``explain`` while the tab is open; otherwise nothing now (the lazy renderer draws it when it is opened):
     the opacity slider and a click on the top-5 are outside the tab, and need no model pass for a closed tab."""
     if open_tab != ID:
         return {}
-    return explain(session, method, target, contrast, texts, use_text, opacity, lang)
+    return explain(session, method, target, contrast, texts, use_text, opacity, lang, narrow)
 
 
 @torch.inference_mode()

@@ -24,7 +24,8 @@ def build(page) -> None:
 
 def uses(v: ControlValues) -> frozenset[str]:
     """The controls the grid depends on: the chosen layer and head are framed when one head is shown."""
-    return frozenset({"mean_heads"}) | DISPLAY | (frozenset() if v.mean_heads else frozenset({"layer", "head"}))
+    return frozenset({"mean_heads", "shared_scale"}) | DISPLAY | \
+        (frozenset() if v.mean_heads else frozenset({"layer", "head"}))
 
 
 def draw(session, a, c, lang: str) -> dict:

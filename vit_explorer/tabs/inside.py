@@ -172,7 +172,7 @@ def _views(model) -> tuple[str, ...]:
     return tuple(v for v in VIEWS if v != "dla" or not why_not_linear(model))
 
 
-def look_inside(session, target, contrast, texts, use_text, lang, progress=gr.Progress()):
+def look_inside(session, target, contrast, texts, use_text, lang, narrow=False, progress=gr.Progress()):
     """The lens, DLA and head importance for the Explain tab's class on the session's photo (cached)."""
     state.refuse_for_swin(session, "swin.not.inside", lang)
     if state.session_analysis(session, lang) is None:
@@ -184,7 +184,7 @@ def look_inside(session, target, contrast, texts, use_text, lang, progress=gr.Pr
     L = model.cfg.depth
     shown = Shown(("views", *key), layer=draw.first_layer(report),
                   head=draw.default_head(report) if report.dla is not None else None)
-    values = _draw_views(shown, report, session, lang)
+    values = _draw_views(shown, report, session, lang, narrow)
     return {**values, "inside_layer": gr.Slider(maximum=L - 1, value=values["inside_state"].layer)}
 
 
@@ -207,7 +207,7 @@ def ablate_heads(session, inside_state, inside_ablate, lang, progress=gr.Progres
     return {"inside_state": replace(shown, ablated=key), "inside_ablation": draw.ablation_table(report, lang)}
 
 
-def patch_from(session, inside_state, inside_other, lang, progress=gr.Progress()):
+def patch_from(session, inside_state, inside_other, lang, narrow=False, progress=gr.Progress()):
     """A second photo: each head (exactly) and the stream at each (layer, token) (estimated) patched from it, as
     shares of the logit difference (cached)."""
     state.refuse_for_swin(session, "swin.not.inside", lang)
@@ -226,7 +226,7 @@ def patch_from(session, inside_state, inside_other, lang, progress=gr.Progress()
         return _job(base, lang, views=(), other=other, other_name=Path(inside_other).stem)
 
     report = yield from _run(key, job, progress, lang)
-    return {"inside_state": replace(shown, patched=key), "inside_patch": draw.patch_view(report, lang),
+    return {"inside_state": replace(shown, patched=key), "inside_patch": draw.patch_view(report, lang, bool(narrow)),
             "inside_patch_line": draw.patch_line(report, lang)}
 
 
@@ -243,24 +243,28 @@ def _photo(session, lang: str) -> np.ndarray:
     return np.asarray(state.analysis(session.key, lang).image.convert("RGB"))
 
 
-def _draw_views(shown: Shown, report, session, lang: str) -> dict:
-    """Every picture and line of the views' report, and ``shown`` with the pictures' cells."""
+def _draw_views(shown: Shown, report, session, lang: str, narrow: bool = False) -> dict:
+    """Every picture and line of the views' report (for a phone when ``narrow``), and ``shown`` with the pictures'
+    cells."""
+    narrow = bool(narrow)
     photo = _photo(session, lang)
-    lens = draw.lens_view(report, shown.layer, lang)
+    lens = draw.lens_view(report, shown.layer, lang, narrow)
     values = {"inside_line": t("inside.line.target", lang, target=draw.target_label(report)),
-              "inside_lens": lens.image, "inside_patch_lens": draw.patch_lens_view(report, shown.layer, photo, lang),
+              "inside_lens": lens.image,
+              "inside_patch_lens": draw.patch_lens_view(report, shown.layer, photo, lang, narrow),
               "inside_lens_line": draw.lens_line(report, lang),
               "inside_lens_note": t("note.inside_lens_approximate", lang) if report.lens.approximate else "",
               "inside_sources_note": ""}
     dla = None
     if report.dla is not None:
-        drawn = draw.dla_view(report, shown.head, lang)
+        drawn = draw.dla_view(report, shown.head, lang, narrow)
         dla = drawn.cells
-        values.update(inside_dla=drawn.image, inside_sources=draw.sources_view(report, *shown.head, photo, lang),
+        values.update(inside_dla=drawn.image,
+                      inside_sources=draw.sources_view(report, *shown.head, photo, lang, narrow),
                       inside_dla_line=draw.dla_line(report, lang))
     else:
         values.update(inside_dla=None, inside_sources=None, inside_dla_line=t("inside.line.no_dla", lang))
-    heads = draw.heads_view(report, shown.picked, lang)
+    heads = draw.heads_view(report, shown.picked, lang, narrow)
     values.update(inside_heads=heads.image, inside_heads_line=draw.heads_line(report, lang))
     values["inside_state"] = replace(shown, lens=lens.cells, dla=dla, heads=heads.cells)
     return values
@@ -276,27 +280,27 @@ def _views_report(inside_state: Shown | None, session, lang: str):
     return shown, report
 
 
-def pick_layer(inside_layer, inside_state, session, lang):
+def pick_layer(inside_layer, inside_state, session, lang, narrow=False):
     """The layer slider: that layer shaded in the strip, and its patch lens."""
     if session is None or inside_state is None:
         return {}
     shown, report = _views_report(inside_state, session, lang)
-    layer = int(inside_layer)
-    lens = draw.lens_view(report, layer, lang)
+    layer, narrow = int(inside_layer), bool(narrow)
+    lens = draw.lens_view(report, layer, lang, narrow)
     return {"inside_state": replace(shown, layer=layer, lens=lens.cells), "inside_lens": lens.image,
-            "inside_patch_lens": draw.patch_lens_view(report, layer, _photo(session, lang), lang)}
+            "inside_patch_lens": draw.patch_lens_view(report, layer, _photo(session, lang), lang, narrow)}
 
 
-def click_lens(evt: gr.SelectData, inside_state, session, lang):
+def click_lens(evt: gr.SelectData, inside_state, session, lang, narrow=False):
     """A click on the strip: that layer in the slider and its patch lens."""
     shown, report = _views_report(inside_state, session, lang)
     cell = shown.lens.at(*evt.index) if shown.lens is not None else None
     if cell is None:
         return {}
-    return {"inside_layer": cell[1], **pick_layer(cell[1], shown, session, lang)}
+    return {"inside_layer": cell[1], **pick_layer(cell[1], shown, session, lang, narrow)}
 
 
-def click_dla(evt: gr.SelectData, inside_state, session, lang):
+def click_dla(evt: gr.SelectData, inside_state, session, lang, narrow=False):
     """A click on the DLA table: the head's source map (an MLP column says why it has none), the head framed."""
     shown, report = _views_report(inside_state, session, lang)
     cell = shown.dla.at(*evt.index) if shown.dla is not None else None
@@ -305,13 +309,13 @@ def click_dla(evt: gr.SelectData, inside_state, session, lang):
     layer, column = cell
     if column >= report.dla.heads.shape[1]:
         return {"inside_sources_note": t("note.inside_mlp", lang)}
-    shown = replace(shown, head=(layer, column))
-    drawn = draw.dla_view(report, shown.head, lang)
+    shown, narrow = replace(shown, head=(layer, column)), bool(narrow)
+    drawn = draw.dla_view(report, shown.head, lang, narrow)
     return {"inside_state": replace(shown, dla=drawn.cells), "inside_dla": drawn.image, "inside_sources_note": "",
-            "inside_sources": draw.sources_view(report, layer, column, _photo(session, lang), lang)}
+            "inside_sources": draw.sources_view(report, layer, column, _photo(session, lang), lang, narrow)}
 
 
-def click_heads(evt: gr.SelectData, inside_state, inside_ablate, session, lang):
+def click_heads(evt: gr.SelectData, inside_state, inside_ablate, session, lang, narrow=False):
     """A click on the head-importance table: that head added to the heads to remove (or taken out again)."""
     shown, report = _views_report(inside_state, session, lang)
     cell = shown.heads.at(*evt.index) if shown.heads is not None else None
@@ -321,10 +325,10 @@ def click_heads(evt: gr.SelectData, inside_state, inside_ablate, session, lang):
     picked = [h for h in (inside_ablate or []) if h != name]
     if len(picked) == len(inside_ablate or []):
         picked.append(name)
-    return {"inside_ablate": picked, **mark_heads(picked, shown, session, lang)}
+    return {"inside_ablate": picked, **mark_heads(picked, shown, session, lang, narrow)}
 
 
-def mark_heads(inside_ablate, inside_state, session, lang):
+def mark_heads(inside_ablate, inside_state, session, lang, narrow=False):
     """The heads picked for removal framed in the head-importance table."""
     if session is None or inside_state is None:
         return {}
@@ -334,11 +338,11 @@ def mark_heads(inside_ablate, inside_state, session, lang):
         picked = tuple(parse_heads(inside_ablate, L, H)) if inside_ablate else ()
     except ValueError as err:
         raise gr.Error(t("message.inside_failed", lang, error=err), print_exception=False) from None
-    drawn = draw.heads_view(report, picked, lang)
+    drawn = draw.heads_view(report, picked, lang, bool(narrow))
     return {"inside_state": replace(shown, picked=picked, heads=drawn.cells), "inside_heads": drawn.image}
 
 
-def relabel(language_switch, inside_state, session):
+def relabel(language_switch, inside_state, session, narrow=False):
     """The language switch: what is shown drawn again in the new language, from the cache (nothing if it is gone)."""
     lang = language(language_switch)
     if session is None or inside_state is None or inside_state.key[1] != session.key:
@@ -346,11 +350,12 @@ def relabel(language_switch, inside_state, session):
     report = state.INSIDE.get(inside_state.key)
     if report is None:
         return {}
-    values = _draw_views(inside_state, report, session, lang)
+    values = _draw_views(inside_state, report, session, lang, narrow)
     if (ablated := inside_state.ablated and state.INSIDE.get(inside_state.ablated)) is not None:
         values["inside_ablation"] = draw.ablation_table(ablated, lang)
     if (patched := inside_state.patched and state.INSIDE.get(inside_state.patched)) is not None:
-        values.update(inside_patch=draw.patch_view(patched, lang), inside_patch_line=draw.patch_line(patched, lang))
+        values.update(inside_patch=draw.patch_view(patched, lang, bool(narrow)),
+                      inside_patch_line=draw.patch_line(patched, lang))
     return values
 
 

@@ -17,12 +17,12 @@ OUTPUTS = ("learn_text", "learn_picture", "learn_table")
 def build(page) -> None:
     i18n = page.i18n
     gr.Markdown(i18n("about.learn"))
-    with gr.Row(equal_height=True):
-        page.add("back", gr.Button(i18n("button.back"), scale=0, min_width=90))
-        page.add("step", gr.Slider(1, len(tabs.STEPS), value=1, step=1, label=i18n("control.step"),
-                                   info=i18n("help.step"), elem_id="learn-step", scale=3))
-        page.add("forward", gr.Button(i18n("button.next"), variant="primary", scale=0, min_width=90,
+    with gr.Row(equal_height=True, elem_id="learn-steps"):   # the buttons side by side, on a phone too
+        page.add("back", gr.Button(i18n("button.back"), scale=1, min_width=80, elem_id="learn-back"))
+        page.add("forward", gr.Button(i18n("button.next"), variant="primary", scale=1, min_width=80,
                                       elem_id="learn-next"))
+    page.add("step", gr.Slider(1, len(tabs.STEPS), value=1, step=1, label=i18n("control.step"),
+                               info=i18n("help.step"), elem_id="learn-step"))
     with gr.Row():
         with gr.Column(scale=3, min_width=300):
             page.add("learn_picture", picture(i18n, "picture.step", elem_id="learn-picture"))
@@ -34,7 +34,7 @@ def build(page) -> None:
             page.add("learn_table", gr.Markdown(elem_id="learn-table"))
 
 
-def show(session, step, learn_layer, lang):
+def show(session, step, learn_layer, lang, narrow=False):
     """The guided walk's step ``step`` (1–9) on the photo, the layer of step 7, and the table of real shapes."""
     if session is None:
         return {}
@@ -48,7 +48,7 @@ def show(session, step, learn_layer, lang):
     except (ValueError, OSError) as err:
         raise gr.Error(t("message.analyse_again", lang, error=err), print_exception=False) from None
     layer = min(int(learn_layer), w.depth - 1)
-    text, image = tabs.learn_step(w, int(step), layer, lang)
+    text, image = tabs.learn_step(w, int(step), layer, lang, state.analysis(session.key, lang), bool(narrow))
     return dict(learn_text=text, learn_picture=image, learn_table=tabs.learn_table(w, layer, lang))
 
 

@@ -14,7 +14,8 @@ OUTPUTS = ("architecture", "filters")
 def build(page) -> None:
     page.add("architecture", gr.Markdown(elem_id="architecture"))
     gr.Markdown(page.i18n("about.filters"))
-    page.add("filters", Picture(label=page.i18n("picture.filters"), interactive=False, format="png"))
+    page.add("filters", Picture(label=page.i18n("picture.filters"), interactive=False, format="png",
+                                     elem_classes=["picture"]))
 
 
 def show(shown) -> dict:

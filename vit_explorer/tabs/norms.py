@@ -12,7 +12,8 @@ OUTPUTS = ("norms", "norm_curves")
 def build(page) -> None:
     gr.Markdown(page.i18n("about.norms"))
     page.add("norms", picture(page.i18n, "picture.norms", height=None))
-    page.add("norm_curves", Picture(label=page.i18n("picture.norm_curves"), interactive=False, format="png"))
+    page.add("norm_curves", Picture(label=page.i18n("picture.norm_curves"), interactive=False,
+                                         format="png", elem_classes=["picture"]))
 
 
 def show(shown) -> dict:

@@ -15,10 +15,11 @@ OUTPUTS = ("position",)
 
 def build(page) -> None:
     gr.Markdown(page.i18n("about.position"))
-    page.add("position", Picture(label=page.i18n("picture.position"), interactive=False, format="png"))
+    page.add("position", Picture(label=page.i18n("picture.position"), interactive=False, format="png",
+                                      elem_classes=["picture"]))
 
 
 def show(shown) -> dict:
     if is_swin(shown.served.loaded.model):    # no table of positions: the one sentence why
         return {"position": message_image(t("swin.not.position", shown.lang), lang=shown.lang)}
-    return {"position": shown.served.position(shown.lang)}
+    return {"position": shown.served.position(shown.lang, shown.controls.narrow)}

@@ -74,7 +74,7 @@ def _steps(source: str, height: int, width: int) -> tuple:
     return tuple(check_steps(model, (height, width), protocols_for(model, THOROUGH)).items())
 
 
-def check(session, target, texts, use_text, trust_sanity, trust_depth, lang, progress=gr.Progress()):
+def check(session, target, texts, use_text, trust_sanity, trust_depth, lang, narrow=False, progress=gr.Progress()):
     """Every method's curves (and sanity) for the Explain tab's target on the session's photo, under the chosen
     protocols, with each method's verdict; cached per (model input, model, target, method, protocol): the input's
     hash stands for the photo, so the same photo through another preprocessing is another key. A generator: it
@@ -109,7 +109,7 @@ def check(session, target, texts, use_text, trust_sanity, trust_depth, lang, pro
     thorough = len(report.protocols) > 1
     return dict(trust_table=trust_table(report, lang, time.perf_counter() - started),
                 trust_aucs=auc_tables(report, lang) if thorough else "", trust_more=gr.Accordion(visible=thorough),
-                trust_picture=trust_view(report, a, lang))
+                trust_picture=trust_view(report, a, lang, bool(narrow)))
 
 
 def wire(page) -> None:

@@ -50,10 +50,12 @@ class ServedModel:
         arrays = self.arrays.patch_weight.nbytes + (0 if self.arrays.pos_embed is None else self.arrays.pos_embed.nbytes)
         return sum(t.nelement() * t.element_size() for t in tensors) + arrays
 
-    def position(self, lang: str = "en") -> Image.Image:
-        """Figure 7 centre: position-embedding similarity, its texts in ``lang`` (drawn once per language)."""
+    def position(self, lang: str = "en", narrow: bool = False) -> Image.Image:
+        """Figure 7 centre: position-embedding similarity, its texts in ``lang`` (drawn once per language and
+        screen; ``narrow``: for a phone)."""
         lang = language(lang)
-        return self._once(("position", lang), lambda: panels.position_panel(self.arrays, lang=lang))
+        return self._once(("position", lang, narrow), lambda: panels.position_panel(self.arrays, lang=lang,
+                                                                                     narrow=narrow))
 
     @property
     def filters(self) -> Image.Image:

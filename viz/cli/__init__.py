@@ -77,6 +77,14 @@ def trust_options(request, data_set: bool) -> dict:
     return out
 
 
+def skipped_note(skipped: list) -> str:
+    """The line that names the sub-folders a folder run did not read, and how to read them too."""
+    listed = ", ".join(str(p) for p in skipped)
+    return (f"note: skipped {len(skipped)} sub-folder{'s' if len(skipped) > 1 else ''} with images: {listed} (a folder "
+            f"with images of its own is read without its sub-folders); name {'them' if len(skipped) > 1 else 'it'} "
+            f"on the command line to read {'them' if len(skipped) > 1 else 'it'} too.")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     import torch   # imported once there is work (``--help`` stays quick)
@@ -104,6 +112,9 @@ def main(argv: list[str] | None = None) -> int:
         entries = files.list_images(args.images, loaded.labels)
         if not entries:
             raise ValueError("no images found in " + ", ".join(args.images))
+        skipped = files.skipped_folders(args.images)
+        if skipped and not args.quiet:
+            print(skipped_note(skipped), file=sys.stderr)
         check_run(args, loaded)
         if request and request.chefer and (len(entries) < 2 or any(e.label is None for e in entries)):
             raise ValueError("--protocol chefer2021 measures top-1 accuracy over a labelled folder: every image in a "

@@ -6,6 +6,8 @@ import dataclasses
 import sys
 from pathlib import Path
 
+from vit.command import program
+
 from .. import panels
 from ..animate import ANIMATED_MAPS, FRAME_MS
 from ..explain import METHODS
@@ -150,7 +152,8 @@ def text_list(text: str) -> list[str]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m viz", description="Write every attention panel of a Vision Transformer as PNG, plus the "
+    p = argparse.ArgumentParser(prog=program("viz"),
+                                description="Write every attention panel of a Vision Transformer as PNG, plus the "
                                             "numbers behind them (result.json, attention.npz).",
                                 epilog=PANEL_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("images", nargs="+", metavar="IMAGE", help="image files, or folders of images (not recursive)")

@@ -20,6 +20,7 @@ from PIL import Image
 from vit.preprocess import upright_rgb
 
 from .. import panels
+from ..i18n import t
 from ..maps import readout
 from ..maps.layout import layer_index
 from ..panels import windows as window_panels
@@ -95,6 +96,30 @@ class Comparison:
     distance_b: np.ndarray              # (L_b, H_b) the same for B, converted to pixels of A's input
     distance_unit: str
     probability_tv: float | None        # ½·Σ|p_B − p_A| over all classes when both have the same classes, else None
+    photo_size: tuple[int, int] = (0, 0)   # (W, H) of the upright photo (the alignment says where the crops lie in it)
+    fusion: str = "mean"                # the rollout's head fusion and discard ratio (its title says them)
+    discard_ratio: float = 0.0
+    query: str = "CLS"                  # the attention maps' query, as the captions name it
+
+    def alignment_in(self, lang: str = "en") -> str:
+        """``alignment`` in ``lang``."""
+        return alignment_text(self.a, self.b, self.box, self.photo_size, self.photo.size[::-1], lang)
+
+    def title_in(self, name: str, lang: str = "en") -> str:
+        """The title of map ``name`` in ``lang``: the rollout's and the attention's from their options, an extra
+        map's as given."""
+        if name == "rollout":
+            discard = t("compare.discard", lang, ratio=self.discard_ratio) if self.discard_ratio else ""
+            return t("compare.rollout", lang, fusion=t(f"fusion.{self.fusion}", lang), discard=discard)
+        if name == "attention":
+            heads = t("name.mean_heads", lang) if self.head is None else t("name.head", lang, head=self.head)
+            return t("compare.attention", lang, query=self.query, la=self.layers[0], lb=self.layers[1], heads=heads)
+        return self.maps[name].title
+
+    def unit_in(self, lang: str = "en") -> str:
+        """``distance_unit`` in ``lang``."""
+        h, w = self.a.analysis.input_size
+        return t("compare.unit", lang, height=h, width=w)
 
 
 def _top_changes(first: Analysis, second: Analysis, k: int, first_is_a: bool) -> tuple[ClassChange, ...]:
@@ -108,22 +133,22 @@ def _top_changes(first: Analysis, second: Analysis, k: int, first_is_a: bool) ->
     return tuple(out)
 
 
-def _describe_box(box: Box) -> str:
-    return f"x {box[0]:.0f}–{box[2]:.0f}, y {box[1]:.0f}–{box[3]:.0f}"
+def _describe_box(box: Box, lang: str = "en") -> str:
+    return t("compare.box", lang, x0=box[0], x1=box[2], y0=box[1], y1=box[3])
 
 
-def alignment_text(a: Side, b: Side, box: Box, photo_size: tuple[int, int], size: tuple[int, int]) -> str:
-    """The sentence the figure prints about how the two crops were put on the same pixels."""
+def alignment_text(a: Side, b: Side, box: Box, photo_size: tuple[int, int], size: tuple[int, int],
+                   lang: str = "en") -> str:
+    """The sentence the figure prints about how the two crops were put on the same pixels (in ``lang``)."""
     W, H = photo_size
     if same_box(a.crop_box, b.crop_box):
-        where = f"Both models saw the same centre crop of the {W}×{H} photo ({_describe_box(box)})"
+        where = t("compare.same_crop", lang, width=W, height=H, box=_describe_box(box, lang))
     else:
-        where = (f"A saw {_describe_box(a.crop_box)} and B saw {_describe_box(b.crop_box)} of the {W}×{H} photo: "
-                 f"compared on their common centre crop, {_describe_box(box)}")
+        where = t("compare.other_crops", lang, a=_describe_box(a.crop_box, lang), b=_describe_box(b.crop_box, lang),
+                  width=W, height=H, box=_describe_box(box, lang))
     ga, gb = a.analysis.grid, b.analysis.grid
-    return (f"{where}. Every map is resampled bilinearly from its own patch grid (A {ga[0]}×{ga[1]}, "
-            f"B {gb[0]}×{gb[1]}) onto the same {size[1]}×{size[0]} pixels and divided by its mean there (1 = a "
-            f"uniform map); B − A > 0 where B puts more of its mass.")
+    return t("compare.resampled", lang, where=where, ga=f"{ga[0]}×{ga[1]}", gb=f"{gb[0]}×{gb[1]}", width=size[1],
+             height=size[0])
 
 
 def compare(photo: Image.Image, a: Side, b: Side, layer: int = -1, head: int | None = None, fusion: str = "mean",
@@ -188,12 +213,13 @@ def compare(photo: Image.Image, a: Side, b: Side, layer: int = -1, head: int | N
     same_labels = tuple(a.analysis.labels) == tuple(b.analysis.labels)
     tv = float(0.5 * np.abs(b.analysis.probabilities.astype(np.float64) - a.analysis.probabilities).sum()) \
         if same_labels else None
-    unit = f"pixels of A's {a.analysis.input_size[0]}×{a.analysis.input_size[1]} input"
+    unit = t("compare.unit", "en", height=a.analysis.input_size[0], width=a.analysis.input_size[1])
     return Comparison(
         a=a, b=b, photo=common_photo, box=box, alignment=alignment_text(a, b, box, upright.size, size), maps=maps,
         top_a=_top_changes(a.analysis, b.analysis, top_k, True), top_b=_top_changes(b.analysis, a.analysis, top_k, False),
         layers=(la, lb), head=head, distance_a=_distances(a.analysis),
-        distance_b=_distances(b.analysis) * (pixel_b / pixel_a), distance_unit=unit, probability_tv=tv)
+        distance_b=_distances(b.analysis) * (pixel_b / pixel_a), distance_unit=unit, probability_tv=tv,
+        photo_size=upright.size, fusion=fusion, discard_ratio=discard_ratio, query=query)
 
 
 def _heads(a, layer: int) -> int:

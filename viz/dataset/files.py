@@ -10,6 +10,10 @@ A folder argument is read one of two ways:
     2. a WordNet ID, e.g. ``n02123045``, for 1000-class ImageNet models (ImageNet's own folder names);
     3. a class name of the checkpoint, e.g. ``tabby`` or ``Egyptian_cat`` (case and ``_`` for space do not matter).
   A sub-folder that names no class is an error that says which forms work, before any image is analysed.
+
+A folder with image files of its own is read as images only: its sub-folders are not read (nor taken as classes).
+``skipped_folders`` names those that hold images, so that the command can say so (``python -m viz FOLDER SUB``
+reads both).
 """
 from __future__ import annotations
 
@@ -34,6 +38,23 @@ class ImageEntry:
 def image_files(folder: Path) -> list[Path]:
     """The image files directly inside ``folder``, sorted by name."""
     return sorted(p for p in folder.iterdir() if p.is_file() and p.suffix.lower() in IMAGE_SUFFIXES)
+
+
+def skipped_folders(paths: Sequence[str | Path]) -> list[Path]:
+    """The sub-folders a run of ``paths`` does not read although they hold images (at any depth): those of every
+    folder argument that has image files of its own, and are not named themselves, sorted."""
+    named = {Path(p).resolve() for p in paths}
+    skipped = []
+    for text in paths:
+        path = Path(text)
+        if path.is_dir() and image_files(path):
+            skipped += [sub for sub in sorted(p for p in path.iterdir() if p.is_dir())
+                        if sub.resolve() not in named and _holds_images(sub)]
+    return skipped
+
+
+def _holds_images(folder: Path) -> bool:
+    return any(p.is_file() and p.suffix.lower() in IMAGE_SUFFIXES for p in folder.rglob("*"))
 
 
 def class_index(folder_name: str, labels: Sequence[str]) -> int:

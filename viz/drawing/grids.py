@@ -124,6 +124,51 @@ def thumbnail_grid(maps: np.ndarray, cell: int = 56, cmap: str = DEFAULT_CMAP, s
     return image, layout
 
 
+@dataclass(frozen=True)
+class Bands:
+    """A grid drawn as bands of a few columns each, one under the other (``banded_grid``): where each band starts
+    and which column it starts with, and the geometry every band shares."""
+    layout: GridLayout                          # one band's grid (its rows and at most ``per_band`` columns)
+    starts: tuple[tuple[int, int], ...]         # per band: (pixel row where it starts, its first column)
+    columns: int                                # the whole grid's columns
+
+    def cell_at(self, x: float, y: float) -> tuple[int, int] | None:
+        """Pixel (x, y) of the picture -> (row, column) of the whole grid, or None (labels, gaps, outside)."""
+        for top, first in reversed(self.starts):
+            if y >= top:
+                cell = self.layout.cell_at(x, y - top)
+                return None if cell is None or first + cell[1] >= self.columns else (cell[0], first + cell[1])
+        return None
+
+    def box(self, row: int, col: int) -> tuple[int, int, int, int]:
+        """Pixel box (x0, y0, x1, y1) of cell (row, col) of the whole grid, inclusive."""
+        top, first = next((top, first) for top, first in reversed(self.starts) if col >= first)
+        x0, y0, x1, y1 = self.layout.box(row, col - first)
+        return x0, y0 + top, x1, y1 + top
+
+
+def banded_grid(maps: np.ndarray, per_band: int, col_labels: list[str], right: int = 0,
+                marks: np.ndarray | None = None, **options) -> tuple[Image.Image, Bands]:
+    """``thumbnail_grid`` of maps (R, C, gh, gw) for a narrow screen: the columns in bands of ``per_band``, each band
+    with its own column labels (and the title, the rows' labels), the bands one under the other, a gap of one line
+    between them; ``right`` white pixels on the right of the whole picture (a colour bar beside every band)."""
+    R, C = maps.shape[:2]
+    pictures, layout, starts, y = [], None, [], 0
+    gap = options.get("font_size", 11)
+    for first in range(0, C, per_band):
+        columns = slice(first, min(first + per_band, C))
+        image, band = thumbnail_grid(maps[:, columns], col_labels=col_labels[columns],
+                                     marks=None if marks is None else marks[:, columns], **options)
+        layout = layout or band
+        pictures.append(image)
+        starts.append((y, first))
+        y += image.height + gap
+    canvas = Image.new("RGB", (layout.size[0] + right, y - gap), "white")
+    for picture, (top, _) in zip(pictures, starts):
+        canvas.paste(picture, (0, top))
+    return canvas, Bands(layout, tuple(starts), C)
+
+
 def _enlarged_row(rows: np.ndarray, cell: tuple[int, int], smooth: bool) -> np.ndarray:
     """One row of maps (C, gh, gw) -> (ch, C, cw) (a view), each map enlarged to ``cell`` = (ch, cw): bilinear
     (``resize_maps``: small products, one map at a time), or nearest."""
@@ -176,11 +221,18 @@ def _paint_gaps_white(image: Image.Image, layout: GridLayout) -> None:
 @lru_cache(maxsize=16)
 def label_margins(row_labels: tuple[str, ...], col_labels: tuple[str, ...], title: str | None = None, lang: str = "en",
                   font_size: int = 11) -> tuple[int, int]:
-    """(left, top): the pixels the row labels, and the title and column labels, need beside and above the grid."""
+    """(left, top): the pixels the row labels, and the title and column labels (one or more lines each), need beside
+    and above the grid."""
     f = font(font_size, lang, "".join(row_labels + col_labels))
     left = int(max(f.getlength(t) for t in row_labels)) + 6 if row_labels else 0
-    top = f.size + 6 if col_labels else 0
+    lines = max((label.count("\n") + 1 for label in col_labels), default=0)
+    top = lines * _line_height(font_size) + 6 - (_line_height(font_size) - f.size) if col_labels else 0
     return left, top + (font_size + 6 if title else 0)
+
+
+def _line_height(font_size: int) -> int:
+    """Pixels from one line of a column label to the next."""
+    return round(font_size * 1.2)
 
 
 @lru_cache(maxsize=16)
@@ -204,7 +256,10 @@ def _labels(row_labels: tuple[str, ...], col_labels: tuple[str, ...], title: str
                   font=font(font_size, lang, title), anchor="mm")
     for c, text in enumerate(col_labels):
         x0, _, x1, _ = layout.box(0, c)
-        draw.text(((x0 + x1) / 2, top - 3), text, fill="black", font=f, anchor="md")
+        lines = text.split("\n")
+        for k, line in enumerate(lines):              # the last line just above the thumbnails
+            y = top - 3 - (len(lines) - 1 - k) * _line_height(font_size)
+            draw.text(((x0 + x1) / 2, y), line, fill="black", font=f, anchor="md")
     return rows, above
 
 

@@ -24,6 +24,7 @@ from matplotlib.patches import Patch
 from PIL import Image
 
 from ..i18n import t
+from . import screens
 from .fonts import use_language_font
 from .grids import similarity_mosaic
 
@@ -43,9 +44,20 @@ def figure_to_image(fig: Figure) -> Image.Image:
     return Image.fromarray(np.asarray(fig.canvas.buffer_rgba())[:, :, :3].copy())
 
 
-def plot_axes(fig: Figure, title: str | None):
-    """The one axes of a plot, with room for labels (and a title)."""
+def plot_axes(fig: Figure, title: str | None, narrow: bool = False):
+    """The one axes of a plot, with room for labels (and a title); ``narrow``: a phone's plot, smaller margins in
+    inches being larger shares of it."""
+    if narrow:
+        return fig.add_axes((0.19, 0.15, 0.77, 0.73 if title else 0.8))
     return fig.add_axes((0.13, 0.14, 0.84, 0.76 if title else 0.82))
+
+
+NARROW_PLOT = (screens.NARROW_INCHES, 3.2)   # inches of a plot for a narrow screen (at screens.NARROW_DPI)
+
+
+def plot_figure(narrow: bool = False) -> Figure:
+    """A plot's Figure: ``PLOT_SIZE`` at 100 dpi, or for a narrow screen ``NARROW_PLOT`` at ``screens.NARROW_DPI``."""
+    return new_figure(*NARROW_PLOT, screens.NARROW_DPI) if narrow else new_figure()
 
 
 class Backdrop:
@@ -110,7 +122,7 @@ def head_colors(heads: int) -> tuple[str, Normalize]:
 
 
 def _distance_axes(ax, layers: int, heads: int, top: float, uniform_distance: float | None, title: str | None,
-                   lang: str = "en"):
+                   lang: str = "en", narrow: bool = False):
     ax.set_xlim(-0.7, layers - 0.3)
     ax.set_ylim(0, top)
     ax.set_xticks(range(0, layers, max(1, layers // 12)))
@@ -124,8 +136,9 @@ def _distance_axes(ax, layers: int, heads: int, top: float, uniform_distance: fl
     if uniform_distance is not None:
         ax.axhline(uniform_distance, color="gray", linestyle="--", linewidth=0.8)
         handles.append(Line2D([], [], color="gray", linestyle="--", linewidth=0.8, label=t("legend.uniform", lang)))
-    ax.legend(handles=handles, fontsize=6, loc="lower right", ncol=1 if heads <= 4 else 2 if heads <= 8 else 3,
-              framealpha=0.85, handletextpad=0.3, columnspacing=0.8, labelspacing=0.25)
+    ax.legend(handles=handles, fontsize=screens.MIN_POINTS if narrow else 6, loc="lower right",
+              ncol=1 if heads <= 4 else 2 if heads <= 8 else 3, framealpha=0.85, handletextpad=0.3, columnspacing=0.8,
+              labelspacing=0.25)
     if title:
         ax.set_title(title, fontsize=10)
     use_language_font(ax.figure, lang)
@@ -145,7 +158,7 @@ def _distance_points(d: np.ndarray) -> np.ndarray:
 
 
 def distance_plot(mean_distance: np.ndarray, title: str | None = None, uniform_distance: float | None = None,
-                  lang: str = "en") -> Figure:
+                  lang: str = "en", narrow: bool = False) -> Figure:
     """Mean attention distance (L, H) in pixels -> scatter of every head against depth (paper Figure 7, right),
     with a legend of the heads' colours; texts in ``lang``.
 
@@ -153,46 +166,52 @@ def distance_plot(mean_distance: np.ndarray, title: str | None = None, uniform_d
     patches would get (``patch_distances(grid, P).mean()``): heads below it look locally.
     """
     d = np.asarray(mean_distance, dtype=np.float32)
-    fig = new_figure()
-    ax = plot_axes(fig, title)
-    _distance_axes(ax, *d.shape, nice_top(max(d.max(), uniform_distance or 0)), uniform_distance, title, lang)
+    fig = plot_figure(narrow)
+    ax = plot_axes(fig, title, narrow)
+    _distance_axes(ax, *d.shape, nice_top(max(d.max(), uniform_distance or 0)), uniform_distance, title, lang, narrow)
     _distance_artists(ax, d)
     return fig
 
 
 @lru_cache(maxsize=16)
 def _distance_backdrop(layers: int, heads: int, top: float, uniform_distance: float | None,
-                       title: str | None, lang: str = "en") -> Backdrop:
-    fig = new_figure()
-    _distance_axes(plot_axes(fig, title), layers, heads, top, uniform_distance, title, lang)
+                       title: str | None, lang: str = "en", narrow: bool = False) -> Backdrop:
+    fig = plot_figure(narrow)
+    _distance_axes(plot_axes(fig, title, narrow), layers, heads, top, uniform_distance, title, lang, narrow)
     return Backdrop(fig, lambda ax: _distance_artists(ax, np.zeros((layers, heads), dtype=np.float32)))
 
 
 def distance_image(mean_distance: np.ndarray, title: str | None = None,
-                   uniform_distance: float | None = None, lang: str = "en", top: float | None = None) -> Image.Image:
+                   uniform_distance: float | None = None, lang: str = "en", top: float | None = None,
+                   narrow: bool = False) -> Image.Image:
     """``distance_plot`` as a PIL image, blitted onto a cached backdrop. ``top``: a fixed upper limit of the y axis
-    (the frames of an animation share one), else from the data."""
+    (the frames of an animation share one), else from the data; ``narrow``: for a phone."""
     d = np.asarray(mean_distance, dtype=np.float32)
     uniform = None if uniform_distance is None else round(float(uniform_distance), 3)
     if top is None:
         top = nice_top(max(float(d.max()), uniform or 0.0))
-    return _distance_backdrop(*d.shape, top, uniform, title, lang).render(
+    return _distance_backdrop(*d.shape, top, uniform, title, lang, narrow).render(
         update=lambda points: points.set_offsets(_distance_points(d)))
 
 
 # --- position-embedding similarity (paper Figure 7, centre) ---------------------------------------------
 
 def position_similarity_plot(sim: np.ndarray, grid: tuple[int, int], title: str | None = None,
-                             lang: str = "en") -> Figure:
+                             lang: str = "en", narrow: bool = False) -> Figure:
     """Cosine similarity (gh·gw, gh·gw) -> grid of grid tiles with row/column axes and a colour bar
-    (paper Figure 7, centre); texts in ``lang``."""
+    (paper Figure 7, centre); texts in ``lang``; ``narrow``: for a phone (``screens.NARROW_INCHES`` wide)."""
     gh, gw = grid
     mosaic = similarity_mosaic(sim, grid, gap=1)
-    dpi = 100
-    zoom = max(1, round(420 / max(mosaic.shape)))           # whole screen pixels per mosaic pixel: crisp tiles
-    axes_w, axes_h = mosaic.shape[1] * zoom, mosaic.shape[0] * zoom
+    dpi = screens.NARROW_DPI if narrow else 100
     lines = title.count("\n") + 1 if title else 0
-    left, right, bottom, top = 70, 110, 55, 15 + 20 * lines   # margins in pixels for labels, colour bar, title lines
+    left, right, bottom, top = 70, 110, 55, 15 + 20 * lines   # margins in pixels (at 100 dpi): labels, bar, title
+    if narrow:                               # the whole figure NARROW_INCHES wide, its margins in the same inches
+        left, right, bottom, top = (round(m * dpi / 100) for m in (left, right, bottom, top))
+        axes_w = round(screens.NARROW_INCHES * dpi) - left - right
+        axes_h = round(axes_w * mosaic.shape[0] / mosaic.shape[1])
+    else:
+        zoom = max(1, round(420 / max(mosaic.shape)))       # whole screen pixels per mosaic pixel: crisp tiles
+        axes_w, axes_h = mosaic.shape[1] * zoom, mosaic.shape[0] * zoom
     fig_w, fig_h = left + axes_w + right, bottom + axes_h + top
     fig = new_figure(fig_w / dpi, fig_h / dpi, dpi)
     ax = fig.add_axes((left / fig_w, bottom / fig_h, axes_w / fig_w, axes_h / fig_h))
@@ -201,7 +220,7 @@ def position_similarity_plot(sim: np.ndarray, grid: tuple[int, int], title: str 
     rows, cols = range(0, gh, step_r), range(0, gw, step_c)  # 0-based patch rows/columns, as in the query panels
     ax.set_yticks([i * (gh + 1) + (gh - 1) / 2 for i in rows], [str(i) for i in rows])
     ax.set_xticks([j * (gw + 1) + (gw - 1) / 2 for j in cols], [str(j) for j in cols])
-    ax.tick_params(length=0, labelsize=8)
+    ax.tick_params(length=0, labelsize=screens.MIN_POINTS)
     ax.set_xlabel(t("axis.patch_column", lang))
     ax.set_ylabel(t("axis.patch_row", lang))
     for spine in ax.spines.values():
@@ -215,7 +234,8 @@ def position_similarity_plot(sim: np.ndarray, grid: tuple[int, int], title: str 
 
 # --- token norms against depth ------------------------------------------------------------------------
 
-def _norm_axes(ax, layers: int, num_prefix: int, ylim: tuple[float, float], title: str | None, lang: str = "en"):
+def _norm_axes(ax, layers: int, num_prefix: int, ylim: tuple[float, float], title: str | None, lang: str = "en",
+               narrow: bool = False):
     ax.set_yscale("log")
     ax.set_xlim(-0.3, layers - 0.7)
     ax.set_ylim(*ylim)
@@ -231,7 +251,7 @@ def _norm_axes(ax, layers: int, num_prefix: int, ylim: tuple[float, float], titl
         handles.append(Line2D([], [], color="gray", linewidth=1, label=t("legend.other_prefix", lang,
                                                                          count=num_prefix - 1)))
     handles.append(Line2D([], [], color="tab:red", linewidth=0.8, label=t("legend.flagged", lang)))
-    ax.legend(handles=handles, fontsize=7, loc="upper left")
+    ax.legend(handles=handles, fontsize=screens.MIN_POINTS if narrow else 7, loc="upper left")
     if title:
         ax.set_title(title, fontsize=10)
     use_language_font(ax.figure, lang)
@@ -292,18 +312,18 @@ def _set_norm_artists(norms: np.ndarray, num_prefix: int):
 
 @lru_cache(maxsize=16)
 def _norm_backdrop(layers: int, num_prefix: int, ylim: tuple[float, float], title: str | None,
-                   lang: str = "en") -> Backdrop:
-    fig = new_figure()
-    _norm_axes(plot_axes(fig, title), layers, num_prefix, ylim, title, lang)
+                   lang: str = "en", narrow: bool = False) -> Backdrop:
+    fig = plot_figure(narrow)
+    _norm_axes(plot_axes(fig, title, narrow), layers, num_prefix, ylim, title, lang, narrow)
     return Backdrop(fig, lambda ax: _kept_norm_artists(ax, layers, num_prefix))
 
 
 def token_norm_image(norms: np.ndarray, num_prefix: int, flags: np.ndarray | None = None,
-                     title: str | None = None, lang: str = "en") -> Image.Image:
+                     title: str | None = None, lang: str = "en", narrow: bool = False) -> Image.Image:
     """Token norms (L, T) -> curves against depth on a log scale, as a PIL image blitted onto a cached backdrop:
     median and max of the patch tokens (shaded 5–95 % band), every prefix token (CLS, …), and each flagged
     high-norm patch (flags (L, N) or (L, gh, gw) bool); texts in ``lang``."""
     norms = np.asarray(norms, dtype=np.float32)
-    backdrop = _norm_backdrop(norms.shape[0], num_prefix, log_range(norms), title, lang)
+    backdrop = _norm_backdrop(norms.shape[0], num_prefix, log_range(norms), title, lang, narrow)
     return backdrop.render(lambda ax: _flagged_artists(ax, norms, num_prefix, flags),
                            _set_norm_artists(norms, num_prefix))

@@ -1,7 +1,8 @@
 """Every text of the explorer in English and Simplified Chinese: the pictures' texts and the page's.
 
-One catalogue, two parts (``pictures``: axis labels, legends, colour-bar labels, captions, notes drawn into
-images; ``page``: titles, tab names, control labels and help, messages of the page). Each entry is a key with
+One catalogue, three parts (``pictures``: axis labels, legends, colour-bar labels, captions, notes drawn into
+images; ``page``: titles, tab names, control labels and help, messages of the page; ``model``: the Model tab's
+architecture table). Each entry is a key with
 its English and Chinese text; texts may hold ``str.format`` fields (``{layer}``), filled by ``t``.
 
 - ``t(key, lang="en", **values)``: the text in one language, formatted; what viz/ draws and what the server
@@ -18,14 +19,16 @@ from __future__ import annotations
 
 import string
 
+from .model import MODEL
 from .page import PAGE
 from .pictures import PICTURES
 
 LANGUAGES = ("en", "zh-CN")   # the order of the texts in every catalogue entry
 DEFAULT_LANGUAGE = "en"
-CATALOGUE: dict[str, tuple[str, str]] = {**PICTURES, **PAGE}
-if len(CATALOGUE) != len(PICTURES) + len(PAGE):  # a key in both parts would silently shadow one of them
-    raise RuntimeError(f"Keys in both viz.i18n.pictures and viz.i18n.page: {sorted(set(PICTURES) & set(PAGE))}")
+CATALOGUE: dict[str, tuple[str, str]] = {**PICTURES, **PAGE, **MODEL}
+if len(CATALOGUE) != len(PICTURES) + len(PAGE) + len(MODEL):  # a key in two parts would silently shadow one of them
+    twice = (set(PICTURES) & set(PAGE)) | (set(PICTURES) & set(MODEL)) | (set(PAGE) & set(MODEL))
+    raise RuntimeError(f"Keys in two parts of viz.i18n: {sorted(twice)}")
 
 _ALIASES = {"en": "en", "zh": "zh-CN", "zh-cn": "zh-CN", "zh-hans": "zh-CN", "zh-sg": "zh-CN", "zh-hans-cn": "zh-CN"}
 
@@ -72,7 +75,7 @@ def t(key: str, lang: str | None = DEFAULT_LANGUAGE, **values) -> str:
     try:
         entry = CATALOGUE[key]
     except KeyError:
-        raise KeyError(f"No text {key!r} in the catalogue (viz/i18n/pictures.py, viz/i18n/page.py).") from None
+        raise KeyError(f"No text {key!r} in the catalogue (viz/i18n/pictures.py, page.py, model.py).") from None
     lang = language(lang)
     if key in PICTURES and lang != DEFAULT_LANGUAGE:
         lang = _picture_language(lang)
@@ -98,5 +101,5 @@ def translations(keys=None) -> dict[str, dict[str, str]]:
     return {lang: {k: v[i] for k, v in chosen.items()} for i, lang in enumerate(LANGUAGES)}
 
 
-__all__ = ["LANGUAGES", "DEFAULT_LANGUAGE", "CATALOGUE", "PICTURES", "PAGE", "language", "language_from_header",
-           "t", "fields", "translations"]
+__all__ = ["LANGUAGES", "DEFAULT_LANGUAGE", "CATALOGUE", "PICTURES", "PAGE", "MODEL", "language",
+           "language_from_header", "t", "fields", "translations"]

@@ -129,15 +129,21 @@ PAGE: dict[str, tuple[str, str]] = {
     # --- tab descriptions -----------------------------------------------------------------------------------
     "about.rollout": (
         "Attention rollout (Abnar & Zuidema 2020) follows the CLS token's attention through every layer, with "
-        "the residual connection mixed in: which patches flowed into the CLS token that classified the photo.",
-        "注意力展开（Abnar & Zuidema 2020）沿着每一层追踪 CLS 词元的注意力，并计入残差连接：显示哪些图块流入了给照片分类的 CLS 词元。"),
+        "the residual connection mixed in: which patches flowed into the CLS token that classified the photo.\n\n"
+        "**Rollout is the same for every class**: it shows where the model looked, not why it chose a class. For "
+        "that, open **Explain**.",
+        "注意力展开（Abnar & Zuidema 2020）沿着每一层追踪 CLS 词元的注意力，并计入残差连接：显示哪些图块流入了给照片分类的 CLS 词元。"
+        "\n\n**注意力展开对所有类别都一样**：它显示模型看了哪里，而不是它为什么选了某个类别。想看原因，请打开“**解释**”页。"),
     "about.attention": (
         "Where the CLS token attends in one layer: one head, or the mean of the heads.",
         "CLS 词元在某一层里关注哪里：一个头，或各头的平均。"),
     "about.heads": (
-        "The CLS attention of every layer and head, as thumbnails over the photo on one colour scale (the longer of "
-        "layers and heads runs across). Click a thumbnail to select that layer and head.",
-        "每一层、每个头的 CLS 注意力，以缩略图叠在照片上，共用一个色标（层和头中数量较多的一个横向排列）。点击缩略图即可选中对应的层和头。"),
+        "The CLS attention of every layer and head, as thumbnails over the photo (the longer of layers and heads runs "
+        "across; on a phone, a few layers to a row). Each layer has its own colour scale, its brightest value written "
+        "under its number, so that the early, almost uniform layers show their structure too. Click a thumbnail to "
+        "select that layer and head.",
+        "每一层、每个头的 CLS 注意力，以缩略图叠在照片上（层和头中数量较多的一个横向排列；手机上每行只放几层）。每一层各用自己的色标，"
+        "最亮的值写在层号下方，这样前面几乎均匀的层也能看出结构。点击缩略图即可选中对应的层和头。"),
     "about.query": (
         "Click a patch of the photo: where it attends (its attention row) and which patches attend to it (its "
         "column), in the layer and head picked in the Attention tab.",
@@ -190,6 +196,8 @@ PAGE: dict[str, tuple[str, str]] = {
     "help.head": ("which attention head of the layer; untick Mean of heads to use it",
                   "该层的哪一个注意力头；取消“各头平均”后才生效"),
     "control.mean_heads": ("Mean of heads", "各头平均"),
+    "note.head_rests": ("The Head slider rests while “Mean of heads” is ticked: untick it to pick one head.",
+                        "勾选“各头平均”时，“头”滑块不可用：取消勾选即可选择单个头。"),
     "help.mean_heads": ("show the mean of all heads of the layer instead of one head",
                         "显示该层所有头的平均，而不是单个头"),
     "control.dino_mask": ("Outline the patches holding 60% of the attention (DINO)",
@@ -248,11 +256,18 @@ PAGE: dict[str, tuple[str, str]] = {
     "message.preprocess_unknown": ("Unknown preprocessing {choice!r}: expected one of {choices}.",
                                    "未知的预处理方式 {choice!r}：应为 {choices} 之一。"),
     "message.no_analysis": (
-        "There is no analysed photo in this session yet (or the server forgot this session): upload a photo or "
-        "press Analyze.",
-        "这个会话里还没有分析过的照片（或服务器已忘记这个会话）：请上传一张照片，或点击“分析”。"),
+        "Give a photo first: upload one, paste one or pick an example photo (the server may have forgotten one "
+        "analysed long ago).",
+        "请先给一张照片：上传、粘贴，或选一张示例照片（很久以前分析过的照片，服务器可能已经忘了）。"),
+    "message.unknown_method": ("Unknown method {method!r}! Expected one of: {methods}.",
+                               "未知的方法 {method!r}：应为 {methods} 之一。"),
     "message.analyse_again": ("This photo could not be analysed again ({error}). Upload it again.",
                               "这张照片无法重新分析（{error}）。请重新上传。"),
+    "message.running": ("The explorer is running: open {url} in a browser (Ctrl+C stops it).",
+                        "探索器已启动：在浏览器中打开 {url}（按 Ctrl+C 停止）。"),
+    "message.shared": ("Temporary public link (it lasts up to a week): {url}", "临时公开链接（最多保留一周）：{url}"),
+    "message.share_hint": ("To share it through a temporary public link, start it with: {command} --share",
+                           "想通过临时公开链接分享，请这样启动：{command} --share"),
     "message.cannot_start": ("Cannot start: the model {model!r} did not load.", "无法启动：模型 {model!r} 没有加载成功。"),
     "message.start_with": (
         "Start with a checkpoint that is on this machine, for example:", "请用这台电脑上已有的检查点启动，例如："),
@@ -322,6 +337,14 @@ PAGE: dict[str, tuple[str, str]] = {
         "shows where the CLS token attends in layer {layer}: attention {attention}.",
         "每一层里，每个词元通过 {heads} 个头关注全部 {tokens} 个词元（层归一化、多头自注意力，再接 MLP，"
         "都带残差连接）；形状保持 {shape}。图中是第 {layer} 层里 CLS 词元关注的位置：注意力 {attention}。"),
+    "walk.blocks.artifacts": (
+        "The brightest spots here are not on the object: {count} high-norm artifact tokens take {share:.0%} of "
+        "this map. Large ViTs store global information in a few background patches, whose tokens grow very long and "
+        "draw the attention (Darcet et al. 2023); the **Token norms** tab shows them, and “Mask high-norm artifact "
+        "tokens” under *How maps are drawn* leaves them out of the other maps ([more](docs/maps.md)).",
+        "这里最亮的地方并不是物体：{count} 个高范数伪影词元占了这张图 {share:.0%} 的注意力。ViT 会把全局信息存放在少数背景图块里，"
+        "它们的词元变得很长并吸走注意力（Darcet 等 2023）；“**词元范数**”页显示了它们，“热力图的画法”下的“屏蔽高范数伪影词元”"
+        "会把它们从其他热力图中去掉（[详细说明](docs/maps.md)）。"),
     "walk.output.title": ("8. The CLS output", "8. CLS 的输出"),
     "walk.output.text": (
         "After the last layer a LayerNorm is applied and the CLS token's vector is taken out (y = LN(z_L⁰), "
@@ -342,8 +365,9 @@ PAGE: dict[str, tuple[str, str]] = {
     "control.shared_scale": ("One colour scale for all layers", "所有层共用一个色标"),
     "help.shared_scale": (
         "colour every layer on the same scale (its minimum and maximum over all layers), so layers compare colour "
-        "for colour",
-        "每一层都用同一个色标（所有层的最小值和最大值），这样各层可以按颜色直接比较"),
+        "for colour; unticked, each map (and each layer of All heads) has its own scale",
+        "每一层都用同一个色标（所有层的最小值和最大值），这样各层可以按颜色直接比较；不勾选时，每张图（以及“所有头”里的每一层）"
+        "各用自己的色标"),
     "control.patch_true": ("Patch-true (no smoothing)", "按图块显示（不平滑）"),
     "help.patch_true": ("one colour per patch with thin grid lines: the map as the model has it, not smoothed",
                         "每个图块一种颜色并画出细网格线：模型里真实的热力图，不做平滑"),
@@ -365,12 +389,22 @@ PAGE: dict[str, tuple[str, str]] = {
     "picture.step": ("This step on your photo", "这一步在你的照片上"),
     "about.explain": (
         "Why this class? Class-specific maps: pick a method and a class (click one of the top-5, or search all "
-        "classes). A contrast class shows why A rather than B (red: more for A, blue: more for B).",
+        "classes). A contrast class shows why A rather than B (red: more for A, blue: more for B). Each method and "
+        "its paper: [docs/explain.md](docs/explain.md).",
         "为什么是这个类别？类别相关的热力图：选择一种方法和一个类别（点击前 5 个类别之一，或在所有类别中搜索）。"
-        "选择对比类别可以看“为什么是 A 而不是 B”（红色：更支持 A，蓝色：更支持 B）。"),
+        "选择对比类别可以看“为什么是 A 而不是 B”（红色：更支持 A，蓝色：更支持 B）。每种方法及其论文见"
+        "[docs/explain.md](docs/explain.md)。"),
     "control.method": ("Method", "方法"),
-    "help.method": ("how the map is computed (each method's paper: docs/explain.md)",
-                    "热力图的计算方法（每种方法的论文见说明文档）"),
+    "help.method": ("how the map is computed (each method's paper: the link above)",
+                    "热力图的计算方法（每种方法的论文见上方链接）"),
+    "method_title.gae": ("GAE: gradient × attention, over the layers", "GAE：梯度 × 注意力，逐层累积"),
+    "method_title.attnlrp": ("AttnLRP: relevance through attention", "AttnLRP：穿过注意力传播的相关性"),
+    "method_title.cp_lrp": ("CP-LRP: relevance, none through the softmax", "CP-LRP：不经过 softmax 的相关性"),
+    "method_title.grad_rollout": ("Gradient-weighted rollout (vit-explain)", "梯度加权的注意力展开（vit-explain）"),
+    "method_title.gradcam": ("Grad-CAM on the last layer's tokens", "最后一层词元上的 Grad-CAM"),
+    "method_title.attention": ("Last layer's attention (the same for every class)", "最后一层的注意力（对所有类别都一样）"),
+    "method_title.rollout": ("Attention rollout (the same for every class)", "注意力展开（对所有类别都一样）"),
+    "method_title.random": ("Random map: the baseline to beat", "随机图：要胜过的基准"),
     "control.target": ("Class to explain", "要解释的类别"),
     "help.target": ("type to search all classes; clicking a class in the top-5 picks it too",
                     "输入文字搜索所有类别；点击前 5 个类别中的一个也可以选中它"),
@@ -385,6 +419,10 @@ PAGE: dict[str, tuple[str, str]] = {
         "**{method}** for **{target}**: probability {probability:.1%}, score {score:.3f}; a {grid} map read from "
         "{readout}.",
         "**{method}** 解释 **{target}**：概率 {probability:.1%}，得分 {score:.3f}；{grid} 的热力图，读取自 {readout}。"),
+    "readout.cls": ("the CLS token", "CLS 词元"),
+    "readout.map": ("the MAP probe's attention (mean of heads)", "MAP 探针的注意力（各头平均）"),
+    "readout.mean": ("the mean of the patch tokens", "图块词元的均值"),
+    "readout.distilled": ("the mean of {readout} and the distillation token", "{readout}与蒸馏词元的平均"),
     "explain.contrast": (" Contrast: minus **{other}**.", " 对比：减去 **{other}**。"),
     "message.target_failed": ("Nothing to explain for that target: {error}", "无法解释这个目标：{error}"),
     "message.explain_failed": ("This model cannot be explained this way: {error}", "这个模型不能用这种方式解释：{error}"),
@@ -407,8 +445,18 @@ PAGE: dict[str, tuple[str, str]] = {
         "B and their difference, and the mean attention distance of both.",
         "两个检查点看同一张照片：两者的前 5 个类别及概率变化，A、B 的注意力展开和注意力以及它们的差，还有两者的平均注意力距离。"),
     "control.compare_model": ("Second checkpoint (B)", "第二个检查点（B）"),
-    "help.compare_model": ("a checkpoint in weights/, or type a path and press Enter",
-                           "weights/ 里的检查点，或输入一个路径后按回车"),
+    "help.compare_model": ("another checkpoint (those on this machine are listed), or this model again with another "
+                           "way of making its input; or type a path and press Enter",
+                           "另一个检查点（列出了这台电脑上已有的），或者同一个模型换一种输入方式；也可以输入一个路径后按回车"),
+    "control.preprocess_b": ("B: photo → model input", "B：照片 → 模型输入"),
+    "help.preprocess_b": ("how B's input is made: as A's, or the checkpoint's own pipeline, a crop or the squashed photo",
+                          "B 的输入怎样生成：与 A 相同，或用检查点自带的预处理、裁剪、拉伸整张照片"),
+    "choice.as_a": ("as A", "与 A 相同"),
+    "message.compare_choose": (
+        "Choose a second checkpoint (B) to compare with this one, for example one on this machine:\n{options}\n\n"
+        "Or keep this model as B and pick another way of making its input (B: photo → model input).",
+        "请先选择用来比较的第二个检查点（B），例如这台电脑上已有的：\n{options}\n\n"
+        "也可以让 B 仍是这个模型，但换一种输入方式（“B：照片 → 模型输入”）。"),
     "button.compare": ("Compare", "比较"),
     "picture.comparison": ("A against B", "A 与 B 对比"),
     "label.top5_a": ("Top-5 of A", "A 的前 5 个类别"),
@@ -425,7 +473,9 @@ PAGE: dict[str, tuple[str, str]] = {
                        "训练时定期保存的快照所在的文件夹（仅限本机运行的应用）"),
     "button.load_snapshots": ("Load the snapshots", "加载快照"),
     "control.snapshot": ("Snapshot", "快照"),
-    "help.snapshot": ("scrub through the training run, one snapshot at a time", "逐个快照浏览训练过程"),
+    "help.snapshot": ("scrub through the training run, one snapshot at a time (it wakes up once a snapshot folder is "
+                      "loaded above)",
+                      "逐个快照浏览训练过程（在上方加载快照文件夹之后才能拖动）"),
     "picture.snapshot": ("The model learning to see", "模型学会看的过程"),
     "message.compare_failed": ("Could not compare: {error}", "无法比较：{error}"),
     "message.snapshots_failed": ("Could not open the snapshots: {error}", "无法打开快照：{error}"),
@@ -545,11 +595,11 @@ PAGE: dict[str, tuple[str, str]] = {
         "after every layer (nostalgebraist 2020), **direct logit attribution** splits the logit into what each head "
         "and MLP writes straight into it (Elhage et al. 2021), **head importance** removes one head at a time, and "
         "**patching** takes heads from a second photo (Meng et al. 2022; Heimersheim & Nanda 2024). The definitions "
-        "are in docs/inside.md. Runs on demand: about (heads × layers) / 2 forward passes.",
+        "are in [docs/inside.md](docs/inside.md). Runs on demand: about (heads × layers) / 2 forward passes.",
         "模型在第几层“知道”了答案？是哪些部件把答案写进去的？针对“解释”页选中的类别（默认第 1 名；若选了对比类别，所有数字都是"
         " A − B 的差）：**logit 透镜**在每一层之后读出答案（nostalgebraist 2020），**直接 logit 归因**把 logit 拆成每个头和每个"
         " MLP 直接写入的部分（Elhage 等 2021），**头的重要性**每次去掉一个头，**修补**从第二张照片取来某些头的输出（Meng 等"
-        " 2022；Heimersheim 与 Nanda 2024）。定义见 docs/inside.md。按需运行：约（头数 × 层数）/ 2 次前向计算。"),
+        " 2022；Heimersheim 与 Nanda 2024）。定义见 [docs/inside.md](docs/inside.md)。按需运行：约（头数 × 层数）/ 2 次前向计算。"),
     "button.inside": ("Look inside", "查看模型内部"),
     "inside.progress": ("looking inside", "正在查看模型内部"),
     "picture.inside_lens": ("Logit lens: click a layer", "logit 透镜：点击某一层"),
@@ -650,8 +700,10 @@ PAGE: dict[str, tuple[str, str]] = {
         "or mask them.",
         "此图 {share:.0%} 的注意力落在 {count} 个高范数伪影词元上，而不在物体上：见“词元范数”页，或将它们屏蔽。"),
     "note.artifacts_masked": (
-        "{count} high-norm artifact tokens are masked: their attention is left out and the rest renormalised.",
-        "已屏蔽 {count} 个高范数伪影词元：去掉它们的注意力后，其余部分重新归一化。"),
+        "{count} high-norm artifact tokens are masked: their attention is left out and the rest renormalised "
+        "(untick “Mask high-norm artifact tokens” under How maps are drawn to see them; Token norms shows them).",
+        "已屏蔽 {count} 个高范数伪影词元：去掉它们的注意力后，其余部分重新归一化（在“热力图的画法”里取消勾选“屏蔽高范数伪影词元”"
+        "即可看到它们；“词元范数”页显示了它们）。"),
     "note.query_masked": (
         "Patch ({row}, {col}) is a high-norm artifact token and is masked out: untick the mask to query it.",
         "图块 ({row}, {col}) 是高范数伪影词元，已被屏蔽：取消屏蔽后才能查询它。"),
@@ -681,6 +733,13 @@ PAGE: dict[str, tuple[str, str]] = {
     "note.heads_scale": (
         "One colour scale for every thumbnail, in multiples of uniform attention (1 = 1/{tokens}).",
         "所有缩略图共用一个色标，单位是均匀注意力的倍数（1 = 1/{tokens}）。"),
+    "note.heads_layer_scale": (
+        "Each layer on its own colour scale, from 0 to its brightest thumbnail, whose value in multiples of uniform "
+        "attention (1 = 1/{tokens}) is written under the layer's number: early layers attend almost uniformly and "
+        "late ones tens of times more sharply. Tick “One colour scale for all layers” to compare layers colour for "
+        "colour.",
+        "每一层使用自己的色标，从 0 到该层最亮的缩略图；这个最大值（单位：均匀注意力的倍数，1 = 1/{tokens}）写在层号下方："
+        "浅层的注意力几乎是均匀的，深层则集中数十倍。勾选“所有层共用一个色标”即可按颜色直接比较各层。"),
     "note.head_info": (
         "layer {layer}, head {head}: mean attention distance {distance:.0f} pixels, entropy {entropy:.2f} bits "
         "({share:.0%} of the maximum {maximum:.2f})",
@@ -776,6 +835,9 @@ PAGE: dict[str, tuple[str, str]] = {
                         "residual stream; a Swin's stages change width and it has no CLS token.",
                         "logit 透镜、直接 logit 归因、头重要性和修补读取的是 ViT 的单一残差流；Swin 的各阶段宽度不同，"
                         "也没有 CLS 词元。"),
+    "swin.not.animate": ("The animation steps through a ViT's layers on one grid; a Swin's grid halves at every "
+                         "stage, so the All heads tab shows its layers instead.",
+                         "动画在同一网格上逐层播放 ViT 的各层；Swin 的网格每个阶段减半，所以请在“所有头”页查看它的各层。"),
     "swin.not.position": ("A Swin has no table of positions to compare: its only position information is the bias "
                           "between two tokens of one window.",
                           "Swin 没有可比较的位置表：它仅有的位置信息是同一窗口内两个词元之间的偏置。"),

@@ -39,6 +39,16 @@ PICTURES: dict[str, tuple[str, str]] = {
     "caption.threshold": ("smallest patch set holding {share:.0%} of the mass: {source}",
                           "容纳 {share:.0%} 注意力质量的最小图块集合：{source}"),
 
+    # --- explanation methods, short names (viz.explain.METHODS; their long titles are the page's "method_title.*") ---
+    "method.gae": ("grad × attention", "梯度×注意力"),
+    "method.attnlrp": ("AttnLRP relevance", "AttnLRP 相关性"),
+    "method.cp_lrp": ("CP-LRP relevance", "CP-LRP 相关性"),
+    "method.grad_rollout": ("gradient rollout", "梯度加权展开"),
+    "method.gradcam": ("Grad-CAM", "Grad-CAM"),
+    "method.attention": ("attention", "注意力"),
+    "method.rollout": ("rollout", "注意力展开"),
+    "method.random": ("random", "随机"),
+
     # --- colour bars ---------------------------------------------------------------------------------------
     "colorbar.uniform": ("× uniform attention (1 = 1/{tokens})", "均匀注意力的倍数（1 = 1/{tokens}）"),
     "colorbar.attends_to": ("attends to, {where}", "它关注哪里，{where}"),
@@ -49,6 +59,19 @@ PICTURES: dict[str, tuple[str, str]] = {
     "colorbar.similarity_other": ("cosine to the 1st photo's patch ({row}, {col}), layer {layer}",
                                   "与第一张照片图块 ({row}, {col}) 的余弦相似度，第 {layer} 层"),
     "colorbar.value": ("value", "数值"),
+    "colorbar.class_map": ("{method}: {target}\n× an even share (1 = 1/{patches} of the map's total)",
+                           "{method}：{target}\n平均份额的倍数（1 = 全图总量的 1/{patches}）"),
+    "colorbar.signed_map": ("{method}: {target}, red for, blue against\n× an even share (1 = 1/{patches} of Σ|R|)",
+                            "{method}：{target}，红色支持，蓝色反对\n平均份额的倍数（1 = Σ|R| 的 1/{patches}）"),
+    "colorbar.contrast_map": ("{method}: {target} − {other}\n× an even share of {target} (1 = 1/{patches})",
+                              "{method}：{target} − {other}\n{target} 平均份额的倍数（1 = 1/{patches}）"),
+    "colorbar.own_scale": ("each map on its own scale:\n0 its lowest, 1 its highest", "每张图各用自己的色标：\n0 为最低，1 为最高"),
+    "list.separator": (", ", "、"),
+    "caption.signed_methods": ("{methods}: red for the class, blue against, white 0", "{methods}：红色支持该类别，蓝色反对，白色为 0"),
+    "colorbar.norm_share": ("each layer from its smallest norm (0) to its largest\nunflagged one (1; under its number)",
+                            "每层从最小范数（0）到未标记的最大范数\n（1；数值见层号下方）"),
+    "colorbar.layer_share": ("share of the layer's maximum\n(its × uniform under the layer's number)",
+                             "占该层最大值的比例\n（该层最大值见层号下方，单位：均匀注意力的倍数）"),
 
     # --- mean attention distance (Figure 7, right) -------------------------------------------------------
     "axis.depth": ("Network depth (layer)", "网络深度（层）"),
@@ -101,8 +124,10 @@ PICTURES: dict[str, tuple[str, str]] = {
     "walk.legend.probability": ("probability after softmax", "softmax 之后的概率"),
 
     # --- can this map be trusted? the comparison of methods (viz.drawing.trust) ----------------------------
-    "trust.title": ("Can these maps be trusted? {target}, probability {probability:.2f}, {variant}",
-                    "这些图可信吗？{target}，概率 {probability:.2f}，{variant}"),
+    "trust.title": ("Can these maps be trusted?\n{target}, probability {probability:.2f}, {variant}",
+                    "这些图可信吗？\n{target}，概率 {probability:.2f}，{variant}"),
+    "trust.title_narrow": ("Can these maps be trusted?\n{target}, probability {probability:.2f}\n{variant}",
+                           "这些图可信吗？\n{target}，概率 {probability:.2f}\n{variant}"),
     "trust.variant.tokens": ("patches dropped from the tokens", "图块从词元序列中移除"),
     "trust.variant.mean_colour": ("patches painted in the mean colour", "图块涂成平均颜色"),
     "trust.variant.blur": ("patches blurred", "图块被模糊"),
@@ -115,10 +140,65 @@ PICTURES: dict[str, tuple[str, str]] = {
     "trust.axis.kept": ("fraction of patches kept", "保留的图块比例"),
     "trust.axis.probability": ("probability of the class", "该类别的概率"),
     "trust.correlation": ("Rank correlation between maps", "各图之间的秩相关"),
-    "trust.sanity": ("Sanity check: layers randomised from the top", "健全性检验：从顶层起随机化"),
+    "trust.sanity": ("Sanity check:\nlayers randomised from the top", "健全性检验：\n从顶层起随机化"),
     "trust.axis.randomised": ("randomised layers", "随机化的层数"),
     "trust.axis.spearman": ("Spearman ρ with the trained map", "与训练后图的斯皮尔曼 ρ"),
     "trust.legend.threshold": ("flag at ρ ≥ {threshold}", "ρ ≥ {threshold} 时标记"),
+
+    # --- a model learning to see (viz.dynamics) ------------------------------------------------------------------
+    "dynamics.caption": ("{name}: epoch {epoch} | validation accuracy {accuracy:.3f} | {position} | this photo: "
+                         "{label} ({probability:.2f})",
+                         "{name}：第 {epoch} 轮 | 验证准确率 {accuracy:.3f} | {position} | 这张照片：{label}（{probability:.2f}）"),
+    "dynamics.no_position": ("no position embedding", "没有位置嵌入"),
+    "dynamics.no_position_text": ("No position embedding (pos_embed_kind 'none'): nothing to show.",
+                                  "没有位置嵌入（pos_embed_kind 为 'none'）：这里没有可显示的内容。"),
+    "dynamics.rollout": ("rollout (CLS)", "注意力展开（CLS）"),
+    "dynamics.rollout_bar": ("× an even share of the patches", "图块平均份额的倍数"),
+    "dynamics.position": ("position embedding similarity", "位置嵌入相似度"),
+    "dynamics.distance": ("mean attention distance (dot: head)", "平均注意力距离（点：头）"),
+    "dynamics.layer": ("layer", "层"),
+    "dynamics.pixels": ("pixels", "像素"),
+    "dynamics.epoch": ("epoch", "训练轮数"),
+    "dynamics.run": ("the run", "训练过程"),
+    "dynamics.accuracy": ("validation accuracy", "验证准确率"),
+
+    # --- the depth animation's frames (viz.animate.display_frames) ----------------------------------------------
+    "frame.attention": ("layer {layer} of 0–{last}: {query} attention, {heads}",
+                        "第 {layer} 层（0–{last}）：{query} 注意力，{heads}"),
+    "frame.rollout": ("layer {layer} of 0–{last}: rollout of layers 0–{layer}",
+                      "第 {layer} 层（0–{last}）：第 0–{layer} 层的注意力展开"),
+
+    # --- two checkpoints on one photo (viz.compare) ------------------------------------------------------------
+    "compare.title": ("A: {a}    vs    B: {b}", "A：{a}    对比    B：{b}"),
+    "compare.top_a": ("A's top-{k}, with B's probability (Δ = B − A)", "A 的前 {k} 个类别及 B 的概率（Δ = B − A）"),
+    "compare.top_b": ("B's top-{k}, with A's probability (Δ = B − A)", "B 的前 {k} 个类别及 A 的概率（Δ = B − A）"),
+    "compare.probability": ("probability", "概率"),
+    "compare.depth": ("Network depth (layer)", "网络深度（层）"),
+    "compare.distance": ("Mean attention distance\n({unit})", "平均注意力距离\n（{unit}）"),
+    "compare.unit": ("pixels of A's {height}×{width} input", "A 的 {height}×{width} 输入的像素"),
+    "compare.dots": ("dots: heads, line: mean of heads", "点：各头，线：各头平均"),
+    "compare.rollout": ("rollout ({fusion} fusion{discard})", "注意力展开（各头取{fusion}{discard}）"),
+    "compare.discard": (", discard {ratio:g}", "，丢弃 {ratio:g}"),
+    "compare.attention": ("{query} attention, layer {la} of A / {lb} of B, {heads}",
+                          "{query} 注意力，A 的第 {la} 层 / B 的第 {lb} 层，{heads}"),
+    "compare.map_a": ("A: {title}", "A：{title}"),
+    "compare.map_b": ("B: {title}", "B：{title}"),
+    "compare.difference": ("B − A (total variation {tv:.3f})", "B − A（总变差 {tv:.3f}）"),
+    "compare.box": ("x {x0:.0f}–{x1:.0f}, y {y0:.0f}–{y1:.0f}", "x {x0:.0f}–{x1:.0f}，y {y0:.0f}–{y1:.0f}"),
+    "compare.same_crop": ("Both models saw the same centre crop of the {width}×{height} photo ({box})",
+                          "两个模型看到的是 {width}×{height} 照片的同一个中心裁剪（{box}）"),
+    "compare.other_crops": ("A saw {a} and B saw {b} of the {width}×{height} photo: compared on their common centre "
+                            "crop, {box}",
+                            "在 {width}×{height} 的照片上，A 看到 {a}，B 看到 {b}：在两者共同的中心区域 {box} 上比较"),
+    "compare.resampled": ("{where}. Every map is resampled bilinearly from its own patch grid (A {ga}, B {gb}) onto the "
+                          "same {width}×{height} pixels and divided by its mean there (1 = a uniform map); B − A > 0 "
+                          "where B puts more of its mass.",
+                          "{where}。每张图都从自己的图块网格（A {ga}，B {gb}）双线性重采样到同样的 {width}×{height} 像素上，"
+                          "再除以它在那里的均值（1 = 均匀分布的图）；B − A > 0 表示 B 在那里放了更多的质量。"),
+    "compare.not_available": ("Δ n/a", "Δ 无"),
+    "fusion.mean": ("mean", "平均"),
+    "fusion.max": ("max", "最大值"),
+    "fusion.min": ("min", "最小值"),
 
     # --- inside the model: logit lens, direct logit attribution, head importance, patching (viz.inside) ------------
     "inside.lens.title": ("Logit lens: the readout after each layer (target: {target})",

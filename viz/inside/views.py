@@ -1,7 +1,7 @@
 """What the page's Inside tab shows, from cached ``InsideReport``s (no model, no Gradio): each picture with the cells
 a click on it picks (``Drawn``), and the lines that say in words what the pictures show, in English or Chinese.
 
-    drawn = dla_view(report, (9, 0), lang)       # the table, head 9.0 framed
+    drawn = dla_view(report, (9, 0), lang)       # the table, head 9.0 framed (narrow=True: drawn for a phone)
     drawn.cells.at(x, y)                         # a click at pixel (x, y) -> (layer, column) or None
 """
 from __future__ import annotations
@@ -35,15 +35,16 @@ def _drawn(fig) -> Drawn:
 
 # --- logit lens -------------------------------------------------------------------------------------------------
 
-def lens_view(report: InsideReport, layer: int | None = None, lang: str = "en") -> Drawn:
+def lens_view(report: InsideReport, layer: int | None = None, lang: str = "en", narrow: bool = False) -> Drawn:
     """The strip: layer → the readout's top-1, the target's probability and rank, ``layer`` shaded; a click picks
     a layer (column)."""
-    return _drawn(lens_strip_figure(report, lang, layer))
+    return _drawn(lens_strip_figure(report, lang, layer, narrow))
 
 
-def patch_lens_view(report: InsideReport, layer: int, photo: np.ndarray, lang: str = "en") -> Image.Image:
+def patch_lens_view(report: InsideReport, layer: int, photo: np.ndarray, lang: str = "en",
+                    narrow: bool = False) -> Image.Image:
     """Every patch's own top-1 class after ``layer``, over the crop the model saw, with its legend."""
-    return figure_to_image(patch_lens_figure(report, layer, photo, lang))
+    return figure_to_image(patch_lens_figure(report, layer, photo, lang, narrow))
 
 
 def settles(rank: np.ndarray, best: int) -> int | None:
@@ -77,14 +78,15 @@ def lens_line(report: InsideReport, lang: str = "en") -> str:
 
 # --- direct logit attribution -----------------------------------------------------------------------------------
 
-def dla_view(report: InsideReport, head: tuple[int, int] | None, lang: str = "en") -> Drawn:
+def dla_view(report: InsideReport, head: tuple[int, int] | None, lang: str = "en", narrow: bool = False) -> Drawn:
     """The layers × (heads | MLP) table, ``head`` framed; a click picks (layer, column), column H being the MLP."""
-    return _drawn(dla_table_figure(report, head, lang))
+    return _drawn(dla_table_figure(report, head, lang, narrow))
 
 
-def sources_view(report: InsideReport, layer: int, head: int, photo: np.ndarray, lang: str = "en") -> Image.Image:
+def sources_view(report: InsideReport, layer: int, head: int, photo: np.ndarray, lang: str = "en",
+                 narrow: bool = False) -> Image.Image:
     """What head ``layer``.``head`` moved into the score from each patch, over the crop the model saw."""
-    return figure_to_image(head_sources_figure(report, layer, head, photo, lang))
+    return figure_to_image(head_sources_figure(report, layer, head, photo, lang, narrow))
 
 
 def default_head(report: InsideReport) -> tuple[int, int]:
@@ -105,9 +107,9 @@ def dla_line(report: InsideReport, lang: str = "en") -> str:
 
 # --- head importance and ablation ---------------------------------------------------------------------------------
 
-def heads_view(report: InsideReport, picked=(), lang: str = "en") -> Drawn:
+def heads_view(report: InsideReport, picked=(), lang: str = "en", narrow: bool = False) -> Drawn:
     """Head importance, exact and estimated, the ``picked`` heads [(layer, head)] framed; a click picks a head."""
-    return _drawn(heads_figure(report, lang, picked))
+    return _drawn(heads_figure(report, lang, picked, narrow))
 
 
 def heads_line(report: InsideReport, lang: str = "en") -> str:
@@ -141,9 +143,9 @@ def ablation_table(report: InsideReport, lang: str = "en") -> str:
 
 # --- activation patching ----------------------------------------------------------------------------------------
 
-def patch_view(patched: InsideReport, lang: str = "en") -> Image.Image:
+def patch_view(patched: InsideReport, lang: str = "en", narrow: bool = False) -> Image.Image:
     """The share of the score difference moved by each head (exact) and by each (layer, token) of the stream."""
-    return figure_to_image(patch_figure(patched, lang))
+    return figure_to_image(patch_figure(patched, lang, narrow))
 
 
 def patch_line(patched: InsideReport, lang: str = "en") -> str:

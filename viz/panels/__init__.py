@@ -13,7 +13,7 @@ Every name stays importable as ``viz.panels.NAME``.
 """
 from .crop import crop_panel
 from .display import (Display, MapPanel, _uniform_ticks, attention_layers, attention_map_panel, display_photo,
-                      query_map_panels, rollout_map_panel, uniform_tokens)
+                      norms_grid_panel, query_map_panels, rollout_map_panel, uniform_tokens)
 from .files import (FUSIONS, MapOptions, attention_panel, captions, check_options, distance_panel, filters_panel,
                     heads_panel, image_panels, model_panels, photo, position_panel, query_panels, rollout_overlay,
                     threshold_panel, token_norm_curves_panel, token_norms_panel)

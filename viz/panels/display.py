@@ -10,15 +10,16 @@ import numpy as np
 from PIL import Image
 
 from ..cache import Cache, nbytes
-from ..drawing import render
+from ..drawing import render, screens
+from ..drawing.grids import banded_grid, label_margins
 from ..i18n import t
 from ..maps import attention, norms
 from ..maps.layout import layer_index, patch_token
 from ..maps.rollout import kept_tokens
 from ..maps.source import check_head, kept_column, kept_rows
 from ..records import Analysis
-from .select import (artifact_drop, attention_caption, attention_of, query_maps, readout_rows_of, rollout_caption,
-                     rollout_of, where_name)
+from .select import (artifact_drop, artifact_flags, attention_caption, attention_of, query_maps, readout_rows_of,
+                     rollout_caption, rollout_of, where_name)
 
 @dataclass(frozen=True)
 class Display:
@@ -29,10 +30,15 @@ class Display:
     alpha: float = 0.6               # opacity of the map over the photo
     colorbar: bool = True
     patch_true: bool = False         # one colour per patch (nearest), thin lines at the patch borders
+    narrow: bool = False             # for a phone-sized screen: text that reads MIN_TEXT there (viz.drawing.screens)
 
     @property
     def font_size(self) -> int:
-        """Colour-bar text size: about 1/32 of the picture, never below 12 pixels."""
+        """Colour-bar text size: about 1/32 of the picture, never below 12 pixels; on a narrow screen, what reads
+        ``screens.MIN_TEXT`` CSS pixels when the picture (the map and its colour bar, about 1.35× the map's width)
+        fills the phone's width."""
+        if self.narrow:
+            return screens.text_for(round((self.size or 224) * 1.35))
         return max(12, round((self.size or 224) / 32))
 
 
@@ -132,12 +138,13 @@ def _layer_columns(a: Analysis, head: int | None, key: int, keep: np.ndarray | N
 
 def rollout_map_panel(a: Analysis, fusion: str = "mean", discard_ratio: float = 0.0, start_layer: int = 0,
                       mask_artifacts: bool = False, norm_ratio: float = 3.0,
-                      display: Display = Display()) -> MapPanel:
+                      display: Display = Display(), stop_layer: int | None = None) -> MapPanel:
     """The query's rollout (CLS, MAP probe or mean of patches) on the photo at display size, in multiples of
-    uniform attention, with the artifact note."""
+    uniform attention, with the artifact note; ``stop_layer``: of the layers up to that one only (an animation's
+    frame)."""
     drop = artifact_drop(a, mask_artifacts, norm_ratio)
     tokens = uniform_tokens(a, drop)
-    values = rollout_of(a, fusion, discard_ratio, start_layer, mask_artifacts, norm_ratio) * tokens
+    values = rollout_of(a, fusion, discard_ratio, start_layer, mask_artifacts, norm_ratio, stop_layer) * tokens
     vmin, vmax = _range(values, drop)
     image = _draw_map(display_photo(a, display.size), values, vmin, vmax, rollout_caption(a, display.lang), tokens,
                       display)
@@ -214,3 +221,34 @@ def query_map_panels(a: Analysis, row: int, col: int, layer: int = -1, head: int
         panels.append(MapPanel(image, values, vmin, vmax, tokens,
                                _artifact_note(a, values, mask_artifacts, norm_ratio, display.lang)))
     return panels[0], panels[1]
+
+
+NARROW_NORM_LAYERS = 4      # layers per row of the token-norm thumbnails on a narrow screen
+NORMS_WIDTH = {False: 1100, True: 560}   # the token-norm thumbnails' width in pixels, wide and narrow screen
+
+
+def norms_grid_panel(a: Analysis, norm_ratio: float = 3.0, lang: str = "en", narrow: bool = False,
+                     cmap: str = "viridis") -> Image.Image:
+    """The page's token norms: every patch token's L2 norm after each layer, one thumbnail per layer (in rows of
+    ``NARROW_NORM_LAYERS`` on a narrow screen), each on its own scale from its smallest norm to its largest
+    unflagged one (written under the layer's number), high-norm patches outlined in cyan and saturated, with a
+    colour bar that says so."""
+    maps = norms.token_norm_maps(a.token_norms, a.num_prefix, a.grid)
+    flags = artifact_flags(a, norm_ratio)
+    low = maps.min(axis=(1, 2), keepdims=True)
+    high = np.where(flags, -np.inf, maps).max(axis=(1, 2), keepdims=True)     # the largest unflagged norm
+    scaled = np.clip((maps - low) / np.where(high > low, high - low, 1.0), 0.0, 1.0)   # flagged ones saturate
+    width = NORMS_WIDTH[narrow]
+    font_size = screens.text_for(width) if narrow else 13
+    labels = [f"{l}\n{low.ravel()[l]:.3g}–{high.ravel()[l]:.3g}" for l in range(a.depth)]
+    bar_label = t("colorbar.norm_share", lang)
+    bar = render.colorbar_width(0.0, 1.0, bar_label, lang=lang, ticks=[1.0, 0.0], font_size=font_size)
+    per_row = NARROW_NORM_LAYERS if narrow else a.depth
+    gh, gw = a.grid
+    left = label_margins((), tuple(labels), t("axis.layer", lang), lang, font_size)[0]
+    cell = max(8, round((width - left - bar - 2 * (per_row - 1)) / per_row * gh / gw))
+    image, _ = banded_grid(scaled[None], per_row, labels, right=bar, cell=cell, cmap=cmap, marks=flags[None],
+                           lang=lang, value_range=(0.0, 1.0), font_size=font_size, title=t("axis.layer", lang))
+    render.draw_colorbar(image, image.width - bar, image.height, cmap, 0.0, 1.0, bar_label, lang=lang, ticks=[1.0, 0.0],
+                         font_size=font_size)
+    return image

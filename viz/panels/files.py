@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 from PIL import Image
 
-from ..drawing import plots, render
+from ..drawing import plots, render, screens
 from ..drawing.grids import GridLayout, thumbnail_grid, tile_images
 from ..i18n import language, t
 from ..maps import attention, distance, embeddings, norms
@@ -180,32 +180,36 @@ def token_norms_panel(a: Analysis, norm_ratio: float = 3.0, cell: int = 56,
                           row_labels=[t("name.norm", lang)], marks=flags[None], lang=lang)
 
 
-def token_norm_curves_panel(a: Analysis, norm_ratio: float = 3.0, lang: str = "en") -> Image.Image:
-    """Token norms against depth (log scale), flagged patches in red."""
-    return plots.token_norm_image(a.token_norms, a.num_prefix, artifact_flags(a, norm_ratio), lang=lang)
+def token_norm_curves_panel(a: Analysis, norm_ratio: float = 3.0, lang: str = "en",
+                            narrow: bool = False) -> Image.Image:
+    """Token norms against depth (log scale), flagged patches in red; ``narrow``: for a phone."""
+    return plots.token_norm_image(a.token_norms, a.num_prefix, artifact_flags(a, norm_ratio), lang=lang,
+                                  narrow=narrow)
 
 
 def distance_panel(mean_distance: np.ndarray, grid: tuple[int, int], patch_size: int,
-                   title: str | None = None, lang: str = "en") -> Image.Image:
+                   title: str | None = None, lang: str = "en", narrow: bool = False) -> Image.Image:
     """Mean attention distance (L, H) of one image, or averaged over images, against depth."""
-    return plots.distance_image(mean_distance, title, distance.uniform_distance(tuple(grid), patch_size), lang=lang)
+    return plots.distance_image(mean_distance, title, distance.uniform_distance(tuple(grid), patch_size), lang=lang,
+                                narrow=narrow)
 
 
-def position_panel(m: ModelArrays, lang: str = "en") -> Image.Image:
+def position_panel(m: ModelArrays, lang: str = "en", narrow: bool = False) -> Image.Image:
     """Figure 7, centre: position-embedding similarity, one tile per patch (a full matplotlib draw, ~0.1 s:
     render it once per model and language); a rotary model without a table gets the similarity its rotation implies
     under a title that says so, a model with neither a panel that says why there is nothing to show."""
-    return _position_image(position_similarity_of(m), m.native_grid, lang, m.rotary_kernel)
+    return _position_image(position_similarity_of(m), m.native_grid, lang, narrow, m.rotary_kernel)
 
 
-def _position_image(similarity: np.ndarray | None, grid: tuple[int, int], lang: str = "en",
+def _position_image(similarity: np.ndarray | None, grid: tuple[int, int], lang: str = "en", narrow: bool = False,
                     rotary: np.ndarray | None = None) -> Image.Image:
     if similarity is None and rotary is not None:
         return plots.figure_to_image(plots.position_similarity_plot(rotary, grid, t("title.rotary_kernel", lang),
-                                                                    lang=lang))
+                                                                    lang=lang, narrow=narrow))
     if similarity is None:
-        return render.message_image(t("note.no_position_embeddings", lang), lang=lang)
-    return plots.figure_to_image(plots.position_similarity_plot(similarity, grid, lang=lang))
+        width = screens.PHONE_WIDTH if narrow else 420
+        return render.message_image(t("note.no_position_embeddings", lang), (width, 200), 14, lang)
+    return plots.figure_to_image(plots.position_similarity_plot(similarity, grid, lang=lang, narrow=narrow))
 
 
 def filters_panel(m: ModelArrays, count: int = 28) -> Image.Image:
@@ -222,7 +226,7 @@ def model_panels(m: ModelArrays, lang: str = "en") -> tuple[dict[str, Image.Imag
     if similarity is None and m.rotary_kernel is not None:
         arrays["rotary_kernel"] = m.rotary_kernel
     return {"filters": filters_panel(m),
-            "pos_similarity": _position_image(similarity, m.native_grid, lang, m.rotary_kernel)}, arrays
+            "pos_similarity": _position_image(similarity, m.native_grid, lang, rotary=m.rotary_kernel)}, arrays
 
 
 def image_panels(a: Analysis, o: MapOptions = MapOptions()) -> tuple[dict[str, Image.Image], dict[str, np.ndarray]]:

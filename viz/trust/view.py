@@ -51,6 +51,11 @@ def protocol_name(protocol: str, lang: str = "en") -> str:
     return t(f"trust.protocol.{protocol}", lang)
 
 
+def method_name(method: str, lang: str = "en") -> str:
+    """A method as people read it ("grad × attention", "梯度×注意力"), not as the code calls it ("gae")."""
+    return t(f"method.{method}", lang)
+
+
 def _seconds(seconds: float | None, lang: str) -> str:
     if seconds is None:
         return ""
@@ -99,7 +104,7 @@ def _fast_table(report: ProtocolsReport, lang: str, seconds: float | None) -> st
             words, gain = verdict_words(v, lang), f"{v.abpc_gain[r.protocol]:+.3f} ± {v.margin[r.protocol]:.3f}"
         else:
             words, gain = t("trust.verdict.baseline", lang), "0"
-        rows.append(f"| {name} | {words} | {_auc(f.deletion_auc, f.auc_error['deletion'])} | "
+        rows.append(f"| {method_name(name, lang)} | {words} | {_auc(f.deletion_auc, f.auc_error['deletion'])} | "
                     f"{_auc(f.insertion_auc, f.auc_error['insertion'])} | {gain} | {_sanity(m, lang)} |")
     return "\n".join(rows + ["", t("trust.legend.errors", lang, points=len(r.fractions)), "",
                              t("trust.legend.fast", lang, n=len(PROTOCOLS))])
@@ -110,7 +115,8 @@ def _thorough_table(report: ProtocolsReport, lang: str, seconds: float | None) -
     ranked = [n for n in first.ranking() if n in verdicts]
     ranked.sort(key=lambda n: ORDER.index(verdict_kind(verdicts[n])))       # stable: ties keep the ranking
     lines = [_head(report, lang, seconds), ""]
-    lines += ["- " + t("trust.bullet", lang, method=n, verdict=verdict_words(verdicts[n], lang)) for n in ranked]
+    lines += ["- " + t("trust.bullet", lang, method=method_name(n, lang), verdict=verdict_words(verdicts[n], lang))
+              for n in ranked]
     sanity = any(first.methods[n].sanity is not None for n in ranked)
     head = [t("trust.table.method", lang), *(protocol_name(p, lang) for p in report.protocols)]
     head += [t("trust.table.sanity", lang)] if sanity else []
@@ -120,7 +126,7 @@ def _thorough_table(report: ProtocolsReport, lang: str, seconds: float | None) -
         cells = [f"{v.abpc_gain[p]:+.3f} ± {v.margin[p]:.3f} {cell_mark(v.abpc_gain[p], v.margin[p])}"
                  for p in report.protocols]
         cells += [_sanity(first.methods[n], lang)] if sanity else []
-        lines.append(f"| {n} | " + " | ".join(cells) + " |")
+        lines.append(f"| {method_name(n, lang)} | " + " | ".join(cells) + " |")
     return "\n".join(lines + ["", agreement_line(report, lang)])
 
 
@@ -146,7 +152,7 @@ def auc_tables(report: ProtocolsReport, lang: str = "en") -> str:
                   "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         for name in r.ranking():
             f = r.methods[name].faithfulness
-            lines.append(f"| {name} | {_auc(f.deletion_auc, f.auc_error['deletion'])} | "
+            lines.append(f"| {method_name(name, lang)} | {_auc(f.deletion_auc, f.auc_error['deletion'])} | "
                          f"{_auc(f.insertion_auc, f.auc_error['insertion'])} | {_auc(f.abpc, f.auc_error['abpc'])} |")
         lines.append("")
     return "\n".join(lines + [t("trust.legend.errors", lang, points=len(report.first.fractions))])
@@ -159,6 +165,6 @@ def cost_line(steps: dict[str, int], lang: str = "en", fast: str = "tokens") -> 
              n=len(steps))
 
 
-def trust_view(report: ProtocolsReport, a: Analysis, lang: str = "en") -> Image.Image:
+def trust_view(report: ProtocolsReport, a: Analysis, lang: str = "en", narrow: bool = False) -> Image.Image:
     """The comparison figure (``viz.drawing.trust``) of the first protocol's report, on the photo the model saw."""
-    return figure_to_image(trust_figure(report.first, np.asarray(a.image.convert("RGB")), lang=lang))
+    return figure_to_image(trust_figure(report.first, np.asarray(a.image.convert("RGB")), lang=lang, narrow=narrow))

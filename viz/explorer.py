@@ -21,6 +21,7 @@ from .drawing import render
 from .architecture import family_summary, stages, to_markdown
 from .maps.layout import pixel_to_patch
 from .panels.heads import HeadsLayout
+from .panels.windows import StagesLayout
 from .i18n import language, t
 from . import window_views
 from .records import Analysis, WindowAnalysis
@@ -72,7 +73,7 @@ class Session:
     ``key``."""
     key: AnalysisKey                           # (photo file, model source, preprocessing) the analysis is of
     query: tuple[int, int] | None = None       # patch (row, col) of the patch query; None: the default one
-    heads_layout: HeadsLayout | None = None    # geometry of the last heads grid, to map clicks to cells
+    heads_layout: HeadsLayout | StagesLayout | None = None   # geometry of the last heads grid, to map clicks to cells
 
 
 def clamp_controls(c: Controls, depth: int, heads: int | tuple[int, ...]) -> Controls:
@@ -194,7 +195,7 @@ def attention_view(a: Analysis, c: Controls, lang: str = "en") -> tuple[Image.Im
 def heads_view(s: Session, a: Analysis, c: Controls, lang: str = "en") -> tuple[Session, Image.Image, str | None]:
     """The layers × heads grid over the photo, each layer on its own colour scale (or one for all with the shared
     scale), the current (layer, head) framed; the session remembers its geometry for clicks (a Swin: one grid per
-    stage, no clicks)."""
+    stage)."""
     if isinstance(a, WindowAnalysis):
         return window_views.heads_view(s, a, c, lang)
     selected = None if c.head is None else (c.layer, c.head)
@@ -250,7 +251,10 @@ def head_at(s: Session, x: float, y: float) -> tuple[int, int] | None:
 
 
 def head_info(a: Analysis, layer: int, head: int, mask_artifacts: bool = False, lang: str = "en") -> str:
-    """One line on a head: its layer, head, mean attention distance and entropy."""
+    """One line on a head: its layer, head, mean attention distance and entropy (a Swin: of the average pool's
+    attention, ``window_views.head_info``)."""
+    if isinstance(a, WindowAnalysis):
+        return window_views.head_info(a, layer, head, lang)
     stats = panels.head_stats(a, mask_artifacts)
     return t("note.head_info", lang, layer=layer, head=head, distance=float(stats.mean_distance[layer, head]),
              entropy=float(stats.entropy_bits[layer, head]), share=float(stats.entropy_share[layer, head]),

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import numpy as np
-from PIL import Image
+from PIL import Image, ImageDraw
 
 from .drawing import render
 from .drawing.grids import thumbnail_grid
@@ -55,16 +55,33 @@ def attention_view(a: WindowAnalysis, c, lang: str = "en", size: int = DISPLAY_S
 
 
 def heads_view(s, a: WindowAnalysis, c, lang: str = "en") -> tuple[object, Image.Image, str]:
-    """(session, every head of every stage: one grid per stage stacked, one colour scale per stage; the note)."""
-    grids = [panels.stage_heads_panel(a, stage, cell=max(40, min(96, HEADS_WIDTH // (max(a.heads) + 2))),
-                                      lang=lang) for stage in range(len(a.stages))]
-    width = max(g.width for g in grids)
-    out = Image.new("RGB", (width, sum(g.height for g in grids) + 8 * (len(grids) - 1)), (255, 255, 255))
-    y = 0
-    for g in grids:
+    """(session that remembers where each thumbnail is for clicks, every head of every stage: one grid per stage
+    stacked, one colour scale per stage, the chosen layer and head framed when one head is shown; the note)."""
+    drawn = [panels.stage_heads_grid(a, stage, cell=max(40, min(96, HEADS_WIDTH // (max(a.heads) + 2))), lang=lang)
+             for stage in range(len(a.stages))]
+    width = max(g.width for g, _ in drawn)
+    out = Image.new("RGB", (width, sum(g.height for g, _ in drawn) + 8 * (len(drawn) - 1)), (255, 255, 255))
+    y, grids = 0, []
+    for stage, (g, layout) in enumerate(drawn):
         out.paste(g, (0, y))
+        grids.append((y, layout, tuple(a.stages[stage])))
         y += g.height + 8
-    return replace(s, heads_layout=None), out, t("swin.note.heads", lang)     # no cell to click: one grid per stage
+    placement = panels.StagesLayout(tuple(grids))
+    if c.head is not None:
+        x0, y0, x1, y1 = placement.box(layer_index(c.layer, a.depth), c.head)
+        ImageDraw.Draw(out).rectangle((x0 - 1, y0 - 1, x1 + 1, y1 + 1), outline=(0, 200, 0), width=2)
+    return replace(s, heads_layout=placement), out, t("swin.note.heads", lang)
+
+
+def head_info(a: WindowAnalysis, layer: int, head: int, lang: str = "en") -> str:
+    """One line on a clicked head: its layer, stage and head, its mean attention distance (pixels of the input) and
+    the entropy of the average pool's attention in it, over its stage's tokens."""
+    pool = panels.pool_attention(a, layer, head).astype(np.float64).ravel()
+    entropy = float(-(pool * np.log2(np.where(pool > 0, pool, 1.0))).sum())
+    maximum = float(np.log2(pool.size))
+    return t("swin.head_info", lang, where=panels.where_label(a, layer, head, lang),
+             distance=float(panels.mean_distances(a)[layer][head]), entropy=entropy,
+             share=entropy / maximum if maximum > 0 else 0.0, maximum=maximum)
 
 
 def query_views(s, a: WindowAnalysis, c, lang: str = "en", size: int = DISPLAY_SIZE // 2

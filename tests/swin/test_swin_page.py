@@ -15,11 +15,12 @@ from swin_references import small_swin
 from tiny_run import tiny_checkpoint
 from vit_explorer import state, views
 from vit_explorer.controls import ControlValues
-from vit_explorer.tabs import compare, explain, features, inside, learn, position, trust
+from vit_explorer.tabs import compare, explain, features, heads, inside, learn, position, trust
 from vit_explorer.tabs.explain import NO_CONTRAST, TOP1
 from viz.i18n import t
 from viz.maps import hierarchy
 from viz.panels import windows as panels
+from viz import window_views
 from viz.records import WindowAnalysis
 
 LABELS = ["a", "b", "c", "d"]
@@ -81,6 +82,46 @@ def test_the_controls_redraw_the_chosen_block_and_head(photo, swin_path):
     # a head past stage 0's one head is clamped to its last
     assert views.redraw(session, ControlValues(layer=0, head=1, mean_heads=False), "en", "head") is not None
     assert ControlValues(layer=0, head=1, mean_heads=False).for_analysis(a).head == 0
+
+
+def _select(x: float, y: float) -> gr.SelectData:
+    return gr.SelectData(target=None, data={"index": [x, y], "value": None})
+
+
+@pytest.mark.parametrize("lang", ["en", "zh-CN"])
+def test_clicking_a_thumbnail_selects_that_layer_and_head(photo, swin_path, lang):
+    page = opened(photo, swin_path, lang)
+    session = page["session"]
+    a = state.analysis(session.key, lang)
+    placement = session.heads_layout
+    for layer in range(a.depth):                     # every thumbnail's centre reads back as its (layer, head)
+        for head in range(a.heads[layer]):
+            x0, y0, x1, y1 = placement.box(layer, head)
+            assert x1 < page["heads"].width and y1 < page["heads"].height
+            assert placement.cell_at((x0 + x1) / 2, (y0 + y1) / 2) == (layer, head)
+    x0, y0, x1, y1 = placement.box(4, 1)
+    out = heads.pick_head(_select((x0 + x1) / 2, (y0 + y1) / 2), session, ControlValues(), lang)
+    assert (out["layer"], out["head"].value, out["head"].interactive, out["mean_heads"]) == (4, 1, True, False)
+    # the Attention and Patch query tabs follow: block 4 (stage 2, 4×4 tokens), head 1
+    c = ControlValues(layer=4, head=1, mean_heads=False).for_analysis(a)
+    expected, note = window_views.attention_view(a, c, lang)
+    assert out["attention_note"] == note == t("swin.note.layer", lang, stage=2, grid="4×4", window="4×4", shift=0,
+                                                pixels=8)
+    assert np.array_equal(np.asarray(out["attention"]), np.asarray(expected))
+    assert "4×4" in out["query_note"]
+    query_out, _ = panels.query_panels(a, 8, 8, 4, 1, alpha=c.opacity, lang=lang, base=window_views._base(a, 320))
+    assert np.array_equal(np.asarray(out["query_out"]), np.asarray(query_out))
+    # the line on the head: its distance, and the entropy of the pool's row through block 4's head 1 over 16 tokens
+    pool = hierarchy.rows_through(hierarchy.mean_row((4, 4)), a.attention[4][:, 1], a.layouts[4]).astype(np.float64)
+    entropy = float(-(pool * np.log2(pool)).sum())
+    assert out["heads_info"] == t("swin.head_info", lang, where=panels.where_label(a, 4, 1, lang),
+                                  distance=float(panels.mean_distances(a)[4][1]), entropy=entropy,
+                                  share=entropy / 4.0, maximum=4.0)
+    # the grid frames the chosen thumbnail in green, and a click on a stage's title selects nothing
+    framed = np.asarray(out["heads"])
+    assert tuple(framed[y0 - 1, (x0 + x1) // 2]) == (0, 200, 0)
+    assert tuple(np.asarray(page["heads"])[y0 - 1, (x0 + x1) // 2]) != (0, 200, 0)
+    assert heads.pick_head(_select(2, 2), out["session"], ControlValues(), lang) == {}
 
 
 def test_explain_and_trust_run_the_swins_methods(photo, swin_path):

@@ -818,9 +818,15 @@ PAGE: dict[str, tuple[str, str]] = {
                         "第 {stage} 阶段：{grid} 的词元网格，每个词元 {pixels}×{pixels} 像素，窗口 {window} 个词元"
                         "（白线框出），平移 {shift}。"),
     "swin.note.heads": ("Every head of every layer, one grid per stage, each stage on its own colour scale (its range "
-                        "in the grid's title): the average pool's view of each head, on the stage's own grid.",
+                        "in the grid's title): the average pool's view of each head, on the stage's own grid. Click a "
+                        "thumbnail to select that layer and head.",
                         "每一层的每个头，每个阶段一张网格，每个阶段各用自己的色标（范围见网格标题）：平均池化在每个头上的"
-                        "注意力，画在该阶段自己的网格上。"),
+                        "注意力，画在该阶段自己的网格上。点击缩略图即可选中该层和该头。"),
+    "swin.head_info": (
+        "{where}: mean attention distance {distance:.0f} pixels, entropy of the average pool's attention "
+        "{entropy:.2f} bits ({share:.0%} of the maximum {maximum:.2f})",
+        "{where}：平均注意力距离 {distance:.0f} 像素，平均池化注意力的熵 {entropy:.2f} 比特"
+        "（最大值 {maximum:.2f} 的 {share:.0%}）"),
     "swin.note.query": ("Patch ({row}, {col}) lies in token ({token_row}, {token_col}) of stage {stage}'s {grid} grid: "
                         "its row and its column inside its window, the layer's windows outlined.",
                         "图层 ({row}, {col}) 位于第 {stage} 阶段 {grid} 网格的词元 ({token_row}, {token_col})："

@@ -12,12 +12,14 @@ it is defined on (``viz.maps.hierarchy`` computes the numbers; docs/swin.md defi
 """
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
+
 import numpy as np
 from PIL import Image, ImageDraw
 
 from ..drawing import plots, render
 from ..drawing.fonts import use_language_font
-from ..drawing.grids import thumbnail_grid
+from ..drawing.grids import GridLayout, thumbnail_grid
 from ..i18n import t
 from ..maps import hierarchy
 from ..maps.layout import layer_index
@@ -139,23 +141,59 @@ def stage_heads_maps(a: WindowAnalysis, stage: int) -> np.ndarray:
     return np.stack([np.stack([pool_attention(a, l, h) for h in range(a.heads[l])]) for l in blocks])
 
 
-def stage_heads_panel(a: WindowAnalysis, stage: int, cell: int = 56, cmap: str = render.DEFAULT_CMAP,
-                      lang: str = "en", font_size: int = 13) -> Image.Image:
+def stage_heads_grid(a: WindowAnalysis, stage: int, cell: int = 56, cmap: str = render.DEFAULT_CMAP,
+                     lang: str = "en", font_size: int = 13) -> tuple[Image.Image, GridLayout]:
     """Every head of a stage at once (rows: its blocks, columns: its heads) over the photo, on one colour scale for
-    the whole stage, its range in the title above (the canvas as wide as the title needs)."""
+    the whole stage, its range in the title above (the canvas as wide as the title needs); and where its thumbnails
+    are in that picture (rows: the stage's blocks in order)."""
     maps = stage_heads_maps(a, stage)
     vmin, vmax = float(maps.min()), float(maps.max())
     blocks = a.stages[stage]
-    grid, _ = thumbnail_grid(maps, cell=cell, cmap=cmap, value_range=(vmin, vmax), background=a.image,
-                             row_labels=[t("swin.layer", lang, layer=l) for l in blocks],
-                             col_labels=[t("name.head", lang, head=h) for h in range(a.heads[blocks[0]])], lang=lang)
+    grid, layout = thumbnail_grid(maps, cell=cell, cmap=cmap, value_range=(vmin, vmax), background=a.image,
+                                  row_labels=[t("swin.layer", lang, layer=l) for l in blocks],
+                                  col_labels=[t("name.head", lang, head=h) for h in range(a.heads[blocks[0]])],
+                                  lang=lang, font_size=max(11, font_size - 2))
     title = t("swin.stage_title", lang, stage=stage, low=render.tick_text(vmin), high=render.tick_text(vmax))
     f = render.font(font_size, lang, title)
     strip = render.caption_strip_height(font_size)
     out = Image.new("RGB", (max(grid.width, round(f.getlength(title)) + 12), grid.height + strip), "white")
     out.paste(grid, (0, strip))
     ImageDraw.Draw(out).text((6, strip / 2), title, fill="black", font=f, anchor="lm")
-    return out
+    return out, replace(layout, top=layout.top + strip)
+
+
+def stage_heads_panel(a: WindowAnalysis, stage: int, cell: int = 56, cmap: str = render.DEFAULT_CMAP,
+                      lang: str = "en", font_size: int = 13) -> Image.Image:
+    """``stage_heads_grid``'s picture."""
+    return stage_heads_grid(a, stage, cell, cmap, lang, font_size)[0]
+
+
+@dataclass(frozen=True)
+class StagesLayout:
+    """Where each (block, head) thumbnail is in the stages' heads grids stacked one under the other, to map a click
+    back to the block (the page's layer) and head: the same questions as a ViT's ``HeadsLayout``."""
+    grids: tuple[tuple[int, GridLayout, tuple[int, ...]], ...]   # per stage: (its top in pixels, its grid, its blocks)
+
+    def cell_at(self, x: float, y: float) -> tuple[int, int] | None:
+        """Pixel (x, y) of the stacked picture -> (layer, head) of the thumbnail under it, or None (titles, labels,
+        gaps between the stages)."""
+        for top, layout, blocks in self.grids:
+            if top <= y < top + layout.size[1]:
+                cell = layout.cell_at(x, y - top)
+                return None if cell is None else (blocks[cell[0]], cell[1])
+        return None
+
+    def box(self, layer: int, head: int) -> tuple[int, int, int, int]:
+        """Pixel box (x0, y0, x1, y1) of the thumbnail of (layer, head) in the stacked picture."""
+        for top, layout, blocks in self.grids:
+            if layer in blocks:
+                if not 0 <= head < layout.cols:
+                    raise ValueError(f"Head {head} does not exist in layer {layer}! Expected 0 <= head < "
+                                     f"{layout.cols}.")
+                x0, y0, x1, y1 = layout.box(blocks.index(layer), head)
+                return x0, y0 + top, x1, y1 + top
+        raise ValueError(f"Layer {layer} is in no stage of this Swin! Expected 0 <= layer < "
+                         f"{sum(len(b) for _, _, b in self.grids)}.")
 
 
 def mean_distances(a: WindowAnalysis) -> list[np.ndarray]:

@@ -30,7 +30,7 @@ from viz.records import Analysis
 
 from . import state
 from .controls import ControlValues
-from .tabs import TABS
+from .tabs import TABS, learn
 from .texts import font_note
 
 PAGE_OUTPUTS = ("session", "top5", "summary", "crop", "crop_note")   # above and below the tabs
@@ -123,8 +123,7 @@ def switch_model(model, current_model, photo, session, controls: ControlValues, 
     head = min(int(controls.head), H - 1)
     values = {"current_model": model, "model": gr.Dropdown(choices=state.model_choices(model), value=model),
               "layer": gr.Slider(maximum=L - 1, value=L - 1), "head": gr.Slider(maximum=H - 1, value=head),
-              "start_layer": gr.Slider(maximum=L - 1, value=0), "learn_layer": gr.Slider(maximum=L - 1, value=L - 1),
-              **size_control(served, lang)}
+              "start_layer": gr.Slider(maximum=L - 1, value=0), **learn.fit(served), **size_control(served, lang)}
     if not photo:
         return values
     key = AnalysisKey(str(photo), state.model_source(model, lang), preprocess)
@@ -137,7 +136,7 @@ def switch_model(model, current_model, photo, session, controls: ControlValues, 
     return {**values, **page_views(Session(key), served, a, c, lang, photo)}
 
 
-SWITCHED_MODEL = ("current_model", "model", "layer", "head", "start_layer", "learn_layer", "input_size",
+SWITCHED_MODEL = ("current_model", "model", "layer", "head", "start_layer", *learn.FITTED, "input_size",
                   "input_cost")   # switch_model's own
 
 

@@ -1,8 +1,9 @@
 """A Swin on the page as a person uses it, in a real browser (headless Debian chromium through pip playwright, the
 app served on 127.0.0.1 with a small random Swin, perturbed): the cat analysed, then every tab opened in turn, on a
 desktop in English and on a 390 px phone in Chinese. The map tabs draw their pictures with the Swin's notes, a click
-on the photo redraws the patch query, the Model and Learn tabs show its stages, Features and Inside say why they have
-no Swin form, Explain draws GAE through the windows, Trust states its pixel protocols; the phone needs no sideways
+on the photo redraws the patch query, a click on a thumbnail of the heads grid selects that layer and head, the Model
+and Learn tabs show its stages (the walk's step controls hidden: a Swin's walk is one page), Features and Inside say
+why they have no Swin form, Explain draws GAE through the windows, Trust states its pixel protocols; the phone needs no sideways
 scrolling. Screenshots go to tests/artifacts/ (git-ignored)."""
 from __future__ import annotations
 
@@ -10,10 +11,14 @@ from pathlib import Path
 
 import pytest
 import vit
+from PIL import Image
 from playwright.sync_api import Page
 
 from browser_setup import ARTIFACTS, TIMEOUT_MS, TOP1, app_in_browser
 from swin_references import small_swin
+from viz import window_views
+from viz.analysis.windows import analyze_windows
+from viz.explorer import AnalysisKey, Controls, Session
 from viz.i18n import t
 
 pytestmark = pytest.mark.slow   # a served app and a browser: about a minute
@@ -28,7 +33,16 @@ def server(tmp_path_factory):
     path = vit.save_checkpoint(tmp_path_factory.mktemp("swin") / "small_swin.pt", small_swin(1), list("abcd"),
                                vit.Preprocess.for_crop(32), extra={"name": "small swin"})
     with app_in_browser(str(path)) as (url, browser):
-        yield {"url": url, "browser": browser}
+        yield {"url": url, "browser": browser, "weights": str(path)}
+
+
+def _thumbnail_centre(server, lang: str, narrow: bool, layer: int, head: int) -> tuple[float, float, int]:
+    """(x, y) in pixels of the heads grid picture of the centre of (layer, head)'s thumbnail, and the picture's width:
+    the grid's geometry does not depend on the photo's values, only on the model, the language and the screen."""
+    a = analyze_windows(vit.load(server["weights"]), Image.open(REPO / "examples" / "chelsea.jpg").convert("RGB"))
+    s, image, _ = window_views.heads_view(Session(AnalysisKey("", "")), a, Controls(narrow=narrow), lang)
+    x0, y0, x1, y1 = s.heads_layout.box(layer, head)
+    return (x0 + x1) / 2, (y0 + y1) / 2, image.width
 
 
 def _open(page: Page, tab: str, lang: str) -> None:
@@ -55,6 +69,16 @@ def _tour(server, locale: str, viewport: dict, shots: str) -> None:
         page.locator("#attention-image img").first.wait_for()
         _open(page, "heads", lang)
         page.locator("#heads-image img").first.wait_for()
+        x, y, natural = _thumbnail_centre(server, lang, viewport is PHONE, 4, 1)
+        shown = page.locator("#heads-image img").first
+        scale = shown.bounding_box()["width"] / natural
+        shown.click(position={"x": x * scale, "y": y * scale})
+        said = t("swin.head_info", lang, where="", distance=0, entropy=0, share=0, maximum=0).split("0")[0]
+        _text(page, "heads-info", said)
+        _open(page, "attention", lang)
+        _text(page, "attention-note", t("swin.note.layer", lang, stage=2, grid="4×4", window="4×4", shift=0,
+                                        pixels=8)[:30])
+        _open(page, "heads", lang)
         page.screenshot(path=str(ARTIFACTS / f"swin-{shots}-heads.png"), full_page=True)
         _open(page, "query", lang)
         before = page.locator("#query-out img").first.get_attribute("src")
@@ -68,6 +92,8 @@ def _tour(server, locale: str, viewport: dict, shots: str) -> None:
         _open(page, "learn", lang)
         _text(page, "learn-text", t("swin.learn", lang)[:10])
         _text(page, "learn-table", t("swin.arch.merge", lang))
+        for hidden in ("learn-about", "learn-steps", "learn-step", "learn-layer"):       # nothing to move on a Swin's one page
+            assert page.locator(f"#{hidden}").is_hidden(), hidden
         page.screenshot(path=str(ARTIFACTS / f"swin-{shots}-learn.png"), full_page=True)
         _open(page, "features", lang)
         _text(page, "features-pca-note", t("swin.not.features", lang)[:20])

@@ -152,6 +152,18 @@ def test_tabs_with_no_swin_form_say_why(photo, swin_path, lang):
     assert walk["learn_picture"].size == (640, 640)
 
 
+def test_the_walks_steps_hide_for_a_swin_and_come_back_for_a_vit(photo, swin_path, tmp_path):
+    vit_path = str(tiny_checkpoint(tmp_path / "tiny.pt", size=32, patch=8, depth=3, heads=2))
+    to_swin = views.switch_model(swin_path, vit_path, photo, None, ControlValues(), "en")
+    assert learn.FITTED == ("learn_about", "learn_steps", "step", "learn_layer")
+    assert [to_swin[name].visible for name in learn.FITTED] == [False] * 4   # how to step, Back/Next, step, layer
+    assert to_swin["learn_layer"].maximum == 5
+    assert learn.show(to_swin["session"], 4, 2, "en")["learn_text"] == t("swin.learn", "en")   # one page: no steps
+    to_vit = views.switch_model(vit_path, swin_path, photo, to_swin["session"], ControlValues(), "en")
+    assert [to_vit[name].visible for name in learn.FITTED] == [True] * 4
+    assert (to_vit["learn_layer"].maximum, to_vit["learn_layer"].value) == (2, 2)
+
+
 def test_compare_puts_a_swin_beside_a_vit(photo, swin_path, tmp_path):
     vit_path = str(tiny_checkpoint(tmp_path / "tiny.pt", size=32, patch=8, depth=3, heads=2))
     session = opened(photo, swin_path)["session"]

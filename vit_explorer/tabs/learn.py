@@ -16,20 +16,22 @@ OUTPUTS = ("learn_text", "learn_picture", "learn_table")
 
 def build(page) -> None:
     i18n = page.i18n
-    gr.Markdown(i18n("about.learn"))
-    with gr.Row(equal_height=True, elem_id="learn-steps"):   # the buttons side by side, on a phone too
+    walks = not is_swin(page.served.loaded.model)       # a ViT's walk has steps, a Swin's is one page (``fit``)
+    page.add("learn_about", gr.Markdown(i18n("about.learn"), visible=walks, elem_id="learn-about"))
+    with page.add("learn_steps", gr.Row(equal_height=True, visible=walks, elem_id="learn-steps")):
+        # the buttons side by side, on a phone too
         page.add("back", gr.Button(i18n("button.back"), scale=1, min_width=80, elem_id="learn-back"))
         page.add("forward", gr.Button(i18n("button.next"), variant="primary", scale=1, min_width=80,
                                       elem_id="learn-next"))
     page.add("step", gr.Slider(1, len(tabs.STEPS), value=1, step=1, label=i18n("control.step"),
-                               info=i18n("help.step"), elem_id="learn-step"))
+                               info=i18n("help.step"), visible=walks, elem_id="learn-step"))
     with gr.Row():
         with gr.Column(scale=3, min_width=300):
             page.add("learn_picture", picture(i18n, "picture.step", elem_id="learn-picture"))
         with gr.Column(scale=2, min_width=260):
             page.add("learn_text", gr.Markdown(elem_id="learn-text"))
             page.add("learn_layer", gr.Slider(0, page.depth - 1, value=page.depth - 1, step=1,
-                                              label=i18n("control.layer"), info=i18n("help.layer"),
+                                              label=i18n("control.layer"), info=i18n("help.layer"), visible=walks,
                                               elem_id="learn-layer"))
             page.add("learn_table", gr.Markdown(elem_id="learn-table"))
 
@@ -50,6 +52,19 @@ def show(session, step, learn_layer, lang, narrow=False):
     layer = min(int(learn_layer), w.depth - 1)
     text, image = tabs.learn_step(w, int(step), layer, lang, state.analysis(session.key, lang), bool(narrow))
     return dict(learn_text=text, learn_picture=image, learn_table=tabs.learn_table(w, layer, lang))
+
+
+FITTED = ("learn_about", "learn_steps", "step", "learn_layer")     # what ``fit`` sets when the model changes
+
+
+def fit(served) -> dict:
+    """The walk's controls for a newly chosen model: the steps (Back, Next, the step slider), step 7's layer for a
+    ViT, its layers, and the line on how to use them; hidden for a Swin, whose walk is one page of its stages
+    (nothing for them to move; its own sentence says what the page shows)."""
+    walks = not is_swin(served.loaded.model)
+    return {"learn_about": gr.Markdown(visible=walks), "learn_steps": gr.Row(visible=walks),
+            "step": gr.Slider(visible=walks),
+            "learn_layer": gr.Slider(maximum=served.depth - 1, value=served.depth - 1, visible=walks)}
 
 
 def step_by(delta: int):

@@ -850,7 +850,7 @@ PAGE: dict[str, tuple[str, str]] = {
     "swin.learn": ("A Swin's walk is its stages: the photo cut into patches, layers that attend inside windows (every "
                    "other one shifted by half a window), 2×2 merging between stages, then the average pool and the "
                    "head. This photo's shapes:",
-                   "Swin 的流程就是它的各个阶段：照片切成图层，各层在窗口内做注意力（每隔一层平移半个窗口），阶段之间"
+                   "Swin 的流程就是它的各个阶段：照片切成图块，各层在窗口内做注意力（每隔一层平移半个窗口），阶段之间"
                    "2×2 合并，最后平均池化和分类头。这张照片的形状："),
     "swin.trust": ("On a Swin, fast paints the removed patches in the photo's mean colour and thorough adds blur and "
                    "ROAD: its windows tile the whole grid, so patches are never dropped from the tokens.",

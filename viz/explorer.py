@@ -311,14 +311,14 @@ def crop_view(photo: str, model: ServedModel, lang: str = "en") -> tuple[Image.I
 
 def distance_view(a: Analysis, lang: str = "en", narrow: bool = False) -> Image.Image:
     if isinstance(a, WindowAnalysis):
-        return window_views.distance_view(a, lang)
+        return window_views.distance_view(a, lang, narrow)
     return panels.distance_panel(panels.mean_distance_of(a), a.grid, a.patch_size, lang=language(lang), narrow=narrow)
 
 
 def norms_views(a: Analysis, lang: str = "en", narrow: bool = False) -> tuple[Image.Image, Image.Image]:
     """(token norms per layer as thumbnails with their colour bar, norms against depth as curves)."""
     if isinstance(a, WindowAnalysis):
-        return window_views.norms_views(a, lang)
+        return window_views.norms_views(a, lang, narrow)
     lang = language(lang)
     return (panels.norms_grid_panel(a, lang=lang, narrow=narrow),
             panels.token_norm_curves_panel(a, lang=lang, narrow=narrow))

@@ -11,31 +11,37 @@ from dataclasses import replace
 import numpy as np
 from PIL import Image, ImageDraw
 
-from .drawing import render
-from .drawing.grids import thumbnail_grid
+from .drawing import render, screens
+from .drawing.grids import banded_grid, thumbnail_grid
 from .i18n import t
 from .maps.layout import layer_index
-from .panels import display_photo
+from .panels import Display, display_photo
 from .panels import windows as panels
 from .records import WindowAnalysis
 
-DISPLAY_SIZE = 640      # as viz.explorer's
+DISPLAY_SIZE = 640      # as viz.explorer's: the maps' longer side
+NARROW_SIZE = 448       # as viz.explorer's: the maps' longer side on a narrow screen
 HEADS_WIDTH = 1100
+NARROW_HEADS_WIDTH = 560   # as viz.explorer's: the heads grids' width on a narrow screen
+NARROW_HEADS = 4        # heads side by side in a stage's grid on a narrow screen (the rest in bands below)
+NARROW_NORM_LAYERS = 4  # layers side by side in the token-norm thumbnails on a narrow screen
+
+
+def _display(c, size: int) -> Display:
+    """How a map is drawn: ``size`` pixels (``NARROW_SIZE`` on a narrow screen) with its colour bar's text size."""
+    return Display(size=NARROW_SIZE if c.narrow else size, narrow=c.narrow)
 
 
 def _base(a: WindowAnalysis, size: int) -> Image.Image:
     return display_photo(a, size)
 
 
-def _font(size: int) -> int:
-    return max(12, round(size / 32))
-
-
 def rollout_view(a: WindowAnalysis, c, lang: str = "en", size: int = DISPLAY_SIZE) -> tuple[Image.Image, str]:
     """(rollout through windows and merges over the photo, the note saying how it is read here)."""
     values = panels.rollout_values(a, c.fusion)
-    image = render.overlay(_base(a, size), values, alpha=c.opacity, colorbar=True, smooth=not c.patch_true,
-                           label=t("swin.rollout_caption", lang), lang=lang, font_size=_font(size))
+    d = _display(c, size)
+    image = render.overlay(_base(a, d.size), values, alpha=c.opacity, colorbar=True, smooth=not c.patch_true,
+                           label=t("swin.rollout_caption", lang), lang=lang, font_size=d.font_size)
     return image, t("swin.note.rollout", lang)
 
 
@@ -44,10 +50,11 @@ def attention_view(a: WindowAnalysis, c, lang: str = "en", size: int = DISPLAY_S
     layer = layer_index(c.layer, a.depth)
     layout = a.layouts[layer]
     values = panels.pool_attention(a, layer, c.head)
-    base = _base(a, size)
+    d = _display(c, size)
+    base = _base(a, d.size)
     image = render.overlay(base, values, alpha=c.opacity, colorbar=True, smooth=not c.patch_true,
                            label=t("swin.pool_caption", lang, where=panels.where_label(a, layer, c.head, lang)),
-                           lang=lang, font_size=_font(size))
+                           lang=lang, font_size=d.font_size)
     image = panels.outline_windows(image, layout, base.size)
     note = t("swin.note.layer", lang, stage=layout.stage, grid=f"{layout.grid[0]}×{layout.grid[1]}",
              window=f"{layout.window[0]}×{layout.window[1]}", shift=layout.shift[0], pixels=layout.token_size)
@@ -57,14 +64,19 @@ def attention_view(a: WindowAnalysis, c, lang: str = "en", size: int = DISPLAY_S
 def heads_view(s, a: WindowAnalysis, c, lang: str = "en") -> tuple[object, Image.Image, str]:
     """(session that remembers where each thumbnail is for clicks, every head of every stage: one grid per stage
     stacked, one colour scale per stage, the chosen layer and head framed when one head is shown; the note)."""
-    drawn = [panels.stage_heads_grid(a, stage, cell=max(40, min(96, HEADS_WIDTH // (max(a.heads) + 2))), lang=lang)
-             for stage in range(len(a.stages))]
+    if c.narrow:          # a few heads side by side, as large as a phone's width allows, text that reads there
+        per_band = min(NARROW_HEADS, max(a.heads))
+        options = dict(cell=(NARROW_HEADS_WIDTH - 100) // per_band, per_band=per_band,
+                       font_size=screens.text_for(NARROW_HEADS_WIDTH) + 2)
+    else:
+        options = dict(cell=max(40, min(96, HEADS_WIDTH // (max(a.heads) + 2))))
+    drawn = [panels.stage_heads_grid(a, stage, lang=lang, **options) for stage in range(len(a.stages))]
     width = max(g.width for g, _ in drawn)
     out = Image.new("RGB", (width, sum(g.height for g, _ in drawn) + 8 * (len(drawn) - 1)), (255, 255, 255))
     y, grids = 0, []
-    for stage, (g, layout) in enumerate(drawn):
+    for stage, (g, placement) in enumerate(drawn):
         out.paste(g, (0, y))
-        grids.append((y, layout, tuple(a.stages[stage])))
+        grids.append((y, g.height, placement, tuple(a.stages[stage])))
         y += g.height + 8
     placement = panels.StagesLayout(tuple(grids))
     if c.head is not None:
@@ -89,7 +101,9 @@ def query_views(s, a: WindowAnalysis, c, lang: str = "en", size: int = DISPLAY_S
     """(where the clicked patch's token looks in the chosen block, who looks at it; the note naming the token)."""
     row, col = s.query or (a.grid[0] // 2, a.grid[1] // 2)
     layer = layer_index(c.layer, a.depth)
-    out, into = panels.query_panels(a, row, col, layer, c.head, alpha=c.opacity, lang=lang, base=_base(a, size))
+    d = _display(c, size)
+    out, into = panels.query_panels(a, row, col, layer, c.head, alpha=c.opacity, lang=lang, base=_base(a, d.size),
+                                    font_size=d.font_size if c.narrow else None)     # wide: by height
     r, k = panels.stage_token(a, row, col, layer)
     layout = a.layouts[layer]
     note = t("swin.note.query", lang, row=row, col=col, stage=layout.stage, token_row=r, token_col=k,
@@ -99,20 +113,25 @@ def query_views(s, a: WindowAnalysis, c, lang: str = "en", size: int = DISPLAY_S
     return out, into, note
 
 
-def distance_view(a: WindowAnalysis, lang: str = "en") -> Image.Image:
-    return panels.distance_figure(panels.mean_distances(a), a.layouts, lang)
+def distance_view(a: WindowAnalysis, lang: str = "en", narrow: bool = False) -> Image.Image:
+    return panels.distance_figure(panels.mean_distances(a), a.layouts, lang, narrow)
 
 
-def norms_views(a: WindowAnalysis, lang: str = "en") -> tuple[Image.Image, Image.Image]:
+def norms_views(a: WindowAnalysis, lang: str = "en", narrow: bool = False) -> tuple[Image.Image, Image.Image]:
     """(every block's token norms on the photo's patch grid, each token's value on the patches it covers; the
-    median and range against the block)."""
+    median and range against the block); ``narrow``: a few layers to a row, text that reads on a phone."""
     gh, gw = a.grid
     maps = np.stack([np.kron(np.asarray(n, np.float32), np.ones((gh // n.shape[0], gw // n.shape[1]), np.float32))
                      for n in a.token_norms])                                         # (L, gh, gw)
-    picture = thumbnail_grid(maps[None], cell=56, cmap="viridis",
-                             col_labels=[t("swin.layer", lang, layer=l) for l in range(a.depth)],
-                             row_labels=[t("name.norm", lang)], lang=lang)[0]
-    return picture, panels.token_norms_figure(a, lang)
+    layers = [t("swin.layer", lang, layer=l) for l in range(a.depth)]
+    options = dict(cmap="viridis", row_labels=[t("name.norm", lang)], lang=lang)
+    if narrow and a.depth > NARROW_NORM_LAYERS:
+        font_size = screens.text_for(NARROW_HEADS_WIDTH)
+        picture = banded_grid(maps[None], NARROW_NORM_LAYERS, layers, font_size=font_size,
+                              cell=(NARROW_HEADS_WIDTH - 80) // NARROW_NORM_LAYERS, **options)[0]
+    else:
+        picture = thumbnail_grid(maps[None], cell=56, col_labels=layers, **options)[0]
+    return picture, panels.token_norms_figure(a, lang, narrow)
 
 
 def pictures(s, a: WindowAnalysis, c, lang: str = "en", query_photo=None) -> dict:
@@ -121,11 +140,11 @@ def pictures(s, a: WindowAnalysis, c, lang: str = "en", query_photo=None) -> dic
     attention, attention_note = attention_view(a, c, lang)
     s, heads, heads_note = heads_view(s, a, c, lang)
     query_out, query_in, query_note = query_views(s, a, c, lang)
-    norms, norm_curves = norms_views(a, lang)
+    norms, norm_curves = norms_views(a, lang, c.narrow)
     return dict(session=s, rollout=rollout, rollout_note=rollout_note, attention=attention,
                 attention_note=attention_note, heads=heads, heads_note=heads_note, query_photo=query_photo,
-                query_out=query_out, query_in=query_in, query_note=query_note, distance=distance_view(a, lang),
-                norms=norms, norm_curves=norm_curves)
+                query_out=query_out, query_in=query_in, query_note=query_note,
+                distance=distance_view(a, lang, c.narrow), norms=norms, norm_curves=norm_curves)
 
 
 def learn_picture(a: WindowAnalysis, size: int = DISPLAY_SIZE) -> Image.Image:

@@ -3,8 +3,8 @@ app served on 127.0.0.1 with a small random Swin, perturbed): the cat analysed, 
 desktop in English and on a 390 px phone in Chinese. The map tabs draw their pictures with the Swin's notes, a click
 on the photo redraws the patch query, a click on a thumbnail of the heads grid selects that layer and head, the Model
 and Learn tabs show its stages (the walk's step controls hidden: a Swin's walk is one page), Features and Inside say
-why they have no Swin form, Explain draws GAE through the windows, Trust states its pixel protocols; the phone needs no sideways
-scrolling. Screenshots go to tests/artifacts/ (git-ignored)."""
+why they have no Swin form, Explain draws GAE through the windows, Trust states its pixel protocols; the phone needs no
+sideways scrolling. Screenshots go to tests/artifacts/ (git-ignored)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -92,7 +92,7 @@ def _tour(server, locale: str, viewport: dict, shots: str) -> None:
         _open(page, "learn", lang)
         _text(page, "learn-text", t("swin.learn", lang)[:10])
         _text(page, "learn-table", t("swin.arch.merge", lang))
-        for hidden in ("learn-about", "learn-steps", "learn-step", "learn-layer"):       # nothing to move on a Swin's one page
+        for hidden in ("learn-about", "learn-steps", "learn-step", "learn-layer"):   # nothing to move on its one page
             assert page.locator(f"#{hidden}").is_hidden(), hidden
         page.screenshot(path=str(ARTIFACTS / f"swin-{shots}-learn.png"), full_page=True)
         _open(page, "features", lang)

@@ -12,11 +12,13 @@ import vit
 import app_server  # noqa: F401  (gives this process its own GRADIO_TEMP_DIR before the app is built)
 from handler_steps import finished
 from swin_references import small_swin
+from text_sizes import recording, shown_text
 from tiny_run import tiny_checkpoint
 from vit_explorer import state, views
 from vit_explorer.controls import ControlValues
 from vit_explorer.tabs import compare, explain, features, heads, inside, learn, position, trust
 from vit_explorer.tabs.explain import NO_CONTRAST, TOP1
+from viz.drawing import screens
 from viz.i18n import t
 from viz.maps import hierarchy
 from viz.panels import windows as panels
@@ -122,6 +124,41 @@ def test_clicking_a_thumbnail_selects_that_layer_and_head(photo, swin_path, lang
     assert tuple(framed[y0 - 1, (x0 + x1) // 2]) == (0, 200, 0)
     assert tuple(np.asarray(page["heads"])[y0 - 1, (x0 + x1) // 2]) != (0, 200, 0)
     assert heads.pick_head(_select(2, 2), out["session"], ControlValues(), lang) == {}
+
+
+@pytest.mark.parametrize("lang", ["en", "zh-CN"])
+def test_a_swins_pictures_read_on_a_phone_and_its_narrow_grid_answers_clicks(photo, swin_path, lang, monkeypatch):
+    page = opened(photo, swin_path, lang, narrow=True)
+    session = page["session"]
+    a = state.analysis(session.key, lang)
+    c = ControlValues(narrow=True, layer=4, head=1, mean_heads=False).for_analysis(a)
+    drawn = {"rollout": lambda: window_views.rollout_view(a, c, lang)[0],
+             "attention": lambda: window_views.attention_view(a, c, lang)[0],
+             "heads": lambda: window_views.heads_view(session, a, c, lang)[1],
+             "query": lambda: window_views.query_views(session, a, c, lang)[0],
+             "distance": lambda: window_views.distance_view(a, lang, narrow=True),
+             "norms": lambda: window_views.norms_views(a, lang, narrow=True)[0],
+             "norm curves": lambda: window_views.norms_views(a, lang, narrow=True)[1]}
+    small = {}
+    with recording(monkeypatch) as sizes:
+        for name, draw in drawn.items():
+            sizes.clear()
+            image = draw()
+            if (shown := shown_text(sizes, image.width)) < screens.MIN_TEXT - 0.05:
+                small[name] = (round(shown, 1), image.width, min(sizes.pixels))
+    assert not small, f"text below {screens.MIN_TEXT} px on a {screens.PHONE_WIDTH} px picture: {small}"
+    assert page["rollout"].height == page["attention"].height == window_views.NARROW_SIZE    # the page drew for a phone
+    # a stage with more heads than fit side by side goes on in bands below, and clicks still find each thumbnail
+    monkeypatch.setattr(window_views, "NARROW_HEADS", 1)
+    banded, picture, _ = window_views.heads_view(session, a, c, lang)
+    assert picture.height > page["heads"].height
+    for layer in range(a.depth):
+        for head in range(a.heads[layer]):
+            x0, y0, x1, y1 = banded.heads_layout.box(layer, head)
+            assert x1 < picture.width and y1 < picture.height
+            assert banded.heads_layout.cell_at((x0 + x1) / 2, (y0 + y1) / 2) == (layer, head)
+    x0, y0, x1, y1 = banded.heads_layout.box(4, 1)
+    assert tuple(np.asarray(picture)[y0 - 1, (x0 + x1) // 2]) == (0, 200, 0)          # the chosen head, framed
 
 
 def test_explain_and_trust_run_the_swins_methods(photo, swin_path):

@@ -15,11 +15,12 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 import numpy as np
+from matplotlib.ticker import LogFormatter
 from PIL import Image, ImageDraw
 
-from ..drawing import plots, render
+from ..drawing import plots, render, screens
 from ..drawing.fonts import use_language_font
-from ..drawing.grids import GridLayout, thumbnail_grid
+from ..drawing.grids import Bands, GridLayout, banded_grid, thumbnail_grid
 from ..i18n import t
 from ..maps import hierarchy
 from ..maps.layout import layer_index
@@ -115,9 +116,11 @@ def where_label(a: WindowAnalysis, layer: int, head: int | None, lang: str = "en
 
 def query_panels(a: WindowAnalysis, row: int, col: int, layer: int = -1, head: int | None = None,
                  cmap: str = render.DEFAULT_CMAP, alpha: float = 0.6, colorbar: bool = True, scale: int = 1,
-                 lang: str = "en", base: Image.Image | None = None) -> tuple[Image.Image, Image.Image]:
+                 lang: str = "en", base: Image.Image | None = None, font_size: int | None = None
+                 ) -> tuple[Image.Image, Image.Image]:
     """Overlays of where the clicked patch's token looks and who looks at it in one block, with the block's windows
-    outlined and the token framed in green (``base``: the photo to draw on, default the crop ``scale``×)."""
+    outlined and the token framed in green (``base``: the photo to draw on, default the crop ``scale``×;
+    ``font_size``: the colour bars' text, default by height)."""
     layer = layer_index(layer, a.depth)
     layout = a.layouts[layer]
     out_map, in_map = query_values(a, row, col, layer, head)
@@ -130,7 +133,7 @@ def query_panels(a: WindowAnalysis, row: int, col: int, layer: int = -1, head: i
         image = render.mark_patch(image, r, c, tuple(layout.grid))
         if colorbar:
             image = render.add_colorbar(image, cmap, float(values.min()), float(values.max()),
-                                        t(kind, lang, where=where), lang=lang)
+                                        t(kind, lang, where=where), lang=lang, font_size=font_size)
         images.append(image)
     return images[0], images[1]
 
@@ -142,24 +145,31 @@ def stage_heads_maps(a: WindowAnalysis, stage: int) -> np.ndarray:
 
 
 def stage_heads_grid(a: WindowAnalysis, stage: int, cell: int = 56, cmap: str = render.DEFAULT_CMAP,
-                     lang: str = "en", font_size: int = 13) -> tuple[Image.Image, GridLayout]:
+                     lang: str = "en", font_size: int = 13, per_band: int | None = None
+                     ) -> tuple[Image.Image, GridLayout | Bands]:
     """Every head of a stage at once (rows: its blocks, columns: its heads) over the photo, on one colour scale for
     the whole stage, its range in the title above (the canvas as wide as the title needs); and where its thumbnails
-    are in that picture (rows: the stage's blocks in order)."""
+    are in that picture (rows: the stage's blocks in order). ``per_band``: at most that many heads side by side, the
+    rest in bands below (a narrow screen); the labels' text is ``font_size`` - 2 pixels, at least 11."""
     maps = stage_heads_maps(a, stage)
     vmin, vmax = float(maps.min()), float(maps.max())
     blocks = a.stages[stage]
-    grid, layout = thumbnail_grid(maps, cell=cell, cmap=cmap, value_range=(vmin, vmax), background=a.image,
-                                  row_labels=[t("swin.layer", lang, layer=l) for l in blocks],
-                                  col_labels=[t("name.head", lang, head=h) for h in range(a.heads[blocks[0]])],
-                                  lang=lang, font_size=max(11, font_size - 2))
+    heads = [t("name.head", lang, head=h) for h in range(a.heads[blocks[0]])]
+    options = dict(cell=cell, cmap=cmap, value_range=(vmin, vmax), background=a.image, lang=lang,
+                   row_labels=[t("swin.layer", lang, layer=l) for l in blocks], font_size=max(11, font_size - 2))
+    if per_band is not None and per_band < len(heads):
+        grid, placement = banded_grid(maps, per_band, heads, **options)
+    else:
+        grid, placement = thumbnail_grid(maps, col_labels=heads, **options)
     title = t("swin.stage_title", lang, stage=stage, low=render.tick_text(vmin), high=render.tick_text(vmax))
     f = render.font(font_size, lang, title)
     strip = render.caption_strip_height(font_size)
     out = Image.new("RGB", (max(grid.width, round(f.getlength(title)) + 12), grid.height + strip), "white")
     out.paste(grid, (0, strip))
     ImageDraw.Draw(out).text((6, strip / 2), title, fill="black", font=f, anchor="lm")
-    return out, replace(layout, top=layout.top + strip)
+    if isinstance(placement, Bands):
+        return out, replace(placement, starts=tuple((top + strip, first) for top, first in placement.starts))
+    return out, replace(placement, top=placement.top + strip)
 
 
 def stage_heads_panel(a: WindowAnalysis, stage: int, cell: int = 56, cmap: str = render.DEFAULT_CMAP,
@@ -172,28 +182,29 @@ def stage_heads_panel(a: WindowAnalysis, stage: int, cell: int = 56, cmap: str =
 class StagesLayout:
     """Where each (block, head) thumbnail is in the stages' heads grids stacked one under the other, to map a click
     back to the block (the page's layer) and head: the same questions as a ViT's ``HeadsLayout``."""
-    grids: tuple[tuple[int, GridLayout, tuple[int, ...]], ...]   # per stage: (its top in pixels, its grid, its blocks)
+    grids: tuple[tuple[int, int, GridLayout | Bands, tuple[int, ...]], ...]   # per stage: (its top and height in
+    #                                                                           pixels, its thumbnails, its blocks)
 
     def cell_at(self, x: float, y: float) -> tuple[int, int] | None:
         """Pixel (x, y) of the stacked picture -> (layer, head) of the thumbnail under it, or None (titles, labels,
         gaps between the stages)."""
-        for top, layout, blocks in self.grids:
-            if top <= y < top + layout.size[1]:
-                cell = layout.cell_at(x, y - top)
+        for top, height, placement, blocks in self.grids:
+            if top <= y < top + height:
+                cell = placement.cell_at(x, y - top)
                 return None if cell is None else (blocks[cell[0]], cell[1])
         return None
 
     def box(self, layer: int, head: int) -> tuple[int, int, int, int]:
         """Pixel box (x0, y0, x1, y1) of the thumbnail of (layer, head) in the stacked picture."""
-        for top, layout, blocks in self.grids:
+        for top, _, placement, blocks in self.grids:
             if layer in blocks:
-                if not 0 <= head < layout.cols:
-                    raise ValueError(f"Head {head} does not exist in layer {layer}! Expected 0 <= head < "
-                                     f"{layout.cols}.")
-                x0, y0, x1, y1 = layout.box(blocks.index(layer), head)
+                heads = placement.columns if isinstance(placement, Bands) else placement.cols
+                if not 0 <= head < heads:
+                    raise ValueError(f"Head {head} does not exist in layer {layer}! Expected 0 <= head < {heads}.")
+                x0, y0, x1, y1 = placement.box(blocks.index(layer), head)
                 return x0, y0 + top, x1, y1 + top
         raise ValueError(f"Layer {layer} is in no stage of this Swin! Expected 0 <= layer < "
-                         f"{sum(len(b) for _, _, b in self.grids)}.")
+                         f"{sum(len(grid[3]) for grid in self.grids)}.")
 
 
 def mean_distances(a: WindowAnalysis) -> list[np.ndarray]:
@@ -211,11 +222,22 @@ def distance_table(a: WindowAnalysis) -> np.ndarray:
     return table
 
 
-def distance_figure(distances: list[np.ndarray], layouts, lang: str = "en") -> Image.Image:
-    """Every head's mean attention distance against the block (one colour per stage), with each stage's window
-    reach drawn as a dashed step: the mean distance of uniform attention over one window."""
-    fig = plots.new_figure()
-    ax = plots.plot_axes(fig, t("swin.distance_title", lang))
+TITLE_POINTS = 10       # the plots' titles, in points
+
+
+def _figure(title: str, narrow: bool):
+    """A plot's figure and axes with ``title`` drawn (broken into lines that fit a phone's figure when ``narrow``)."""
+    fig = plots.plot_figure(narrow)
+    if narrow:
+        title = screens.wrap(title, TITLE_POINTS, screens.NARROW_INCHES * 0.9)
+    ax = plots.plot_axes(fig, title, narrow)
+    ax.set_title(title, fontsize=TITLE_POINTS)
+    return fig, ax
+
+
+def distance_figure(distances: list[np.ndarray], layouts, lang: str = "en", narrow: bool = False) -> Image.Image:
+    """Every head's mean attention distance against the block (one colour per stage); ``narrow``: for a phone."""
+    fig, ax = _figure(t("swin.distance_title", lang), narrow)
     colors = ["tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown"]
     for stage in sorted({layout.stage for layout in layouts}):
         blocks = [i for i, layout in enumerate(layouts) if layout.stage == stage]
@@ -226,24 +248,25 @@ def distance_figure(distances: list[np.ndarray], layouts, lang: str = "en") -> I
     ax.set_ylabel(t("axis.mean_distance", lang))
     ax.set_xticks(range(len(layouts)))
     ax.set_ylim(bottom=0)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=screens.MIN_POINTS)
     use_language_font(fig, lang)
     return plots.figure_to_image(fig)
 
 
-def token_norms_figure(a: WindowAnalysis, lang: str = "en") -> Image.Image:
-    """The median, lowest and highest token norm after every block, log scale, stages coloured as the distances."""
-    fig = plots.new_figure()
-    ax = plots.plot_axes(fig, t("swin.norms_title", lang))
+def token_norms_figure(a: WindowAnalysis, lang: str = "en", narrow: bool = False) -> Image.Image:
+    """The median, lowest and highest token norm after every block, log scale; ``narrow``: for a phone."""
+    fig, ax = _figure(t("swin.norms_title", lang), narrow)
     norms = [np.asarray(n, dtype=np.float32).ravel() for n in a.token_norms]
     x = np.arange(a.depth)
     ax.fill_between(x, [n.min() for n in norms], [n.max() for n in norms], alpha=0.25, label=t("swin.norm_range", lang))
     ax.plot(x, [np.median(n) for n in norms], marker="o", label=t("swin.norm_median", lang))
     ax.set_yscale("log")
+    ax.yaxis.set_major_formatter(LogFormatter())          # plain numbers (2, 10, 20), as narrow as the tick labels go
+    ax.yaxis.set_minor_formatter(LogFormatter())
     ax.set_xlabel(t("swin.axis_layer", lang))
     ax.set_ylabel(t("name.norm", lang))
     ax.set_xticks(range(a.depth))
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=screens.MIN_POINTS)
     use_language_font(fig, lang)
     return plots.figure_to_image(fig)
 

@@ -92,21 +92,29 @@ def test_discard_of_tied_float16_values_zeroes_the_same_entries_as_before(protec
 
 
 @pytest.mark.parametrize("protect", [(0,), (7,), (), (0, 3)])
-@pytest.mark.parametrize("tied", [False, True])
+@pytest.mark.parametrize("tied", ["none", "rounded", "zeros"])
 def test_a_large_discard_cut_at_its_kth_value_zeroes_the_same_entries(protect, tied, monkeypatch):
     """Above ``SELECT_BYTES`` the discard finds the k-th value by a partition instead of indexing every entry: the same
-    entries fall, also when that value is tied (then the index path decides, as before); in place when asked."""
+    entries fall, also when that value is tied (then the index path decides, as before, unless the tied value is 0:
+    a zero is 0 whichever ties fall, and no index is made); in place when asked."""
     import viz.maps.rollout as rollout
     m = random_attention(L=1, H=1, T=40, seed=5)[0, 0]
-    if tied:
+    if tied == "rounded":
         m = np.round(m * 500) / 500
+    if tied == "zeros":                                 # underflowed entries: the cut is 0, held by many more than k
+        m = np.where(np.random.default_rng(0).random(m.shape) < 0.95, 0.0, m)
     expected = flat_discard(m, 0.9, protect)
+    calls = []
+    argpartition = np.argpartition
+    monkeypatch.setattr(rollout.np, "argpartition", lambda *a, **kw: calls.append(1) or argpartition(*a, **kw))
     monkeypatch.setattr(rollout, "SELECT_BYTES", 0)
     np.testing.assert_array_equal(discard_lowest(m, 0.9, protect), expected)
     mine = np.array(m, dtype=np.float32)
     assert discard_lowest(mine, 0.9, protect, overwrite=True) is mine
     np.testing.assert_array_equal(mine, expected)
     np.testing.assert_array_equal(with_residual(mine.copy(), overwrite=True), with_residual(mine))
+    if tied == "zeros":
+        assert not calls                                # no (n²,) index of the entries
 
 
 def test_rollout_from_cached_fused_heads_is_the_same():

@@ -71,7 +71,7 @@ def test_the_trust_tab_shows_the_librarys_numbers_for_the_chosen_class_with_prog
     assert "tabby" in values["trust_table"] and "**Thorough** runs all 4" in values["trust_table"]
     assert values["trust_more"].visible is False and values["trust_aucs"] == ""
     shown = SimpleNamespace(analysis=state.ANALYSES.get(session.key), session=session, lang="en",
-                            served=state.model_of(session.key))          # as the page's Shown has
+                            served=state.model_of(session.key))         # what the page's Shown holds
     cost, steps = trust.show(shown)["trust_cost"], check_steps(loaded.model, (224, 224))   # quoted before a run
     assert f"fast about {steps['tokens']} forward passes" in cost
     assert f"thorough about {sum(steps.values())}, {steps['road']} of them on ROAD images" in cost

@@ -77,13 +77,13 @@ def _zero_below_the_cut(out: np.ndarray, where, k: int) -> bool:
     """Set the k lowest candidates ``out[where]`` to 0 in place by their k-th lowest value (one partition of a copy
     of the values, no (n²,) index array: a large matrix's discard in a third of the memory), and say True; when that
     value is tied and only some of its ties fall, leave ``out`` as it was and say False (``argpartition`` then decides
-    which, as it always did)."""
+    which, as it always did), unless that value is 0 (a zero entry is 0 whether it falls or not)."""
     block = out[where]                                  # a view where the candidates are one run, else a copy
     cut = np.partition(block, k - 1, axis=None)[k - 1]
     below = block < cut
     ties = block == cut
-    if int(below.sum()) + int(ties.sum()) != k and int(ties.sum()) > 1:
-        return False
+    if cut != 0.0 and int(below.sum()) + int(ties.sum()) != k and int(ties.sum()) > 1:
+        return False                                    # (ties at 0 are 0 whichever of them fall: nothing to decide)
     below |= ties
     block[below] = 0.0
     if not np.shares_memory(block, out):

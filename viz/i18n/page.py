@@ -131,9 +131,10 @@ PAGE: dict[str, tuple[str, str]] = {
         "Attention rollout (Abnar & Zuidema 2020) follows the CLS token's attention through every layer, with "
         "the residual connection mixed in: which patches flowed into the CLS token that classified the photo.\n\n"
         "**Rollout is the same for every class**: it shows where the model looked, not why it chose a class. For "
-        "that, open **Explain**.",
+        "that, open **Explain**. A model without a CLS token (an average-pooled ViT, SigLIP's probe, a Swin) is read "
+        "through what it pools instead: the note under the map says which.",
         "注意力展开（Abnar & Zuidema 2020）沿着每一层追踪 CLS 词元的注意力，并计入残差连接：显示哪些图块流入了给照片分类的 CLS 词元。"
-        "\n\n**注意力展开对所有类别都一样**：它显示模型看了哪里，而不是它为什么选了某个类别。想看原因，请打开“**解释**”页。"),
+        "\n\n**注意力展开对所有类别都一样**：它显示模型看了哪里，而不是它为什么选了某个类别。想看原因，请打开“**解释**”页。没有 CLS 词元的模型（平均池化的 ViT、SigLIP 的探针、Swin）改为读取它池化的内容：图下的说明会写明是哪一种。"),
     "about.attention": (
         "Where the CLS token attends in one layer: one head, or the mean of the heads.",
         "CLS 词元在某一层里关注哪里：一个头，或各头的平均。"),
@@ -141,9 +142,10 @@ PAGE: dict[str, tuple[str, str]] = {
         "The CLS attention of every layer and head, as thumbnails over the photo (the longer of layers and heads runs "
         "across; on a phone, a few layers to a row). Each layer has its own colour scale, its brightest value written "
         "under its number, so that the early, almost uniform layers show their structure too. Click a thumbnail to "
-        "select that layer and head.",
+        "select that layer and head. A model without a CLS token shows what it pools instead (a Swin: one grid per "
+        "stage, on one scale per stage); the note under the grid says which.",
         "每一层、每个头的 CLS 注意力，以缩略图叠在照片上（层和头中数量较多的一个横向排列；手机上每行只放几层）。每一层各用自己的色标，"
-        "最亮的值写在层号下方，这样前面几乎均匀的层也能看出结构。点击缩略图即可选中对应的层和头。"),
+        "最亮的值写在层号下方，这样前面几乎均匀的层也能看出结构。点击缩略图即可选中对应的层和头。没有 CLS 词元的模型改为显示它池化的内容（Swin：每个阶段一张网格，每个阶段一个色标）；网格下的说明会写明是哪一种。"),
     "about.query": (
         "Click a patch of the photo: where it attends (its attention row) and which patches attend to it (its "
         "column), in the layer and head picked in the Attention tab.",

@@ -1,10 +1,12 @@
 """Protects a long-running server's memory: 300 analyses in a row through the API, each from a new session and
-of 60 different photos, leave the serving process's RSS flat after warm-up; the cache of analyses (shared by
+of 60 different photos, leave the serving process's RSS flat after warm-up (the median of its last samples
+within 40 MB of the first ones: one transient allocation read at a sample is not a leak); the cache of analyses (shared by
 all sessions) stays within its bytes, the dropped analyses really freed; the light per-session state is bounded
 by Gradio's LRU of sessions (``state_session_capacity=vit_explorer.state.MAX_SESSIONS``)."""
 from __future__ import annotations
 
 import gc
+import statistics
 import weakref
 
 import pytest
@@ -26,7 +28,8 @@ pytestmark = pytest.mark.slow   # a 300-analysis soak against a server process
 
 WARM_UP = state.MAX_SESSIONS  # 100: Gradio's sessions and the cache of analyses (48 ViT-Ti) full, malloc steady
 ANALYSES = WARM_UP + 200
-MAX_GROWTH_MB = 50
+MAX_GROWTH_MB = 40   # between the median of the first five samples and of the last five
+SAMPLES = 5          # a leak raises every later sample; a transient allocation still held when one is read, one
 CROPS = 12           # different photos per skimage picture: 5 × 12 = 60, more than the cache holds
 
 
@@ -50,12 +53,13 @@ def test_rss_stays_flat_over_300_analyses(real_weights_dir, photos, tmp_path):
         for i in range(ANALYSES):
             client.reset_session()  # a new visitor and a photo not in the cache: one forward pass each time
             analyze(client, photos[i % len(photos)])
-            if i + 1 >= WARM_UP and (i + 1) % 20 == 0:
+            if i + 1 >= WARM_UP and (i + 1) % 10 == 0:
                 rss_mb.append(proc_status_kb("VmRSS", server.pid) / 1024)
         assert top5(analyze(client, photos[0]))[0][0] in CAT_CLASSES  # still right at the end
         assert top5(analyze(client, photos[1]))[0][0] == "tripod"
-    growth = max(rss_mb) - rss_mb[0]
-    print(f"server RSS after warm-up {rss_mb[0]:.0f} MB, max {max(rss_mb):.0f} MB over {ANALYSES} analyses")
+    growth = statistics.median(rss_mb[-SAMPLES:]) - statistics.median(rss_mb[:SAMPLES])
+    print(f"server RSS after warm-up {rss_mb[0]:.0f} MB, max {max(rss_mb):.0f} MB over {ANALYSES} analyses, "
+          f"median growth {growth:.0f} MB")
     assert growth < MAX_GROWTH_MB, f"RSS grew by {growth:.0f} MB after warm-up: {[round(r) for r in rss_mb]}"
 
 

@@ -30,6 +30,12 @@ def test_patch_distances_in_pixels():
     assert uniform_distance((2, 3), 16) == pytest.approx(hand)
 
 
+@pytest.mark.parametrize("grid", [(1, 1), (2, 3), (7, 5), (14, 14), (37, 22)])
+def test_the_uniform_distance_by_offsets_is_the_mean_of_every_pairs_distance(grid):
+    every_pair = patch_distances(grid, 14).astype(np.float64).mean()
+    assert uniform_distance(grid, 14) == pytest.approx(every_pair, rel=1e-6)   # float32 table entries: 1e-7 each
+
+
 def test_identity_attention_has_zero_distance():
     T = 1 + 9
     attn = np.broadcast_to(np.eye(T, dtype=np.float32), (2, 3, T, T))

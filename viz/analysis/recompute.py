@@ -31,7 +31,7 @@ from ..maps.rollout import FUSIONS
 from ..maps.source import check_head
 
 KEPT_KEYS = 4 * 2**20         # a layer's float32 queries and keys up to this size are kept for the next call
-ROWS_BYTES = 64 * 2**20        # float32 rows of all heads recomputed together when fusing
+ROWS_BYTES = 16 * 2**20        # float32 rows of all heads recomputed together (fusing, distances)
 
 
 class RecomputedAttention:

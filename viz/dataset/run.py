@@ -21,7 +21,7 @@ from PIL import Image
 from tqdm import tqdm
 
 from ..analysis import analyses, capture, explain_tensor, model_input
-from ..maps.distance import patch_distances
+from ..maps.distance import uniform_distance
 from ..trust.chefer import SIGNS, black_pixel, chefer_hits
 from ..trust.dataset import image_scores, score_columns
 from ..trust.job import trust_check
@@ -121,7 +121,7 @@ def run_info(loaded, options: RunOptions, processes: Processes, device: torch.de
             "assumptions": list(getattr(loaded, "assumptions", [])),
             "grid": list(layout.grid), "patch_size": model.cfg.patch_size, "num_prefix_tokens": layout.num_prefix,
             "depth": len(model.blocks), "heads": model.cfg.num_heads, "tokens": layout.num_tokens,
-            "uniform_distance": float(patch_distances(layout.grid, model.cfg.patch_size).mean()),
+            "uniform_distance": uniform_distance(tuple(layout.grid), model.cfg.patch_size),
             "uniform_entropy": uniform_entropy(layout.num_tokens),
             "options": {"norm_ratio": options.norm_ratio, "distance_renormalise": options.distance_renormalise},
             "device": device.type, "dtype": str(options.dtype).removeprefix("torch."), "processes": processes.world}

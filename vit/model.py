@@ -461,24 +461,32 @@ FUSED_LOGSUMEXP = {"cpu": _cpu_logsumexp, "cuda": _cuda_logsumexp}   # device ty
 
 
 def attention_rows(q: torch.Tensor, k: torch.Tensor, scale: float, bias: torch.Tensor | None = None,
-                   queries: torch.Tensor | None = None, chunk: int = 1024) -> torch.Tensor:
+                   queries: torch.Tensor | None = None, chunk: int = 1024, out: torch.Tensor | None = None,
+                   workspace: torch.Tensor | None = None) -> torch.Tensor:
     """Rows of a block's attention recomputed from its kept queries and keys (``Attention.queries_and_keys``).
 
     q, k (B, H, T, Dh) in any float dtype (16 bits to keep them small); ``bias`` as ``Attention.logit_bias``
     gives it; ``queries`` the Tq rows wanted (default all) -> probabilities (B, H, Tq, T) in float32, equal to the
-    rows ``Attention.attend`` computes, up to the rounding of q and k. Computed ``chunk`` rows at a time, so the
-    memory is Tq·T plus one chunk's logits. A column j of the attention is ``attention_rows(...)[..., j]``.
+    rows ``Attention.attend`` computes, up to the rounding of q and k. Computed ``chunk`` rows at a time into one
+    workspace for their logits, so the memory is Tq·T plus one chunk's logits; ``out``: a float32 (B, H, Tq, T) to
+    write them into, ``workspace``: a flat float32 of at least B·H·min(chunk, Tq)·T for the logits (a caller that asks
+    for many chunks of rows passes the same two each time, instead of new pages each time). A column j of the
+    attention is ``attention_rows(...)[..., j]``.
     """
     if queries is not None:
         q = q[:, :, queries]
         bias = None if bias is None else bias[..., queries, :]
     q, k = q.float(), k.float()
-    out = q.new_empty(*q.shape[:-1], k.shape[-2])                          # (B, H, Tq, T)
-    for i in range(0, q.shape[-2], chunk):
-        logits = (q[:, :, i:i + chunk] * scale) @ k.transpose(-2, -1)    # (B, H, c, T)
+    B, H, Tq, T = *q.shape[:-1], k.shape[-2]
+    out = q.new_empty(B, H, Tq, T) if out is None else out
+    logits = q.new_empty(B * H * min(chunk, Tq) * T) if workspace is None else workspace   # a chunk's, then the next's
+    for i in range(0, Tq, chunk):
+        c = min(chunk, Tq - i)
+        chunk_logits = torch.matmul(q[:, :, i:i + c] * scale, k.transpose(-2, -1),
+                                    out=logits[:B * H * c * T].view(B, H, c, T))       # (B, H, c, T)
         if bias is not None:
-            logits = logits + bias[..., i:i + chunk, :].float()
-        out[:, :, i:i + chunk] = logits.softmax(dim=-1)
+            chunk_logits += bias[..., i:i + c, :].float()
+        torch.softmax(chunk_logits, dim=-1, out=out[:, :, i:i + c])
     return out
 
 

@@ -105,6 +105,8 @@ def test_rows_columns_and_fused_matrices_of_the_source():
     full, kept = both(model, torch.randn(1, 3, 32, 40))
     T = full.attention.shape[-1]
     every = np.arange(T)
+    distance = kept.source.mean_distance(full.patch_size)                  # every head's rows recomputed for it
+    close(distance, panels.mean_distance_of(full), "distance")
     for layer in range(full.depth):
         for head in (None, 0, 1):
             close(kept.maps.rows(layer, head, every), full.maps.rows(layer, head, every), "rows")
@@ -112,6 +114,8 @@ def test_rows_columns_and_fused_matrices_of_the_source():
         for fusion in FUSIONS:
             close(kept.source._fuse(layer, fusion), full.maps.fused(layer, fusion), f"fused {fusion}")
     np.testing.assert_allclose(kept.maps.rows(1, None, every).sum(axis=1), 1.0, rtol=1e-6)
+    assert sorted(kept.source._distance) == list(range(full.depth))        # summed while fusing: read, not recomputed
+    close(kept.source.mean_distance(full.patch_size), distance, "distance summed while fusing", 1e-6)
 
 
 def test_columns_of_peaked_attention_whose_small_entries_underflow():

@@ -9,7 +9,9 @@ that clicks in one layer recompute nothing; counted in what the source holds. Fr
 - rows: ``vit.model.attention_rows`` (Tq·T·D);
 - a column j: exp(q_i·k_j·scale + bias_ij − lse_i) for every query i, with the row's log-sum-exp kept from the
   forward pass: T·D, not the T²·D of recomputing every row;
-- a head-fused matrix: every head's rows, a chunk of queries at a time (T²·D), kept while small (``FUSED``).
+- a head-fused matrix: every head's rows, a chunk of queries at a time (T²·D), kept while small (``FUSED``), the
+  layer's mean attention distances summed from them on the way (so the first pictures' rollout also makes the
+  distance plot's numbers).
 
 The numbers are those of the full capture up to the rounding of the kept stream (float32: 1e-6 of a row's largest
 value; float16, the page's: about 1e-3 of it for real weights, whose logits are large): ``tests/maps/test_sources.py``.
@@ -50,6 +52,7 @@ class RecomputedAttention:
         self._readout, self._lse, self.fused_copies = readout_rows, logsumexp, fused
         self.depth, self.heads = readout_rows.shape[:2]
         self._last: tuple[int, tuple] | None = None        # (layer, its queries and keys) when small (KEPT_KEYS)
+        self._distance: dict[int, np.ndarray] = {}          # layer -> (H,) mean distance, summed while fusing it
         self._lock = threading.Lock()
 
     @property
@@ -120,34 +123,54 @@ class RecomputedAttention:
     def mean_distance(self, patch_size: int, renormalise: bool = False) -> np.ndarray:
         """The mean attention distance in pixels of every layer and head (L, H) (``viz.maps.distance``), from every
         head's rows recomputed a chunk of queries at a time: what the capture leaves to the first view that asks when
-        it ran the fused kernel."""
+        it ran the fused kernel. The layers a head-fused matrix was made for (a rollout) cost nothing more: their
+        distances were summed from the same rows."""
         num_prefix, grid = self._layout
         out = np.empty((self.depth, self.heads), dtype=np.float32)
         for layer in range(self.depth):
+            if not renormalise and patch_size == self.model.cfg.patch_size and layer in self._distance:
+                out[layer] = self._distance[layer]
+                continue
             q, k, bias, scale = self.queries_and_keys(layer)
-            H, T = q.shape[1], q.shape[2]
-            step = max(1, ROWS_BYTES // (H * T * 4))
-            total = torch.zeros(1, H, device=q.device)
-            for start in range(0, T, step):
-                stop = min(start + step, T)
-                p = attention_rows(q, k, scale, bias, torch.arange(start, stop, device=q.device), chunk=step)
+            total = torch.zeros(1, self.heads, device=q.device)
+            for start, stop, p in self._row_chunks(q, k, bias, scale):
                 rows = postprocess.distance_rows(num_prefix, grid, patch_size, start, stop, q.device)
                 total += (postprocess.renormalised_distance_sum(p, rows, num_prefix, start) if renormalise else
                           postprocess.distance_sum(p, rows))
-            out[layer] = (total[0] / (T - num_prefix)).cpu().numpy()
+            out[layer] = (total[0] / (q.shape[2] - num_prefix)).cpu().numpy()
         return out
 
     def _fuse(self, layer: int, fusion: str) -> np.ndarray:
-        """Every head's rows, a chunk of queries at a time, combined by ``fusion`` -> (T, T) float32."""
+        """Every head's rows, a chunk of queries at a time, combined by ``fusion`` -> (T, T) float32; the layer's mean
+        distances summed from the same rows on the way (``mean_distance``)."""
         q, k, bias, scale = self.queries_and_keys(layer)
-        H, T = q.shape[1], q.shape[2]
+        num_prefix, grid = self._layout
+        T = q.shape[2]
         out = np.empty((T, T), dtype=np.float32)
-        step = max(1, ROWS_BYTES // (H * T * 4))
-        reduce = {"mean": lambda p: p.mean(dim=0), "max": lambda p: p.amax(dim=0), "min": lambda p: p.amin(dim=0)}
-        for start in range(0, T, step):
-            index = torch.arange(start, min(start + step, T), device=q.device)
-            out[start:start + step] = reduce[fusion](attention_rows(q, k, scale, bias, index, chunk=step)[0]).cpu()
+        total = torch.zeros(1, self.heads, device=q.device)
+        reduce = {"mean": torch.mean, "max": torch.amax, "min": torch.amin}[fusion]
+        for start, stop, p in self._row_chunks(q, k, bias, scale):
+            if q.device.type == "cpu":                     # straight into the matrix
+                reduce(p[0], dim=0, out=torch.from_numpy(out[start:stop]))
+            else:
+                out[start:stop] = reduce(p[0], dim=0).cpu()
+            total += postprocess.distance_sum(p, postprocess.distance_rows(num_prefix, grid, self.model.cfg.patch_size,
+                                                                           start, stop, q.device))
+        self._distance[layer] = (total[0] / (T - num_prefix)).cpu().numpy()
         return out
+
+    @staticmethod
+    def _row_chunks(q: torch.Tensor, k: torch.Tensor, bias: torch.Tensor | None, scale: float):
+        """(start, stop, every head's rows start … stop - 1 (1, H, c, T) float32), ``ROWS_BYTES`` of rows at a time,
+        each chunk written over the last one (read it before asking for the next)."""
+        H, T = q.shape[1], q.shape[2]
+        step = max(1, ROWS_BYTES // (H * T * 4))
+        rows, logits = (q.new_empty(H * min(step, T) * T, dtype=torch.float32) for _ in range(2))
+        for start in range(0, T, step):
+            stop = min(start + step, T)
+            p = rows[:H * (stop - start) * T].view(1, H, stop - start, T)
+            yield start, stop, attention_rows(q, k, scale, bias, torch.arange(start, stop, device=q.device), chunk=step,
+                                              out=p, workspace=logits)
 
     def _heads(self, layer: int, head: int | None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None, float]:
         """``queries_and_keys`` of one head (h = 1) or all (head None)."""

@@ -13,7 +13,8 @@ Options, in the order they are applied per block:
   3. discard (vit-explain's filter): the lowest ``discard_ratio`` fraction of the fused matrix's entries is
      set to 0. Entries in the row and in the column of every *protected* token (by default the token
      whose row is read out, e.g. CLS) are never candidates, so ``k = floor(ratio · (T - p)²)`` of the
-     remaining (T - p)² entries are zeroed (p = number of protected tokens);
+     remaining (T - p)² entries are zeroed (p = number of protected tokens), ties at the k-th value falling in
+     row-major order;
   4. Â = 0.5·A + 0.5·I, then every row is divided by its sum. After a discard (or max/min fusion) the rows
      of A no longer sum to 1; renormalising the *rows* keeps Â a proper mixing matrix (vit-explain divides
      by ``a.sum(dim=-1)`` without keepdim, which divides columns instead — its issue #16).
@@ -44,51 +45,34 @@ def discard_lowest(matrix: np.ndarray, ratio: float, protect: Sequence[int] = (0
     itself, which the caller no longer needs, instead of a copy).
 
     Entries in the rows and columns of the ``protect`` tokens are kept whatever their value. The candidates are
-    the block of the other tokens' rows and columns, read in row-major order, so ties fall as they always did.
+    the block of the other tokens' rows and columns; the k = floor(ratio · candidates) lowest fall, and where
+    entries tie at the k-th value the first of them in row-major order fall (a stable sort's first k): the same
+    entries on every machine, found from the k-th value without an index of every entry.
     """
     if not 0.0 <= ratio < 1.0:
         raise ValueError(f"discard_ratio must be in [0, 1) but got {ratio}!")
     fresh = overwrite and isinstance(matrix, np.ndarray) and matrix.dtype == np.float32 and matrix.flags.writeable
     out = matrix if fresh else np.array(matrix, dtype=np.float32)
-    if ratio == 0.0:
-        return out
     free = np.ones(out.shape[-1], dtype=bool)
     free[list(protect)] = False
     tokens = np.flatnonzero(free)                       # the tokens whose rows and columns may be discarded
-    if tokens.size and tokens[-1] - tokens[0] + 1 == tokens.size:   # one run (protect the CLS: 1 … T-1): slices
-        where = (slice(tokens[0], tokens[-1] + 1),) * 2
-    else:
-        where = np.ix_(tokens, tokens)
     k = int(ratio * tokens.size ** 2)
-    if k and tokens.size ** 2 * 4 > SELECT_BYTES and _zero_below_the_cut(out, where, k):
+    if k == 0:
         return out
-    block = out[where].copy()                           # (n, n) the candidates
-    values = block.reshape(-1)
-    if k:
-        values[np.argpartition(values, k - 1)[:k]] = 0.0
-        out[where] = block
-    return out
-
-
-SELECT_BYTES = 16 * 2**20     # candidates beyond this are cut at their k-th value, without an index of every entry
-
-
-def _zero_below_the_cut(out: np.ndarray, where, k: int) -> bool:
-    """Set the k lowest candidates ``out[where]`` to 0 in place by their k-th lowest value (one partition of a copy
-    of the values, no (n²,) index array: a large matrix's discard in a third of the memory), and say True; when that
-    value is tied and only some of its ties fall, leave ``out`` as it was and say False (``argpartition`` then decides
-    which, as it always did), unless that value is 0 (a zero entry is 0 whether it falls or not)."""
-    block = out[where]                                  # a view where the candidates are one run, else a copy
-    cut = np.partition(block, k - 1, axis=None)[k - 1]
+    if tokens[-1] - tokens[0] + 1 == tokens.size:       # one run (protect the CLS: 1 … T-1): a view
+        block = out[tokens[0]:tokens[-1] + 1, tokens[0]:tokens[-1] + 1]
+    else:
+        block = out[np.ix_(tokens, tokens)]             # a copy, written back below
+    cut = np.partition(block, k - 1, axis=None)[k - 1]  # the k-th lowest value
     below = block < cut
-    ties = block == cut
-    if cut != 0.0 and int(below.sum()) + int(ties.sum()) != k and int(ties.sum()) > 1:
-        return False                                    # (ties at 0 are 0 whichever of them fall: nothing to decide)
-    below |= ties
+    tied = k - int(np.count_nonzero(below))             # how many of the entries equal to the cut fall
     block[below] = 0.0
+    if cut != 0.0:                                      # (tied zeros are 0 whichever of them fall)
+        first = np.flatnonzero(block == cut)[:tied]     # row-major order
+        block[first // block.shape[1], first % block.shape[1]] = 0.0
     if not np.shares_memory(block, out):
-        out[where] = block
-    return True
+        out[np.ix_(tokens, tokens)] = block
+    return out
 
 
 def with_residual(matrix: np.ndarray, overwrite: bool = False) -> np.ndarray:

@@ -217,8 +217,8 @@ PAGE: dict[str, tuple[str, str]] = {
     "help.query_click": ("click a patch to query it", "点击一个图块来查询它"),
 
     # --- pictures on the page -----------------------------------------------------------------------------
-    "picture.rollout": ("Attention rollout (CLS)", "注意力展开（CLS）"),
-    "picture.attention": ("CLS attention", "CLS 注意力"),
+    "picture.rollout": ("Attention rollout", "注意力展开"),
+    "picture.attention": ("Attention of one layer and head", "某一层、某个头的注意力"),
     "picture.heads": ("Layers × heads", "层 × 头"),
     "picture.query_photo": ("Click a patch", "点击一个图块"),
     "picture.query_out": ("Where this patch attends", "这个图块关注哪里"),

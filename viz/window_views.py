@@ -118,19 +118,28 @@ def distance_view(a: WindowAnalysis, lang: str = "en", narrow: bool = False) -> 
 
 
 def norms_views(a: WindowAnalysis, lang: str = "en", narrow: bool = False) -> tuple[Image.Image, Image.Image]:
-    """(every block's token norms on the photo's patch grid, each token's value on the patches it covers; the
-    median and range against the block); ``narrow``: a few layers to a row, text that reads on a phone."""
+    """(every block's token norms on the photo's patch grid, each token's value on the patches it covers, each block
+    on its own scale from its smallest norm to its largest (written under its number, a colour bar saying so: the
+    norms grow from stage to stage); the median and range against the block); ``narrow``: a few layers to a row,
+    text that reads on a phone."""
     gh, gw = a.grid
     maps = np.stack([np.kron(np.asarray(n, np.float32), np.ones((gh // n.shape[0], gw // n.shape[1]), np.float32))
                      for n in a.token_norms])                                         # (L, gh, gw)
-    layers = [t("swin.layer", lang, layer=l) for l in range(a.depth)]
-    options = dict(cmap="viridis", row_labels=[t("name.norm", lang)], lang=lang)
+    low, high = maps.min(axis=(1, 2), keepdims=True), maps.max(axis=(1, 2), keepdims=True)
+    scaled = (maps - low) / np.where(high > low, high - low, 1.0)
+    layers = [f"{t('swin.layer', lang, layer=l)}\n{low.ravel()[l]:.3g}–{high.ravel()[l]:.3g}" for l in range(a.depth)]
+    font_size = screens.text_for(NARROW_HEADS_WIDTH) if narrow else 11
+    bar_label = t("colorbar.own_scale", lang)
+    bar = render.colorbar_width(0.0, 1.0, bar_label, lang=lang, ticks=[1.0, 0.0], font_size=font_size)
+    options = dict(cmap="viridis", row_labels=[t("name.norm", lang)], lang=lang, value_range=(0.0, 1.0),
+                   font_size=font_size)
     if narrow and a.depth > NARROW_NORM_LAYERS:
-        font_size = screens.text_for(NARROW_HEADS_WIDTH)
-        picture = banded_grid(maps[None], NARROW_NORM_LAYERS, layers, font_size=font_size,
-                              cell=(NARROW_HEADS_WIDTH - 80) // NARROW_NORM_LAYERS, **options)[0]
+        picture = banded_grid(scaled[None], NARROW_NORM_LAYERS, layers,
+                              cell=(NARROW_HEADS_WIDTH - 80 - bar) // NARROW_NORM_LAYERS, **options)[0]
     else:
-        picture = thumbnail_grid(maps[None], cell=56, col_labels=layers, **options)[0]
+        picture = thumbnail_grid(scaled[None], cell=56, col_labels=layers, **options)[0]
+    picture = render.add_colorbar(picture, "viridis", 0.0, 1.0, bar_label, lang=lang, ticks=[1.0, 0.0],
+                                  font_size=font_size)
     return picture, panels.token_norms_figure(a, lang, narrow)
 
 

@@ -232,3 +232,20 @@ def test_kept_plot_artists_show_each_image_alone():
     first = plots.distance_image(d[0], top=150.0).tobytes()
     assert plots.distance_image(d[1], top=150.0).tobytes() != first
     assert plots.distance_image(d[0], top=150.0).tobytes() == first
+
+
+@pytest.mark.parametrize("lang", ["en", "zh-CN"])
+def test_a_colour_bar_label_longer_than_the_picture_is_high_is_broken_into_lines_that_fit(lang):
+    from viz.drawing import render
+    from viz.i18n import t
+    label = t("colorbar.norm_share", lang)                     # two long lines
+    short = Image.new("RGB", (300, 120), "white")
+    out = render.add_colorbar(short, "viridis", 0.0, 1.0, label, lang=lang, ticks=[1.0, 0.0], font_size=13)
+    bar = render._Colorbar(0.0, 1.0, label, 14, lang, [1.0, 0.0], 13, 120)
+    f = render.font(13, lang, label.replace("\n", ""))
+    assert len(bar.label.split("\n")) > 2 and all(f.getlength(line) <= 116 for line in bar.label.split("\n"))
+    assert bar.label.replace("\n", "").replace(" ", "") == label.replace("\n", "").replace(" ", "")
+    assert out.width == 300 + render.colorbar_width(0.0, 1.0, label, lang=lang, ticks=[1.0, 0.0], font_size=13,
+                                                    height=120) == 300 + bar.width
+    tall = render._Colorbar(0.0, 1.0, label, 14, lang, [1.0, 0.0], 13, 2000)
+    assert tall.label == label                                 # room enough: the lines as written

@@ -161,6 +161,34 @@ def test_a_swins_pictures_read_on_a_phone_and_its_narrow_grid_answers_clicks(pho
     assert tuple(np.asarray(picture)[y0 - 1, (x0 + x1) // 2]) == (0, 200, 0)          # the chosen head, framed
 
 
+@pytest.mark.parametrize("narrow", [False, True])
+def test_a_swins_token_norms_put_each_block_on_its_own_scale_under_a_colour_bar(photo, swin_path, narrow,
+                                                                                  monkeypatch):
+    """The norms grow from stage to stage, so each block's thumbnail spans its own smallest to largest norm, written
+    under the block's number, and a colour bar says so."""
+    a = state.analysis(opened(photo, swin_path, "en", narrow=narrow)["session"].key, "en")
+    drawn, bars = [], []
+    grid = window_views.banded_grid if narrow else window_views.thumbnail_grid
+    monkeypatch.setattr(window_views, "banded_grid" if narrow else "thumbnail_grid",
+                        lambda maps, *args, **kw: drawn.append((maps, args, kw)) or grid(maps, *args, **kw))
+    add_colorbar = window_views.render.add_colorbar
+    monkeypatch.setattr(window_views.render, "add_colorbar",
+                        lambda image, *args, **kw: bars.append((image.size, args, kw)) or add_colorbar(image, *args, **kw))
+    picture = window_views.norms_views(a, "en", narrow)[0]
+    (maps, args, kw), = drawn
+    labels = args[1] if narrow else kw["col_labels"]
+    for layer, norms in enumerate(a.token_norms):
+        low, high = float(np.min(norms)), float(np.max(norms))
+        assert maps[0, layer].min() == 0.0 and maps[0, layer].max() == 1.0
+        assert labels[layer].endswith(f"{low:.3g}–{high:.3g}")
+    assert kw["value_range"] == (0.0, 1.0)
+    ((width, height), args, kw), = bars
+    label = t("colorbar.own_scale", "en")
+    assert args == ("viridis", 0.0, 1.0, label)
+    assert picture.size == (width + window_views.render.colorbar_width(0.0, 1.0, label, ticks=[1.0, 0.0],
+                                                                        font_size=kw["font_size"], height=height), height)
+
+
 def test_explain_and_trust_run_the_swins_methods(photo, swin_path):
     session = opened(photo, swin_path)["session"]
     shown = explain.explain(session, "gae", TOP1, NO_CONTRAST, "", False, 0.6, "en")

@@ -313,10 +313,11 @@ def add_colorbar(image: Image.Image, cmap: str, vmin: float, vmax: float, label:
                  font_size: int | None = None) -> Image.Image:
     """Image with a vertical colour bar on its right: vmax at the top, vmin at the bottom, tick labels at
     ``ticks`` (default: vmax, the middle, vmin; a constant map gets one tick), ``label`` along its side in the
-    font of ``lang``. ``font_size`` default: 12–14 px by height."""
+    font of ``lang``, its lines broken further where they are longer than the picture is high. ``font_size`` default:
+    12–14 px by height."""
     W, H = image.size
     size = font_size or max(12, min(14, H // 18))     # below 12 px the font's spaces shrink to 2 px
-    bar = _Colorbar(vmin, vmax, label, bar_width, lang, ticks, size)
+    bar = _Colorbar(vmin, vmax, label, bar_width, lang, ticks, size, H)
     canvas = Image.new("RGB", (W + bar.width, H), "white")
     canvas.paste(image, (0, 0))
     bar.draw(canvas, W, H, cmap)
@@ -324,25 +325,30 @@ def add_colorbar(image: Image.Image, cmap: str, vmin: float, vmax: float, label:
 
 
 def colorbar_width(vmin: float, vmax: float, label: str | None = None, bar_width: int = 14, lang: str = "en",
-                   ticks: list[float] | None = None, font_size: int = 12) -> int:
-    """Pixels ``add_colorbar`` adds on the right of a picture (same arguments, the font size given)."""
-    return _Colorbar(vmin, vmax, label, bar_width, lang, ticks, font_size).width
+                   ticks: list[float] | None = None, font_size: int = 12, height: int | None = None) -> int:
+    """Pixels ``add_colorbar`` adds on the right of a picture (same arguments, the font size given; ``height``: the
+    picture's, where the label's lines may be longer than it is high)."""
+    return _Colorbar(vmin, vmax, label, bar_width, lang, ticks, font_size, height).width
 
 
 def draw_colorbar(canvas: Image.Image, x: int, height: int, cmap: str, vmin: float, vmax: float,
                   label: str | None = None, bar_width: int = 14, lang: str = "en", ticks: list[float] | None = None,
                   font_size: int = 12) -> None:
     """Draw ``add_colorbar``'s bar into ``canvas`` beside a picture ``height`` pixels high at its left, from column
-    ``x`` on (white there, ``colorbar_width`` pixels wide): no new canvas, no copy of the picture."""
-    _Colorbar(vmin, vmax, label, bar_width, lang, ticks, font_size).draw(canvas, x, height, cmap)
+    ``x`` on (white there, ``colorbar_width`` pixels wide for that height): no new canvas, no copy of the picture."""
+    _Colorbar(vmin, vmax, label, bar_width, lang, ticks, font_size, height).draw(canvas, x, height, cmap)
 
 
 class _Colorbar:
-    """The ticks and widths of a colour bar: its ramp, tick texts and rotated label side by side."""
+    """The ticks and widths of a colour bar: its ramp, tick texts and rotated label side by side (the label's lines
+    broken further where they are longer than the bar's ``height``, when it is known)."""
     pad = 6
 
     def __init__(self, vmin: float, vmax: float, label: str | None, bar_width: int, lang: str,
-                 ticks: list[float] | None, size: int):
+                 ticks: list[float] | None, size: int, height: int | None = None):
+        if label and height:
+            label_font = font(size, lang, label.replace("\n", ""))
+            label = "\n".join(part for line in label.split("\n") for part in wrap_lines(line, label_font, height - 4))
         self.vmin, self.vmax, self.label, self.bar_width, self.lang, self.size = vmin, vmax, label, bar_width, lang, size
         self.font = font(size, lang)
         if ticks is None:

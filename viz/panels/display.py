@@ -247,8 +247,6 @@ def norms_grid_panel(a: Analysis, norm_ratio: float = 3.0, lang: str = "en", nar
     gh, gw = a.grid
     left = label_margins((), tuple(labels), t("axis.layer", lang), lang, font_size)[0]
     cell = max(8, round((width - left - bar - 2 * (per_row - 1)) / per_row * gh / gw))
-    image, _ = banded_grid(scaled[None], per_row, labels, right=bar, cell=cell, cmap=cmap, marks=flags[None],
+    image, _ = banded_grid(scaled[None], per_row, labels, cell=cell, cmap=cmap, marks=flags[None],
                            lang=lang, value_range=(0.0, 1.0), font_size=font_size, title=t("axis.layer", lang))
-    render.draw_colorbar(image, image.width - bar, image.height, cmap, 0.0, 1.0, bar_label, lang=lang, ticks=[1.0, 0.0],
-                         font_size=font_size)
-    return image
+    return render.add_colorbar(image, cmap, 0.0, 1.0, bar_label, lang=lang, ticks=[1.0, 0.0], font_size=font_size)

@@ -130,10 +130,10 @@ def norms_views(a: WindowAnalysis, lang: str = "en", narrow: bool = False) -> tu
     layers = [f"{t('swin.layer', lang, layer=l)}\n{low.ravel()[l]:.3g}–{high.ravel()[l]:.3g}" for l in range(a.depth)]
     font_size = screens.text_for(NARROW_HEADS_WIDTH) if narrow else 11
     bar_label = t("colorbar.own_scale", lang)
-    bar = render.colorbar_width(0.0, 1.0, bar_label, lang=lang, ticks=[1.0, 0.0], font_size=font_size)
     options = dict(cmap="viridis", row_labels=[t("name.norm", lang)], lang=lang, value_range=(0.0, 1.0),
                    font_size=font_size)
     if narrow and a.depth > NARROW_NORM_LAYERS:
+        bar = render.colorbar_width(0.0, 1.0, bar_label, lang=lang, ticks=[1.0, 0.0], font_size=font_size)
         picture = banded_grid(scaled[None], NARROW_NORM_LAYERS, layers,
                               cell=(NARROW_HEADS_WIDTH - 80 - bar) // NARROW_NORM_LAYERS, **options)[0]
     else:

@@ -59,10 +59,8 @@ def discard_lowest(matrix: np.ndarray, ratio: float, protect: Sequence[int] = (0
     k = int(ratio * tokens.size ** 2)
     if k == 0:
         return out
-    if tokens[-1] - tokens[0] + 1 == tokens.size:       # one run (protect the CLS: 1 … T-1): a view
-        block = out[tokens[0]:tokens[-1] + 1, tokens[0]:tokens[-1] + 1]
-    else:
-        block = out[np.ix_(tokens, tokens)]             # a copy, written back below
+    one_run = tokens[-1] - tokens[0] + 1 == tokens.size  # (protect the CLS: 1 … T-1): a view, else a copy
+    block = out[tokens[0]:tokens[-1] + 1, tokens[0]:tokens[-1] + 1] if one_run else out[np.ix_(tokens, tokens)]
     cut = np.partition(block, k - 1, axis=None)[k - 1]  # the k-th lowest value
     below = block < cut
     tied = k - int(np.count_nonzero(below))             # how many of the entries equal to the cut fall
@@ -70,7 +68,7 @@ def discard_lowest(matrix: np.ndarray, ratio: float, protect: Sequence[int] = (0
     if cut != 0.0:                                      # (tied zeros are 0 whichever of them fall)
         first = np.flatnonzero(block == cut)[:tied]     # row-major order
         block[first // block.shape[1], first % block.shape[1]] = 0.0
-    if not np.shares_memory(block, out):
+    if not one_run:
         out[np.ix_(tokens, tokens)] = block
     return out
 

@@ -5,8 +5,8 @@ Swin-T at 224 (window 7, random init: the cost does not depend on the weights), 
 
 - the forward with capture (``forward_with_attention``: every block's window attention with its layout) against
   torchvision's ``swin_t`` plain forward (its own explicit-softmax window attention), and our plain (SDPA) forward;
-- the analysis the CLI and the page make of a photo (``viz.analysis.windows.capture_windows``: the forward with
-  capture, every block's token norms, all moved to numpy, and the rollout, distances and stage heads the views read)
+- the analysis the CLI and the page make of a photo (``viz.analysis.capture_blocks``: the forward with capture,
+  every block's token norms, all moved to numpy, and the rollout, distances and the pool's rows the views read)
   against the capture forward alone;
 - a class map for a new target (GAE through windows and merges: one forward and one backward with the formulas,
   ``viz.analysis.explain_tensor``) against our plain forward; rollout through the hierarchy from a capture, the
@@ -20,9 +20,10 @@ import torch
 
 from bench.measure import Row, interleaved, median, ms, table
 from bench.run import synchronized
+from viz.analysis.capture import capture_blocks
 from viz.analysis.explainer import explain_tensor
-from viz.analysis.windows import capture_windows
-from viz.maps import hierarchy
+from viz.maps.source import rollout_rows
+from viz.maps.windows import WindowedAttention, mean_row
 from vit.explain import ClassTarget
 from vit.swin import SwinTransformer, swin_variant
 
@@ -48,20 +49,23 @@ def swin_rows(rounds: int = 7, device: torch.device | None = None) -> list[Row]:
         with torch.inference_mode():
             ours.forward_with_attention(x)
 
+    def rollout(source: WindowedAttention) -> None:
+        rollout_rows(source, mean_row(tuple(source.layouts[-1].grid)))
+
     def analysis():
-        arrays = capture_windows(ours, x)
-        attention = [a[0] for a in arrays["attention"]]
-        hierarchy.rollout_map(attention, arrays["layouts"])
-        for windows, layout in zip(attention, arrays["layouts"]):
-            hierarchy.attention_distance(windows, layout, layout.token_size)
-            hierarchy.readout_attention(windows, layout)
+        arrays = capture_blocks(ours, x)
+        source = WindowedAttention([a[0] for a in arrays["attention"]], arrays["architecture"].blocks)
+        rollout(source)
+        source.mean_distance(4)
+        for layer in range(source.depth):
+            source.readout_rows(layer)
 
     with torch.inference_mode():
         captured = ours.forward_with_attention(x)
-    attention = [a[0].float().cpu().numpy() for a in captured.attention]
+    kept = WindowedAttention([a[0].float().cpu().numpy() for a in captured.attention], captured.layouts)
     calls = {"torchvision": lambda: plain(theirs), "plain": lambda: plain(ours), "capture": capture, "analysis": analysis,
              "gae": lambda: explain_tensor(ours, x, ClassTarget(0), ["gae"]),
-             "rollout": lambda: hierarchy.rollout_map(attention, captured.layouts)}
+             "rollout": lambda: rollout(kept)}
     t = interleaved({k: synchronized(fn, device) for k, fn in calls.items()}, rounds)
     tv, our, cap, gae, roll, ana = (median(t[k]) for k in ("torchvision", "plain", "capture", "gae", "rollout",
                                                           "analysis"))

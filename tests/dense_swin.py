@@ -4,7 +4,7 @@ attends over its whole stage with a mask instead of rolling and cutting windows.
 A block's windows are the W×W tiles of the stage's grid, displaced by the shift and cut at the border: token (r, c)
 lies in tile (⌊(r − sh)/wh⌋, ⌊(c − sw)/ww⌋), and two tokens may attend to each other exactly when their tiles are the
 same (−∞ otherwise). The position bias of a pair is read at its offset on the grid. Nothing here rolls, partitions
-or looks at ``vit.swin``'s window code or ``viz.maps.hierarchy``: the window size and shift follow the papers' rule
+or looks at ``vit.swin``'s window code or ``viz.maps.windows``: the window size and shift follow the papers' rule
 (the window shrinks to a stage that is not larger than it, no shift there; odd blocks shift by ⌊W/2⌋), the v2 bias
 is its formula written out again. Its attention is a (B, H, T, T) tensor of the graph, so gradients flow to it.
 """

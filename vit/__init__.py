@@ -4,8 +4,9 @@ from .labels import imagenet_labels
 from .checkpoints.load import WEIGHTS_DIR, LoadedModel, list_local_checkpoints, load, weights_dir
 from .model import AttentionCapture, TokenLayout, ViTConfig, VisionTransformer, variant
 from .preprocess import Preprocess
-from .swin import SwinConfig, SwinTransformer, WindowCapture, WindowLayout, swin_variant
+from .architecture import Architecture, BlockLayout
+from .swin import SwinConfig, SwinTransformer, WindowCapture, swin_variant
 
-__all__ = ["AttentionCapture", "LoadedModel", "Preprocess", "SwinConfig", "SwinTransformer", "TokenLayout", "ViTConfig",
-           "VisionTransformer", "WEIGHTS_DIR", "WindowCapture", "WindowLayout", "imagenet_labels",
+__all__ = ["Architecture", "AttentionCapture", "BlockLayout", "LoadedModel", "Preprocess", "SwinConfig", "SwinTransformer", "TokenLayout", "ViTConfig",
+           "VisionTransformer", "WEIGHTS_DIR", "WindowCapture", "imagenet_labels",
            "list_local_checkpoints", "load", "save_checkpoint", "swin_variant", "variant", "weights_dir"]

@@ -43,12 +43,14 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from .architecture import Architecture
 from .positions import (ROPE_AXES, ROPE_COORDS, TokenPositions, apply_rope, attention_bias, mixed_rope_tables,
                         num_relative_positions, patch_coordinates, relative_log_coords, relative_position_index,
                         rope_angles, rope_tables, rotary_kernel)
 
 
 POS_EMBED_KINDS = ("learned", "sincos2d", "none")
+READOUT_OF_POOL = {"token": "cls", "map": "map", "avg": "mean"}   # ViTConfig.global_pool -> the readout it makes
 POS_EMBED_INTERPOLATIONS = ("bicubic", "bilinear")
 
 
@@ -170,6 +172,12 @@ class ViTConfig:
     def pos_grid(self) -> tuple[int, int]:
         """Grid (gh, gw) of the learned position table: ``pos_embed_grid``, else the native grid."""
         return self.pos_embed_grid or self.grid
+
+    @property
+    def fixed_size(self) -> str | None:
+        """Why the model runs at its own input size only, or None when its positions follow any grid: "relative_bias"
+        (BEiT's relative position bias is a table learnt for its own grid)."""
+        return "relative_bias" if self.rel_pos_bias else None
 
     @property
     def attention_head_dim(self) -> int:
@@ -799,6 +807,14 @@ class VisionTransformer(nn.Module):
                              f"but got {height}×{width}.")
         return layout
 
+    def architecture(self, height: int, width: int) -> Architecture:
+        """The description the explorer reads (``vit.architecture``): L blocks of global attention over the same
+        prefix + gh·gw tokens, one stage, read out as ``global_pool`` says. ValueError for a size it does not take."""
+        layout = self.token_layout(height, width)
+        cfg = self.cfg
+        return Architecture.plain(cfg.depth, cfg.num_heads, layout.grid, cfg.patch_size, layout.num_prefix,
+                                  READOUT_OF_POOL[cfg.global_pool], cfg.family)
+
     def eval_layout(self, x: torch.Tensor, purpose: str) -> TokenLayout:
         """Token layout of images x (B, C, H, W) for a ``purpose`` ("Explanations", "Looking inside the model") that
         must see the model as it predicts: ValueError in training mode (dropout on) or for a wrong shape."""
@@ -824,6 +840,12 @@ class VisionTransformer(nn.Module):
         rel_index = relative_position_index(layout.grid, layout.num_prefix, device) if relative else None
         rel_coords = relative_log_coords(layout.grid, device) if cfg.rel_pos_mlp else None
         return TokenPositions(layout.num_prefix, rope, rel_index, coords=coords, rel_coords=rel_coords)
+
+    def position_table(self) -> tuple[torch.Tensor | None, str, tuple[int, int]]:
+        """(the absolute position embedding ([CLS, DIST] rows, then the patches') (prefix_with_pos + N, D) or None
+        without one, its kind ("learned", "sincos2d" or "none"), the grid it was made for): Figure 7's centre."""
+        table = None if self.pos_embed is None else self.pos_embed[0]
+        return table, self.cfg.pos_embed_kind, self.cfg.pos_grid
 
     def rotary_kernel(self, grid: tuple[int, int] | None = None, axis: str = "both") -> torch.Tensor | None:
         """(N, N) float32 for the N patches of a gh×gw grid (default: the native one): how alike the rotary embedding

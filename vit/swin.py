@@ -17,7 +17,7 @@ by ⌊W/2⌋ tokens right and down, so that information crosses the previous blo
 done as the papers do it: the grid is rolled cyclically by −⌊W/2⌋ (``torch.roll``), cut into windows, and the
 tokens that the roll brought together from opposite borders are kept apart by a mask of −100 added to their
 logits; the output is rolled back. Seen on the grid itself, a shifted block's windows are the W×W tiles displaced
-by (⌊W/2⌋, ⌊W/2⌋) and cut at the border (``WindowLayout``, ``viz.maps.hierarchy``).
+by (⌊W/2⌋, ⌊W/2⌋) and cut at the border (``vit.architecture.BlockLayout``, ``viz.maps.windows``).
 
     SwinBlock, v1 (pre-norm):  x = x + DropPath(W-MSA(LN(x)));   x = x + DropPath(MLP(LN(x)))
     SwinBlock, v2 (post-norm): x = x + DropPath(LN(W-MSA(x)));   x = x + DropPath(LN(MLP(x)))
@@ -28,7 +28,7 @@ by (⌊W/2⌋, ⌊W/2⌋) and cut at the border (``WindowLayout``, ``viz.maps.hi
 
 A stage whose grid is not larger than its window attends within the whole stage (the window shrinks to the grid
 and there is no shift), as timm and transformers do; every stage's grid must be a multiple of its window
-(``SwinTransformer.window_layouts`` says which input sizes a model takes).
+(``SwinTransformer.architecture`` says which input sizes a model takes).
 
 ``model(x)`` is the plain forward (fused scaled-dot-product attention when ``fused_attn``);
 ``model.forward_with_attention(x)`` also returns every block's window attention with its layout
@@ -46,6 +46,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from .architecture import Architecture, BlockLayout
 from .model import DropPath, TokenLayout, VisionTransformer
 
 SHIFT_MASK = -100.0          # the logit added between tokens a cyclic shift brought into one window (as the papers)
@@ -133,10 +134,12 @@ class SwinConfig:
     def stage_dim(self, stage: int) -> int:
         return self.embed_dim * 2 ** stage
 
-    # What the ViT code paths ask of a config (a Swin is read out from the mean of its last stage's tokens).
+    # What the explorer reads of any config: its family's name, its prefix tokens (none: a Swin is read out from the mean
+    # of its last stage's tokens) and why it runs at its own size only ("windows": every stage's grid must be a whole
+    # number of its windows, and its capture keeps every window).
     family = "swin"
-    global_pool = "avg"
     num_prefix_tokens = 0
+    fixed_size = "windows"
 
     def describe(self) -> str:
         """One line naming the shape, for messages."""
@@ -165,36 +168,12 @@ def swin_variant(name: str, **overrides) -> SwinConfig:
     return SwinConfig(**{**_SIZES[size], **overrides})
 
 
-class WindowLayout(NamedTuple):
-    """Where one block's windows lie on its stage's token grid, and what one of its tokens covers of the photo.
-
-    Window k (row-major over the nWh×nWw windows) holds, in row-major order, the tokens of rows
-    (sh + kr·wh + a) mod gh and columns (sw + kc·ww + b) mod gw (a < wh, b < ww): the grid rolled by (−sh, −sw) and
-    cut into tiles. Tokens that the roll brought together from opposite borders are masked apart, so on the grid a
-    shifted block's windows are the tiles displaced by (sh, sw) and cut at the border.
-    """
-    stage: int                   # 0-based stage
-    block: int                   # 0-based block within the stage
-    grid: tuple[int, int]        # (gh, gw) tokens of the stage
-    window: tuple[int, int]      # (wh, ww) tokens of a window (the configured W, or the grid where smaller)
-    shift: tuple[int, int]       # (sh, sw) the cyclic shift (0 for even blocks and for one-window stages)
-    token_size: int              # side in input pixels of the square one token covers: P·2^stage
-
-    @property
-    def num_windows(self) -> int:
-        return (self.grid[0] // self.window[0]) * (self.grid[1] // self.window[1])
-
-    @property
-    def window_area(self) -> int:
-        return self.window[0] * self.window[1]
-
-
 class WindowCapture(NamedTuple):
     """What ``SwinTransformer.forward_with_attention`` returns: the output and the attention behind it."""
     output: torch.Tensor                     # (B, K) logits; (B, D_last) pooled features without a head
     attention: list[torch.Tensor]            # per block, in forward order: (B, nW, H, N, N), N = wh·ww, the softmax
     # attention inside every window (with the relative position bias and the shift mask)
-    layouts: list[WindowLayout]              # per block: its stage, grid, window and shift
+    layouts: list[BlockLayout]               # per block: its stage, grid, window and shift
     token_norms: list[torch.Tensor] | None   # per block: (B, gh, gw) L2 norm of every token after it, when asked
 
 
@@ -405,16 +384,17 @@ class SwinBlock(nn.Module):
         self.norm2 = nn.LayerNorm(dim, eps=cfg.layer_norm_eps)
         self.mlp = SwinMlp(dim, int(dim * cfg.mlp_ratio), cfg.drop_rate)
 
-    def layout(self, grid: tuple[int, int]) -> WindowLayout:
-        """The windows of this block on a gh×gw grid: W×W (shrunk to the grid where it is not larger than a window),
-        shifted by ⌊W/2⌋ in odd blocks along every axis longer than one window."""
+    def layout(self, grid: tuple[int, int], index: int) -> BlockLayout:
+        """The windows of this block (block ``index`` of the model) on a gh×gw grid: W×W (shrunk to the grid where it
+        is not larger than a window), shifted by ⌊W/2⌋ in odd blocks along every axis longer than one window."""
         gh, gw = grid
         window = (min(self.window, gh), min(self.window, gw))
         half = self.window // 2 if self.shifted else 0
         shift = (half if gh > self.window else 0, half if gw > self.window else 0)
-        return WindowLayout(self.stage, self.index, (gh, gw), window, shift, self.token_size)
+        return BlockLayout(index=index, stage=self.stage, block=self.index, heads=self.attn.num_heads, grid=(gh, gw),
+                           token_size=self.token_size, window=window, shift=shift)
 
-    def forward(self, x: torch.Tensor, layout: WindowLayout, return_attn: bool = False
+    def forward(self, x: torch.Tensor, layout: BlockLayout, return_attn: bool = False
                 ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """x (B, gh, gw, C) -> (B, gh, gw, C), and the window attention (B, nW, H, N, N) when asked."""
         a = x if self.post_norm else self.norm1(x)
@@ -423,7 +403,7 @@ class SwinBlock(nn.Module):
         m = self.mlp(x if self.post_norm else self.norm2(x))
         return x + self.drop_path(self.norm2(m) if self.post_norm else m), attn
 
-    def shifted_window_attention(self, x: torch.Tensor, layout: WindowLayout, return_attn: bool
+    def shifted_window_attention(self, x: torch.Tensor, layout: BlockLayout, return_attn: bool
                                  ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Tokens (B, gh, gw, C) -> rolled by −shift, cut into windows, attended, put back and rolled back."""
         sh, sw = layout.shift
@@ -515,9 +495,10 @@ class SwinTransformer(nn.Module):
         for b in self.blocks:
             b.attn.fused_attn = value
 
-    def window_layouts(self, height: int, width: int) -> list[WindowLayout]:
-        """Every block's windows for an input of height×width pixels, in forward order; ValueError (with sizes that
-        work) unless the patch size divides the input, each stage but the last has an even grid (patch merging
+    def architecture(self, height: int, width: int) -> Architecture:
+        """The description the explorer reads (``vit.architecture``): every block's windows for an input of
+        height×width pixels, in forward order, read out by the average pool of the last stage. ValueError (with sizes
+        that work) unless the patch size divides the input, each stage but the last has an even grid (patch merging
         takes 2×2 groups) and each stage's grid is a multiple of its window."""
         problem = self._size_problem(height, width)
         if problem:
@@ -527,8 +508,8 @@ class SwinTransformer(nn.Module):
         layouts, grid = [], (height // self.cfg.patch_size, width // self.cfg.patch_size)
         for s, layer in enumerate(self.layers):
             grid = (grid[0] // 2, grid[1] // 2) if s else grid
-            layouts += [b.layout(grid) for b in layer.blocks]
-        return layouts
+            layouts += [b.layout(grid, len(layouts) + i) for i, b in enumerate(layer.blocks)]
+        return Architecture("swin", tuple(layouts), "mean", self.cfg.patch_size)
 
     def _size_problem(self, height: int, width: int) -> str:
         """What is wrong with an input of height×width pixels, in words ("" when nothing is)."""
@@ -567,8 +548,8 @@ class SwinTransformer(nn.Module):
 
     def token_layout(self, height: int, width: int) -> TokenLayout:
         """The patch grid of stage 0 for an input of height×width pixels (no prefix tokens): the grid the explanations'
-        maps live on. ValueError for a size this model does not take (see ``window_layouts``)."""
-        self.window_layouts(height, width)
+        maps live on. ValueError for a size this model does not take (see ``architecture``)."""
+        self.architecture(height, width)
         return TokenLayout(0, (height // self.cfg.patch_size, width // self.cfg.patch_size))
 
     # Stage 0's patch grid of images x (B, C, H, W) for a purpose that must see the model as it predicts: the ViT's
@@ -576,14 +557,14 @@ class SwinTransformer(nn.Module):
     eval_layout = VisionTransformer.eval_layout
 
     def blocks_with_attention(self, x: torch.Tensor, return_attn: bool = True
-                              ) -> Iterator[tuple[torch.Tensor, torch.Tensor | None, WindowLayout]]:
+                              ) -> Iterator[tuple[torch.Tensor, torch.Tensor | None, BlockLayout]]:
         """Images (B, C, H, W) -> after each block in turn, ``(tokens (B, gh, gw, C), its window attention
-        (B, nW, H, N, N) or None, its WindowLayout)``; patch merging happens between the stages. Pass the last
+        (B, nW, H, N, N) or None, its BlockLayout)``; patch merging happens between the stages. Pass the last
         tokens to ``forward_head``. The forward pass of every call below."""
         B, C, H, W = x.shape
         if C != self.cfg.in_chans:
             raise ValueError(f"Wrong number of channels! Expected {self.cfg.in_chans} but got {C}!")
-        layouts = iter(self.window_layouts(H, W))
+        layouts = iter(self.architecture(H, W).blocks)
         x = self.patch_embed(x)                                       # (B, gh, gw, D)
         if self.absolute_pos_embed is not None:
             x = x + self.position_embedding(x.shape[1:3])
@@ -602,6 +583,16 @@ class SwinTransformer(nn.Module):
             return table
         table = F.interpolate(table.permute(0, 3, 1, 2), size=tuple(grid), mode="bicubic", align_corners=False)
         return table.permute(0, 2, 3, 1)
+
+    def position_table(self) -> tuple[torch.Tensor | None, str, tuple[int, int]]:
+        """(the absolute position embedding (gh·gw, D) when the config has one, else None; its kind; stage 0's native
+        grid): a Swin's only other position information is the bias inside each window."""
+        table = None if self.absolute_pos_embed is None else self.absolute_pos_embed[0]
+        return table, "none" if table is None else "learned", self.cfg.grid
+
+    def rotary_kernel(self) -> None:
+        """A Swin rotates nothing by position (``VisionTransformer.rotary_kernel``'s counterpart)."""
+        return None
 
     def forward_head(self, x: torch.Tensor) -> torch.Tensor:
         """Last stage's tokens (B, gh, gw, C) -> logits (B, num_classes), or pooled features (B, C) without a head."""
@@ -625,13 +616,6 @@ class SwinTransformer(nn.Module):
             if norms is not None:
                 norms.append(x.norm(dim=-1))
         return WindowCapture(self.forward_head(x), maps, layouts, norms)
-
-
-def refuse_swin(model: nn.Module, what: str) -> None:
-    """ValueError saying that ``what`` (a ViT-only view or pass) does not take a Swin yet; nothing for other models."""
-    if isinstance(model, SwinTransformer):
-        raise ValueError(f"{what} is defined on a ViT's single sequence of tokens; a Swin's windows and stages are not "
-                         f"supported by it yet.")
 
 
 def _init_weights(m: nn.Module) -> None:

@@ -40,7 +40,7 @@ class ControlValues:
                      head=None if self.mean_heads else int(self.head), dino_mask=bool(self.dino_mask),
                      rolled=bool(self.rolled), shared_scale=bool(self.shared_scale), patch_true=bool(self.patch_true),
                      narrow=bool(self.narrow))
-        return clamp_controls(c, a.depth, a.heads)
+        return clamp_controls(c, a.architecture.heads)
 
     def but(self, **changes) -> ControlValues:
         return replace(self, **changes)

@@ -32,7 +32,6 @@ from viz import explorer
 from viz.analysis import cost, explain_tensor, resolve_target, walk
 from viz.analysis.cost import LOCAL_MAX_TOKENS
 from viz.analysis.serve import ServedModel, analyze_photo, serve
-from viz.analysis.windows import is_swin
 from viz.cache import Cache, nbytes
 from viz.explorer import AnalysisKey, Session
 from viz.i18n import t
@@ -266,6 +265,12 @@ def served_source(source: str, lang: str = "en", preprocess: str = "own", size: 
     return sized(model, size, lang)
 
 
+# Why a model runs at its own size only (its config's ``fixed_size``) -> (the note beside the size control, the message
+# when a visitor asks for another size)
+FIXED_SIZE = {"relative_bias": ("note.input_size_fixed", "message.input_size_fixed"),
+              "windows": ("note.input_size_windows", "note.input_size_windows")}
+
+
 def sized(model: ServedModel, size: int, lang: str = "en") -> ServedModel:
     """``model`` at the input ``size`` (0: its own), or a gr.Error: a size its positions cannot follow, not a multiple
     of its patch size, or beyond the server's token budget."""
@@ -274,8 +279,7 @@ def sized(model: ServedModel, size: int, lang: str = "en") -> ServedModel:
         return model
     cfg = model.loaded.config
     if not cost.follows_size(cfg):
-        fixed = "swin.input_size_fixed" if is_swin(model.loaded.model) else "message.input_size_fixed"
-        raise gr.Error(t(fixed, lang, side=model.native_side), print_exception=False)
+        raise gr.Error(t(FIXED_SIZE[cfg.fixed_size][1], lang, side=model.native_side), print_exception=False)
     budget = token_budget(cfg)
     if size % cfg.patch_size or cost.tokens_at(cfg, size) > budget:
         raise gr.Error(t("message.input_size_refused", lang, side=size, patch=cfg.patch_size, budget=budget,
@@ -294,10 +298,11 @@ def analysis(key: AnalysisKey, lang: str = "en") -> Analysis:
         raise gr.Error(t("message.analyse_again", lang, error=err), print_exception=False) from None
 
 
-def refuse_for_swin(session: Session | None, message: str, lang: str = "en") -> None:
-    """A gr.Error saying the catalogue's ``message`` (why, in one sentence) when the session's model is a Swin: for
-    the views that read a ViT's one sequence of tokens."""
-    if session is not None and is_swin(model_of(session.key).loaded.model):
+def refuse_without_one_sequence(session: Session | None, message: str, lang: str = "en") -> None:
+    """A gr.Error saying the catalogue's ``message`` (why, in one sentence) when the session's model has no one sequence
+    of tokens through every layer (``vit.architecture.Architecture.one_sequence``: its blocks change grid or attend
+    inside windows): for the views that read one."""
+    if session is not None and not analysis(session.key, lang).architecture.one_sequence:
         raise gr.Error(t(message, lang), print_exception=False)
 
 

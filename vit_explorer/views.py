@@ -23,7 +23,6 @@ from vit.image_file import ImageFileError
 from viz import explorer
 from viz.analysis import cost
 from viz.analysis.serve import ServedModel
-from viz.analysis.windows import is_swin
 from viz.explorer import AnalysisKey, Controls, Session
 from viz.i18n import language, language_from_header, t
 from viz.records import Analysis
@@ -179,8 +178,9 @@ def size_control(served: ServedModel, lang: str) -> dict:
 
 
 def fixed_note(served: ServedModel) -> str:
-    """The catalogue key saying why a model's input size is fixed: a Swin's windows, else a relative position bias."""
-    return "swin.input_size_fixed" if is_swin(served.loaded.model) else "note.input_size_fixed"
+    """The catalogue key saying why a model's input size is fixed (its config's ``fixed_size``: windows, or a relative
+    position bias learnt for its own grid)."""
+    return state.FIXED_SIZE[served.loaded.config.fixed_size][0]
 
 
 def cost_line(served: ServedModel, side: int, a: Analysis | None, lang: str) -> str:

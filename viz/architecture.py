@@ -1,4 +1,6 @@
-"""The architecture of a ViT as a table: every stage with the tensor shape this input gives it and its parameters.
+"""The Model tab: a model's architecture as a table, every stage with the tensor shape this input gives it and its
+parameters (a ViT's from its config, ``stages``; a Swin's stages, windows and shifts, ``swin_table``), one function
+per family in ``TABLES``.
 
 Computed from the config alone (``vit.ViTConfig``), so it describes any variant at any input size; the
 parameter counts follow the module layout of ``vit/model.py`` and are checked against
@@ -17,6 +19,10 @@ projection. ``family_summary`` says it in one paragraph. Every name and note is 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from vit.architecture import Architecture
+from vit.model import ViTConfig
+from vit.swin import SwinConfig
 
 from .i18n import t
 
@@ -239,3 +245,52 @@ def to_markdown(rows: list[Stage], title: str = "", summary: str = "", lang: str
         lines.append(f"| {name} | {r.shape} | {r.params:,} | {r.note} |")
     lines += ["", t("arch.total", lang, total=f"{total_params(rows):,}")]
     return "\n".join(lines)
+
+
+def vit_table(model, name: str, arch: Architecture, lang: str = "en") -> str:
+    """A ViT's Model tab: its family in one paragraph, then every stage of ``stages`` with this input's shapes."""
+    cfg = model.cfg
+    return to_markdown(stages(cfg, arch.input_size, lang), name, family_summary(cfg, lang), lang)
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in rows])
+
+
+def swin_table(model, name: str, arch: Architecture, lang: str = "en") -> str:
+    """A Swin's Model tab: its stages with this input's shapes, windows, heads and shifts."""
+    cfg = model.cfg
+    H, W = arch.input_size
+    gh0, gw0 = arch.grid
+    rows = [[t("swin.arch.input", lang), f"(1, 3, {H}, {W})", "", "", ""],
+            [t("swin.arch.patches", lang, patch=cfg.patch_size), f"(1, {gh0}, {gw0}, {cfg.embed_dim})", "", "", ""]]
+    for stage, blocks in enumerate(arch.stages):
+        block = arch.blocks[blocks[0]]
+        gh, gw = block.grid
+        if stage:
+            rows.append([t("swin.arch.merge", lang), f"(1, {gh}, {gw}, {cfg.stage_dim(stage)})", "", "", ""])
+        shifts = " / ".join(str(arch.blocks[b].shift[0]) for b in blocks)
+        rows.append([t("swin.arch.stage", lang, stage=stage, layers=len(blocks)),
+                     f"(1, {gh}, {gw}, {cfg.stage_dim(stage)})",
+                     f"{block.num_windows} × {block.window[0]}×{block.window[1]}", str(block.heads), shifts])
+    rows.append([t("swin.arch.pool", lang), f"(1, {cfg.num_features})", "", "", ""])
+    rows.append([t("swin.arch.head", lang), f"(1, {cfg.num_classes})", "", "", ""])
+    header = [t(f"swin.arch.{k}", lang) for k in ("step", "shape", "windows", "heads", "shifts")]
+    parameters = sum(p.numel() for p in model.parameters())
+    return t("swin.arch.title", lang, model=name, version=cfg.version, parameters=f"{parameters:,}") + "\n\n" + \
+        _table(header, rows)
+
+
+# THE table of each model family's Model tab, by its config class: a new family whose steps read differently adds
+# one function here (its slice of the Model tab); every other view reads the family's ``Architecture``.
+TABLES = {ViTConfig: vit_table, SwinConfig: swin_table}
+
+
+def model_table(model, name: str, arch: Architecture, cached: int, lang: str = "en") -> str:
+    """The Model tab in ``lang``: the family's table (``TABLES``) and what this photo's analysis keeps in the cache,
+    beside what the whole attention of every layer would take."""
+    full = sum(b.heads * b.num_windows * b.window_area ** 2 * 4 for b in arch.blocks)
+    kept = "arch.cached" if arch.one_sequence else "arch.cached_windows"     # recomputed on demand, or kept whole
+    return (TABLES[type(model.cfg)](model, name, arch, lang) + "\n\n"
+            + t(kept, lang, depth=arch.depth, heads=arch.max_heads, megabytes=cached / 2**20, full=full / 2**20))

@@ -12,19 +12,18 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, NamedTuple, Sequence
 
+import numpy as np
 from PIL import Image
 
 from vit.image_file import open_image
 
 from . import panels
 from .drawing import render
-from .architecture import family_summary, stages, to_markdown
-from .maps.layout import pixel_to_patch
-from .panels.heads import HeadsLayout
-from .panels.windows import StagesLayout
+from .architecture import model_table
+from .maps.layout import layer_index, pixel_to_patch
+from .panels.heads import HeadsLayout, StagesLayout
 from .i18n import language, t
-from . import window_views
-from .records import Analysis, WindowAnalysis
+from .records import Analysis
 
 if TYPE_CHECKING:
     from .analysis.serve import ServedModel
@@ -76,14 +75,15 @@ class Session:
     heads_layout: HeadsLayout | StagesLayout | None = None   # geometry of the last heads grid, to map clicks to cells
 
 
-def clamp_controls(c: Controls, depth: int, heads: int | tuple[int, ...]) -> Controls:
-    """Controls valid for a model of ``depth`` blocks and ``heads`` heads (a Swin: per block; API callers may pass
-    any numbers)."""
+def clamp_controls(c: Controls, heads: tuple[int, ...]) -> Controls:
+    """Controls valid for a model whose blocks have ``heads`` heads each (``Architecture.heads``; API callers may
+    pass any numbers): the layer and first layer within the blocks, the head within the chosen block's."""
+    depth = len(heads)
+
     def block(i: int) -> int:
         i = int(i)
         return min(max(depth + i if i < 0 else i, 0), depth - 1)
-    if isinstance(heads, tuple):                      # a Swin: the chosen block's heads
-        heads = heads[block(c.layer)]
+    heads = heads[block(c.layer)]
     head = None if c.head is None else min(max(int(c.head), 0), heads - 1)
     discard = min(max(float(c.discard_ratio), 0.0), 0.99)
     opacity = min(max(float(c.opacity), 0.0), 1.0)
@@ -100,19 +100,24 @@ def summary(a: Analysis, lang: str = "en", preprocess=None, assumptions: Sequenc
     """One line on what the model did with this photo, in Markdown, in ``lang``. ``preprocess`` (the
     ``vit.Preprocess`` the analysis used) names what the input was: a crop, the squashed photo, or a crop of the
     stretched photo; None: a crop. ``assumptions`` (``vit.LoadedModel.assumptions``): what the loader assumed rather
-    than read, listed below the line, each in ``lang``."""
-    if isinstance(a, WindowAnalysis):
-        line = window_views.summary(a, lang, input_kind(preprocess))
-        listed = "".join(f"\n- {assumed_text(x, lang)}" for x in assumptions)
-        return f"{line}\n\n{t('summary.assumed', lang)}{listed}" if assumptions else line
+    than read, listed below the line, each in ``lang``. A model of several stages or with windows is said in its
+    stages' grids and its windows."""
     H, W = a.input_size
     gh, gw = a.grid
-    prefix = t("summary.prefix", lang, count=a.num_prefix) if a.num_prefix else ""
     forward = a.timings.get("forward")
     took = t("summary.took", lang, ms=forward * 1000) if forward is not None else ""
-    line = t("summary.line", lang, model=a.model_name, width=W, height=H, input=t(input_kind(preprocess), lang),
-             grid=f"{gh}×{gw}", prefix=prefix, tokens=a.num_prefix + gh * gw, layers=a.depth, heads=a.heads,
-             took=took)
+    arch = a.architecture
+    if arch.one_sequence:
+        prefix = t("summary.prefix", lang, count=a.num_prefix) if a.num_prefix else ""
+        line = t("summary.line", lang, model=a.model_name, width=W, height=H, input=t(input_kind(preprocess), lang),
+                 grid=f"{gh}×{gw}", prefix=prefix, tokens=a.num_prefix + gh * gw, layers=a.depth, heads=a.heads,
+                 took=took)
+    else:
+        grids = ", ".join("×".join(map(str, arch.blocks[blocks[0]].grid)) for blocks in arch.stages)
+        window = next((b.window for b in arch.blocks if b.window is not None), None)
+        line = t("summary.stages", lang, model=a.model_name, width=W, height=H, input=t(input_kind(preprocess), lang),
+                 stages=grids, layers=a.depth, took=took,
+                 windows="" if window is None else t("summary.windows", lang, window=f"{window[0]}×{window[1]}"))
     if not assumptions:
         return line
     listed = "".join(f"\n- {assumed_text(x, lang)}" for x in assumptions)
@@ -140,31 +145,23 @@ def input_kind(preprocess) -> str:
 
 def cached_bytes(a: Analysis) -> int:
     """Memory the server's cache spends on one analysis: what recomputes its attention (the residual stream, the
-    readout rows and log-sum-exps, the head-fused copies while small) or the attention itself, the token norms, the
-    mean distances and the cropped photo (what bounds the cache of analyses)."""
-    if isinstance(a, WindowAnalysis):
-        return window_views.cached_bytes(a)
+    readout rows and log-sum-exps, the head-fused copies while small; a windowed model's window maps) or the
+    attention itself, the token norms, the mean distances and the cropped photo (what bounds the cache of
+    analyses)."""
     width, height = a.image.size
     if a.source is not None:
         attention = a.source.nbytes
     else:
         stream = 0 if a.stream is None else a.stream.nbytes
         attention = a.attention.nbytes + sum(f.nbytes for f in a.fused.values()) + stream
-    return (attention + a.token_norms.nbytes + sum(d.nbytes for d in a.mean_distance.values())
-            + width * height * len(a.image.getbands()))
+    return (attention + sum(np.asarray(n).nbytes for n in a.token_norms)
+            + sum(d.nbytes for d in a.mean_distance.values()) + width * height * len(a.image.getbands()))
 
 
 def architecture(model: ServedModel, a: Analysis, lang: str = "en") -> str:
-    """The Model tab: the family (tokens, pooling, position scheme), stages with this photo's tensor shapes and
-    parameter counts, and the analysis's cache size, in ``lang`` (a Swin: its stages, windows and heads)."""
-    if isinstance(a, WindowAnalysis):
-        return window_views.architecture(model, a, lang)
-    cfg = model.loaded.config
-    T = a.num_prefix + a.grid[0] * a.grid[1]
-    full = a.depth * a.heads * T * T * 4
-    return (to_markdown(stages(cfg, a.input_size, lang), model.loaded.name, family_summary(cfg, lang), lang)
-            + "\n\n" + t("arch.cached", lang, depth=a.depth, heads=a.heads, megabytes=cached_bytes(a) / 2**20,
-                          full=full / 2**20))
+    """The Model tab: the family (tokens, pooling, position scheme), its steps with this photo's tensor shapes and
+    parameter counts, and the analysis's cache size, in ``lang`` (``viz.architecture.model_table``)."""
+    return model_table(model.loaded.model, model.loaded.name, a.architecture, cached_bytes(a), lang)
 
 
 def display(c: Controls, lang: str = "en", size: int = DISPLAY_SIZE) -> panels.Display:
@@ -175,34 +172,46 @@ def display(c: Controls, lang: str = "en", size: int = DISPLAY_SIZE) -> panels.D
 
 
 def rollout_view(a: Analysis, c: Controls, lang: str = "en") -> tuple[Image.Image, str | None]:
-    """(the query's rollout at display size, its note: artifacts masked or dominating, else None)."""
-    if isinstance(a, WindowAnalysis):
-        return window_views.rollout_view(a, c, lang)
+    """(the query's rollout at display size, its note: artifacts masked or dominating, or how a model of windows or
+    stages is rolled out; else None)."""
     p = panels.rollout_map_panel(a, c.fusion, c.discard_ratio, c.start_layer, c.mask_artifacts,
                                  display=display(c, lang))
-    return p.image, p.note
+    if a.architecture.one_sequence:
+        return p.image, p.note
+    return p.image, t("note.rollout_through", lang, query=panels.query_label(a.readout, lang))
 
 
 def attention_view(a: Analysis, c: Controls, lang: str = "en") -> tuple[Image.Image, str | None]:
-    """(one layer's attention of the query at display size, DINO's outline when asked, its note)."""
-    if isinstance(a, WindowAnalysis):
-        return window_views.attention_view(a, c, lang)
+    """(one layer's attention of the query at display size, DINO's outline when asked, its note: the layer's windows
+    when it has them)."""
     p = panels.attention_map_panel(a, c.layer, c.head, c.mask_artifacts, 0.6 if c.dino_mask else None,
                                    c.shared_scale, display=display(c, lang))
-    return p.image, p.note
+    return p.image, window_note(a, c.layer, lang) or p.note
+
+
+def window_note(a: Analysis, layer: int, lang: str = "en") -> str | None:
+    """What a layer with windows, or on a stage's coarser grid, attends over; None for a layer of global attention on
+    the photo's grid."""
+    block = a.architecture.block(layer)
+    if block.window is None and block.grid == a.grid:
+        return None
+    if block.window is None:
+        return t("note.layer_grid", lang, stage=block.stage, grid=f"{block.grid[0]}×{block.grid[1]}",
+                 pixels=block.token_size)
+    return t("note.layer_windows", lang, stage=block.stage, grid=f"{block.grid[0]}×{block.grid[1]}",
+             window=f"{block.window[0]}×{block.window[1]}", shift=block.shift[0], pixels=block.token_size)
 
 
 def heads_view(s: Session, a: Analysis, c: Controls, lang: str = "en") -> tuple[Session, Image.Image, str | None]:
-    """The layers × heads grid over the photo, each layer on its own colour scale (or one for all with the shared
-    scale), the current (layer, head) framed; the session remembers its geometry for clicks (a Swin: one grid per
-    stage)."""
-    if isinstance(a, WindowAnalysis):
-        return window_views.heads_view(s, a, c, lang)
+    """The layers × heads grid over the photo (one per stage for a model of several), each layer on its own colour
+    scale (or one for all with the shared scale), the current (layer, head) framed; the session remembers its
+    geometry for clicks."""
     selected = None if c.head is None else (c.layer, c.head)
     g = panels.heads_grid_panel(a, NARROW_HEADS_WIDTH if c.narrow else HEADS_WIDTH, c.mask_artifacts,
                                 selected=selected, display=display(c, lang), shared_scale=c.shared_scale)
     scale = t("note.heads_scale" if c.shared_scale else "note.heads_layer_scale", lang, tokens=g.tokens)
-    note = " ".join(n for n in (scale, g.note) if n)
+    stages = t("note.heads_stages", lang) if len(a.architecture.stages) > 1 else ""
+    note = " ".join(n for n in (scale, stages, g.note) if n)
     return replace(s, heads_layout=g.placement), g.image, note
 
 
@@ -220,8 +229,6 @@ def pictures(s: Session, a: Analysis, c: Controls, lang: str = "en") -> dict:
     the heads grid and the patch query: their heavy steps (Pillow's resizing, colouring and mixing, numpy) let go
     of the GIL, so on two cores a new photo's pictures take about 60 % of the time. While the helper draws for
     someone else, everything is drawn here, one after another: nobody waits in a queue."""
-    if isinstance(a, WindowAnalysis):
-        return window_views.pictures(s, a, c, lang, query_photo(s, a))
     def helper_part():
         return (rollout_view(a, c, lang), attention_view(a, c, lang), distance_view(a, lang, c.narrow),
                 norms_views(a, lang, c.narrow))
@@ -251,14 +258,11 @@ def head_at(s: Session, x: float, y: float) -> tuple[int, int] | None:
 
 
 def head_info(a: Analysis, layer: int, head: int, mask_artifacts: bool = False, lang: str = "en") -> str:
-    """One line on a head: its layer, head, mean attention distance and entropy (a Swin: of the average pool's
-    attention, ``window_views.head_info``)."""
-    if isinstance(a, WindowAnalysis):
-        return window_views.head_info(a, layer, head, lang)
+    """One line on a head: its layer, head, mean attention distance and entropy."""
     stats = panels.head_stats(a, mask_artifacts)
     return t("note.head_info", lang, layer=layer, head=head, distance=float(stats.mean_distance[layer, head]),
              entropy=float(stats.entropy_bits[layer, head]), share=float(stats.entropy_share[layer, head]),
-             maximum=stats.max_bits)
+             maximum=float(stats.max_bits[layer]))
 
 
 def query_photo_side(a: Analysis) -> int:
@@ -285,11 +289,12 @@ def select_patch(s: Session, a: Analysis, x: float, y: float) -> Session:
 
 def query_views(s: Session, a: Analysis, c: Controls, lang: str = "en") -> tuple[Image.Image, Image.Image, str | None]:
     """(where the queried patch attends, who attends to it, a note) in the control's layer and head, or rolled
-    out. A masked artifact patch is shown unmasked, and the note says why."""
-    if isinstance(a, WindowAnalysis):
-        return window_views.query_views(s, a, c, lang)
+    out. A masked artifact patch is shown unmasked, and the note says why; in a layer of windows or on a coarser grid
+    the note names the token that covers the patch (and a rolled-out row, which such a model has not, falls back on
+    the layer's)."""
     row, col = s.query or panels.default_query(a)
-    options = dict(layer=c.layer, head=c.head, rolled=c.rolled, fusion=c.fusion, discard_ratio=c.discard_ratio,
+    rolled = c.rolled and a.architecture.one_sequence
+    options = dict(layer=c.layer, head=c.head, rolled=rolled, fusion=c.fusion, discard_ratio=c.discard_ratio,
                    start_layer=c.start_layer, shared_scale=c.shared_scale, display=display(c, lang, DISPLAY_SIZE // 2))
     try:
         out, into = panels.query_map_panels(a, row, col, mask_artifacts=c.mask_artifacts, **options)
@@ -297,6 +302,13 @@ def query_views(s: Session, a: Analysis, c: Controls, lang: str = "en") -> tuple
     except ValueError:               # the queried patch is one of the masked artifact tokens
         out, into = panels.query_map_panels(a, row, col, mask_artifacts=False, **options)
         note = t("note.query_masked", lang, row=row, col=col)
+    if not rolled and window_note(a, c.layer, lang):
+        block = a.architecture.block(c.layer)
+        r, k = a.architecture.token_of(row, col, layer_index(c.layer, a.depth))
+        note = t("note.query_token", lang, row=row, col=col, stage=block.stage, token_row=r, token_col=k,
+                 grid=f"{block.grid[0]}×{block.grid[1]}")
+    if c.rolled and not rolled:
+        note = f"{note} {t('note.no_rolled', lang)}"
     return out.image, into.image, note
 
 
@@ -310,15 +322,12 @@ def crop_view(photo: str, model: ServedModel, lang: str = "en") -> tuple[Image.I
 
 
 def distance_view(a: Analysis, lang: str = "en", narrow: bool = False) -> Image.Image:
-    if isinstance(a, WindowAnalysis):
-        return window_views.distance_view(a, lang, narrow)
-    return panels.distance_panel(panels.mean_distance_of(a), a.grid, a.patch_size, lang=language(lang), narrow=narrow)
+    return panels.distance_panel(panels.mean_distance_of(a), panels.distance_grid(a), a.patch_size,
+                                 lang=language(lang), narrow=narrow)
 
 
 def norms_views(a: Analysis, lang: str = "en", narrow: bool = False) -> tuple[Image.Image, Image.Image]:
     """(token norms per layer as thumbnails with their colour bar, norms against depth as curves)."""
-    if isinstance(a, WindowAnalysis):
-        return window_views.norms_views(a, lang, narrow)
     lang = language(lang)
     return (panels.norms_grid_panel(a, lang=lang, narrow=narrow),
             panels.token_norm_curves_panel(a, lang=lang, narrow=narrow))

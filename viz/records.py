@@ -8,6 +8,8 @@ from functools import cached_property
 import numpy as np
 from PIL import Image
 
+from vit.architecture import Architecture
+
 from .maps.readout import heads_query
 from .maps.source import AttentionSource, HeldAttention
 
@@ -23,27 +25,26 @@ class FinalNorm:
 
 @dataclass(frozen=True)
 class Analysis:
-    """One image through one model.
+    """One image through one model, for any architecture: what the model saw and answered, and its attention.
 
-    attention: (L, H, T, T) probabilities (float32 or float16) when the whole array was kept (the library's full
-    capture, the CLI), else None: then ``source`` gives every row and column on demand (the page). Every view reads
-    through ``maps`` (``viz.maps.source``), which is one or the other. token_norms: (L, T) L2 norm of every token
-    after each block; T = num_prefix + gh·gw. ``image`` is the cropped RGB image the model saw (width gw·P, height
-    gh·P): maps are overlaid on exactly these pixels.
-
-    ``readout`` names the query of the image-level maps (see ``viz.maps.readout``): "cls" for a model that
-    classifies from its CLS token, "map" for SigLIP's attention-pooling probe (``probe_attention`` (H, T)
-    holds its attention), "mean" for mean-pooled models. A model without a classifier (a CLIP or SigLIP image
-    tower, a DINO backbone) has no classes: ``probabilities`` is empty and ``top_k`` gives [].
+    ``architecture`` (``vit.architecture.Architecture``) describes the blocks for this input: each block's tokens
+    (prefix tokens, then its grid of patches), heads and windows, the stages, and the readout (``readout``: "cls"
+    for a model that answers from its CLS token, "map" for SigLIP's attention-pooling probe, whose attention
+    ``probe_attention`` (H, T) holds, "mean" for mean-pooled models such as a Swin). Every view reads the attention
+    through ``maps`` (``viz.maps.source``): the kept (L, H, T, T) array (the library's full capture, the CLI), the
+    rows recomputed on demand (``source``: the page), or a windowed model's window maps (``source``:
+    ``viz.maps.windows.WindowedAttention``); rows and columns of block l are over its own T_l tokens.
+    ``token_norms[l]`` (T_l,): the L2 norm of every token after block l (an (L, T) array when every block holds the
+    same tokens). ``image`` is the cropped RGB image the model saw (width gw·P, height gh·P of block 0's grid): maps
+    are overlaid on exactly these pixels. A model without a classifier (a CLIP or SigLIP image tower, a DINO
+    backbone) has no classes: ``probabilities`` is empty and ``top_k`` gives [].
     """
     image: Image.Image
     probabilities: np.ndarray            # (K,) softmax over the classes
     labels: tuple[str, ...]              # K class names
-    attention: np.ndarray | None         # (L, H, T, T), or None when ``source`` recomputes it
-    token_norms: np.ndarray              # (L, T)
-    num_prefix: int
-    grid: tuple[int, int]                # (gh, gw)
-    patch_size: int
+    architecture: Architecture           # the blocks, their tokens and windows, the readout, for this input
+    token_norms: np.ndarray | tuple      # per block l: (T_l,); (L, T) when every block holds the same tokens
+    attention: np.ndarray | None = None  # (L, H, T, T) when the whole array was kept, else None (``source``)
     model_name: str = ""
     timings: dict = field(default_factory=dict)  # seconds per step
     # Derived once per image so that re-renders never reduce the whole (L, H, T, T) array again
@@ -51,14 +52,13 @@ class Analysis:
     # in the attention's dtype, and the mean attention distance (L, H) keyed by ``renormalise``.
     fused: dict = field(default_factory=dict)
     mean_distance: dict = field(default_factory=dict)
-    readout: str = "cls"                       # the maps' query: "cls", "map" (the MAP probe) or "mean" (of patches)
     probe_attention: np.ndarray | None = None  # (H, T) the MAP probe's attention over the tokens (readout "map")
     # The residual stream, when kept (the page, --features): the tokens entering block 0, then after each block
     # (L + 1, T, D), in the cache's dtype; with ``final_norm`` (None: the model has no LayerNorm before pooling,
     # e.g. BEiT's fc_norm) any layer's patch features (``viz.features``).
     stream: np.ndarray | None = None
     final_norm: FinalNorm | None = None
-    source: AttentionSource | None = None    # the attention on demand, when ``attention`` is None
+    source: AttentionSource | None = None    # the attention on demand (or a windowed model's), when not ``attention``
 
     @cached_property
     def maps(self) -> AttentionSource:
@@ -68,17 +68,37 @@ class Analysis:
         return HeldAttention(self.attention, self.num_prefix, self.grid, self.fused, heads_query(self.readout))
 
     @property
+    def readout(self) -> str:
+        """The image-level maps' query: "cls", "map" (the MAP probe) or "mean" (of the patches)."""
+        return self.architecture.readout
+
+    @property
+    def num_prefix(self) -> int:
+        """Prefix tokens (CLS, distillation, registers) before block 0's patches."""
+        return self.architecture.num_prefix
+
+    @property
+    def grid(self) -> tuple[int, int]:
+        """(gh, gw): the photo's patch grid (block 0's); every image-level map lies on it."""
+        return self.architecture.grid
+
+    @property
+    def patch_size(self) -> int:
+        return self.architecture.patch_size
+
+    @property
     def depth(self) -> int:
-        return self.maps.depth
+        return self.architecture.depth
 
     @property
     def heads(self) -> int:
-        return self.maps.heads
+        """The most heads of any block (every block's, in a ViT); ``architecture.heads`` has each block's."""
+        return self.architecture.max_heads
 
     @property
     def input_size(self) -> tuple[int, int]:
         """(H, W) in pixels of the model input."""
-        return self.grid[0] * self.patch_size, self.grid[1] * self.patch_size
+        return self.architecture.input_size
 
     def top_k(self, k: int = 5) -> list[tuple[str, float]]:
         """The k most probable classes as (label, probability), most probable first."""
@@ -127,56 +147,3 @@ class SnapshotSeries:
 
     def __len__(self) -> int:
         return len(self.epochs)
-
-
-@dataclass(frozen=True)
-class WindowAnalysis:
-    """One image through a Swin (``vit.swin``): every block's window attention with where its windows lie.
-
-    A Swin has no single (L, H, T, T) array: block l of stage s attends inside windows of its stage's grid, with
-    its own number of heads. ``attention[l]`` (nW, H_s, N, N) holds block l's windows as ``vit.swin.WindowLayout``
-    ``layouts[l]`` places them (``viz.maps.hierarchy.expand`` writes them into the stage's (T_s, T_s) matrix);
-    ``token_norms[l]`` (gh_s, gw_s) the norm of every token after block l. ``image`` is the crop the model saw
-    (stage 0's grid × ``patch_size`` pixels); the image-level maps read the average pool (``readout`` "mean")."""
-    image: Image.Image
-    probabilities: np.ndarray            # (K,) softmax over the classes
-    labels: tuple[str, ...]              # K class names
-    attention: tuple                     # per block: (nW, H_s, N, N) float32 window attention
-    layouts: tuple                       # per block: vit.swin.WindowLayout (stage, block, grid, window, shift, …)
-    token_norms: tuple                   # per block: (gh_s, gw_s) float32
-    patch_size: int                      # pixels a stage-0 token covers
-    model_name: str = ""
-    timings: dict = field(default_factory=dict)
-    readout: str = "mean"                # the average pool over the last stage's tokens
-
-    @property
-    def grid(self) -> tuple[int, int]:
-        """Stage 0's patch grid (gh0, gw0): every image-level map lies on it."""
-        return tuple(self.layouts[0].grid)
-
-    @property
-    def depth(self) -> int:
-        return len(self.attention)
-
-    @property
-    def heads(self) -> tuple[int, ...]:
-        """Heads of each block (a stage's blocks share their count)."""
-        return tuple(a.shape[1] for a in self.attention)
-
-    @property
-    def stages(self) -> tuple[tuple[int, ...], ...]:
-        """The blocks of each stage, as indices into ``attention``."""
-        out: dict[int, list[int]] = {}
-        for index, layout in enumerate(self.layouts):
-            out.setdefault(layout.stage, []).append(index)
-        return tuple(tuple(blocks) for _, blocks in sorted(out.items()))
-
-    @property
-    def input_size(self) -> tuple[int, int]:
-        """(H, W) in pixels of the model input."""
-        return self.grid[0] * self.patch_size, self.grid[1] * self.patch_size
-
-    def top_k(self, k: int = 5) -> list[tuple[str, float]]:
-        """The k most probable classes as (label, probability), most probable first."""
-        order = np.argsort(-self.probabilities, kind="stable")[:k]
-        return [(self.labels[i], float(self.probabilities[i])) for i in order]

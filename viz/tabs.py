@@ -19,7 +19,7 @@ from PIL import Image
 from .analysis.walkthrough import Walkthrough
 from . import panels
 from .explorer import DISPLAY_SIZE, NARROW_SIZE
-from .drawing import screens, walk_steps
+from .drawing import render, screens, walk_steps
 from .explain import METHODS
 from .explain.panels import contrast_panel, explanation_panel, methods_row
 from .i18n import t
@@ -70,6 +70,14 @@ def learn_step(w: Walkthrough, step: int, layer: int = -1, lang: str = "en", a: 
     if s.key == "layers" and a is not None:
         text += _corners(a, layer, lang)
     return text, pictures[s.key]()
+
+
+def stages_picture(a: Analysis, size: int = DISPLAY_SIZE) -> Image.Image:
+    """The Learn tab's one page for a model of stages: the photo with the first layer's tokens and windows outlined."""
+    base = panels.display_photo(a, size)
+    block = a.architecture.blocks[0]
+    gridded = Image.fromarray(render.draw_patch_grid(np.asarray(base), block.grid))
+    return render.outline_windows(gridded, block, color=(255, 255, 0))
 
 
 def _corners(a: Analysis, layer: int, lang: str) -> str:

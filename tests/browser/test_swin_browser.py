@@ -3,7 +3,7 @@ app served on 127.0.0.1 with a small random Swin, perturbed): the cat analysed, 
 desktop in English and on a 390 px phone in Chinese. The map tabs draw their pictures with the Swin's notes, a click
 on the photo redraws the patch query, a click on a thumbnail of the heads grid selects that layer and head, the Model
 and Learn tabs show its stages (the walk's step controls hidden: a Swin's walk is one page), Features and Inside say
-why they have no Swin form, Explain draws GAE through the windows, Trust states its pixel protocols; the phone needs no
+why they need one sequence of tokens, Explain draws GAE through the windows, Trust states its pixel protocols; the phone needs no
 sideways scrolling. Screenshots go to tests/artifacts/ (git-ignored)."""
 from __future__ import annotations
 
@@ -16,10 +16,11 @@ from playwright.sync_api import Page
 
 from browser_setup import ARTIFACTS, TIMEOUT_MS, TOP1, app_in_browser
 from swin_references import small_swin
-from viz import window_views
-from viz.analysis.windows import analyze_windows
+from viz import explorer
+from viz.analysis import analyze
 from viz.explorer import AnalysisKey, Controls, Session
 from viz.i18n import t
+from viz.panels import query_label
 
 pytestmark = pytest.mark.slow   # a served app and a browser: about a minute
 
@@ -39,8 +40,8 @@ def server(tmp_path_factory):
 def _thumbnail_centre(server, lang: str, narrow: bool, layer: int, head: int) -> tuple[float, float, int]:
     """(x, y) in pixels of the heads grid picture of the centre of (layer, head)'s thumbnail, and the picture's width:
     the grid's geometry does not depend on the photo's values, only on the model, the language and the screen."""
-    a = analyze_windows(vit.load(server["weights"]), Image.open(REPO / "examples" / "chelsea.jpg").convert("RGB"))
-    s, image, _ = window_views.heads_view(Session(AnalysisKey("", "")), a, Controls(narrow=narrow), lang)
+    a = analyze(vit.load(server["weights"]), Image.open(REPO / "examples" / "chelsea.jpg").convert("RGB"))
+    s, image, _ = explorer.heads_view(Session(AnalysisKey("", "")), a, Controls(narrow=narrow), lang)
     x0, y0, x1, y1 = s.heads_layout.box(layer, head)
     return (x0 + x1) / 2, (y0 + y1) / 2, image.width
 
@@ -63,7 +64,7 @@ def _tour(server, locale: str, viewport: dict, shots: str) -> None:
         page.locator("#photo-input input[type=file]").set_input_files(str(REPO / "examples" / "chelsea.jpg"))
         page.wait_for_selector(TOP1)
         page.locator("#rollout-image img").first.wait_for()
-        _text(page, "rollout-note", t("swin.note.rollout", lang)[:12])
+        _text(page, "rollout-note", t("note.rollout_through", lang, query=query_label("mean", lang))[:12])
         page.screenshot(path=str(ARTIFACTS / f"swin-{shots}-rollout.png"), full_page=True)
         _open(page, "attention", lang)
         page.locator("#attention-image img").first.wait_for()
@@ -73,10 +74,10 @@ def _tour(server, locale: str, viewport: dict, shots: str) -> None:
         shown = page.locator("#heads-image img").first
         scale = shown.bounding_box()["width"] / natural
         shown.click(position={"x": x * scale, "y": y * scale})
-        said = t("swin.head_info", lang, where="", distance=0, entropy=0, share=0, maximum=0).split("0")[0]
+        said = t("note.head_info", lang, layer=4, head=1, distance=0, entropy=0, share=0, maximum=0).split(":")[0]
         _text(page, "heads-info", said)
         _open(page, "attention", lang)
-        _text(page, "attention-note", t("swin.note.layer", lang, stage=2, grid="4×4", window="4×4", shift=0,
+        _text(page, "attention-note", t("note.layer_windows", lang, stage=2, grid="4×4", window="4×4", shift=0,
                                         pixels=8)[:30])
         _open(page, "heads", lang)
         page.screenshot(path=str(ARTIFACTS / f"swin-{shots}-heads.png"), full_page=True)
@@ -90,21 +91,21 @@ def _tour(server, locale: str, viewport: dict, shots: str) -> None:
         _open(page, "model", lang)
         _text(page, "architecture", "Swin v1")
         _open(page, "learn", lang)
-        _text(page, "learn-text", t("swin.learn", lang)[:10])
+        _text(page, "learn-text", t("learn.stages", lang)[:10])
         _text(page, "learn-table", t("swin.arch.merge", lang))
         for hidden in ("learn-about", "learn-steps", "learn-step", "learn-layer"):   # nothing to move on its one page
             assert page.locator(f"#{hidden}").is_hidden(), hidden
         page.screenshot(path=str(ARTIFACTS / f"swin-{shots}-learn.png"), full_page=True)
         _open(page, "features", lang)
-        _text(page, "features-pca-note", t("swin.not.features", lang)[:20])
+        _text(page, "features-pca-note", t("one_sequence.features", lang)[:20])
         _open(page, "inside", lang)
-        _text(page, "inside-line", t("swin.not.inside", lang)[:20])
+        _text(page, "inside-line", t("one_sequence.inside", lang)[:20])
         _open(page, "explain", lang)
         page.locator("#explain-image img").first.wait_for()
         _text(page, "explain-line", "GAE")
         page.screenshot(path=str(ARTIFACTS / f"swin-{shots}-explain.png"), full_page=True)
         _open(page, "trust", lang)
-        _text(page, "trust-cost", t("swin.trust", lang)[:20])
+        _text(page, "trust-cost", t("trust.pixels_only", lang)[:20])
         assert page.evaluate("() => document.documentElement.scrollWidth") <= viewport["width"] + 1
     finally:
         page.context.close()

@@ -261,7 +261,7 @@ def test_clicking_a_thumbnail_tells_layer_head_distance_and_entropy(cat_result):
     stats = panels.head_stats(a, mask_artifacts=True)                # the page masks artifacts by default
     assert info == t("note.head_info", "en", layer=4, head=2, distance=float(stats.mean_distance[4, 2]),
                      entropy=float(stats.entropy_bits[4, 2]), share=float(stats.entropy_share[4, 2]),
-                     maximum=stats.max_bits)
+                     maximum=float(stats.max_bits[4]))
     expected = panels.attention_map_panel(a, 4, 2, mask_artifacts=True,
                                           display=panels.Display(explorer.DISPLAY_SIZE, "en"))
     assert np.array_equal(_pixels(attention_image), _pixels(expected.image))

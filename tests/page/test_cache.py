@@ -106,12 +106,13 @@ def test_values_are_weighed_by_the_bytes_they_hold():
     import numpy as np
     from PIL import Image
 
+    from vit.architecture import Architecture
     from viz.cache import nbytes
     from viz.records import Analysis
 
     image = Image.new("RGB", (20, 10))
     assert nbytes(np.zeros((4, 5), np.float16)) == 40 and nbytes(image) == 600
     a = Analysis(image=image, probabilities=np.zeros(3, np.float32), labels=("a", "b", "c"),
-                 attention=np.zeros((2, 1, 5, 5), np.float16), token_norms=np.zeros((2, 5), np.float32), num_prefix=1,
-                 grid=(2, 2), patch_size=5)
+                 attention=np.zeros((2, 1, 5, 5), np.float16), token_norms=np.zeros((2, 5), np.float32),
+                 architecture=Architecture.plain(2, 1, (2, 2), 5))
     assert nbytes(a) >= 600 + 12 + 100 + 40 and nbytes({"k": (image, image)}) >= 1200

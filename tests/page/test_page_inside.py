@@ -211,7 +211,7 @@ def test_every_mistake_is_one_plain_message(tiny, photos, fresh):
 
 
 def test_a_new_photo_clears_the_views_and_the_language_switch_redraws_them(tiny, photos, fresh):
-    served = SimpleNamespace(depth=DEPTH, heads=HEADS, loaded=SimpleNamespace(model=None))   # a ViT: no Swin's line
+    served = SimpleNamespace(depth=DEPTH, heads=HEADS, architecture=SimpleNamespace(one_sequence=True))   # no line why
     cleared = inside.show(SimpleNamespace(new=True, served=served, lang="en"))
     assert set(cleared) == set(inside.SHOWS) and cleared["inside_state"] is None and cleared["inside_dla"] is None
     assert cleared["inside_lens_line"] == "" and len(cleared["inside_ablate"].choices) == DEPTH * HEADS

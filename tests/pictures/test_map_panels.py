@@ -15,6 +15,7 @@ from viz.i18n import t
 from viz.maps import attention, norms
 from viz.maps.distance import mean_attention_distance
 from viz.maps.rollout import fuse_heads
+from vit.architecture import Architecture
 from viz.records import Analysis
 
 GRID = (4, 5)
@@ -32,7 +33,7 @@ def synthetic(attn: np.ndarray, flagged=FLAGGED) -> Analysis:
         token_norms[:, PREFIX + r * GRID[1] + c] = 100.0
     photo = Image.fromarray(np.random.default_rng(1).integers(0, 256, (GRID[0] * P, GRID[1] * P, 3), dtype=np.uint8))
     return Analysis(image=photo, probabilities=np.array([0.7, 0.3]), labels=("a", "b"), attention=attn,
-                    token_norms=token_norms, num_prefix=PREFIX, grid=GRID, patch_size=P,
+                    architecture=Architecture.plain(L, attn.shape[1], GRID, P, PREFIX), token_norms=token_norms,
                     mean_distance={False: mean_attention_distance(attn, PREFIX, GRID, P)})
 
 
@@ -100,7 +101,7 @@ def test_equal_values_get_equal_colours_across_layers_with_the_shared_scale():
     shared = [panels.attention_map_panel(a, layer, head=0, shared_scale=True, display=display) for layer in (0, 1)]
     assert shared[0].values[1, 2] == pytest.approx(shared[1].values[1, 2]) == pytest.approx(target * T)
     np.testing.assert_array_equal(colour_at(shared[0].image, 1, 2, size), colour_at(shared[1].image, 1, 2, size))
-    every = panels.attention_layers(a, head=0)                         # the one range: over every layer
+    every = np.stack(panels.attention_layers(a, head=0))                        # the one range: over every layer
     assert (shared[0].vmin, shared[0].vmax) == (shared[1].vmin, shared[1].vmax) == \
         pytest.approx((float(every.min()), float(every.max())))
     own = [panels.attention_map_panel(a, layer, head=0, display=display) for layer in (0, 1)]

@@ -1,5 +1,5 @@
 """``python -m viz IMAGE --weights SWIN``: the files a Swin's run writes, the maps in attention.npz equal to the
-library's definitions (``viz.maps.hierarchy``, ``vit.explain``), ViT-only options refused in one sentence, folders
+library's definitions (``viz.maps.windows``, ``vit.explain``), ViT-only options refused in one sentence, folders
 with batches equal to one image at a time, and torchrun with two processes equal to one (slow)."""
 from __future__ import annotations
 
@@ -15,9 +15,18 @@ from swin_references import small_swin
 from tiny_run import REPO, noise_images, single_threaded_env, viz
 from viz.analysis import explain
 from viz.cli import main
-from viz.maps import hierarchy
+from viz.maps import windows as hierarchy
+from viz.maps.source import rollout_rows
+from viz.maps.windows import WindowedAttention, mean_row
 
 LABELS = ["a", "b", "c", "d"]
+
+
+def rollout_map(attention, layouts, fusion: str = "mean"):
+    """Rollout through windows and merges read by the mean of the last block's tokens, as the views compute it
+    (``viz.maps.source.rollout_rows`` over a ``WindowedAttention``) -> (gh0, gw0)."""
+    source = WindowedAttention(attention, layouts)
+    return rollout_rows(source, mean_row(tuple(layouts[-1].grid)), fusion).reshape(tuple(layouts[0].grid))
 
 
 @pytest.fixture(scope="module")
@@ -48,14 +57,15 @@ def test_one_image_writes_the_contract_files(swin_file, images, tmp_path):
     assert result["architecture"] == "swin" and result["grid"] == [16, 16]
     assert [s["grid"] for s in result["stages"]] == [[16, 16], [8, 8], [4, 4]]
     assert [s["shifts"] for s in result["stages"]] == [[[0, 0], [2, 2]], [[0, 0], [2, 2]], [[0, 0], [0, 0]]]
-    expected = {"input", "rollout", "attention", "query_row", "query_column", "mean_distance", "token_norm_curves",
-                "heads_stage0", "heads_stage1", "heads_stage2", "explanations", *(f"explain_{m}" for m in methods)}
+    expected = {"input", "rollout", "attention", "threshold", "query_row", "query_column", "mean_distance",
+                "token_norms", "token_norm_curves", "heads_stage0", "heads_stage1", "heads_stage2", "filters",
+                "pos_similarity", "explanations", *(f"explain_{m}" for m in methods)}
     assert set(result["files"]) == {f"{n}.png" for n in expected} | {"attention.npz", "result.json"}
     assert all((folder / name).is_file() for name in result["files"])
     saved = np.load(folder / "attention.npz")
     capture = loaded.model.forward_with_attention(x)
     attention = [a[0].detach().numpy() for a in capture.attention]
-    np.testing.assert_allclose(saved["rollout"], hierarchy.rollout_map(attention, capture.layouts), rtol=1e-5,
+    np.testing.assert_allclose(saved["rollout"], rollout_map(attention, capture.layouts), rtol=1e-5,
                                atol=1e-8)
     assert saved["rollout"].shape == (16, 16) and abs(saved["rollout"].sum() - 1) < 1e-5
     e = explain(loaded, vit.image_file.open_image(images[0]), methods=methods)
@@ -79,11 +89,11 @@ def test_one_image_writes_the_contract_files(swin_file, images, tmp_path):
 @pytest.mark.parametrize("option, says", [
     (["--inside", "lens"], "--inside"), (["--features"], "--features"), (["--mask-artifacts"], "--mask-artifacts"),
     (["--query-rollout"], "--query-rollout"), (["--discard-ratio", "0.5"], "--discard-ratio"),
-    (["--head", "1", "--layer", "0"], "Head 1 does not exist in block 0"),
+    (["--head", "1", "--layer", "0"], "Head 1 does not exist"),
     (["--explain", "gae", "--faithfulness"], "--perturbation mean_colour"),
     (["--explain", "grad_rollout"], "gae"),
 ])
-def test_vit_only_options_are_refused_in_one_sentence(swin_file, images, tmp_path, capsys, option, says):
+def test_options_that_need_one_sequence_are_refused_in_one_sentence(swin_file, images, tmp_path, capsys, option, says):
     assert main([str(images[0]), "--weights", str(swin_file), "--out", str(tmp_path), "--quiet", *option]) == 2
     error = capsys.readouterr().err.strip()
     assert error.startswith("error:") and says in error and error.count("\n") == 0

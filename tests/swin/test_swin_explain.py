@@ -23,7 +23,8 @@ from viz.analysis import explain_map, explain_tensor
 from viz.explain.baselines import random_values
 from viz.explain.methods import METHODS, NOT_FOR_WINDOWS, WINDOW_METHODS, method_names, method_table
 from viz.explain.windows import windows_gradcam_values
-from viz.maps import hierarchy
+from vit.architecture import sum_up
+from viz.maps import windows as hierarchy
 from vit.explain import ATTN_LRP, CP_LRP, ClassTarget
 from vit.explain.windows import window_gradient_pass, window_relevance_pass
 
@@ -96,7 +97,7 @@ def test_gradcam_equals_pytorch_grad_cam(timm_v1, reference):
     x, cls = pixels((56, 56), batch=1, seed=3), 3
     shown, raw = package_gradcam(timm_model if reference == "timm" else ours, x, cls)
     got = explain_map("gradcam", ours, x, ClassTarget(cls))                     # (14, 14): 7×7 shared down
-    native = hierarchy.sum_children(got.reshape(-1), (14, 14)).reshape(7, 7)
+    native = sum_up(got.reshape(-1), (14, 14), (7, 7)).reshape(7, 7)
     assert native.max() > 0
     np.testing.assert_allclose(native, raw, atol=CAM_TOL * raw.max())
     as_shown = scale_cam_image(scale_cam_image(native[None], (56, 56)))[0]     # the package's own display steps
@@ -192,11 +193,12 @@ def test_lrp_is_refused_for_swin_v2_in_one_sentence(photo):
     assert unsupported(small_swin(1), list(WINDOW_METHODS)) == {}
 
 
-def test_the_vit_passes_refuse_a_swin(photo):
+def test_the_one_sequence_passes_refuse_a_swin(photo):
     from vit.explain import gradient_pass, relevance_pass
     model = small_swin(1)
     for run in (gradient_pass, relevance_pass):
-        with pytest.raises(ValueError, match="a Swin's windows and stages are not supported by it yet"):
+        with pytest.raises(ValueError, match="reads one sequence of tokens through every layer; this model's blocks "
+                                             "change grid or attend inside windows, so it has none"):
             run(model, photo)
 
 

@@ -8,7 +8,8 @@ import pytest
 import torch
 
 from swin_references import small_swin
-from vit.swin import SwinConfig, SwinTransformer, WindowLayout, swin_variant
+from vit.architecture import BlockLayout
+from vit.swin import SwinConfig, SwinTransformer, swin_variant
 
 
 @pytest.mark.parametrize("version, window, count", [(1, 7, 28_288_354), (2, 8, 28_347_154)])
@@ -50,16 +51,18 @@ def test_fused_equals_explicit_and_capture_equals_plain(swin):
     assert capture.token_norms is None
 
 
-def test_window_layouts():
+def test_the_description_places_every_block_s_windows():
     model = SwinTransformer(swin_variant("tiny"))
-    layouts = model.window_layouts(224, 224)
-    assert len(layouts) == 12
-    assert layouts[0] == WindowLayout(0, 0, (56, 56), (7, 7), (0, 0), 4)
-    assert layouts[1] == WindowLayout(0, 1, (56, 56), (7, 7), (3, 3), 4)
-    assert layouts[-1] == WindowLayout(3, 1, (7, 7), (7, 7), (0, 0), 32)       # one window: never shifted
+    arch = model.architecture(224, 224)
+    layouts = arch.blocks
+    assert len(layouts) == 12 and arch.readout == "mean" and arch.stages == ((0, 1), (2, 3), (4, 5, 6, 7, 8, 9),
+                                                                              (10, 11))
+    assert layouts[0] == BlockLayout(0, 0, 0, 3, (56, 56), 4, window=(7, 7), shift=(0, 0))
+    assert layouts[1] == BlockLayout(1, 0, 1, 3, (56, 56), 4, window=(7, 7), shift=(3, 3))
+    assert layouts[-1] == BlockLayout(11, 3, 1, 24, (7, 7), 32, window=(7, 7), shift=(0, 0))   # one window: never shifted
     assert [lay.num_windows for lay in layouts[::2]] == [64, 16, 4, 4, 4, 1]
     v2 = SwinTransformer(swin_variant("tiny", version=2, window_size=16, img_size=256))
-    assert v2.window_layouts(256, 256)[-1] == WindowLayout(3, 1, (8, 8), (8, 8), (0, 0), 32)   # shrunk to the stage
+    assert v2.architecture(256, 256).blocks[-1] == BlockLayout(11, 3, 1, 24, (8, 8), 32, window=(8, 8))  # the stage's
 
 
 TWO_STAGES = dict(img_size=32, patch_size=4, embed_dim=8, depths=(2, 2), num_heads=(1, 2), window_size=4)
@@ -75,10 +78,10 @@ TWO_STAGES = dict(img_size=32, patch_size=4, embed_dim=8, depths=(2, 2), num_hea
 def test_a_size_the_model_does_not_take_is_refused_with_sizes_that_work(cfg, size, why):
     model = SwinTransformer(cfg)
     with pytest.raises(ValueError) as e:
-        model.window_layouts(*size)
+        model.architecture(*size)
     assert why in str(e.value) and "e.g. " in str(e.value)
     nearest = str(e.value).split("e.g. ")[1].split(",")[0]
-    model.window_layouts(*map(int, nearest.split("×")))                     # the suggestion works
+    model.architecture(*map(int, nearest.split("×")))                     # the suggestion works
     with pytest.raises(ValueError, match="Wrong input size for this Swin"):
         model(torch.zeros(1, 3, *size))
 
@@ -87,9 +90,9 @@ def test_a_torchvision_swin_refuses_a_stage_smaller_than_its_window():
     """torchvision pads such a stage to one window; timm and transformers shrink the window. A model opened from
     torchvision says so instead of computing it the other way."""
     cfg = swin_variant("tiny", version=2, window_size=8, img_size=256)
-    assert SwinTransformer(cfg).window_layouts(128, 128)[-1].window == (4, 4)   # shrinks to the 4×4 last stage
+    assert SwinTransformer(cfg).architecture(128, 128).blocks[-1].window == (4, 4)   # shrinks to the 4×4 last stage
     with pytest.raises(ValueError, match="stage 3's 4×4 grid is smaller than its 8×8 window, which torchvision pads"):
-        SwinTransformer(SwinConfig(**{**cfg.__dict__, "shrink_window": False})).window_layouts(128, 128)
+        SwinTransformer(SwinConfig(**{**cfg.__dict__, "shrink_window": False})).architecture(128, 128)
 
 
 def test_config_checks():
@@ -112,16 +115,17 @@ def test_eval_layout_is_the_patch_grid():
         model.eval_layout(torch.zeros(1, 3, 32, 32), "Explanations")
 
 
-def test_the_vit_only_paths_refuse_a_swin_in_one_sentence(photo):
-    """What is defined on a ViT's single sequence of tokens says so for a Swin, in one sentence, and runs nothing."""
+def test_the_one_sequence_paths_refuse_a_swin_in_one_sentence(photo):
+    """What is defined on one sequence of tokens through every layer says so for a Swin (its description has none),
+    in one sentence, and runs nothing."""
     from viz.analysis.capture import capture
     from vit.explain.perturb import forward_kept, forward_packed
     from vit.inside.stream import run_edited, trace
     model = small_swin(1)
     calls = [lambda: trace(model, photo), lambda: run_edited(model, photo), lambda: capture(model, photo)]
     for call in calls:
-        with pytest.raises(ValueError, match=r"is defined on a ViT's single sequence of tokens; a Swin's windows and "
-                                             r"stages are not supported by it yet\.$"):
+        with pytest.raises(ValueError, match=r"reads one sequence of tokens through every layer; this model's blocks "
+                                             r"change grid or attend inside windows"):
             call()
     for call in (lambda: forward_kept(model, photo, torch.zeros(1, 3, dtype=torch.long)),
                  lambda: forward_packed(model, photo, [[torch.arange(3)]])):

@@ -1,7 +1,8 @@
-"""The page on a Swin: a Swin checkpoint opens, every map tab shows what its views compute (``viz.panels.windows``
-on the analysis the page cached), the controls redraw, Explain and Trust run the Swin's methods and pixel protocols,
-the Model and Learn tabs show its stages with this photo's shapes, the tabs with no Swin form say why in one sentence
-in the visitor's language, and Compare puts a Swin beside a ViT on the same photo."""
+"""The page on a Swin, a model of stages and windows: a Swin checkpoint opens, every map tab shows what the views
+compute from its description (``vit.architecture``: each block's grid and windows) on the analysis the page cached,
+the controls redraw, Explain and Trust run its methods and pixel protocols, the Model and Learn tabs show its stages
+with this photo's shapes, the tabs that need one sequence of tokens say why in one sentence in the visitor's
+language, and Compare puts a Swin beside a ViT on the same photo."""
 from __future__ import annotations
 
 import gradio as gr
@@ -16,14 +17,13 @@ from text_sizes import recording, shown_text
 from tiny_run import tiny_checkpoint
 from vit_explorer import state, views
 from vit_explorer.controls import ControlValues
-from vit_explorer.tabs import compare, explain, features, heads, inside, learn, position, trust
+from vit_explorer.tabs import compare, explain, features, heads, inside, learn, trust
 from vit_explorer.tabs.explain import NO_CONTRAST, TOP1
+from viz import explorer, panels
 from viz.drawing import screens
 from viz.i18n import t
-from viz.maps import hierarchy
-from viz.panels import windows as panels
-from viz import window_views
-from viz.records import WindowAnalysis
+from viz.maps import windows
+from viz.panels import display
 
 LABELS = ["a", "b", "c", "d"]
 
@@ -51,22 +51,21 @@ def test_a_swin_opens_and_its_map_tabs_show_its_windows(photo, swin_path, lang):
     page = opened(photo, swin_path, lang, layer=3)
     session = page["session"]
     a = state.analysis(session.key, lang)
-    assert isinstance(a, WindowAnalysis) and a.depth == 6 and a.heads == (1, 1, 2, 2, 2, 2)
+    assert not a.architecture.one_sequence and a.depth == 6 and a.architecture.heads == (1, 1, 2, 2, 2, 2)
     loaded = state.model_of(session.key).loaded
     capture = loaded.model.forward_with_attention(loaded.preprocess.to_tensor(a.image))
-    for mine, theirs in zip(a.attention, capture.attention):
+    for mine, theirs in zip(a.maps.attention, capture.attention):
         np.testing.assert_allclose(mine, theirs[0].detach().numpy(), rtol=1e-5, atol=1e-7)
     assert list(page["top5"]) == [label for label, _ in a.top_k(5)]
-    assert "Swin" in page["summary"] and "16×16, 8×8, 4×4" in page["summary"]
+    assert "small swin" in page["summary"] and "16×16, 8×8, 4×4" in page["summary"]
     for name in ("rollout", "attention", "heads", "query_out", "query_in", "distance", "norms", "norm_curves"):
         assert page[name].width > 100 and page[name].height > 60, name
-    assert page["rollout_note"] == t("swin.note.rollout", lang)
-    assert page["attention_note"] == t("swin.note.layer", lang, stage=1, grid="8×8", window="4×4", shift=2, pixels=4)
+    assert page["rollout_note"] == t("note.rollout_through", lang, query=panels.query_label("mean", lang))
+    assert page["attention_note"] == t("note.layer_windows", lang, stage=1, grid="8×8", window="4×4", shift=2,
+                                       pixels=4)
     assert "(4, 4)" in page["query_note"] and "8×8" in page["query_note"]      # patch (8, 8): stage 1's token (4, 4)
-    # the stacked heads grids: one per stage
-    stage_heights = [panels.stage_heads_panel(a, s, cell=96, lang=lang).height for s in range(3)]
-    assert page["heads"].height == sum(stage_heights) + 16
-    assert page["position"].size == (420, 160)                                  # the sentence why, as a picture
+    assert len(session.heads_layout.grids) == 3                                # the stacked heads grids: one per stage
+    assert page["position"].size == (420, 200)                                  # the sentence why, as a picture
     assert "|" in page["architecture"] and "8 × 4×4" not in page["architecture"]
     assert "4 × 4×4" in page["architecture"] and "1 × 4×4" in page["architecture"]   # stage 1: 4 windows, stage 2: 1
 
@@ -76,11 +75,12 @@ def test_the_controls_redraw_the_chosen_block_and_head(photo, swin_path):
     session = page["session"]
     a = state.analysis(session.key)
     redrawn = views.redraw(session, ControlValues(layer=4, head=1, mean_heads=False), "en", "layer")
-    assert redrawn["attention_note"] == t("swin.note.layer", "en", stage=2, grid="4×4", window="4×4", shift=0,
+    assert redrawn["attention_note"] == t("note.layer_windows", "en", stage=2, grid="4×4", window="4×4", shift=0,
                                           pixels=8)
     # the map drawn is the average pool's row of block 4, head 1
-    expected = hierarchy.rows_through(hierarchy.mean_row((4, 4)), a.attention[4][:, 1], a.layouts[4]).reshape(4, 4)
-    np.testing.assert_allclose(panels.pool_attention(a, 4, 1), expected, rtol=1e-6)
+    block = a.architecture.blocks[4]
+    expected = windows.rows_through(windows.mean_row((4, 4)), a.maps.attention[4][:, 1], block).reshape(4, 4)
+    np.testing.assert_allclose(panels.attention_of(a, 4, 1), expected, rtol=1e-6)
     # a head past stage 0's one head is clamped to its last
     assert views.redraw(session, ControlValues(layer=0, head=1, mean_heads=False), "en", "head") is not None
     assert ControlValues(layer=0, head=1, mean_heads=False).for_analysis(a).head == 0
@@ -97,7 +97,7 @@ def test_clicking_a_thumbnail_selects_that_layer_and_head(photo, swin_path, lang
     a = state.analysis(session.key, lang)
     placement = session.heads_layout
     for layer in range(a.depth):                     # every thumbnail's centre reads back as its (layer, head)
-        for head in range(a.heads[layer]):
+        for head in range(a.architecture.heads[layer]):
             x0, y0, x1, y1 = placement.box(layer, head)
             assert x1 < page["heads"].width and y1 < page["heads"].height
             assert placement.cell_at((x0 + x1) / 2, (y0 + y1) / 2) == (layer, head)
@@ -106,18 +106,19 @@ def test_clicking_a_thumbnail_selects_that_layer_and_head(photo, swin_path, lang
     assert (out["layer"], out["head"].value, out["head"].interactive, out["mean_heads"]) == (4, 1, True, False)
     # the Attention and Patch query tabs follow: block 4 (stage 2, 4×4 tokens), head 1
     c = ControlValues(layer=4, head=1, mean_heads=False).for_analysis(a)
-    expected, note = window_views.attention_view(a, c, lang)
-    assert out["attention_note"] == note == t("swin.note.layer", lang, stage=2, grid="4×4", window="4×4", shift=0,
-                                                pixels=8)
+    expected, note = explorer.attention_view(a, c, lang)
+    assert out["attention_note"] == note == t("note.layer_windows", lang, stage=2, grid="4×4", window="4×4",
+                                                shift=0, pixels=8)
     assert np.array_equal(np.asarray(out["attention"]), np.asarray(expected))
     assert "4×4" in out["query_note"]
-    query_out, _ = panels.query_panels(a, 8, 8, 4, 1, alpha=c.opacity, lang=lang, base=window_views._base(a, 320))
+    query_out = explorer.query_views(out["session"], a, c, lang)[0]
     assert np.array_equal(np.asarray(out["query_out"]), np.asarray(query_out))
     # the line on the head: its distance, and the entropy of the pool's row through block 4's head 1 over 16 tokens
-    pool = hierarchy.rows_through(hierarchy.mean_row((4, 4)), a.attention[4][:, 1], a.layouts[4]).astype(np.float64)
+    block = a.architecture.blocks[4]
+    pool = windows.rows_through(windows.mean_row((4, 4)), a.maps.attention[4][:, 1], block).astype(np.float64)
     entropy = float(-(pool * np.log2(pool)).sum())
-    assert out["heads_info"] == t("swin.head_info", lang, where=panels.where_label(a, 4, 1, lang),
-                                  distance=float(panels.mean_distances(a)[4][1]), entropy=entropy,
+    assert out["heads_info"] == t("note.head_info", lang, layer=4, head=1,
+                                  distance=float(panels.mean_distance_of(a)[4, 1]), entropy=entropy,
                                   share=entropy / 4.0, maximum=4.0)
     # the grid frames the chosen thumbnail in green, and a click on a stage's title selects nothing
     framed = np.asarray(out["heads"])
@@ -132,13 +133,13 @@ def test_a_swins_pictures_read_on_a_phone_and_its_narrow_grid_answers_clicks(pho
     session = page["session"]
     a = state.analysis(session.key, lang)
     c = ControlValues(narrow=True, layer=4, head=1, mean_heads=False).for_analysis(a)
-    drawn = {"rollout": lambda: window_views.rollout_view(a, c, lang)[0],
-             "attention": lambda: window_views.attention_view(a, c, lang)[0],
-             "heads": lambda: window_views.heads_view(session, a, c, lang)[1],
-             "query": lambda: window_views.query_views(session, a, c, lang)[0],
-             "distance": lambda: window_views.distance_view(a, lang, narrow=True),
-             "norms": lambda: window_views.norms_views(a, lang, narrow=True)[0],
-             "norm curves": lambda: window_views.norms_views(a, lang, narrow=True)[1]}
+    drawn = {"rollout": lambda: explorer.rollout_view(a, c, lang)[0],
+             "attention": lambda: explorer.attention_view(a, c, lang)[0],
+             "heads": lambda: explorer.heads_view(session, a, c, lang)[1],
+             "query": lambda: explorer.query_views(session, a, c, lang)[0],
+             "distance": lambda: explorer.distance_view(a, lang, narrow=True),
+             "norms": lambda: panels.norms_grid_panel(a, lang=lang, narrow=True),
+             "norm curves": lambda: panels.token_norm_curves_panel(a, lang=lang, narrow=True)}
     small = {}
     with recording(monkeypatch) as sizes:
         for name, draw in drawn.items():
@@ -147,13 +148,11 @@ def test_a_swins_pictures_read_on_a_phone_and_its_narrow_grid_answers_clicks(pho
             if (shown := shown_text(sizes, image.width)) < screens.MIN_TEXT - 0.05:
                 small[name] = (round(shown, 1), image.width, min(sizes.pixels))
     assert not small, f"text below {screens.MIN_TEXT} px on a {screens.PHONE_WIDTH} px picture: {small}"
-    assert page["rollout"].height == page["attention"].height == window_views.NARROW_SIZE    # the page drew for a phone
-    # a stage with more heads than fit side by side goes on in bands below, and clicks still find each thumbnail
-    monkeypatch.setattr(window_views, "NARROW_HEADS", 1)
-    banded, picture, _ = window_views.heads_view(session, a, c, lang)
-    assert picture.height > page["heads"].height
+    assert page["rollout"].height == page["attention"].height == explorer.NARROW_SIZE   # the page drew for a phone
+    # the stages' grids in bands of a few layers, and clicks still find each thumbnail
+    banded, picture, _ = explorer.heads_view(session, a, c, lang)
     for layer in range(a.depth):
-        for head in range(a.heads[layer]):
+        for head in range(a.architecture.heads[layer]):
             x0, y0, x1, y1 = banded.heads_layout.box(layer, head)
             assert x1 < picture.width and y1 < picture.height
             assert banded.heads_layout.cell_at((x0 + x1) / 2, (y0 + y1) / 2) == (layer, head)
@@ -165,28 +164,22 @@ def test_a_swins_pictures_read_on_a_phone_and_its_narrow_grid_answers_clicks(pho
 def test_a_swins_token_norms_put_each_block_on_its_own_scale_under_a_colour_bar(photo, swin_path, narrow,
                                                                                   monkeypatch):
     """The norms grow from stage to stage, so each block's thumbnail spans its own smallest to largest norm, written
-    under the block's number, and a colour bar says so."""
+    under the block's number, a token of a coarser stage drawn over the patches it covers."""
     a = state.analysis(opened(photo, swin_path, "en", narrow=narrow)["session"].key, "en")
-    drawn, bars = [], []
-    grid = window_views.banded_grid if narrow else window_views.thumbnail_grid
-    monkeypatch.setattr(window_views, "banded_grid" if narrow else "thumbnail_grid",
-                        lambda maps, *args, **kw: drawn.append((maps, args, kw)) or grid(maps, *args, **kw))
-    add_colorbar = window_views.render.add_colorbar
-    monkeypatch.setattr(window_views.render, "add_colorbar",
-                        lambda image, *args, **kw: bars.append((image.size, args, kw)) or add_colorbar(image, *args, **kw))
-    picture = window_views.norms_views(a, "en", narrow)[0]
-    (maps, args, kw), = drawn
-    labels = args[1] if narrow else kw["col_labels"]
-    for layer, norms in enumerate(a.token_norms):
+    drawn = []
+    grid = display.banded_grid
+    monkeypatch.setattr(display, "banded_grid", lambda maps, *args, **kw: drawn.append((maps, args, kw)) or
+                        grid(maps, *args, **kw))
+    display.norms_grid_panel(a, lang="en", narrow=narrow)
+    maps, args, kw = drawn[-1]                                 # drawn again when the bar's label needs the room
+    labels = args[1]
+    for layer, (norms, block) in enumerate(zip(a.token_norms, a.architecture.blocks)):
         low, high = float(np.min(norms)), float(np.max(norms))
         assert maps[0, layer].min() == 0.0 and maps[0, layer].max() == 1.0
         assert labels[layer].endswith(f"{low:.3g}–{high:.3g}")
+        factor = a.grid[0] // block.grid[0]                         # each token over the factor × factor patches
+        assert (maps[0, layer][::factor, ::factor] == maps[0, layer][factor - 1::factor, factor - 1::factor]).all()
     assert kw["value_range"] == (0.0, 1.0)
-    ((width, height), args, kw), = bars
-    label = t("colorbar.own_scale", "en")
-    assert args == ("viridis", 0.0, 1.0, label)
-    assert picture.size == (width + window_views.render.colorbar_width(0.0, 1.0, label, ticks=[1.0, 0.0],
-                                                                        font_size=kw["font_size"], height=height), height)
 
 
 def test_explain_and_trust_run_the_swins_methods(photo, swin_path):
@@ -195,25 +188,25 @@ def test_explain_and_trust_run_the_swins_methods(photo, swin_path):
     assert "explain_picture" in shown and "GAE" in shown["explain_line"]
     cost = views.views(session, state.model_of(session.key), state.analysis(session.key),
                        ControlValues().for_analysis(state.analysis(session.key)), "en")["trust_cost"]
-    assert t("swin.trust", "en") in cost
+    assert t("trust.pixels_only", "en") in cost
     result = finished(trust.check(session, TOP1, "", False, False, trust.FAST, "en"))
     assert "mean colour" in result["trust_table"].lower() or "mean_colour" in result["trust_table"]
 
 
 @pytest.mark.parametrize("lang", ["en", "zh-CN"])
-def test_tabs_with_no_swin_form_say_why(photo, swin_path, lang):
+def test_tabs_that_need_one_sequence_of_tokens_say_why(photo, swin_path, lang):
     session = opened(photo, swin_path, lang)["session"]
     assert features.show(session, None, 0, False, 0.6, False, lang)["features_pca_note"] == \
-        t("swin.not.features", lang)
-    assert opened(photo, swin_path, lang)["inside_line"] == t("swin.not.inside", lang)   # said before a click
-    for run, key in ((lambda: features.redraw(None, session, 0, False, 0.6, False, lang), "swin.not.features"),
+        t("one_sequence.features", lang)
+    assert opened(photo, swin_path, lang)["inside_line"] == t("one_sequence.inside", lang)   # said before a click
+    for run, key in ((lambda: features.redraw(None, session, 0, False, 0.6, False, lang), "one_sequence.features"),
                      (lambda: finished(inside.look_inside(session, TOP1, NO_CONTRAST, "", False, lang)),
-                      "swin.not.inside")):
+                      "one_sequence.inside")):
         with pytest.raises(gr.Error) as refused:
             run()
         assert refused.value.message == t(key, lang)
     walk = learn.show(session, 1, 0, lang)
-    assert walk["learn_text"] == t("swin.learn", lang) and "|" in walk["learn_table"]
+    assert walk["learn_text"] == t("learn.stages", lang) and "|" in walk["learn_table"]
     assert walk["learn_picture"].size == (640, 640)
 
 
@@ -223,7 +216,7 @@ def test_the_walks_steps_hide_for_a_swin_and_come_back_for_a_vit(photo, swin_pat
     assert learn.FITTED == ("learn_about", "learn_steps", "step", "learn_layer")
     assert [to_swin[name].visible for name in learn.FITTED] == [False] * 4   # how to step, Back/Next, step, layer
     assert to_swin["learn_layer"].maximum == 5
-    assert learn.show(to_swin["session"], 4, 2, "en")["learn_text"] == t("swin.learn", "en")   # one page: no steps
+    assert learn.show(to_swin["session"], 4, 2, "en")["learn_text"] == t("learn.stages", "en")   # one page: no steps
     to_vit = views.switch_model(vit_path, swin_path, photo, to_swin["session"], ControlValues(), "en")
     assert [to_vit[name].visible for name in learn.FITTED] == [True] * 4
     assert (to_vit["learn_layer"].maximum, to_vit["learn_layer"].value) == (2, 2)
@@ -238,7 +231,7 @@ def test_compare_puts_a_swin_beside_a_vit(photo, swin_path, tmp_path):
     # and the other way round: a ViT's page compares with a Swin
     session_vit = opened(photo, vit_path)["session"]
     assert compare.compare(session_vit, swin_path, compare.AS_A, "en", ControlValues())["comparison"].width > 200
-    # attention through depth on one grid has no Swin form: one sentence
+    # attention through depth on one grid needs one sequence of tokens: one sentence
     with pytest.raises(gr.Error) as refused:
         compare.animate(session, "attention", "en", ControlValues())
-    assert refused.value.message == t("swin.not.animate", "en")
+    assert refused.value.message == t("one_sequence.animate", "en")

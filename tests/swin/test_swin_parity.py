@@ -69,7 +69,7 @@ def test_logits_and_every_window_attention_equal_the_library(opened, source, ver
     assert ours.format == {"torchvision": "torchvision-swin", "timm": "timm-swin",
                            "transformers": "huggingface-swin"}[source]
     assert (ours.config.version, ours.config.depths, ours.config.window_size) == (version, (2, 2, 2, 2), (7,) * 4)
-    layouts = ours.model.window_layouts(*size)
+    layouts = ours.model.architecture(*size).blocks
     assert [lay.shift for lay in layouts[-2:]] == ([(0, 0), (0, 0)] if size == (224, 224) else [(0, 0), (3, 3)])
     assert_same(ours, at_size(ref, source, version, size), source, pixels(size))
 
@@ -81,7 +81,7 @@ def test_a_wide_input_equals_the_library(opened, source, version):
     """224×448: the last stage is one window high and two wide (shifted across, not down), as timm and torchvision
     compute it (transformers takes one window size for both sides of a non-square grid)."""
     ref, ours = opened(source, version)
-    layouts = ours.model.window_layouts(224, 448)
+    layouts = ours.model.architecture(224, 448).blocks
     assert layouts[-1].window == (7, 7) and layouts[-1].shift == (0, 3)
     assert_same(ours, at_size(ref, source, version, (224, 448)), source, pixels((224, 448)))
 
@@ -97,7 +97,7 @@ def test_a_v2_stage_smaller_than_its_window_attends_within_the_stage(tmp_path, s
     if source == "timm":
         path.with_suffix(".json").write_text(json.dumps({"config": {"window_size": 16, "img_size": [256, 256]}}))
     ours = vit.load(path)
-    assert ours.model.window_layouts(256, 256)[-1].window == (8, 8)
+    assert ours.model.architecture(256, 256).blocks[-1].window == (8, 8)
     assert_same(ours, ref, source, pixels((256, 256)))
 
 

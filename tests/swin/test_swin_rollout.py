@@ -1,4 +1,4 @@
-"""Protects attention rollout through a Swin's hierarchy (viz.maps.hierarchy.rollout_map): inside a stage the blocks'
+"""Protects attention rollout through a Swin's hierarchy (viz.maps.source.rollout_rows): inside a stage the blocks'
 expanded matrices multiply as in Abnar & Zuidema (identity added, rows renormalised), at a patch merging each merged
 token's value is shared equally by its 2×2 children (the merge's adjoint), and the map is the mean of the last
 stage's rows carried down to stage 0's grid. A hand-built two-stage case whose answer is worked out below, and the
@@ -9,8 +9,16 @@ import numpy as np
 import torch
 
 from dense_swin import chain, dense_forward
-from viz.maps import hierarchy
-from viz.maps.hierarchy import Windows
+from viz.maps import windows as hierarchy
+from viz.maps.source import rollout_rows
+from viz.maps.windows import Windows, WindowedAttention, mean_row
+
+
+def rollout_map(attention, layouts, fusion: str = "mean"):
+    """Rollout through windows and merges read by the mean of the last block's tokens, as the views compute it
+    (``viz.maps.source.rollout_rows`` over a ``WindowedAttention``) -> (gh0, gw0)."""
+    source = WindowedAttention(attention, layouts)
+    return rollout_rows(source, mean_row(tuple(layouts[-1].grid)), fusion).reshape(tuple(layouts[0].grid))
 
 
 def test_the_hand_built_two_stage_case():
@@ -50,7 +58,7 @@ def test_the_hand_built_two_stage_case():
     ])[:, None]
     stage1 = top_left[None, None]                                            # (1, 1, 4, 4)
     layouts = [Windows((4, 4), (2, 2), (0, 0)), Windows((4, 4), (2, 2), (1, 1)), Windows((2, 2), (2, 2), (0, 0))]
-    got = hierarchy.rollout_map([block0, block1, stage1], layouts)
+    got = rollout_map([block0, block1, stage1], layouts)
     want = np.array([[0.3359375, 0.0625, 0.1171875, 0.015625],
                      [0.0625, 0.0546875, 0.0234375, 0.015625],
                      [0.1171875, 0.0234375, 0.09375, 0.015625],
@@ -73,7 +81,7 @@ def test_rollout_of_a_network_is_the_dense_definition(swin, photo):
     with torch.no_grad():
         capture = swin.forward_with_attention(photo)
         _, maps, geometry = dense_forward(swin, photo)
-    got = hierarchy.rollout_map([a[0].numpy() for a in capture.attention], capture.layouts)
+    got = rollout_map([a[0].numpy() for a in capture.attention], capture.layouts)
     stages, grids = [], []
     for dense, (grid, _, _), layout in zip(maps, geometry, capture.layouts):
         if layout.stage == len(stages):

@@ -1,5 +1,5 @@
 """Protects the window attention as the views read it: the capture's windows, expanded onto their stage
-(viz.maps.hierarchy.expand), are exactly the attention of a dense re-implementation of the same network (every token
+(viz.maps.windows.expand), are exactly the attention of a dense re-implementation of the same network (every token
 attends over its whole stage, masked to its displaced window: tests/dense_swin.py), block by block, v1 and v2, with
 the same logits; rows go through windows as through the expanded matrix; the merge's adjoint is r·M; attention
 distance in pixels and token norms are those of the dense computation."""
@@ -10,7 +10,8 @@ import pytest
 import torch
 
 from dense_swin import dense_forward, merge_matrix
-from viz.maps import hierarchy
+from vit.architecture import share_down, sum_up
+from viz.maps import windows as hierarchy
 from viz.maps.distance import patch_distances
 
 
@@ -68,10 +69,10 @@ def test_the_merge_adjoint_is_r_times_M():
         r = rng.random((2, parent[0] * parent[1]), dtype=np.float32)
         c = rng.random(grid[0] * grid[1], dtype=np.float32)
         M = merge_matrix(grid).numpy()
-        np.testing.assert_allclose(hierarchy.share_to_children(r, parent), r @ M, atol=1e-7)
-        np.testing.assert_allclose(hierarchy.share_to_children(r, parent).sum(-1), r.sum(-1), rtol=1e-6)  # mass kept
-        assert np.isclose(hierarchy.share_to_children(r[0], parent) @ c, r[0] @ (M @ c), rtol=1e-5)  # <rM, c> = <r, Mc>
-        np.testing.assert_allclose(hierarchy.sum_children(hierarchy.share_to_children(r, parent), grid), r, rtol=1e-6)
+        np.testing.assert_allclose(share_down(r, parent, grid), r @ M, atol=1e-7)
+        np.testing.assert_allclose(share_down(r, parent, grid).sum(-1), r.sum(-1), rtol=1e-6)  # mass kept
+        assert np.isclose(share_down(r[0], parent, grid) @ c, r[0] @ (M @ c), rtol=1e-5)  # <rM, c> = <r, Mc>
+        np.testing.assert_allclose(sum_up(share_down(r, parent, grid), grid, parent), r, rtol=1e-6)
 
 
 def test_attention_distance_in_pixels_and_token_norms_are_the_dense_ones(swin, captured):

@@ -21,7 +21,7 @@ import torch
 import torch.nn as nn
 
 from ..model import PatchEmbed, TokenLayout, VisionTransformer
-from ..swin import refuse_swin
+from ..architecture import require_one_sequence
 from .rules import ATTN_LRP, RuleSet, rule_view, without_parameter_grads
 from .targets import ClassTarget, Target
 
@@ -53,9 +53,8 @@ def readout(model: VisionTransformer, layout: TokenLayout, probe: torch.Tensor |
     cfg = model.cfg
     T = layout.num_tokens
     w = torch.zeros(T)
-    if cfg.family == "swin":   # the average pool over the last stage, carried down to the patches: uniform
-        return Readout(torch.full((T,), 1.0 / T), "the mean of the last stage's tokens", "mean")
-    if cfg.global_pool == "map":
+    arch = model.architecture(layout.grid[0] * cfg.patch_size, layout.grid[1] * cfg.patch_size)
+    if arch.readout == "map":
         text, query = "the MAP probe's attention (mean of heads)", "map"
         if probe is None:
             return Readout(None, text, query)
@@ -63,13 +62,14 @@ def readout(model: VisionTransformer, layout: TokenLayout, probe: torch.Tensor |
         if probe.shape[-1] != T:
             raise ValueError(f"Wrong probe shape! Expected (heads, {T}) for this layout but got {tuple(probe.shape)}.")
         w = probe.mean(dim=0)
-    elif cfg.global_pool == "avg":
+    elif arch.readout == "mean":         # a model of stages: the mean of the last one's, carried down: uniform too
         w[layout.num_prefix:] = 1.0 / (T - layout.num_prefix)
-        text, query = "the mean of the patch tokens", "mean"
+        text, query = ("the mean of the patch tokens" if arch.blocks[-1].grid == arch.grid else
+                       "the mean of the last stage's tokens"), "mean"
     else:
         w[0] = 1.0
         text, query = "the CLS token", "cls"
-    if model.head_dist is not None:                     # DeiT: (head(pooled) + head_dist(DIST)) / 2
+    if getattr(model, "head_dist", None) is not None:   # DeiT: (head(pooled) + head_dist(DIST)) / 2
         w = 0.5 * w
         w[int(cfg.class_token)] += 0.5
         text = f"the mean of {text} and the distillation token"
@@ -132,7 +132,7 @@ def gradient_pass(model: VisionTransformer, x: torch.Tensor, target: Target | No
     graph, tapped with the last block's normalised input) and one ``autograd.grad`` towards those L attention maps
     and that input. The graph starts at the embedded tokens: nothing below them needs a gradient.
     """
-    refuse_swin(model, "gradient_pass (a Swin's is vit.explain.windows.window_gradient_pass)")
+    require_one_sequence(model, "gradient_pass (a windowed model's is vit.explain.windows.window_gradient_pass)")
     layout = model.eval_layout(x, "Explanations")
     target = target if target is not None else ClassTarget()
     view = without_parameter_grads(model)
@@ -167,7 +167,7 @@ def relevance_pass(model: VisionTransformer, x: torch.Tensor, target: Target | N
     linear, so the two are equal), i.e. lxt's pixel heatmap summed per patch. The bias, the position
     embeddings and the prefix tokens are model constants, not input, and get no share.
     """
-    refuse_swin(model, "relevance_pass (a Swin's is vit.explain.windows.window_relevance_pass)")
+    require_one_sequence(model, "relevance_pass (a windowed model's is vit.explain.windows.window_relevance_pass)")
     layout = model.eval_layout(x, "Explanations")
     target = target if target is not None else ClassTarget()
     store: dict[str, torch.Tensor] = {}

@@ -19,7 +19,8 @@ import torch
 import torch.nn as nn
 
 from ..model import TokenLayout
-from ..swin import SwinTransformer, WindowLayout
+from ..architecture import BlockLayout
+from ..swin import SwinTransformer
 from .passes import RelevancePass, _differentiable, _GraphStart
 from .rules import ATTN_LRP, RuleSet, rewired, rule_view, without_parameter_grads
 from .targets import ClassTarget, Target
@@ -38,7 +39,7 @@ class WindowGradientPass:
     score: torch.Tensor                  # (B,) the explained score
     attention: list[torch.Tensor]        # per block, first first: (B, nW, H, N, N) window attention
     attention_grad: list[torch.Tensor]   # per block: (B, nW, H, N, N) ∂score/∂attention, block l with block l
-    layouts: list[WindowLayout]          # per block: stage, grid, window, shift, token size
+    layouts: list[BlockLayout]            # per block: stage, grid, window, shift, token size
     tokens: torch.Tensor                 # (B, gh, gw, C) the last block's norm1 output (Grad-CAM's activation)
     tokens_grad: torch.Tensor            # (B, gh, gw, C) ∂score/∂tokens
     layout: TokenLayout                  # stage 0's patch grid (no prefix tokens): where the maps end

@@ -24,7 +24,7 @@ import torch
 
 from ..model import HeadEdit, TokenLayout, VisionTransformer
 from ..positions import TokenPositions
-from ..swin import refuse_swin
+from ..architecture import require_one_sequence
 
 INSIDE = "Looking inside the model (the logit lens, direct logit attribution, head ablation and patching)"
 
@@ -72,7 +72,7 @@ def trace(model: VisionTransformer, x: torch.Tensor, attention: bool = False,
     weight gradient is ever computed) and ``heads_grad``, ``residual_grad`` and ``score`` are filled: the
     gradients attribution patching multiplies by a difference of activations.
     """
-    refuse_swin(model, INSIDE)
+    require_one_sequence(model, INSIDE)
     layout = model.eval_layout(x, "Views inside the model")
     if score is None:
         with torch.inference_mode():
@@ -117,7 +117,7 @@ def run_edited(model: VisionTransformer, x: torch.Tensor, heads: dict[int, HeadE
     """Images (B, C, H, W) -> the model's output (B, K) with pieces replaced: ``heads[l]`` maps block l's heads
     (B, H, T, Dh) to the heads it continues with (ablation, patching), ``mlps[l]`` (B, T, D) replaces block l's MLP
     branch, ``embedding`` (B, T, D) the stream entering block 0. Nothing replaced: the model's own forward."""
-    refuse_swin(model, INSIDE)
+    require_one_sequence(model, INSIDE)
     model.eval_layout(x, "Views inside the model")
     heads, mlps = heads or {}, mlps or {}
     wrong = sorted(l for l in {*heads, *mlps} if not 0 <= l < len(model.blocks))

@@ -110,7 +110,7 @@ def _fresh_start(opts: TrainOptions) -> _Start:
         note = (f"Swin {opts.variant} from scratch (blocks per stage {cfg.depths}, width {cfg.embed_dim}, heads "
                 f"{cfg.num_heads}, windows of {cfg.window_size[0]}, {opts.pos_embed} absolute position embedding)")
         model = build_model(cfg)
-        model.window_layouts(*cfg.img_size)        # a size the stages cannot take fails now, with sizes that work
+        model.architecture(*cfg.img_size)        # a size the stages cannot take fails now, with sizes that work
     else:
         cfg = scratch_config(opts.variant, num_classes, opts.img_size, opts.patch_size, opts.drop_path, opts.depth,
                              opts.embed_dim, opts.num_heads, opts.mlp_dim, opts.pos_embed)

@@ -107,7 +107,7 @@ def compare(session, model_b, preprocess_b, lang, controls):
 
 def animate(session, animate_what, lang, controls):
     """A GIF of the CLS attention (or the rollout) layer by layer, one frame per layer, to download."""
-    state.refuse_for_swin(session, "swin.not.animate", lang)
+    state.refuse_without_one_sequence(session, "one_sequence.animate", lang)
     if (a := state.session_analysis(session, lang)) is None:
         return {}
     c = controls.for_analysis(a)

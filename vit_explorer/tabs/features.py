@@ -13,7 +13,6 @@ from dataclasses import dataclass, replace
 import gradio as gr
 
 from viz import panels
-from viz.analysis.windows import is_swin
 from viz.explorer import AnalysisKey
 from viz.features import view
 from viz.i18n import language, t
@@ -90,10 +89,10 @@ def _draw(shown: Shown, layer, foreground, opacity, patch_true, lang: str) -> di
 
 def show(session, features_state, features_layer, features_foreground, opacity, patch_true, lang):
     """Opening the tab, or a new photo, model or language while it is open: everything drawn; a new analysis starts
-    at its centre patch and the last layer (the slider fitted to the model), keeping the second photo; a Swin: the
-    sentence why it has no dense features, in place of them."""
-    if session is not None and is_swin(state.model_of(session.key).loaded.model):
-        return {name: None for name in DRAWN} | {"features_pca_note": t("swin.not.features", lang)}
+    at its centre patch and the last layer (the slider fitted to the model), keeping the second photo; a model whose
+    tokens change grid: the sentence why it has no dense features of one grid, in place of them."""
+    if session is not None and not state.model_of(session.key).architecture.one_sequence:
+        return {name: None for name in DRAWN} | {"features_pca_note": t("one_sequence.features", lang)}
     if (a := state.session_analysis(session, lang)) is None:
         return {}
     new = features_state is None or features_state.key != session.key
@@ -114,7 +113,7 @@ def _current(features_state, session) -> Shown | None:
 def redraw(features_state, session, features_layer, features_foreground, opacity, patch_true, lang):
     """The layer, the foreground option, the opacity or patch-true drawing: the tab drawn again (when it shows this
     analysis)."""
-    state.refuse_for_swin(session, "swin.not.features", lang)
+    state.refuse_without_one_sequence(session, "one_sequence.features", lang)
     if (shown := _current(features_state, session)) is None:
         return {}
     return _draw(shown, features_layer, features_foreground, opacity, patch_true, language(lang))
@@ -123,7 +122,7 @@ def redraw(features_state, session, features_layer, features_foreground, opacity
 def pick_patch(evt: gr.SelectData, features_state, session, features_layer, features_foreground, opacity,
                patch_true, lang):
     """A click on the photo: that patch's similarity maps."""
-    state.refuse_for_swin(session, "swin.not.features", lang)
+    state.refuse_without_one_sequence(session, "one_sequence.features", lang)
     if (shown := _current(features_state, session)) is None:
         return {}
     a = state.analysis(shown.key, lang)
@@ -135,7 +134,7 @@ def add_other(features_other, features_state, session, features_layer, features_
               lang):
     """A second photo: analysed by the same model and preprocessing (cached like the first), the clicked patch
     matched on it."""
-    state.refuse_for_swin(session, "swin.not.features", lang)
+    state.refuse_without_one_sequence(session, "one_sequence.features", lang)
     if not features_other or (shown := _current(features_state, session)) is None:
         return {}
     return _draw(replace(shown, other=str(features_other)), features_layer, features_foreground, opacity, patch_true,

@@ -21,7 +21,6 @@ import numpy as np
 from vit.image_file import open_image
 from vit.inside import parse_heads, why_not_linear
 from viz.analysis.inside import InsideJob
-from viz.analysis.windows import is_swin
 from viz.i18n import language, t
 from viz.inside import VIEWS
 from viz.inside import views as draw
@@ -115,8 +114,8 @@ def show(shown) -> dict:
                                        "inside_sources", "inside_heads", "inside_patch")}
     lines = {name: "" for name in ("inside_line", "inside_lens_line", "inside_lens_note", "inside_sources_note",
                                    "inside_dla_line", "inside_heads_line", "inside_ablation", "inside_patch_line")}
-    if is_swin(shown.served.loaded.model):      # the sentence why, before anyone presses the button
-        lines["inside_line"] = t("swin.not.inside", shown.lang)
+    if not shown.served.architecture.one_sequence:     # the sentence why, before anyone presses the button
+        lines["inside_line"] = t("one_sequence.inside", shown.lang)
     return {**cleared, **lines, "inside_layer": gr.Slider(maximum=L - 1, value=L - 1),
             "inside_ablate": gr.Dropdown(choices=_head_choices(L, H), value=[], multiselect=True)}
 
@@ -174,7 +173,7 @@ def _views(model) -> tuple[str, ...]:
 
 def look_inside(session, target, contrast, texts, use_text, lang, narrow=False, progress=gr.Progress()):
     """The lens, DLA and head importance for the Explain tab's class on the session's photo (cached)."""
-    state.refuse_for_swin(session, "swin.not.inside", lang)
+    state.refuse_without_one_sequence(session, "one_sequence.inside", lang)
     if state.session_analysis(session, lang) is None:
         return {}
     key = _key(session, target, contrast, texts, use_text)
@@ -190,7 +189,7 @@ def look_inside(session, target, contrast, texts, use_text, lang, narrow=False, 
 
 def ablate_heads(session, inside_state, inside_ablate, lang, progress=gr.Progress()):
     """The picked heads removed together: the new top-5 beside the old and the target's Δ logit (cached)."""
-    state.refuse_for_swin(session, "swin.not.inside", lang)
+    state.refuse_without_one_sequence(session, "one_sequence.inside", lang)
     if state.session_analysis(session, lang) is None:
         return {}
     shown = _shown(inside_state, session, lang)
@@ -210,7 +209,7 @@ def ablate_heads(session, inside_state, inside_ablate, lang, progress=gr.Progres
 def patch_from(session, inside_state, inside_other, lang, narrow=False, progress=gr.Progress()):
     """A second photo: each head (exactly) and the stream at each (layer, token) (estimated) patched from it, as
     shares of the logit difference (cached)."""
-    state.refuse_for_swin(session, "swin.not.inside", lang)
+    state.refuse_without_one_sequence(session, "one_sequence.inside", lang)
     if state.session_analysis(session, lang) is None or not inside_other:
         return {}
     shown = _shown(inside_state, session, lang)

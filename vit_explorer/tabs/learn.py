@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import gradio as gr
 
-from viz import tabs, window_views
-from viz.analysis.windows import is_swin
+from viz import explorer, tabs
 from viz.i18n import t
 
 from .. import state
@@ -16,7 +15,7 @@ OUTPUTS = ("learn_text", "learn_picture", "learn_table")
 
 def build(page) -> None:
     i18n = page.i18n
-    walks = not is_swin(page.served.loaded.model)       # a ViT's walk has steps, a Swin's is one page (``fit``)
+    walks = page.served.architecture.one_sequence   # one sequence: a walk of steps; stages: one page (``fit``)
     page.add("learn_about", gr.Markdown(i18n("about.learn"), visible=walks, elem_id="learn-about"))
     with page.add("learn_steps", gr.Row(equal_height=True, visible=walks, elem_id="learn-steps")):
         # the buttons side by side, on a phone too
@@ -41,10 +40,10 @@ def show(session, step, learn_layer, lang, narrow=False):
     if session is None:
         return {}
     served = state.model_of(session.key)
-    if is_swin(served.loaded.model):      # a Swin's walk: its stages and this photo's shapes
+    if not served.architecture.one_sequence:      # a model of stages: its stages and this photo's shapes
         a = state.analysis(session.key, lang)
-        return dict(learn_text=t("swin.learn", lang), learn_picture=window_views.learn_picture(a),
-                    learn_table=window_views.architecture(served, a, lang))
+        return dict(learn_text=t("learn.stages", lang), learn_picture=tabs.stages_picture(a),
+                    learn_table=explorer.architecture(served, a, lang))
     try:
         w = state.WALKS.get(session.key)
     except (ValueError, OSError) as err:
@@ -58,10 +57,10 @@ FITTED = ("learn_about", "learn_steps", "step", "learn_layer")     # what ``fit`
 
 
 def fit(served) -> dict:
-    """The walk's controls for a newly chosen model: the steps (Back, Next, the step slider), step 7's layer for a
-    ViT, its layers, and the line on how to use them; hidden for a Swin, whose walk is one page of its stages
+    """The walk's controls for a newly chosen model: the steps (Back, Next, the step slider), step 7's layer, its
+    layers, and the line on how to use them; hidden for a model of stages, whose walk is one page of its stages
     (nothing for them to move; its own sentence says what the page shows)."""
-    walks = not is_swin(served.loaded.model)
+    walks = served.architecture.one_sequence
     return {"learn_about": gr.Markdown(visible=walks), "learn_steps": gr.Row(visible=walks),
             "step": gr.Slider(visible=walks),
             "learn_layer": gr.Slider(maximum=served.depth - 1, value=served.depth - 1, visible=walks)}

@@ -4,10 +4,6 @@ from __future__ import annotations
 
 import gradio as gr
 
-from viz.analysis.windows import is_swin
-from viz.drawing.render import message_image
-from viz.i18n import t
-
 from ..components import Picture
 
 OUTPUTS = ("position",)
@@ -20,6 +16,5 @@ def build(page) -> None:
 
 
 def show(shown) -> dict:
-    if is_swin(shown.served.loaded.model):    # no table of positions: the one sentence why
-        return {"position": message_image(t("swin.not.position", shown.lang), lang=shown.lang)}
+    """Figure 7's centre of the served model (a model with no table of positions: the sentence why)."""
     return {"position": shown.served.position(shown.lang, shown.controls.narrow)}

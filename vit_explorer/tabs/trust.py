@@ -63,7 +63,7 @@ def show(shown) -> dict:
     model = shown.served.loaded.model
     line = cost_line(dict(_steps(shown.session.key.model, height, width)), shown.lang, protocols_for(model, FAST)[0])
     if token_dropping_refusal(model) is not None:
-        line = f"{line} {t('swin.trust', shown.lang)}"
+        line = f"{line} {t('trust.pixels_only', shown.lang)}"
     return {"trust_cost": line}
 
 

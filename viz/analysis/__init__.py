@@ -1,8 +1,9 @@
 """The one part of viz/ that runs a model: everything else in viz/ takes the arrays these functions return.
 
-- ``capture``: one forward pass with attention capture -> ``Analysis`` (``analyze``), or a batch of images ->
-  ``Captured`` (``capture``) and its per-image ``Analysis`` objects (``analyses``); the model's own arrays ->
-  ``ModelArrays``.
+- ``capture``: one forward pass with attention capture -> ``Analysis`` (``analyze``, any architecture), or a batch
+  of images -> ``Captured`` (``capture``: one sequence of tokens) or a dict of every block's window maps
+  (``capture_blocks``: windows and stages) and their per-image ``Analysis`` objects (``analyses``,
+  ``block_analyses``); the model's own arrays -> ``ModelArrays``.
 - ``postprocess``: what is derived from each block's maps, in torch, on the model's device.
 - ``walkthrough``: the forward pass one module at a time -> ``Walkthrough`` (the guided walk through the ViT).
 - ``explainer``: the passes of ``vit.explain`` and the formulas of ``viz.explain`` -> ``Explanation``;
@@ -18,10 +19,12 @@
 
 (A comparison's side runs the model too, through ``analyze``: ``viz.compare.side``.)
 """
-from .capture import Captured, analyses, analyze, capture, model_arrays, model_input
+from .capture import (Captured, analyses, analyze, block_analyses, capture, capture_blocks, model_arrays,
+                      model_input)
 from .explainer import explain, explain_map, explain_tensor, resolve_target
 from .inside import InsideJob, inside_report
 from .walkthrough import Walkthrough, walk
 
-__all__ = ["Captured", "InsideJob", "Walkthrough", "analyses", "analyze", "capture", "explain", "explain_map",
+__all__ = ["Captured", "InsideJob", "Walkthrough", "analyses", "analyze", "block_analyses", "capture",
+           "capture_blocks", "explain", "explain_map",
            "explain_tensor", "inside_report", "model_arrays", "model_input", "resolve_target", "walk"]

@@ -34,17 +34,17 @@ import numpy as np
 import torch
 from PIL import Image
 
+from vit.architecture import Architecture
 from vit.device import forward_precision
 from vit.model import attention_rows
-from vit.swin import refuse_swin
 
 from ..maps.readout import heads_query
+from ..maps.windows import WindowedAttention
 from ..records import Analysis, FinalNorm, ModelArrays
 from . import postprocess
 from .recompute import RecomputedAttention
 
 _TORCH_DTYPES = {np.dtype(np.float32): torch.float32, np.dtype(np.float16): torch.float16}
-READOUT_OF_POOL = {"token": "cls", "map": "map", "avg": "mean"}  # ViTConfig.global_pool -> Analysis.readout
 CHUNK_BYTES = 64 * 2**20    # float32 probabilities of one block reduced together: B·H·rows·T·4 bytes at most
 FUSED_BYTES = 16 * 2**20    # on demand: the head-fused copies (3·L·T² in the kept dtype) are kept below this
 DISTANCE_BYTES = 32 * 2**20  # a layout's T×T pixel distances are kept for every block of a capture below this
@@ -57,20 +57,31 @@ class Captured:
     token_norms: np.ndarray               # (B, L, T) L2 norm of every token after each block
     mean_distance: np.ndarray | None      # (B, L, H) mean attention distance in pixels (prefix attention = 0); None:
                                           # left to the first view (on demand with the fused kernel)
-    num_prefix: int
-    grid: tuple[int, int]                 # (gh, gw)
+    architecture: Architecture            # the blocks for this input (one sequence of T tokens through all of them)
     attention: np.ndarray | None = None   # (B, L, H, T, T) in the cache dtype; None when not kept
     fused: dict = field(default_factory=dict)  # "mean"/"max"/"min" -> (B, L, T, T) in the cache dtype
     entropy: np.ndarray | None = None     # (B, L, H) nats; with statistics=True
     key_mass: np.ndarray | None = None    # (B, L, T) share of each block's attention per key token; statistics=True
     mean_distance_renormalised: np.ndarray | None = None  # (B, L, H) rows renormalised over patches; when asked
-    readout: str = "cls"                  # the maps' query: "cls", "map" (SigLIP's probe) or "mean" (of the patches)
     probe_attention: np.ndarray | None = None  # (B, H, T) float32, the MAP probe's attention; "map" readout only
     stream: np.ndarray | None = None      # (B, L + 1, T, D) the residual stream in the cache dtype; kept when asked
     final_norm: FinalNorm | None = None   # the model's last LayerNorm (None when it has none); with the stream
     readout_rows: np.ndarray | None = None  # (B, L, H, T) float32 each head's readout row; on_demand
     logsumexp: np.ndarray | None = None   # (B, L, H, T) float32 log Σ_j exp(logit_ij) of every row; on_demand
     timings: dict = field(default_factory=dict)  # seconds for the whole batch: preprocess, forward, to_numpy
+
+    @property
+    def num_prefix(self) -> int:
+        return self.architecture.num_prefix
+
+    @property
+    def grid(self) -> tuple[int, int]:
+        return self.architecture.grid
+
+    @property
+    def readout(self) -> str:
+        """The maps' query: "cls", "map" (SigLIP's probe) or "mean" (of the patches)."""
+        return self.architecture.readout
 
 
 def model_input(pixels: torch.Tensor, preprocess, device) -> torch.Tensor:
@@ -151,12 +162,15 @@ def capture(model, x: torch.Tensor, attention_dtype=np.float32, statistics: bool
     features from them). ``on_demand``: the stream, the readout rows and the rows' log-sum-exp instead of the whole
     attention (module docstring). Everything stays on the device until one move to the host at the end.
     """
-    # a Swin's windows are read by vit.swin and viz.maps.hierarchy, not by this (L, H, T, T) analysis
-    refuse_swin(model, "This attention capture (its (L, H, T, T) maps; a Swin's is viz.analysis.windows)")
+    architecture = model.architecture(x.shape[-2], x.shape[-1])
+    if not architecture.one_sequence:
+        raise ValueError("This capture (one (L, H, T, T) array) reads one sequence of tokens through every layer; this "
+                         "model's blocks change grid or attend inside windows, so it is captured block by block "
+                         "(capture_blocks).")
     device = x.device
     B = x.shape[0]
-    layout = model.token_layout(x.shape[-2], x.shape[-1])
-    L, H, T, P = len(model.blocks), model.cfg.num_heads, layout.num_tokens, layout.num_prefix
+    first = architecture.blocks[0]
+    L, H, T, P = architecture.depth, first.heads, first.num_tokens, first.prefix
     N = T - P
     kept = _TORCH_DTYPES[np.dtype(attention_dtype or np.float32)]
     f32 = dict(device=device, dtype=torch.float32)
@@ -172,7 +186,7 @@ def capture(model, x: torch.Tensor, attention_dtype=np.float32, statistics: bool
         out["stream"] = torch.empty(B, L + 1, T, model.cfg.embed_dim, device=device, dtype=kept)
     if on_demand:
         out.update(readout_rows=torch.zeros(B, L, H, T, **f32), logsumexp=torch.empty(B, L, H, T, **f32))
-    query = heads_query(READOUT_OF_POOL[model.cfg.global_pool])
+    query = heads_query(architecture.readout)
     fused_kernel = on_demand and not keep_fused and query == "cls" and not statistics and not distance_renormalise
     if fused_kernel:
         del out["mean_distance"]                  # left to the first view that asks (module docstring)
@@ -232,7 +246,7 @@ def capture(model, x: torch.Tensor, attention_dtype=np.float32, statistics: bool
         for start, stop in chunks:
             rows = distances.get(start)
             if rows is None:
-                rows = postprocess.distance_rows(P, layout.grid, model.cfg.patch_size, start, stop, device)
+                rows = postprocess.distance_rows(P, first.grid, first.token_size, start, stop, device)
                 if keep_distances:
                     distances[start] = rows
             with precision():
@@ -269,12 +283,12 @@ def capture(model, x: torch.Tensor, attention_dtype=np.float32, statistics: bool
     host = to_host(out, device)                                           # the one move to the host
     t2 = time.perf_counter()
     return Captured(probabilities=host["probabilities"], token_norms=host["token_norms"],
-                    mean_distance=host.get("mean_distance"), num_prefix=P, grid=tuple(layout.grid),
+                    mean_distance=host.get("mean_distance"), architecture=architecture,
                     attention=host.get("attention"),
                     fused={f: host[f"fused_{f}"] for f in ("mean", "max", "min") if f"fused_{f}" in host},
                     entropy=host.get("entropy"), key_mass=host.get("key_mass"),
                     mean_distance_renormalised=host.get("mean_distance_renormalised"),
-                    readout=READOUT_OF_POOL[model.cfg.global_pool], probe_attention=host.get("probe_attention"),
+                    probe_attention=host.get("probe_attention"),
                     stream=host.get("stream"), final_norm=final_norm(model) if "stream" in host else None,
                     readout_rows=host.get("readout_rows"), logsumexp=host.get("logsumexp"),
                     timings={"forward": t1 - t0, "to_numpy": t2 - t1})
@@ -307,18 +321,16 @@ def analyses(loaded, captured: Captured, images: list[Image.Image], timings: dic
     def source(b: int) -> RecomputedAttention | None:
         if captured.logsumexp is None:
             return None
-        return RecomputedAttention(loaded.model, captured.stream[b], captured.num_prefix, captured.grid,
-                                   captured.readout_rows[b], captured.logsumexp[b],
+        return RecomputedAttention(loaded.model, captured.stream[b], captured.architecture.num_prefix,
+                                   captured.architecture.grid, captured.readout_rows[b], captured.logsumexp[b],
                                    {f: maps[b] for f, maps in captured.fused.items()}, turn or nullcontext())
 
     return [Analysis(image=image, probabilities=captured.probabilities[b], labels=labels,
+                     architecture=captured.architecture, token_norms=captured.token_norms[b],
                      attention=None if captured.attention is None else captured.attention[b],
-                     token_norms=captured.token_norms[b],
-                     num_prefix=captured.num_prefix, grid=captured.grid, patch_size=loaded.model.cfg.patch_size,
                      model_name=getattr(loaded, "name", ""), timings=dict(timings or {}),
                      fused={f: maps[b] for f, maps in captured.fused.items()},
                      mean_distance={k: d[b] for k, d in distances.items() if d is not None},
-                     readout=captured.readout,
                      probe_attention=None if captured.probe_attention is None else captured.probe_attention[b],
                      stream=None if captured.stream is None else captured.stream[b], final_norm=captured.final_norm,
                      source=source(b))
@@ -327,21 +339,22 @@ def analyses(loaded, captured: Captured, images: list[Image.Image], timings: dic
 
 def analyze(loaded, image: Image.Image, attention_dtype=np.float32, dtype: torch.dtype = torch.float32,
             keep_stream: bool = False, on_demand: bool = False, turn=None) -> Analysis:
-    """One forward pass with attention capture -> Analysis.
+    """One forward pass with attention capture -> Analysis, for any architecture.
 
     ``loaded``: a ``vit.LoadedModel`` (anything with ``.model``, ``.preprocess``, ``.labels``, ``.name``), on any
     device. ``image``: any PIL image; ``loaded.preprocess.crop_image`` gives the exact pixels the model sees.
+    How the attention is kept follows the model's description (``vit.architecture``): a model whose blocks all
+    attend over one sequence of tokens through ``capture`` (the whole array, or with ``on_demand`` what recomputes
+    any row; ``turn``: the context a recomputation runs in); a model with windows or stages block by block
+    (``capture_blocks``: every block's window maps, small enough to keep).
     ``keep_stream``: also the residual stream, for the patch features of any layer (``viz.features``).
-    ``on_demand``: keep what recomputes any map instead of the whole attention (``capture``; the page's analyses,
-    ``attention`` is then None and ``source`` gives the rows and columns; ``turn``: the context a recomputation runs
-    in).
     ``attention_dtype``: np.float16 halves the cache (ViT-B/16 at 224: 11 MB instead of 22 MB). Measured on
     the AugReg ViT-Ti and the cat photo: rollout changes by 1e-4 of its maximum; with a 0.9 discard by
     2e-3, since rounding reorders near-equal entries. ``dtype``: the forward pass's format (``vit.device``).
 
-    The maps' query follows how the model pools (``readout``): its CLS token, SigLIP's probe (whose attention
-    is kept, float32, (H, T)), or the mean of the patches. A model without a classifier head (num_classes 0:
-    a CLIP or SigLIP image tower, a DINO backbone) gets no class probabilities.
+    The maps' query follows how the model reads its answer (``Architecture.readout``): its CLS token, SigLIP's probe
+    (whose attention is kept, float32, (H, T)), or the mean of the patches. A model without a classifier head
+    (num_classes 0: a CLIP or SigLIP image tower, a DINO backbone) gets no class probabilities.
     """
     t0 = time.perf_counter()
     cropped = loaded.preprocess.crop_image(image)
@@ -349,22 +362,62 @@ def analyze(loaded, image: Image.Image, attention_dtype=np.float32, dtype: torch
     pixels = torch.from_numpy(np.array(cropped)).unsqueeze(0)               # (1, H, W, 3) uint8
     x = model_input(pixels, loaded.preprocess, next(model.parameters()).device)
     t1 = time.perf_counter()
+    if not model.architecture(x.shape[-2], x.shape[-1]).one_sequence:
+        captured = capture_blocks(model, x, dtype)
+        return block_analyses(loaded, captured, [cropped], {"preprocess": t1 - t0})[0]
     captured = capture(model, x, attention_dtype, dtype=dtype, keep_stream=keep_stream, on_demand=on_demand)
     return analyses(loaded, captured, [cropped], {"preprocess": t1 - t0, **captured.timings}, turn)[0]
 
 
 @torch.inference_mode()
+def capture_blocks(model, x: torch.Tensor, dtype: torch.dtype = torch.float32) -> dict:
+    """Images (B, C, H, W) on the model's device, through a model with windows or stages -> {"probabilities" (B, K),
+    "attention": per block (B, nW, H, N, N), "token_norms": per block (B, T_l), "architecture", "timings"} on the host
+    (float32): one forward pass (``model.forward_with_attention``), every block's maps moved to the host once."""
+    device = x.device
+    architecture = model.architecture(x.shape[-2], x.shape[-1])
+    _synchronize(device)
+    t0 = time.perf_counter()
+    with forward_precision(device, dtype):
+        captured = model.forward_with_attention(x, return_token_norms=True)
+    tensors = {"logits": captured.output.float()}
+    tensors.update({f"attention{i}": a.float() for i, a in enumerate(captured.attention)})
+    tensors.update({f"norms{i}": n.float().flatten(1) for i, n in enumerate(captured.token_norms)})
+    _synchronize(device)
+    t1 = time.perf_counter()
+    host = to_host(tensors, device)
+    logits = host["logits"]
+    probabilities = (torch.from_numpy(logits).softmax(-1).numpy() if model.cfg.num_classes
+                     else np.zeros((logits.shape[0], 0), np.float32))
+    depth = architecture.depth
+    return {"probabilities": probabilities, "attention": [host[f"attention{i}"] for i in range(depth)],
+            "token_norms": [host[f"norms{i}"] for i in range(depth)], "architecture": architecture,
+            "timings": {"forward": t1 - t0, "to_host": time.perf_counter() - t1}}
+
+
+def block_analyses(loaded, captured: dict, images: list[Image.Image], timings: dict | None = None) -> list[Analysis]:
+    """One ``Analysis`` per image of a ``capture_blocks`` batch (its arrays views into the batch's), its attention a
+    ``viz.maps.windows.WindowedAttention``."""
+    labels = class_labels(loaded, captured["probabilities"].shape[-1])
+    architecture = captured["architecture"]
+    return [Analysis(image=image, probabilities=captured["probabilities"][b], labels=labels,
+                     architecture=architecture, token_norms=tuple(n[b] for n in captured["token_norms"]),
+                     model_name=getattr(loaded, "name", ""), timings={**captured["timings"], **(timings or {})},
+                     source=WindowedAttention([a[b] for a in captured["attention"]], architecture.blocks))
+            for b, image in enumerate(images)]
+
+
+@torch.inference_mode()
 def model_arrays(model, name: str = "") -> ModelArrays:
-    """Copy the patch-embedding filters and position embeddings out of a VisionTransformer (``pos_embed`` None for
-    a model without absolute position embeddings, such as BEiT; a rotary model without a table gets the similarity
-    its rotation implies instead, ``rotary_kernel``)."""
-    cfg = model.cfg
-    kind = getattr(cfg, "pos_embed_kind", "learned")
-    pos_embed = model.pos_embed.detach().float().cpu().numpy()[0] if model.pos_embed is not None else None
-    kernel = model.rotary_kernel() if pos_embed is None and getattr(cfg, "rope", False) else None
+    """Copy the patch-embedding filters and the position table out of a model (``model.position_table()``: None for
+    a model without absolute position embeddings, such as BEiT or a Swin; a rotary model without a table gets the
+    similarity its rotation implies instead, ``rotary_kernel``), with its depth and most heads at its own size."""
+    table, kind, native_grid = model.position_table()
+    kernel = model.rotary_kernel() if table is None else None
+    architecture = model.architecture(*model.cfg.img_size)
     return ModelArrays(name=name,
                        patch_weight=model.patch_embed.proj.weight.detach().float().cpu().numpy(),
-                       pos_embed=pos_embed,
-                       native_grid=tuple(cfg.pos_grid), patch_size=cfg.patch_size, num_prefix=cfg.num_prefix_tokens,
-                       depth=cfg.depth, heads=cfg.num_heads, pos_embed_kind=kind,
-                       rotary_kernel=None if kernel is None else kernel.cpu().numpy())
+                       pos_embed=None if table is None else table.detach().float().cpu().numpy(),
+                       native_grid=tuple(native_grid), patch_size=architecture.patch_size,
+                       num_prefix=architecture.num_prefix, depth=architecture.depth, heads=architecture.max_heads,
+                       pos_embed_kind=kind, rotary_kernel=None if kernel is None else kernel.cpu().numpy())

@@ -6,7 +6,7 @@ Which models can run at another size at all (``follows_size``): those whose posi
 grid: a learnt table (resampled bicubically, ``VisionTransformer.resampled_pos_embed``), the fixed sine-cosine table
 (computed for the grid), rotary embeddings (EVA-02) or none at all. BEiT's relative position bias is a table learnt
 for its own grid, which the model refuses to stretch: native size only; a Swin too (its stages' grids must be whole
-numbers of windows, and its capture keeps every window: ``viz.analysis.windows``).
+numbers of windows, and its capture keeps every window: ``viz.analysis.capture.capture_blocks``).
 """
 from __future__ import annotations
 
@@ -30,8 +30,9 @@ class Cost:
 
 
 def follows_size(cfg) -> bool:
-    """Whether the model's position information can follow another grid (module docstring)."""
-    return getattr(cfg, "family", "") != "swin" and not cfg.rel_pos_bias
+    """Whether the model's position information can follow another grid (module docstring): its config says why not
+    (``fixed_size``)."""
+    return cfg.fixed_size is None
 
 
 def tokens_at(cfg, side: int) -> int:

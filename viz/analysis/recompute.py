@@ -30,7 +30,7 @@ from vit.model import attention_rows
 from . import postprocess
 from ..maps.layout import layer_index
 from ..maps.rollout import FUSIONS
-from ..maps.source import check_head
+from ..maps.source import check_head, dense_carry
 
 KEPT_KEYS = 4 * 2**20         # a layer's float32 queries and keys up to this size are kept for the next call
 ROWS_BYTES = 16 * 2**20        # float32 rows of all heads recomputed together (fusing, distances)
@@ -71,8 +71,12 @@ class RecomputedAttention:
     def layout(self, layer: int) -> tuple[int, tuple[int, int]]:
         return self._layout
 
-    def readout_rows(self) -> np.ndarray:
-        return self._readout
+    def readout_rows(self, layer: int) -> np.ndarray:
+        return self._readout[layer_index(layer, self.depth)]
+
+    def carry(self, layer: int, rows: np.ndarray, fusion: str = "mean", discard_ratio: float = 0.0,
+              keep: np.ndarray | None = None, protect: Sequence[int] = (0,)) -> np.ndarray:
+        return dense_carry(self, layer, rows, fusion, discard_ratio, keep, protect)
 
     def queries_and_keys(self, layer: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None, float]:
         """(q, k (1, H, T, Dh) float32, the logit bias or None, the scale) of a layer, on the model's device."""

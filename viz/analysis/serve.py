@@ -16,7 +16,6 @@ from .. import panels
 from ..i18n import language
 from ..records import Analysis, ModelArrays
 from .capture import analyze, model_arrays
-from .windows import analyze_windows, is_swin, window_model_arrays
 
 ATTENTION_DTYPE = np.float16  # the kept stream and head-fused maps: half the bytes of float32
 
@@ -39,6 +38,11 @@ class ServedModel:
     @property
     def heads(self) -> int:
         return self.arrays.heads
+
+    @property
+    def architecture(self):
+        """The model's description at its served input size (``vit.architecture.Architecture``)."""
+        return self.loaded.model.architecture(*self.loaded.preprocess.crop)
 
     @property
     def nbytes(self) -> int:
@@ -102,9 +106,6 @@ def serve(loaded, device=None) -> ServedModel:
     if device is not None:
         loaded.model.to(device)
     height, width = loaded.preprocess.crop
-    if is_swin(loaded.model):                  # its windows per stage: viz.analysis.windows
-        analyze_windows(loaded, Image.new("RGB", (width, height)))
-        return ServedModel(loaded, window_model_arrays(loaded.model, loaded.name))
     analyze(loaded, Image.new("RGB", (width, height)), ATTENTION_DTYPE, on_demand=True)
     return ServedModel(loaded, model_arrays(loaded.model, loaded.name))
 
@@ -113,7 +114,5 @@ def analyze_photo(photo: str, model: ServedModel, turn=None) -> Analysis:
     """Decode the photo file and run the model once on it (vit.image_file.ImageFileError for a bad file), keeping
     what recomputes any map on demand (``viz.analysis.capture``: memory that grows with the tokens, not their
     square) and the residual stream the Features tab reads; ``turn``: the context every later recomputation takes
-    (the server's model turn)."""
-    if is_swin(model.loaded.model):            # a WindowAnalysis: every block's windows (a few MB at Swin-T)
-        return analyze_windows(model.loaded, open_image(photo))
+    (the server's model turn). A model with windows keeps every block's window maps instead (a few MB at Swin-T)."""
     return analyze(model.loaded, open_image(photo), ATTENTION_DTYPE, on_demand=True, turn=turn)

@@ -19,7 +19,7 @@ import torch
 from PIL import Image
 
 from vit.preprocess import upright_rgb
-from vit.swin import refuse_swin
+from vit.architecture import require_one_sequence
 
 from ..maps.embeddings import position_similarity
 
@@ -78,7 +78,7 @@ def walk(model, preprocess, image: Image.Image, labels=None) -> Walkthrough:
     ``preprocess``: a ``vit.Preprocess`` (its crop sets the input size, e.g. (224, 320)); ``labels``: the class
     names (default "class i"). The logits are those of ``model(x)``: the steps are the model's own forward.
     """
-    refuse_swin(model, "The guided walk through the forward pass")   # a Swin's: vit.swin, viz.maps.hierarchy
+    require_one_sequence(model, "The guided walk through the forward pass")
     crop = preprocess.crop_image(image)
     x = preprocess.to_tensor(crop).to(next(model.parameters()).device)    # (1, C, H, W)
     P = model.patch_embed.patch_size

@@ -22,14 +22,13 @@ import sys
 import numpy as np
 
 from .. import panels
-from ..analysis.windows import is_swin
+from ..maps.layout import layer_index
 from ..records import Analysis
 from .compare import run_comparison
 from .explain import explain_request, explanation_outputs
 from .features import features_outputs, features_request
 from .inside import inside_outputs, inside_request
 from .options import build_parser, load_model, options_from
-from .windows import check_swin_run, run_swin
 from .write import no_classifier_note, write_image_result, zero_shot_entries
 
 __all__ = ["build_parser", "main", "options_from"]
@@ -53,6 +52,49 @@ def check_run(args, loaded) -> None:
         if not mp4_available():
             raise ValueError("--mp4 needs the optional packages imageio and imageio-ffmpeg (pip install imageio "
                              "imageio-ffmpeg); leave --mp4 out for the GIF alone.")
+
+
+# What needs one sequence of tokens through every layer (``vit.architecture.Architecture.one_sequence``): (is it asked
+# for, what it reads), refused in one sentence for a model whose blocks change grid or attend inside windows.
+ONE_SEQUENCE_OPTIONS = (
+    (lambda a: a.inside, "--inside (logit lens, direct logit attribution, head importance, patching) reads one "
+                         "residual stream of one width through every layer"),
+    (lambda a: a.features, "--features reads the patch features of one grid"),
+    (lambda a: a.compare, "--compare overlays two models' maps token by token (compare such a model on the page, or "
+                          "run each with --explain and compare the explain_<method> maps)"),
+    (lambda a: a.animate, "--animate steps through the layers on one grid"),
+    (lambda a: a.mask_artifacts, "--mask-artifacts drops high-norm tokens from global attention"),
+    (lambda a: a.query_rollout, "--query-rollout follows one patch's own token through every layer (the image-level "
+                                "rollout is defined: rollout in attention.npz)"),
+    (lambda a: a.distance_renormalise, "--distance-renormalise leaves out prefix tokens"),
+    (lambda a: a.resume, "--resume is offered for one sequence of tokens only (run the folder again)"),
+    (lambda a: a.protocol, "--protocol chefer2021 drops tokens from one sequence (use --faithfulness with pixel "
+                           "--perturbation protocols)"),
+)
+
+
+def check_architecture(args, loaded, o: panels.MapOptions) -> None:
+    """ValueError, saying why and what to do, for options the model's architecture (``vit.architecture``) does not
+    have, before any image runs: a layer, head or patch outside it, and what needs one sequence of tokens."""
+    arch = loaded.model.architecture(*loaded.preprocess.crop)
+    check_architecture_options(o, arch, None if loaded.preprocess.varies else arch.grid)
+    if arch.one_sequence:
+        return
+    asked = [why for wanted, why in ONE_SEQUENCE_OPTIONS if wanted(args)]
+    if asked:
+        raise ValueError(f"{asked[0]}; {loaded.name or 'this model'}'s blocks change grid or attend inside windows, so "
+                         f"there is no such sequence.")
+    if (args.faithfulness or args.sanity) and "tokens" in args.perturbation:
+        raise ValueError("This model's faithfulness curves remove pixels, not tokens (its windows tile the whole "
+                         "grid): add --perturbation mean_colour (or blur, road, all but tokens).")
+    if args.discard_ratio and not any(b.window is None for b in arch.blocks):
+        raise ValueError("--discard-ratio acts on layers of global attention; every layer of this model attends inside "
+                         "windows, so it would change nothing.")
+
+
+def check_architecture_options(o: panels.MapOptions, arch, grid: tuple[int, int] | None) -> None:
+    """``panels.check_options`` on the architecture: the layer, start layer, head (of the chosen layer) and patch."""
+    panels.check_options(o, arch.depth, arch.block(layer_index(o.layer, arch.depth)).heads, grid)
 
 
 def varying_batch_note(preprocess) -> str:
@@ -100,15 +142,10 @@ def main(argv: list[str] | None = None) -> int:
         loaded = load_model(args)
         loaded.model.to(device)
         o = options_from(args)
-        swin = is_swin(loaded.model)
-        if swin:     # its options on its stages' grids and heads; what reads a ViT's one sequence refused
-            check_swin_run(args, loaded, o)
-        else:        # a NaFlex model's grid follows each photo: the patch asked for is then checked photo by photo
-            grid = None if loaded.preprocess.varies else loaded.model.token_layout(*loaded.preprocess.crop).grid
-            panels.check_options(o, loaded.model.cfg.depth, loaded.model.cfg.num_heads, grid)
+        check_architecture(args, loaded, o)   # a NaFlex model's grid follows each photo: its patch checked per photo
         request = explain_request(args, loaded)
-        inside = None if swin else inside_request(args, loaded)
-        features = None if swin else features_request(args, loaded)
+        inside = inside_request(args, loaded)
+        features = features_request(args, loaded)
         entries = files.list_images(args.images, loaded.labels)
         if not entries:
             raise ValueError("no images found in " + ", ".join(args.images))
@@ -122,8 +159,8 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    if swin:
-        return run_swin(args, loaded, o, entries, request, device, dtype)
+    if not loaded.model.architecture(*loaded.preprocess.crop).one_sequence:
+        return run_blocks(args, loaded, o, entries, request, device, dtype)
     if args.compare:
         return run_comparison(args, loaded, o, entries, request)
     if loaded.config.num_classes == 0:
@@ -158,6 +195,37 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as error:   # --resume found another run's progress
         print(f"error: {error}", file=sys.stderr)
         return 2
+    finally:
+        distributed.finish(processes)
+    if not args.quiet and processes.main:
+        print(f"{'analysed' if args.stats_only else 'wrote'} {result.done} of {len(entries)} images "
+              f"{'for' if args.stats_only else 'to'} {args.out}", file=sys.stderr)
+    return 1 if result.failed else 0
+
+
+def run_blocks(args, loaded, o: panels.MapOptions, entries, request, device, dtype) -> int:
+    """The run of a model whose blocks' maps are kept block by block (windows, stages): every image's files through
+    ``write_image_result`` and, for a folder, summary/ (``viz.dataset.windows``)."""
+    from ..analysis import model_arrays
+    from ..dataset import distributed
+    from ..dataset.windows import run_windows
+
+    data_set = len(entries) > 1 or args.stats_only
+    writer = None
+    if not args.stats_only:
+        model = panels.model_panels(model_arrays(loaded.model, loaded.name), args.lang)
+        preprocess = loaded.preprocess_record()
+
+        def writer(entry, a: Analysis, decode_s: float) -> None:
+            explained = explanation_outputs(loaded, a, request, o) if request else None
+            write_image_result(entry.path, args.out / entry.name, a, model, o, args, decode_s, explained,
+                               preprocess=preprocess, assumptions=loaded.assumptions)
+
+    processes = distributed.start(device)
+    try:
+        result = run_windows(loaded, entries, args.out, processes, writer, batch_size=args.batch_size,
+                             workers=args.workers, summary=data_set, dtype=dtype,
+                             progress=not args.quiet and len(entries) > 1, weights=args.weights)
     finally:
         distributed.finish(processes)
     if not args.quiet and processes.main:

@@ -41,9 +41,8 @@ def write_image_result(path: Path, folder: Path, a: Analysis, model: tuple[dict,
     animations = write_animation(folder, "animation", a, o, args) if args.animate else []
     save = np.savez_compressed if args.compress else np.savez
     probe = {"probe_attention": a.probe_attention} if a.probe_attention is not None else {}
-    save(folder / "attention.npz", attention=a.attention, num_prefix_tokens=np.int64(a.num_prefix),
-         grid=np.array(a.grid), patch_size=np.int64(a.patch_size), token_norms=a.token_norms,
-         probabilities=a.probabilities, **probe, **arrays)
+    save(folder / "attention.npz", num_prefix_tokens=np.int64(a.num_prefix), grid=np.array(a.grid),
+         patch_size=np.int64(a.patch_size), probabilities=a.probabilities, **attention_arrays(a), **probe, **arrays)
     t4 = time.perf_counter()
     result = {
         "image": str(path),
@@ -53,6 +52,8 @@ def write_image_result(path: Path, folder: Path, a: Analysis, model: tuple[dict,
         **({"preprocess": preprocess} if preprocess is not None else {}),
         **({"assumptions": list(assumptions)} if assumptions is not None else {}),
         "grid": list(a.grid),
+        "architecture": a.architecture.family,
+        "stages": stages_record(a.architecture),
         "num_prefix_tokens": a.num_prefix,
         **({"top_k": [{"label": label, "probability": p} for label, p in a.top_k(args.top_k)]}
            if a.probabilities.size else {"notes": [no_classifier_note(a.model_name)]}),
@@ -71,6 +72,34 @@ def write_image_result(path: Path, folder: Path, a: Analysis, model: tuple[dict,
         result["features"] = features[2]
     (folder / "result.json").write_text(json.dumps(result, indent=2) + "\n")
     return arrays["mean_distance"]
+
+
+def attention_arrays(a: Analysis) -> dict[str, np.ndarray]:
+    """The attention as the model kept it, for attention.npz: ``attention`` (L, H, T, T) and ``token_norms`` (L, T)
+    when every block attends over the same tokens; else per block ``attention_<l>`` (nW, H, N, N), its layout
+    ``layout_<l>`` (stage, block, gh, gw, wh, ww, sh, sw, token size) and ``token_norms_<l>`` (gh, gw)."""
+    if a.architecture.one_sequence:
+        return {"attention": a.attention, "token_norms": a.token_norms}
+    out = {}
+    for block, norms in zip(a.architecture.blocks, a.token_norms):
+        i = block.index
+        out[f"attention_{i}"] = a.maps.attention[i]
+        out[f"layout_{i}"] = np.array([block.stage, block.block, *block.grid, *(block.window or block.grid),
+                                       *block.shift, block.token_size], dtype=np.int64)
+        out[f"token_norms_{i}"] = np.asarray(norms).reshape(block.grid)
+    return out
+
+
+def stages_record(arch) -> list[dict]:
+    """result.json's "stages": each stage's grid, window (null: global attention), heads, blocks, shifts and the
+    pixels one of its tokens spans."""
+    out = []
+    for blocks in arch.stages:
+        first = arch.blocks[blocks[0]]
+        out.append({"grid": list(first.grid), "window": None if first.window is None else list(first.window),
+                    "heads": first.heads, "blocks": list(blocks), "shifts": [list(arch.blocks[b].shift) for b in blocks],
+                    "token_size": first.token_size})
+    return out
 
 
 def no_classifier_note(name: str) -> str:

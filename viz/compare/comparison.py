@@ -23,8 +23,7 @@ from .. import panels
 from ..i18n import t
 from ..maps import readout
 from ..maps.layout import layer_index
-from ..panels import windows as window_panels
-from ..records import Analysis, WindowAnalysis
+from ..records import Analysis
 from .align import Box, common_box, output_size, relative_to_uniform, resample_onto, same_box
 
 
@@ -184,15 +183,12 @@ def compare(photo: Image.Image, a: Side, b: Side, layer: int = -1, head: int | N
         return MapPair(title, on_common(map_a, a), on_common(map_b, b))
 
     def rollout(s: Side) -> np.ndarray:
-        if isinstance(s.analysis, WindowAnalysis):           # through windows and merges (docs/swin.md)
-            return window_panels.rollout_values(s.analysis, fusion)
+        """Through every block (and, in a model of stages, every merge: docs/swin.md)."""
         return panels.rollout_of(s.analysis, fusion, discard_ratio)
 
     def cls_attention(s: Side, block: int) -> np.ndarray:
         """The query's attention (the CLS row; SigLIP's probe, mean-pooled models' mean of patch rows: never
-        token 0 of a model without a CLS token, which is a patch; a Swin's average pool on its block's stage grid)."""
-        if isinstance(s.analysis, WindowAnalysis):
-            return window_panels.pool_attention(s.analysis, block, head)
+        token 0 of a model without a CLS token, which is a patch), on the block's own grid."""
         return panels.attention_of(s.analysis, block, head)
 
     head_name = "mean of heads" if head is None else f"head {head}"
@@ -223,13 +219,13 @@ def compare(photo: Image.Image, a: Side, b: Side, layer: int = -1, head: int | N
 
 
 def _heads(a, layer: int) -> int:
-    """Heads of block ``layer`` (a Swin's differ by stage)."""
-    return a.heads[layer] if isinstance(a, WindowAnalysis) else a.heads
+    """Heads of block ``layer`` (a model of stages: the stage's)."""
+    return a.architecture.block(layer).heads
 
 
 def _distances(a) -> np.ndarray:
-    """(L, H) mean attention distance in pixels of the input (a Swin: NaN past a stage's heads)."""
-    return window_panels.distance_table(a) if isinstance(a, WindowAnalysis) else panels.mean_distance_of(a)
+    """(L, H) mean attention distance in pixels of the input (NaN past a block's heads, in a model of stages)."""
+    return panels.mean_distance_of(a)
 
 
 # --- what compare.json holds -------------------------------------------------------------------------------------

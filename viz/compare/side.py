@@ -10,7 +10,6 @@ from vit.checkpoints.identity import fingerprint
 from vit.preprocess import upright_rgb
 
 from ..analysis.capture import analyze
-from ..analysis.windows import analyze_windows, is_swin
 from ..records import Analysis
 from .comparison import Side
 
@@ -21,11 +20,6 @@ def compare_side(loaded, photo: Image.Image, analysis: Analysis | None = None,
     model (e.g. the app's cached one); otherwise the model runs once here. The checkpoint file is hashed once per
     (path, size, modification time)."""
     fp = fingerprint(loaded.source)
-    if analysis is not None:
-        a = analysis
-    elif is_swin(loaded.model):                      # its windows per stage (viz.analysis.windows)
-        a = analyze_windows(loaded, photo)
-    else:
-        a = analyze(loaded, photo, attention_dtype)
+    a = analysis if analysis is not None else analyze(loaded, photo, attention_dtype)
     return Side(a, fp.name, fp.sha256, loaded.preprocess.crop_box(upright_rgb(photo).size),
                 loaded.preprocess_record(), tuple(getattr(loaded, "assumptions", ())))

@@ -20,9 +20,8 @@ import torch
 from PIL import Image
 from tqdm import tqdm
 
-from ..analysis.capture import model_input
-from ..analysis.windows import capture_windows, window_analyses
-from ..maps import hierarchy
+from ..analysis.capture import block_analyses, capture_blocks, model_input
+from ..maps import windows as hierarchy
 from . import distributed
 from .distributed import Processes
 from .files import ImageEntry
@@ -54,7 +53,7 @@ def window_values(attention: Sequence[np.ndarray], layouts: Sequence, probabilit
 def swin_info(loaded, processes: Processes, device: torch.device, dtype: torch.dtype, weights: str) -> dict:
     """What statistics.json says about a Swin run besides the statistics."""
     height, width = loaded.preprocess.crop
-    layouts = loaded.model.window_layouts(height, width)
+    layouts = loaded.model.architecture(height, width).blocks
     cfg = loaded.model.cfg
     stages = []
     for stage in range(cfg.num_stages):
@@ -139,15 +138,15 @@ def run_windows(loaded, entries: Sequence[ImageEntry], out: Path, processes: Pro
             t0 = time.perf_counter()
             x = model_input(batch.pixels, loaded.preprocess, device)
             preprocess_s = time.perf_counter() - t0
-            captured = capture_windows(model, x, dtype)
+            captured = capture_blocks(model, x, dtype)
             B = len(batch.indices)
             timings = {"preprocess": preprocess_s / B, "batch_size": B}
             images = [Image.fromarray(pixels.numpy()) for pixels in batch.pixels]
-            for b, (a, index, decode_s) in enumerate(zip(window_analyses(loaded, captured, images, timings),
+            for b, (a, index, decode_s) in enumerate(zip(block_analyses(loaded, captured, images, timings),
                                                          batch.indices, batch.decode_s)):
                 if write_image is not None:
                     write_image(entries[index], a, decode_s)
-                values = window_values(a.attention, a.layouts, a.probabilities, entries[index].label)
+                values = window_values(a.source.attention, a.architecture.blocks, a.probabilities, entries[index].label)
                 per_image[index] = values["mean_distance"]
                 stats.add_image(values)
                 done.append(index)

@@ -168,7 +168,7 @@ def distance_plot(mean_distance: np.ndarray, title: str | None = None, uniform_d
     d = np.asarray(mean_distance, dtype=np.float32)
     fig = plot_figure(narrow)
     ax = plot_axes(fig, title, narrow)
-    _distance_axes(ax, *d.shape, nice_top(max(d.max(), uniform_distance or 0)), uniform_distance, title, lang, narrow)
+    _distance_axes(ax, *d.shape, nice_top(max(float(np.nanmax(d)), uniform_distance or 0)), uniform_distance, title, lang, narrow)
     _distance_artists(ax, d)
     return fig
 
@@ -189,7 +189,7 @@ def distance_image(mean_distance: np.ndarray, title: str | None = None,
     d = np.asarray(mean_distance, dtype=np.float32)
     uniform = None if uniform_distance is None else round(float(uniform_distance), 3)
     if top is None:
-        top = nice_top(max(float(d.max()), uniform or 0.0))
+        top = nice_top(max(float(np.nanmax(d)), uniform or 0.0))
     return _distance_backdrop(*d.shape, top, uniform, title, lang, narrow).render(
         update=lambda points: points.set_offsets(_distance_points(d)))
 
@@ -257,16 +257,17 @@ def _norm_axes(ax, layers: int, num_prefix: int, ylim: tuple[float, float], titl
     use_language_font(ax.figure, lang)
 
 
-def _norm_curves(norms: np.ndarray, num_prefix: int) -> tuple[np.ndarray, ...]:
-    """Token norms (L, T) -> (layers 0 … L-1, 5th percentile, median, 95th percentile, max) of the patch tokens."""
-    patches = norms[:, num_prefix:]
-    lo, med, hi = np.percentile(patches, [5, 50, 95], axis=1)
-    return np.arange(norms.shape[0]), lo, med, hi, patches.max(axis=1)
+def _norm_curves(norms, num_prefix: int) -> tuple[np.ndarray, ...]:
+    """Token norms, (L, T) or one (T_l,) array per layer -> (layers 0 … L-1, 5th percentile, median, 95th percentile,
+    max) of each layer's patch tokens."""
+    patches = [np.asarray(n, dtype=np.float32)[num_prefix:] for n in norms]
+    lo, med, hi = np.array([np.percentile(p, [5, 50, 95]) for p in patches]).T
+    return np.arange(len(patches)), lo, med, hi, np.array([p.max() for p in patches])
 
 
 def _flagged_artists(ax, norms: np.ndarray, num_prefix: int, flags: np.ndarray | None) -> list:
     """A thin red curve per flagged high-norm patch (flags (L, N) or (L, gh, gw) bool; their number varies)."""
-    if flags is None:
+    if flags is None or not np.any(flags):
         return []
     L = norms.shape[0]
     flagged = np.flatnonzero(np.asarray(flags, dtype=bool).reshape(L, -1).any(axis=0))
@@ -318,12 +319,15 @@ def _norm_backdrop(layers: int, num_prefix: int, ylim: tuple[float, float], titl
     return Backdrop(fig, lambda ax: _kept_norm_artists(ax, layers, num_prefix))
 
 
-def token_norm_image(norms: np.ndarray, num_prefix: int, flags: np.ndarray | None = None,
+def token_norm_image(norms, num_prefix: int, flags: np.ndarray | None = None,
                      title: str | None = None, lang: str = "en", narrow: bool = False) -> Image.Image:
-    """Token norms (L, T) -> curves against depth on a log scale, as a PIL image blitted onto a cached backdrop:
-    median and max of the patch tokens (shaded 5–95 % band), every prefix token (CLS, …), and each flagged
-    high-norm patch (flags (L, N) or (L, gh, gw) bool); texts in ``lang``."""
-    norms = np.asarray(norms, dtype=np.float32)
-    backdrop = _norm_backdrop(norms.shape[0], num_prefix, log_range(norms), title, lang, narrow)
+    """Token norms (L, T), or one (T_l,) array per layer (a model whose grid changes), -> curves against depth on a
+    log scale, as a PIL image blitted onto a cached backdrop: median and max of the patch tokens (shaded 5–95 %
+    band), every prefix token (CLS, …), and each flagged high-norm patch (flags (L, N) or (L, gh, gw) bool); texts in
+    ``lang``."""
+    norms = np.asarray(norms, dtype=np.float32) if np.ndim(norms[0]) == 1 and len({len(n) for n in norms}) == 1 \
+        else [np.asarray(n, dtype=np.float32) for n in norms]
+    backdrop = _norm_backdrop(len(norms), num_prefix, log_range(np.concatenate([np.ravel(n) for n in norms])), title,
+                              lang, narrow)
     return backdrop.render(lambda ax: _flagged_artists(ax, norms, num_prefix, flags),
                            _set_norm_artists(norms, num_prefix))

@@ -295,6 +295,38 @@ def frame_patch(image: Image.Image, row: int, col: int, grid: tuple[int, int], s
     ImageDraw.Draw(image).rectangle(box, outline=color, width=width)
 
 
+WINDOW_COLOR = (255, 255, 255)     # the outlines of a windowed block's windows
+
+
+def window_lines(block, size: tuple[int, int]) -> tuple[list[float], list[float]]:
+    """(x positions, y positions) in pixels of a picture of ``size`` (W, H) of the borders between a windowed block's
+    windows (``vit.architecture.BlockLayout``): on the grid the tiles are displaced by the shift, so the borders lie
+    at shift + k·window (mod the grid)."""
+    (gh, gw), (wh, ww), (sh, sw) = block.grid, block.window, block.shift
+    W, H = size
+    ys = sorted({(sh + k * wh) % gh for k in range(gh // wh)} - {0})
+    xs = sorted({(sw + k * ww) % gw for k in range(gw // ww)} - {0})
+    return [x * W / gw for x in xs], [y * H / gh for y in ys]
+
+
+def outline_windows(image: Image.Image, block, size: tuple[int, int] | None = None,
+                    color: tuple[int, int, int] = WINDOW_COLOR) -> Image.Image:
+    """``image`` with the borders of a block's windows drawn over the photo's part (``size``: the photo's (W, H) at
+    the top left, e.g. beside a colour bar; default the whole image); unchanged for a block of global attention."""
+    if block.window is None:
+        return image
+    out = image.copy()
+    W, H = size or out.size
+    draw = ImageDraw.Draw(out)
+    width = max(1, round(min(W, H) / 200))
+    xs, ys = window_lines(block, (W, H))
+    for x in xs:
+        draw.line([(x, 0), (x, H - 1)], fill=color, width=width)
+    for y in ys:
+        draw.line([(0, y), (W - 1, y)], fill=color, width=width)
+    return out
+
+
 def tick_text(value: float) -> str:
     """A colour-bar tick as printed: 3 significant digits."""
     return f"{value:.3g}"

@@ -3,9 +3,9 @@ average pool's attention in the last block. Every formula takes an ``ExplainArra
 passes filled and returns a map over stage 0's tokens (gh0, gw0), the patch grid the trust curves perturb.
 
 A map read on a coarser stage (Grad-CAM's and the attention map's, on the last stage) comes down to the patch grid as
-rollout carries rows down: each token's value shared equally by the patches it covers (``viz.maps.hierarchy``'s
-merge adjoint), so ``hierarchy.sum_children`` recovers it on its own grid exactly. The definitions through the
-hierarchy are in ``viz.maps.hierarchy``'s docstring and docs/swin.md.
+rollout carries rows down: each token's value shared equally by the patches it covers (the merge's adjoint,
+``vit.architecture.share_down``), so ``vit.architecture.sum_up`` recovers it on its own grid exactly. The definitions
+through the hierarchy are in ``viz.maps.windows``' docstring and docs/swin.md.
 """
 from __future__ import annotations
 
@@ -13,7 +13,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..maps import hierarchy
+from vit.architecture import share_down
+
+from ..maps import windows as hierarchy
+from ..maps.source import rollout_rows
 from .arrays import ExplainArrays
 from .gradcam import gradcam_values
 
@@ -41,17 +44,19 @@ def _windows(arrays: ExplainArrays) -> WindowArrays:
 
 
 def windows_gae_map(arrays: ExplainArrays) -> np.ndarray:
-    """GAE through windows and merges -> (gh0, gw0) (``viz.maps.hierarchy.gae_map``)."""
+    """GAE through windows and merges -> (gh0, gw0) (``viz.maps.windows.gae_map``)."""
     w = _windows(arrays)
     attention, grad = w.need("attention", "attention_grad")
     return hierarchy.gae_map(attention, grad, w.layouts)
 
 
 def windows_rollout_map(arrays: ExplainArrays) -> np.ndarray:
-    """Attention rollout through windows and merges, heads averaged -> (gh0, gw0) (``hierarchy.rollout_map``)."""
+    """Attention rollout through windows and merges, heads averaged, read by the mean of the last block's tokens
+    -> (gh0, gw0) (``viz.maps.source.rollout_rows`` over the pass's ``WindowedAttention``)."""
     w = _windows(arrays)
     (attention,) = w.need("attention")
-    return hierarchy.rollout_map(attention, w.layouts)
+    source = hierarchy.WindowedAttention(attention, w.layouts)
+    return rollout_rows(source, hierarchy.mean_row(tuple(w.layouts[-1].grid))).reshape(tuple(w.layouts[0].grid))
 
 
 def windows_attention_map(arrays: ExplainArrays) -> np.ndarray:
@@ -60,7 +65,8 @@ def windows_attention_map(arrays: ExplainArrays) -> np.ndarray:
     w = _windows(arrays)
     (attention,) = w.need("attention")
     last = w.layouts[-1]
-    return hierarchy.to_patch_grid(hierarchy.readout_attention(attention[-1], last), last.grid, arrays.grid)
+    pool = hierarchy.rows_through(hierarchy.mean_row(tuple(last.grid)), hierarchy.fuse_windows(attention[-1]), last)
+    return share_down(pool, tuple(last.grid), tuple(arrays.grid)).reshape(tuple(arrays.grid))
 
 
 def windows_gradcam_values(tokens: np.ndarray, tokens_grad: np.ndarray) -> np.ndarray:
@@ -75,4 +81,5 @@ def windows_gradcam_map(arrays: ExplainArrays) -> np.ndarray:
     """Grad-CAM on the last block's norm1 tokens (pytorch-grad-cam's Swin recipe), shared down -> (gh0, gw0)."""
     w = _windows(arrays)
     tokens, grad = w.need("tokens", "tokens_grad")
-    return hierarchy.to_patch_grid(windows_gradcam_values(tokens, grad), tokens.shape[:2], arrays.grid)
+    values = windows_gradcam_values(tokens, grad).reshape(-1)
+    return share_down(values, tuple(tokens.shape[:2]), tuple(arrays.grid)).reshape(tuple(arrays.grid))

@@ -7,6 +7,9 @@ MODEL: dict[str, tuple[str, str]] = {
     # --- the table's frame ----------------------------------------------------------------------------------------
     "arch.header": ("| stage | output shape | parameters | how |", "| 阶段 | 输出形状 | 参数量 | 怎样计算 |"),
     "arch.total": ("**Total: {total} parameters.**", "**共 {total} 个参数。**"),
+    "arch.cached_windows": ("This photo's analysis keeps {megabytes:.1f} MB: every layer's window attention and token "
+                            "norms.",
+                            "这张照片的分析保留 {megabytes:.1f} MB：每一层的窗口注意力和词元范数。"),
     "arch.cached": (
         "This photo's analysis keeps {megabytes:.1f} MB: what recomputes any of its {depth}×{heads} attention maps on "
         "demand (the tokens entering every layer), not the maps themselves ({full:.1f} MB in float32), so every control "

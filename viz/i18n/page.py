@@ -805,66 +805,56 @@ PAGE: dict[str, tuple[str, str]] = {
         "Pictures are drawn with English labels: this machine has no Chinese font. Install {font} "
         "(Debian/Ubuntu: `{command}`) and restart the app.",
         "图中文字暂以英文显示：本机没有中文字体。请安装 {font}（Debian/Ubuntu：`{command}`），然后重启应用。"),
-    # a Swin on the page (viz.window_views, vit_explorer's tabs)
-    "swin.summary": ("**{model}** (a Swin) saw a {width}×{height} {input} as stages of {stages} tokens, attending "
-                     "inside windows of {window} tokens, {layers} layers{took}.",
-                     "**{model}**（一个 Swin）看到 {width}×{height} 的{input}，各阶段分别为 {stages} 个词元，在 {window} 个"
-                     "词元的窗口内做注意力，共 {layers} 层{took}。"),
-    "swin.note.rollout": ("A Swin's rollout runs through every layer's windows and every patch merging, and is read "
-                          "by the average pool (docs/swin.md): the discard ratio, the first layer and artifact masking "
-                          "are a ViT's options and do not change it.",
-                          "Swin 的注意力展开穿过每一层的窗口和每一次图层合并，由平均池化读出（见 docs/swin.md）：丢弃比例、"
-                          "起始层和伪影遮蔽是 ViT 的选项，不改变它。"),
-    "swin.note.layer": ("Stage {stage}: a {grid} grid of tokens of {pixels}×{pixels} pixels, windows of {window} "
-                        "tokens (outlined), shifted by {shift}.",
-                        "第 {stage} 阶段：{grid} 的词元网格，每个词元 {pixels}×{pixels} 像素，窗口 {window} 个词元"
-                        "（白线框出），平移 {shift}。"),
-    "swin.note.heads": ("Every head of every layer, one grid per stage, each stage on its own colour scale (its range "
-                        "in the grid's title): the average pool's view of each head, on the stage's own grid. Click a "
-                        "thumbnail to select that layer and head.",
-                        "每一层的每个头，每个阶段一张网格，每个阶段各用自己的色标（范围见网格标题）：平均池化在每个头上的"
-                        "注意力，画在该阶段自己的网格上。点击缩略图即可选中该层和该头。"),
-    "swin.head_info": (
-        "{where}: mean attention distance {distance:.0f} pixels, entropy of the average pool's attention "
-        "{entropy:.2f} bits ({share:.0%} of the maximum {maximum:.2f})",
-        "{where}：平均注意力距离 {distance:.0f} 像素，平均池化注意力的熵 {entropy:.2f} 比特"
-        "（最大值 {maximum:.2f} 的 {share:.0%}）"),
-    "swin.note.query": ("Patch ({row}, {col}) lies in token ({token_row}, {token_col}) of stage {stage}'s {grid} grid: "
-                        "its row and its column inside its window, the layer's windows outlined.",
-                        "图层 ({row}, {col}) 位于第 {stage} 阶段 {grid} 网格的词元 ({token_row}, {token_col})："
-                        "它在自己窗口内的行与列，白线框出该层的窗口。"),
-    "swin.note.no_rolled": ("A rolled-out row of one patch has no Swin form (merging joins 2×2 tokens): this is the "
-                            "chosen layer's.",
-                            "单个图层的展开行在 Swin 中没有定义（合并把 2×2 个词元并成一个）：这里显示所选层的。"),
-    "swin.not.features": ("A Swin's tokens change grid and width at every stage, so the dense features of one layer "
-                          "on the photo's patch grid (this tab) are not defined for it.",
-                          "Swin 的词元在每个阶段都改变网格和宽度，所以本页在图层网格上的单层稠密特征对它没有定义。"),
-    "swin.not.inside": ("The logit lens, direct logit attribution, head importance and patching read a ViT's one "
-                        "residual stream; a Swin's stages change width and it has no CLS token.",
-                        "logit 透镜、直接 logit 归因、头重要性和修补读取的是 ViT 的单一残差流；Swin 的各阶段宽度不同，"
-                        "也没有 CLS 词元。"),
-    "swin.not.animate": ("The animation steps through a ViT's layers on one grid; a Swin's grid halves at every "
+    # a model of windows or stages on the page (read from its vit.architecture description)
+    "summary.stages": ("**{model}** saw a {width}×{height} {input} as stages of {stages} tokens{windows}, {layers} "
+                       "layers{took}.",
+                       "**{model}** 看到 {width}×{height} 的{input}，各阶段分别为 {stages} 个词元{windows}，共 {layers} 层"
+                       "{took}。"),
+    "summary.windows": (", attending inside windows of {window} tokens", "，在 {window} 个词元的窗口内做注意力"),
+    "note.rollout_through": ("This model's rollout runs through every layer's windows and every merge between its "
+                             "stages, and is read by the {query} (docs/swin.md): the discard ratio acts on layers of "
+                             "global attention only, and artifact masking needs one sequence of tokens.",
+                             "这个模型的注意力展开穿过每一层的窗口和阶段之间的每一次合并，由{query}读出（见 docs/swin.md）："
+                             "丢弃比例只作用于全局注意力的层，伪影遮蔽需要贯穿各层的同一个词元序列。"),
+    "note.layer_windows": ("Stage {stage}: a {grid} grid of tokens of {pixels}×{pixels} pixels, windows of {window} "
+                           "tokens (outlined), shifted by {shift}.",
+                           "第 {stage} 阶段：{grid} 的词元网格，每个词元 {pixels}×{pixels} 像素，窗口 {window} 个词元"
+                           "（白线框出），平移 {shift}。"),
+    "note.layer_grid": ("Stage {stage}: a {grid} grid of tokens of {pixels}×{pixels} pixels.",
+                        "第 {stage} 阶段：{grid} 的词元网格，每个词元 {pixels}×{pixels} 像素。"),
+    "note.heads_stages": ("One grid per stage, each on the stage's own grid of tokens.",
+                          "每个阶段一张网格，各自画在该阶段的词元网格上。"),
+    "note.query_token": ("Patch ({row}, {col}) lies in token ({token_row}, {token_col}) of stage {stage}'s {grid} "
+                         "grid: its row and its column in this layer, the layer's windows outlined.",
+                         "图块 ({row}, {col}) 位于第 {stage} 阶段 {grid} 网格的词元 ({token_row}, {token_col})："
+                         "它在这一层的行与列，白线框出该层的窗口。"),
+    "note.no_rolled": ("A rolled-out row of one patch needs one sequence of tokens through every layer (a merge "
+                       "joins 2×2 tokens): this is the chosen layer's.",
+                       "单个图块的展开行需要贯穿各层的同一个词元序列（合并把 2×2 个词元并成一个）：这里显示所选层的。"),
+    "one_sequence.features": ("This model's tokens change grid and width at every stage, so the dense features of one "
+                          "layer on the photo's patch grid (this tab) are not defined for it.",
+                          "这个模型的词元在每个阶段都改变网格和宽度，所以本页在图块网格上的单层稠密特征对它没有定义。"),
+    "one_sequence.inside": ("The logit lens, direct logit attribution, head importance and patching read one "
+                        "residual stream through every layer; this model's stages change grid and width.",
+                        "logit 透镜、直接 logit 归因、头重要性和修补读取贯穿各层的同一条残差流；这个模型的各阶段"
+                        "网格和宽度都不同。"),
+    "one_sequence.animate": ("The animation steps through the layers on one grid; this model's grid changes at every "
                          "stage, so the All heads tab shows its layers instead.",
-                         "动画在同一网格上逐层播放 ViT 的各层；Swin 的网格每个阶段减半，所以请在“所有头”页查看它的各层。"),
-    "swin.not.position": ("A Swin has no table of positions to compare: its only position information is the bias "
-                          "between two tokens of one window.",
-                          "Swin 没有可比较的位置表：它仅有的位置信息是同一窗口内两个词元之间的偏置。"),
-    "swin.learn": ("A Swin's walk is its stages: the photo cut into patches, layers that attend inside windows (every "
+                         "动画在同一网格上逐层播放各层；这个模型的网格在每个阶段都改变，所以请在“所有头”页查看它的各层。"),
+    "learn.stages": ("This model's walk is its stages: the photo cut into patches, layers that attend inside windows (every "
                    "other one shifted by half a window), 2×2 merging between stages, then the average pool and the "
                    "head. This photo's shapes:",
-                   "Swin 的流程就是它的各个阶段：照片切成图块，各层在窗口内做注意力（每隔一层平移半个窗口），阶段之间"
+                   "这个模型的流程就是它的各个阶段：照片切成图块，各层在窗口内做注意力（每隔一层平移半个窗口），阶段之间"
                    "2×2 合并，最后平均池化和分类头。这张照片的形状："),
-    "swin.trust": ("On a Swin, fast paints the removed patches in the photo's mean colour and thorough adds blur and "
+    "trust.pixels_only": ("On this model, fast paints the removed patches in the photo's mean colour and thorough adds blur and "
                    "ROAD: its windows tile the whole grid, so patches are never dropped from the tokens.",
-                   "对 Swin，快速检验把移除的图层涂成照片的平均颜色，全面检验再加上模糊和 ROAD：它的窗口铺满整个网格，"
+                   "对这个模型，快速检验把移除的图层涂成照片的平均颜色，全面检验再加上模糊和 ROAD：它的窗口铺满整个网格，"
                    "所以图层从不从词元序列中移除。"),
-    "swin.input_size_fixed": ("A Swin runs here at its own {side}×{side} input only: every stage's grid must be a "
+    "note.input_size_windows": ("A Swin runs here at its own {side}×{side} input only: every stage's grid must be a "
                               "whole number of its windows.",
                               "Swin 在这里只以它自己 {side}×{side} 的输入运行：每个阶段的网格都必须是整数个窗口。"),
     "swin.arch.title": ("**{model}**: Swin v{version}, {parameters} parameters.",
                         "**{model}**：Swin v{version}，{parameters} 个参数。"),
-    "swin.arch.cache": ("This photo's analysis keeps {mb} MB: every layer's window attention and token norms.",
-                        "这张照片的分析保留 {mb} MB：每一层的窗口注意力和词元范数。"),
     "swin.arch.step": ("step", "步骤"),
     "swin.arch.shape": ("shape", "形状"),
     "swin.arch.windows": ("windows", "窗口"),

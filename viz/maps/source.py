@@ -10,17 +10,20 @@ probabilities. A view needs only a few rows or columns of it, or one layer's hea
   stream through the model's own attention (what the page keeps: memory that grows with the tokens, not their
   square).
 
-A model whose attention is not one T×T matrix per head of a flat token sequence (Swin's windows) provides the same
-five things for its layers: ``layout(layer)``, ``rows``, ``columns``, ``fused`` and ``readout_rows`` (rows outside a
-window are simply zero). A source may also offer ``mean_distance(patch_size, renormalise) -> (L, H)`` where it can
-compute the mean attention distance faster than row by row (``viz.panels.select.mean_distance_of`` asks for it). The functions below build every view's numbers from them, layer by layer, and equal the
-definitions applied to the whole array (``tests/maps/test_sources.py``).
+A model whose blocks attend inside windows (a Swin) gives the same things for each block over that block's own
+tokens (``viz.maps.windows.WindowedAttention``: a row is zero outside its window), and each block's grid is its own
+(``layout(layer)``); rollout carries a row down through every block and merge (``rollout_rows``). A source may also
+offer ``mean_distance(patch_size, renormalise) -> (L, H)`` where it can compute the mean attention distance faster
+than row by row (``viz.panels.select.mean_distance_of`` asks for it). The functions below build every view's
+numbers from them, layer by layer, and equal the definitions applied to the whole array (``tests/maps/test_sources.py``).
 """
 from __future__ import annotations
 
 from typing import Protocol, Sequence
 
 import numpy as np
+
+from vit.architecture import share_down
 
 from .attention import without_tokens
 from .layout import layer_index
@@ -48,9 +51,13 @@ class AttentionSource(Protocol):
         """(T, T): the layer's heads combined by mean, max or min (what rollout multiplies); a new array the caller
         may write into."""
 
-    def readout_rows(self) -> np.ndarray:
-        """(L, H, T): each head's row of the per-layer query (``viz.maps.readout.heads_query``): the CLS row, or the
-        mean of the patch rows for models without a CLS token."""
+    def readout_rows(self, layer: int) -> np.ndarray:
+        """(H, T): each head's row of the layer's query (``viz.maps.readout.heads_query``): the CLS row, or the mean of
+        the patch rows for models without a CLS token."""
+
+    def carry(self, layer: int, rows: np.ndarray, fusion: str = "mean", discard_ratio: float = 0.0,
+              keep: np.ndarray | None = None, protect: Sequence[int] = (0,)) -> np.ndarray:
+        """``rows`` (…, K) over the layer's (kept) tokens times its rollout step Â (``residual_step``)."""
 
 
 class HeldAttention:
@@ -86,11 +93,15 @@ class HeldAttention:
             return np.array(self.fused_copies[fusion][layer], dtype=np.float32)
         return fuse_heads(self.attention[layer:layer + 1], fusion)[0]
 
-    def readout_rows(self) -> np.ndarray:
-        num_prefix = self._layout[0]
+    def readout_rows(self, layer: int) -> np.ndarray:
+        layer = layer_index(layer, self.depth)
         if self.query == "cls":
-            return np.asarray(self.attention[:, :, 0, :], dtype=np.float32)
-        return self.attention[:, :, num_prefix:, :].mean(axis=2, dtype=np.float32)
+            return np.asarray(self.attention[layer, :, 0, :], dtype=np.float32)
+        return self.attention[layer, :, self._layout[0]:, :].mean(axis=1, dtype=np.float32)
+
+    def carry(self, layer: int, rows: np.ndarray, fusion: str = "mean", discard_ratio: float = 0.0,
+              keep: np.ndarray | None = None, protect: Sequence[int] = (0,)) -> np.ndarray:
+        return dense_carry(self, layer, rows, fusion, discard_ratio, keep, protect)
 
 
 def check_head(head: int, heads: int) -> None:
@@ -143,18 +154,36 @@ def residual_step(source: AttentionSource, layer: int, fusion: str, discard_rati
     return with_residual(discard_lowest(matrix, discard_ratio, protect, overwrite=True), overwrite=True)
 
 
+def dense_carry(source: AttentionSource, layer: int, rows: np.ndarray, fusion: str = "mean",
+                discard_ratio: float = 0.0, keep: np.ndarray | None = None, protect: Sequence[int] = (0,)) -> np.ndarray:
+    """``rows @ Â`` for a block of global attention (``residual_step``; ``keep``: the kept tokens, default all)."""
+    keep = np.arange(_tokens(source, layer)) if keep is None else keep
+    return rows @ residual_step(source, layer, fusion, discard_ratio, keep, protect)
+
+
 def rollout_rows(source: AttentionSource, weights: np.ndarray, fusion: str = "mean", discard_ratio: float = 0.0,
                  start_layer: int = 0, keep: np.ndarray | None = None, protect: Sequence[int] = (0,),
                  stop_layer: int | None = None) -> np.ndarray:
-    """``weights @ R`` for R = Â_stop · … · Â_start over the kept tokens (``stop_layer`` default: the last), the
-    weights (K,) going down from the top one vector–matrix product at a time (one layer's matrix at a time):
-    ``viz.maps.rollout.rollout_rows``."""
-    keep = np.arange(_tokens(source)) if keep is None else keep
+    """``weights @ R`` for R = Â_stop · … · Â_start (``stop_layer`` default: the last), the weights (K,) over the
+    stop layer's (kept) tokens going down from the top one vector–matrix product at a time (one layer's matrix at a
+    time): ``viz.maps.rollout.rollout_rows``. Where a layer's grid is finer than the one above (a patch merging), the
+    row comes down through the merge's adjoint (``vit.architecture.share_down``), and it ends on layer 0's grid
+    whatever the start layer. ``discard_ratio`` acts on blocks of global attention; a windowed block's rows are
+    carried whole."""
     out = np.asarray(weights, dtype=np.float32)
     stop = source.depth - 1 if stop_layer is None else layer_index(stop_layer, source.depth)
+    grid = source.layout(stop)[1]
     for layer in reversed(range(layer_index(start_layer, source.depth), stop + 1)):
-        out = out @ residual_step(source, layer, fusion, discard_ratio, keep, protect)
-    return out
+        out, grid = _merged_down(out, grid, source.layout(layer)[1])
+        out = source.carry(layer, out, fusion, discard_ratio, keep, protect)
+    return _merged_down(out, grid, source.layout(0)[1])[0]
+
+
+def _merged_down(rows: np.ndarray, grid: tuple[int, int], finer: tuple[int, int]) -> tuple[np.ndarray, tuple]:
+    """(rows over ``grid``, grid) -> (rows over ``finer``, finer): the merge's adjoint where the grids differ."""
+    if tuple(grid) == tuple(finer):
+        return rows, grid
+    return share_down(rows, grid, finer), finer
 
 
 def rollout_columns(source: AttentionSource, columns: np.ndarray, fusion: str = "mean", discard_ratio: float = 0.0,
@@ -167,6 +196,6 @@ def rollout_columns(source: AttentionSource, columns: np.ndarray, fusion: str = 
     return out
 
 
-def _tokens(source: AttentionSource) -> int:
-    num_prefix, grid = source.layout(0)
+def _tokens(source: AttentionSource, layer: int = 0) -> int:
+    num_prefix, grid = source.layout(layer)
     return num_prefix + grid[0] * grid[1]

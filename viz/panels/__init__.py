@@ -14,12 +14,13 @@ Every name stays importable as ``viz.panels.NAME``.
 from .crop import crop_panel
 from .display import (Display, MapPanel, _uniform_ticks, attention_layers, attention_map_panel, display_photo,
                       norms_grid_panel, query_map_panels, rollout_map_panel, uniform_tokens)
-from .files import (FUSIONS, MapOptions, attention_panel, captions, check_options, distance_panel, filters_panel,
+from .files import (FUSIONS, MapOptions, attention_panel, captions, check_options, distance_grid, distance_panel,
+                    filters_panel,
                     heads_panel, image_panels, model_panels, photo, position_panel, query_panels, rollout_overlay,
                     threshold_panel, token_norm_curves_panel, token_norms_panel)
-from .heads import HeadsGrid, HeadsLayout, HeadStats, head_stats, heads_grid_panel
+from .heads import HeadsGrid, HeadsLayout, HeadStats, StagesLayout, head_stats, heads_grid_panel
 from .select import (artifact_drop, artifact_flags, attention_caption, attention_of, default_query, heads_caption,
-                     mean_distance_of, position_similarity_of, query_label, query_maps, readout_rows_all,
-                     readout_rows_of, rollout_caption, rollout_of, where_name)
+                     layer_readout_rows, mean_distance_of, position_similarity_of, query_label, query_maps,
+                     readout_rows_all, readout_rows_of, rollout_caption, rollout_of, token_norm_maps_of, where_name)
 
 __all__ = [name for name in dir() if not name.startswith("__")]

@@ -14,12 +14,10 @@ from ..drawing import render, screens
 from ..drawing.grids import banded_grid, label_margins
 from ..i18n import t
 from ..maps import attention, norms
-from ..maps.layout import layer_index, patch_token
-from ..maps.rollout import kept_tokens
-from ..maps.source import check_head, kept_column, kept_rows
+from ..maps.layout import layer_index
 from ..records import Analysis
-from .select import (artifact_drop, artifact_flags, attention_caption, attention_of, query_maps, readout_rows_of,
-                     rollout_caption, rollout_of, where_name)
+from .select import (artifact_drop, artifact_flags, attention_caption, attention_of, query_maps, rollout_caption,
+                     rollout_of, token_norm_maps_of, where_name)
 
 @dataclass(frozen=True)
 class Display:
@@ -80,10 +78,10 @@ def display_photo(a: Analysis, size: int | None = None,
     return kept[1]
 
 
-def uniform_tokens(a: Analysis, drop: np.ndarray | None) -> int:
-    """T, the tokens an attention row is spread over (uniform attention gives each 1/T): all tokens, or the
-    ones left after dropping ``drop`` (gh, gw)."""
-    return a.num_prefix + a.grid[0] * a.grid[1] - (0 if drop is None else int(np.count_nonzero(drop)))
+def uniform_tokens(a: Analysis, drop: np.ndarray | None, layer: int = 0) -> int:
+    """T, the tokens an attention row of ``layer`` is spread over (uniform attention gives each 1/T): all its tokens,
+    or the ones left after dropping ``drop`` (gh, gw)."""
+    return a.architecture.block(layer).num_tokens - (0 if drop is None else int(np.count_nonzero(drop)))
 
 
 def _uniform_ticks(vmin: float, vmax: float) -> list[float]:
@@ -98,8 +96,11 @@ def _uniform_ticks(vmin: float, vmax: float) -> list[float]:
 
 def _artifact_note(a: Analysis, values: np.ndarray, mask_artifacts: bool, norm_ratio: float,
                    lang: str) -> str | None:
-    """The note for a map of the CLS attention: artifacts masked, or dominating the unmasked map, or None."""
+    """The note for a map of the CLS attention: artifacts masked, or dominating the unmasked map, or None (a model
+    of windows or stages has no artifact tokens: ``select.artifact_flags``)."""
     flagged = artifact_drop(a, True, norm_ratio)
+    if flagged is None or values.shape != flagged.shape:
+        return None
     if mask_artifacts:
         count = int(flagged.sum())
         return t("note.artifacts_masked", lang, count=count) if count else None
@@ -122,20 +123,6 @@ def _range(values: np.ndarray, drop: np.ndarray | None) -> tuple[float, float]:
     return float(kept.min()), float(kept.max())
 
 
-def _layer_rows(a: Analysis, head: int | None, query: int, keep: np.ndarray | None) -> np.ndarray:
-    """Attention rows of token ``query`` in every layer (L, T) float32: one head, or the mean of heads, each
-    renormalised over the kept keys (``keep``: token indices; None: all)."""
-    if head is not None:
-        check_head(head, a.heads)
-    return np.stack([kept_rows(a.maps, layer, head, [query], keep)[0] for layer in range(a.depth)])
-
-
-def _layer_columns(a: Analysis, head: int | None, key: int, keep: np.ndarray | None) -> np.ndarray:
-    """How much every kept query attends to token ``key``, every layer (L, T) float32, each query row renormalised
-    over the kept keys."""
-    return np.stack([kept_column(a.maps, layer, head, key, keep) for layer in range(a.depth)])
-
-
 def rollout_map_panel(a: Analysis, fusion: str = "mean", discard_ratio: float = 0.0, start_layer: int = 0,
                       mask_artifacts: bool = False, norm_ratio: float = 3.0,
                       display: Display = Display(), stop_layer: int | None = None) -> MapPanel:
@@ -153,13 +140,19 @@ def rollout_map_panel(a: Analysis, fusion: str = "mean", discard_ratio: float = 
 
 
 def attention_layers(a: Analysis, head: int | None = None, mask_artifacts: bool = False,
-                     norm_ratio: float = 3.0) -> np.ndarray:
-    """The query's attention over the patches in every layer (L, gh, gw), in multiples of uniform attention
-    (the CLS row, or the mean of the patch rows for models without a CLS token), the artifact tokens dropped
-    (and the rows renormalised) when masking: what ``attention_map_panel`` draws for one layer."""
+                     norm_ratio: float = 3.0) -> list[np.ndarray]:
+    """The query's attention over the patches in every layer (per layer (gh_l, gw_l) on its own grid), in multiples
+    of uniform attention over the layer's tokens (the CLS row, or the mean of the patch rows for models without a
+    CLS token), the artifact tokens dropped (and the rows renormalised) when masking: what ``attention_map_panel``
+    draws for one layer."""
     drop = artifact_drop(a, mask_artifacts, norm_ratio)
-    rows = readout_rows_of(a, head, drop)
-    return rows[:, a.num_prefix:].reshape(a.depth, *a.grid) * uniform_tokens(a, drop)
+    return [attention_of(a, layer, head, drop) * uniform_tokens(a, drop, layer) for layer in range(a.depth)]
+
+
+def _kept_range(maps: list[np.ndarray], drop: np.ndarray | None) -> tuple[float, float]:
+    """(min, max) over several maps' kept patches (a shared scale)."""
+    kept = [m if drop is None or drop.all() or m.shape != drop.shape else m[~drop] for m in maps]
+    return min(float(k.min()) for k in kept), max(float(k.max()) for k in kept)
 
 
 def attention_map_panel(a: Analysis, layer: int = -1, head: int | None = None, mask_artifacts: bool = False,
@@ -167,27 +160,26 @@ def attention_map_panel(a: Analysis, layer: int = -1, head: int | None = None, m
                         display: Display = Display()) -> MapPanel:
     """The query's attention of one layer (one head or their mean) at display size, in multiples of uniform
     attention: the CLS row, the mean of the patch rows (mean-pooled models), or the MAP probe's attention
-    (SigLIP: it reads once, after the last layer, so ``layer`` does not apply). ``outline_share``: DINO's
-    threshold mask (e.g. 0.6) outlined; ``shared_scale``: one colour scale for every layer (the min and max
-    over all layers), so layers can be compared colour for colour."""
+    (SigLIP: it reads once, after the last layer, so ``layer`` does not apply); on the layer's own grid, with its
+    windows outlined when it attends inside windows. ``outline_share``: DINO's threshold mask (e.g. 0.6) outlined;
+    ``shared_scale``: one colour scale for every layer (the min and max over all layers), so layers can be compared
+    colour for colour."""
     drop = artifact_drop(a, mask_artifacts, norm_ratio)
     if a.readout == "map":
-        layers = (attention_of(a, layer, head, drop) * uniform_tokens(a, drop))[None]
-        values = layers[0]
+        layers = [attention_of(a, layer, head, drop) * uniform_tokens(a, drop)]
+        values, tokens, block = layers[0], uniform_tokens(a, drop), a.architecture.blocks[-1]
     else:
-        layers = attention_layers(a, head, mask_artifacts, norm_ratio)
-        values = layers[layer_index(layer, a.depth)]
-    if shared_scale:
-        kept = layers if drop is None or drop.all() else layers[:, ~drop]
-        vmin, vmax = float(kept.min()), float(kept.max())
-    else:
-        vmin, vmax = _range(values, drop)
+        layer = layer_index(layer, a.depth)
+        layers = attention_layers(a, head, mask_artifacts, norm_ratio) if shared_scale else None
+        values = layers[layer] if layers else attention_of(a, layer, head, drop) * uniform_tokens(a, drop, layer)
+        tokens, block = uniform_tokens(a, drop, layer), a.architecture.blocks[layer]
+    vmin, vmax = _kept_range(layers, drop) if shared_scale else _range(values, drop)
     outline = attention.threshold_mask(values, outline_share) if outline_share else None
-    tokens = uniform_tokens(a, drop)
-    image = _draw_map(display_photo(a, display.size), values, vmin, vmax,
-                      attention_caption(a, layer, head, display.lang), tokens, display, outline)
-    return MapPanel(image, values, vmin, vmax, tokens, _artifact_note(a, values, mask_artifacts, norm_ratio,
-                                                                        display.lang))
+    base = display_photo(a, display.size)
+    image = _draw_map(base, values, vmin, vmax, attention_caption(a, layer, head, display.lang), tokens, display,
+                      outline)
+    return MapPanel(render.outline_windows(image, block, base.size), values, vmin, vmax, tokens,
+                    _artifact_note(a, values, mask_artifacts, norm_ratio, display.lang))
 
 
 def query_map_panels(a: Analysis, row: int, col: int, layer: int = -1, head: int | None = None,
@@ -195,29 +187,34 @@ def query_map_panels(a: Analysis, row: int, col: int, layer: int = -1, head: int
                      mask_artifacts: bool = False, shared_scale: bool = False, norm_ratio: float = 3.0,
                      display: Display = Display()) -> tuple[MapPanel, MapPanel]:
     """(where patch (row, col) attends, which patches attend to it) at display size, in multiples of uniform
-    attention, the patch framed. ``shared_scale`` (one layer only): each map's range over all layers.
+    attention, the patch (or the layer's token covering it) framed, the layer's windows outlined when it has them.
+    ``shared_scale`` (one layer only): each map's range over all layers.
     Querying a masked artifact patch raises ValueError (its text is ``t("note.query_masked", ...)``)."""
     drop = artifact_drop(a, mask_artifacts, norm_ratio)
-    tokens = uniform_tokens(a, drop)
-    q = patch_token(row, col, a.num_prefix, a.grid)
     if drop is not None and drop[row % a.grid[0], col % a.grid[1]]:
         raise ValueError(t("note.query_masked", "en", row=row % a.grid[0], col=col % a.grid[1]))
-    out_map, in_map = query_maps(a, row, col, layer, head, rolled, fusion, discard_ratio, start_layer, drop)
+    query = dict(rolled=rolled, fusion=fusion, discard_ratio=discard_ratio, start_layer=start_layer, drop=drop)
+    out_map, in_map = query_maps(a, row, col, layer, head, **query)
+    layer = 0 if rolled else layer_index(layer, a.depth)
+    tokens = uniform_tokens(a, drop, layer)
     ranges = [_range(out_map * tokens, drop), _range(in_map * tokens, drop)]
     if shared_scale and not rolled:
-        keep = None if drop is None else kept_tokens(a.num_prefix, a.grid, drop)
-        for i, every in enumerate((_layer_rows(a, head, q, keep), _layer_columns(a, head, q, keep))):
-            patches = every[:, a.num_prefix:].reshape(a.depth, *a.grid) * tokens
-            kept = patches if drop is None or drop.all() else patches[:, ~drop]
-            ranges[i] = (float(kept.min()), float(kept.max()))
+        every = [query_maps(a, row, col, l, head, **query) for l in range(a.depth)]
+        for i in range(2):
+            ranges[i] = _kept_range([maps[i] * uniform_tokens(a, drop, l) for l, maps in enumerate(every)], drop)
+    block = a.architecture.blocks[layer]
     where = t("name.rollout", display.lang) if rolled else where_name(a, layer, head, display.lang)
     base = display_photo(a, display.size)
+    token = (row % a.grid[0], col % a.grid[1]) if rolled else a.architecture.token_of(row % a.grid[0],
+                                                                                      col % a.grid[1], layer)
+    grid = a.grid if rolled else block.grid
     panels = []
     for values, (vmin, vmax), kind in ((out_map * tokens, ranges[0], "colorbar.attends_to"),
                                        (in_map * tokens, ranges[1], "colorbar.attended_by")):
         image = _draw_map(base, values, vmin, vmax, t(kind, display.lang, where=where), tokens, display)
-        render.frame_patch(image, row % a.grid[0], col % a.grid[1], a.grid, base.size,
-                           width=max(2, round(base.width / 150)))
+        if not rolled:
+            image = render.outline_windows(image, block, base.size)
+        render.frame_patch(image, *token, grid, base.size, width=max(2, round(base.width / 150)))
         panels.append(MapPanel(image, values, vmin, vmax, tokens,
                                _artifact_note(a, values, mask_artifacts, norm_ratio, display.lang)))
     return panels[0], panels[1]
@@ -232,8 +229,8 @@ def norms_grid_panel(a: Analysis, norm_ratio: float = 3.0, lang: str = "en", nar
     """The page's token norms: every patch token's L2 norm after each layer, one thumbnail per layer (in rows of
     ``NARROW_NORM_LAYERS`` on a narrow screen), each on its own scale from its smallest norm to its largest
     unflagged one (written under the layer's number), high-norm patches outlined in cyan and saturated, with a
-    colour bar that says so."""
-    maps = norms.token_norm_maps(a.token_norms, a.num_prefix, a.grid)
+    colour bar that says so (a token after a merge drawn over the patches it covers)."""
+    maps = token_norm_maps_of(a)
     flags = artifact_flags(a, norm_ratio)
     low = maps.min(axis=(1, 2), keepdims=True)
     high = np.where(flags, -np.inf, maps).max(axis=(1, 2), keepdims=True)     # the largest unflagged norm
@@ -246,7 +243,15 @@ def norms_grid_panel(a: Analysis, norm_ratio: float = 3.0, lang: str = "en", nar
     per_row = NARROW_NORM_LAYERS if narrow else a.depth
     gh, gw = a.grid
     left = label_margins((), tuple(labels), t("axis.layer", lang), lang, font_size)[0]
-    cell = max(8, round((width - left - bar - 2 * (per_row - 1)) / per_row * gh / gw))
-    image, _ = banded_grid(scaled[None], per_row, labels, cell=cell, cmap=cmap, marks=flags[None],
-                           lang=lang, value_range=(0.0, 1.0), font_size=font_size, title=t("axis.layer", lang))
+
+    def drawn(bar: int) -> Image.Image:
+        cell = max(8, round((width - left - bar - 2 * (per_row - 1)) / per_row * gh / gw))
+        return banded_grid(scaled[None], per_row, labels, cell=cell, cmap=cmap, marks=flags[None], lang=lang,
+                           value_range=(0.0, 1.0), font_size=font_size, title=t("axis.layer", lang))[0]
+
+    image = drawn(bar)
+    beside = render.colorbar_width(0.0, 1.0, bar_label, lang=lang, ticks=[1.0, 0.0], font_size=font_size,
+                                   height=image.height)     # the bar's label wraps to the picture's height
+    if beside > bar:
+        image = drawn(beside)
     return render.add_colorbar(image, cmap, 0.0, 1.0, bar_label, lang=lang, ticks=[1.0, 0.0], font_size=font_size)

@@ -22,8 +22,8 @@ from ..drawing.grids import GridLayout, thumbnail_grid, tile_images
 from ..i18n import language, t
 from ..maps import attention, distance, embeddings, norms
 from .select import (artifact_drop, artifact_flags, attention_caption, attention_of, default_query, heads_caption,
-                     mean_distance_of, position_similarity_of, query_maps, readout_rows_all, rollout_caption,
-                     rollout_of, where_name)
+                     layer_readout_rows, mean_distance_of, position_similarity_of, query_maps, rollout_caption,
+                     rollout_of, token_norm_maps_of, where_name)
 from ..maps.layout import layer_index, patch_token, to_grid
 from ..maps.rollout import FUSIONS
 from ..records import Analysis, ModelArrays
@@ -100,20 +100,25 @@ def attention_panel(a: Analysis, layer: int = -1, head: int | None = None, share
     ``mask_artifacts``, without the high-norm tokens."""
     values = attention_of(a, layer, head, artifact_drop(a, mask_artifacts, norm_ratio))
     mask = attention.threshold_mask(values, share) if share else None
-    return render.overlay(photo(a, scale), values, cmap, alpha, mask=mask, colorbar=colorbar,
-                          label=attention_caption(a, layer, head, lang), lang=lang)
+    base = photo(a, scale)
+    image = render.overlay(base, values, cmap, alpha, mask=mask, colorbar=colorbar,
+                           label=attention_caption(a, layer, head, lang), lang=lang)
+    return render.outline_windows(image, a.architecture.block(layer), base.size)
 
 
 def heads_panel(a: Analysis, cell: int = 56, cmap: str = render.DEFAULT_CMAP, with_photo: bool = False,
                 selected: tuple[int, int] | None = None, lang: str = "en", mask_artifacts: bool = False,
-                norm_ratio: float = 3.0) -> tuple[Image.Image, GridLayout]:
+                norm_ratio: float = 3.0, stage: int | None = None) -> tuple[Image.Image, GridLayout]:
     """The "model view": the query's attention in every layer (rows) and head (columns), each map scaled on
     its own (the CLS row, or for models without one the mean of the patch rows: ``heads_caption``). Returns
-    the image and its layout; ``layout.cell_at(x, y)`` gives the (layer, head) clicked."""
+    the image and its layout; ``layout.cell_at(x, y)`` gives the (layer, head) clicked (rows: the layers shown).
+    ``stage``: that stage's layers only, on its grid (a model of several stages has one such panel per stage)."""
     drop = artifact_drop(a, mask_artifacts, norm_ratio)
-    maps = to_grid(readout_rows_all(a, drop), a.num_prefix, a.grid)
-    return thumbnail_grid(maps, cell=cell, cmap=cmap, row_labels=[t("name.layer", lang, layer=l) for l in range(a.depth)],
-                          col_labels=[t("name.head", lang, head=h) for h in range(a.heads)],
+    layers = a.architecture.stages[stage] if stage is not None else tuple(range(a.depth))
+    block = a.architecture.blocks[layers[0]]
+    maps = to_grid(np.stack([layer_readout_rows(a, l, drop) for l in layers]), block.prefix, block.grid)
+    return thumbnail_grid(maps, cell=cell, cmap=cmap, row_labels=[t("name.layer", lang, layer=l) for l in layers],
+                          col_labels=[t("name.head", lang, head=h) for h in range(block.heads)],
                           background=a.image if with_photo else None, selected=selected, lang=lang)
 
 
@@ -131,14 +136,18 @@ def query_panels(a: Analysis, row: int, col: int, layer: int = -1, head: int | N
                  cmap: str = render.DEFAULT_CMAP, alpha: float = 0.6, colorbar: bool = True,
                  scale: int = 1, lang: str = "en", mask_artifacts: bool = False,
                  norm_ratio: float = 3.0) -> tuple[Image.Image, Image.Image]:
-    """Overlays of where the patch attends and of who attends to it, the patch framed in green."""
+    """Overlays of where the patch attends and of who attends to it, the patch (or the layer's token covering it)
+    framed in green, the layer's windows outlined when it has them."""
     drop = artifact_drop(a, mask_artifacts, norm_ratio)
     out_map, in_map = query_maps(a, row, col, layer, head, rolled, fusion, discard_ratio, start_layer, drop)
     base = photo(a, scale)
     where = t("name.rollout", lang) if rolled else where_name(a, layer, head, lang)
+    block = a.architecture.block(0 if rolled else layer)
+    token = a.architecture.token_of(row % a.grid[0], col % a.grid[1], block.index)
     images = []
     for values, kind in ((out_map, "colorbar.attends_to"), (in_map, "colorbar.attended_by")):
-        image = render.mark_patch(render.overlay(base, values, cmap, alpha), row, col, a.grid)
+        image = render.outline_windows(render.overlay(base, values, cmap, alpha), block, base.size)
+        image = render.mark_patch(image, *token, block.grid)
         if colorbar:
             image = render.add_colorbar(image, cmap, float(values.min()), float(values.max()),
                                         t(kind, lang, where=where), lang=lang)
@@ -171,7 +180,7 @@ def token_norms_panel(a: Analysis, norm_ratio: float = 3.0, cell: int = 56,
                       cmap: str = "viridis", lang: str = "en") -> tuple[Image.Image, GridLayout]:
     """The L2 norm of every patch token after each layer (one thumbnail per layer, each scaled on its
     own between its min and its largest unflagged norm), high-norm patches outlined in cyan."""
-    maps = norms.token_norm_maps(a.token_norms, a.num_prefix, a.grid)
+    maps = token_norm_maps_of(a)
     flags = artifact_flags(a, norm_ratio)
     ordinary_max = np.where(flags, -np.inf, maps).max(axis=(1, 2), keepdims=True)
     maps = np.minimum(maps, ordinary_max)       # flagged patches saturate instead of washing out the rest
@@ -187,11 +196,19 @@ def token_norm_curves_panel(a: Analysis, norm_ratio: float = 3.0, lang: str = "e
                                   narrow=narrow)
 
 
-def distance_panel(mean_distance: np.ndarray, grid: tuple[int, int], patch_size: int,
+def distance_panel(mean_distance: np.ndarray, grid: tuple[int, int] | None, patch_size: int,
                    title: str | None = None, lang: str = "en", narrow: bool = False) -> Image.Image:
-    """Mean attention distance (L, H) of one image, or averaged over images, against depth."""
-    return plots.distance_image(mean_distance, title, distance.uniform_distance(tuple(grid), patch_size), lang=lang,
-                                narrow=narrow)
+    """Mean attention distance (L, H) of one image, or averaged over images, against depth (NaN: a block with fewer
+    heads); with the distance of uniform attention over the ``grid`` (None: no such line, e.g. for a model whose
+    tokens attend inside windows, where the whole grid is out of reach)."""
+    uniform = None if grid is None else distance.uniform_distance(tuple(grid), patch_size)
+    return plots.distance_image(mean_distance, title, uniform, lang=lang, narrow=narrow)
+
+
+def distance_grid(a: Analysis) -> tuple[int, int] | None:
+    """The grid of the distance plot's uniform line: the photo's, where every token can reach every patch (one
+    sequence of tokens through the model); None otherwise."""
+    return a.grid if a.architecture.one_sequence else None
 
 
 def position_panel(m: ModelArrays, lang: str = "en", narrow: bool = False) -> Image.Image:
@@ -230,7 +247,10 @@ def model_panels(m: ModelArrays, lang: str = "en") -> tuple[dict[str, Image.Imag
 
 
 def image_panels(a: Analysis, o: MapOptions = MapOptions()) -> tuple[dict[str, Image.Image], dict[str, np.ndarray]]:
-    """Every panel that depends on the image -> ({name: image}, {name: array} of the maps drawn)."""
+    """Every panel that depends on the image -> ({name: image}, {name: array} of the maps drawn). A model of several
+    stages gets one heads panel per stage ("heads_stage<s>") instead of "heads"; the one-layer map's array is
+    "cls_attention" (beside the whole attention of a model that keeps it) or "attention" (a model whose blocks' maps
+    are kept per block)."""
     row, col = o.query if o.query is not None else default_query(a)
     patch_token(row, col, a.num_prefix, a.grid)  # validates the query patch
     rollout_options = dict(fusion=o.fusion, discard_ratio=o.discard_ratio, start_layer=o.start_layer)
@@ -246,14 +266,18 @@ def image_panels(a: Analysis, o: MapOptions = MapOptions()) -> tuple[dict[str, I
         "attention": attention_panel(a, o.layer, o.head, None, **style, **masking),
         "threshold": threshold_panel(a, o.share, o.mask_source, o.layer, o.head, o.scale, **rollout_options,
                                      **masking),
-        "heads": heads_panel(a, cmap=o.cmap, lang=o.lang, **masking)[0],
-        "mean_distance": distance_panel(distance, a.grid, a.patch_size, lang=o.lang),
+        "mean_distance": distance_panel(distance, distance_grid(a), a.patch_size, lang=o.lang),
         "token_norms": token_norms_panel(a, o.norm_ratio, lang=o.lang)[0],
         "token_norm_curves": token_norm_curves_panel(a, o.norm_ratio, lang=o.lang),
     }
+    stages = a.architecture.stages
+    for s, _ in enumerate(stages):
+        name = "heads" if len(stages) == 1 else f"heads_stage{s}"
+        images[name] = heads_panel(a, cmap=o.cmap, lang=o.lang, stage=s if len(stages) > 1 else None, **masking)[0]
     images["query_row"], images["query_column"] = query_panels(a, row, col, o.layer, o.head, o.query_rollout,
                                                                **rollout_options, **style, **masking)
-    arrays = {"rollout": rollout, "cls_attention": attention_of(a, o.layer, o.head, drop),
+    one_map = "cls_attention" if a.attention is not None or a.architecture.one_sequence else "attention"
+    arrays = {"rollout": rollout, one_map: attention_of(a, o.layer, o.head, drop),
               "query_row": query_out, "query_column": query_in, "query_patch": np.array([row, col]),
               "mean_distance": distance, "high_norm_flags": artifact_flags(a, o.norm_ratio)}
     return images, arrays

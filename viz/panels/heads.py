@@ -17,19 +17,21 @@ from ..maps import norms
 from ..maps.layout import to_grid
 from ..records import Analysis
 from .display import Display, _uniform_ticks, uniform_tokens
-from .select import artifact_drop, mean_distance_of, readout_rows_all
+from .select import artifact_drop, layer_readout_rows, mean_distance_of
 
 @dataclass(frozen=True)
 class HeadStats:
-    """Numbers per (layer, head) for hover and click: how far and how spread out each head attends."""
+    """Numbers per (layer, head) for hover and click: how far and how spread out each head attends (NaN where a
+    block has fewer heads than the most of any block)."""
     mean_distance: np.ndarray        # (L, H) mean attention distance in pixels (ViT paper, Figure 7)
-    entropy_bits: np.ndarray         # (L, H) entropy of the CLS attention row, in bits
-    max_bits: float                  # log2(T): the entropy of uniform attention over the T (kept) tokens
+    entropy_bits: np.ndarray         # (L, H) entropy of the query's attention row, in bits
+    max_bits: np.ndarray             # (L,) log2(T_l): the entropy of uniform attention over the layer's (kept) tokens
 
     @property
     def entropy_share(self) -> np.ndarray:
         """(L, H) entropy as a share of its maximum: 1 = uniform, near 0 = one token takes everything."""
-        return self.entropy_bits / self.max_bits if self.max_bits > 0 else np.zeros_like(self.entropy_bits)
+        top = self.max_bits[:, None]
+        return np.where(top > 0, self.entropy_bits / np.where(top > 0, top, 1.0), 0.0)
 
 
 def head_stats(a: Analysis, mask_artifacts: bool = False, norm_ratio: float = 3.0) -> HeadStats:
@@ -37,32 +39,61 @@ def head_stats(a: Analysis, mask_artifacts: bool = False, norm_ratio: float = 3.
     the patch rows for models without a CLS token; over all tokens, or over the kept ones, renormalised, when
     masking)."""
     drop = artifact_drop(a, mask_artifacts, norm_ratio)
-    rows = readout_rows_all(a, drop).astype(np.float64)                               # (L, H, T)
-    logs = np.log2(np.where(rows > 0, rows, 1.0))
-    entropy = -(rows * logs).sum(axis=-1)
-    return HeadStats(mean_distance_of(a), entropy.astype(np.float32), float(np.log2(uniform_tokens(a, drop))))
+    entropy = np.full((a.depth, a.heads), np.nan, np.float32)
+    for layer in range(a.depth):
+        rows = layer_readout_rows(a, layer, drop).astype(np.float64)                   # (H_l, T_l)
+        logs = np.log2(np.where(rows > 0, rows, 1.0))
+        entropy[layer, :rows.shape[0]] = -(rows * logs).sum(axis=-1)
+    top = np.log2([uniform_tokens(a, drop, layer) for layer in range(a.depth)]).astype(np.float64)
+    return HeadStats(mean_distance_of(a), entropy, top)
 
 
 @dataclass(frozen=True)
 class HeadsLayout:
     """Where each (layer, head) thumbnail of the last heads grid is, whichever of layers or heads runs across: one
-    grid, or (drawn for a narrow screen) bands of a few layers each, one under the other (``bands``)."""
+    grid, or (drawn for a narrow screen) bands of a few layers each, one under the other (``bands``); ``layers``: the
+    layers it shows, in order (a stage's blocks)."""
     layout: GridLayout
     layers_across: bool
     bands: Bands | None = None       # the layers in bands (heads the rows); None: one grid, ``layout``
+    layers: tuple[int, ...] | None = None   # the layer of each row (or column) of thumbnails; None: 0, 1, 2, …
 
     def cell_at(self, x: float, y: float) -> tuple[int, int] | None:
         """Pixel (x, y) of the grid picture -> (layer, head), or None (labels, gaps, colour bar)."""
         cell = self.bands.cell_at(x, y) if self.bands is not None else self.layout.cell_at(x, y)
         if cell is None:
             return None
-        return (cell[1], cell[0]) if self.layers_across else cell
+        layer, head = (cell[1], cell[0]) if self.layers_across else cell
+        return (layer if self.layers is None else self.layers[layer]), head
 
     def box(self, layer: int, head: int) -> tuple[int, int, int, int]:
         """Pixel box (x0, y0, x1, y1) of the thumbnail of (layer, head)."""
+        layer = layer if self.layers is None else self.layers.index(layer)
         if self.bands is not None:
             return self.bands.box(head, layer)
         return self.layout.box(head, layer) if self.layers_across else self.layout.box(layer, head)
+
+
+@dataclass(frozen=True)
+class StagesLayout:
+    """Where each (layer, head) thumbnail is in the stages' heads grids stacked one under the other: the same
+    questions as ``HeadsLayout``, for a model of several stages."""
+    grids: tuple[tuple[int, int, HeadsLayout], ...]   # per stage: its top and height in pixels, its thumbnails
+
+    def cell_at(self, x: float, y: float) -> tuple[int, int] | None:
+        """Pixel (x, y) of the stacked picture -> (layer, head), or None (titles, labels, gaps between stages)."""
+        for top, height, placement in self.grids:
+            if top <= y < top + height:
+                return placement.cell_at(x, y - top)
+        return None
+
+    def box(self, layer: int, head: int) -> tuple[int, int, int, int]:
+        """Pixel box (x0, y0, x1, y1) of the thumbnail of (layer, head) in the stacked picture."""
+        for top, _, placement in self.grids:
+            if layer in placement.layers:
+                x0, y0, x1, y1 = placement.box(layer, head)
+                return x0, y0 + top, x1, y1 + top
+        raise ValueError(f"Layer {layer} is in no stage of this model!")
 
 
 @dataclass(frozen=True)
@@ -78,7 +109,7 @@ class HeadsGrid:
     note: str | None = None
     lang: str = "en"
     layer_max: np.ndarray | None = None   # (L,) each layer's own top of the scale (its brightest value); None: one scale
-    placement: HeadsLayout | None = None  # where each thumbnail is (bands on a narrow screen)
+    placement: HeadsLayout | StagesLayout | None = None  # where each thumbnail is (bands; a grid per stage)
 
     def __post_init__(self):
         if self.placement is None:
@@ -98,7 +129,7 @@ class HeadsGrid:
         s = self.stats
         return t("note.head_info", lang or self.lang, layer=layer, head=head,
                  distance=float(s.mean_distance[layer, head]), entropy=float(s.entropy_bits[layer, head]),
-                 share=float(s.entropy_share[layer, head]), maximum=s.max_bits)
+                 share=float(s.entropy_share[layer, head]), maximum=float(s.max_bits[layer]))
 
 
 def heads_grid_panel(a: Analysis, width: int = 1024, mask_artifacts: bool = False, norm_ratio: float = 3.0,
@@ -133,53 +164,76 @@ GRIDS = Cache(None, 32 * 2**20, weigh=lambda kept: nbytes(kept[1]))
 
 def heads_grid(a: Analysis, width: int = 1024, mask_artifacts: bool = False, norm_ratio: float = 3.0,
                display: Display = Display(), max_cell: int = 160, shared_scale: bool = True) -> HeadsGrid:
-    """Every layer's and head's CLS attention as thumbnails over the photo, filling ``width`` pixels (colour bar
-    included), in multiples of uniform attention with one colour bar: on one colour scale for all (``shared_scale``),
-    or each layer on its own, from 0 to its brightest value, which is written under the layer's number (the bar
-    then reads a share of that value). Early layers attend nearly uniformly and late ones peak tens of times higher:
-    on one scale the early thumbnails are plain photos.
+    """Every layer's and head's attention of the query as thumbnails over the photo, filling ``width`` pixels (colour
+    bar included), in multiples of uniform attention with one colour bar: on one colour scale for all
+    (``shared_scale``), or each layer on its own, from 0 to its brightest value, which is written under the layer's
+    number (the bar then reads a share of that value). Early layers attend nearly uniformly and late ones peak tens
+    of times higher: on one scale the early thumbnails are plain photos.
 
     The longer of (layers, heads) runs across, so a 12×3 ViT-Ti fills the width as well as a 12×12 ViT-B;
     thumbnails are at most ``max_cell`` pixels high. Drawn for a narrow screen (``display.narrow``), layers run
     across in bands of a few, one under the other, with text readable on a phone (``viz.drawing.screens``).
-    ``display``: the language, colours, opacity and patch-true drawing (its ``size`` is not used: ``width`` is)."""
+    A model of several stages gets one such grid per stage (its blocks and heads, on its grid), titled, one under
+    the other. ``display``: the language, colours, opacity and patch-true drawing (its ``size`` is not used:
+    ``width`` is)."""
     drop = artifact_drop(a, mask_artifacts, norm_ratio)
+    stages = a.architecture.stages
+    maps = [to_grid(np.stack([layer_readout_rows(a, layer, drop) for layer in blocks]),
+                    a.architecture.blocks[blocks[0]].prefix, a.architecture.blocks[blocks[0]].grid)
+            * uniform_tokens(a, drop, blocks[0]) for blocks in stages]                 # per stage (B_s, H_s, gh, gw)
+    kept = [m if drop is None or drop.all() else m[:, :, ~drop] for m in maps]
+    vmin, vmax = min(float(k.min()) for k in kept), max(float(k.max()) for k in kept)
+    layer_max = np.concatenate([k.reshape(k.shape[0], -1).max(axis=1) for k in kept]) if not shared_scale else None
     tokens = uniform_tokens(a, drop)
-    maps = to_grid(readout_rows_all(a, drop), a.num_prefix, a.grid) * tokens         # (L, H, gh, gw)
-    kept = maps if drop is None or drop.all() else maps[:, :, ~drop]
-    vmin, vmax = float(kept.min()), float(kept.max())
+    note = _grid_note(a, maps[-1], drop, mask_artifacts, norm_ratio, display.lang)
+    stats = head_stats(a, mask_artifacts, norm_ratio)
+    drawn = [_stage_grid(a, blocks, m, width, None if layer_max is None else layer_max[list(blocks)],
+                         (vmin, vmax), display, max_cell, drop)
+             for blocks, m in zip(stages, maps)]
+    if layer_max is not None:
+        vmin, vmax = float(layer_max.min()), float(layer_max.max())
+    if len(drawn) == 1:
+        image, placement = drawn[0]
+        return HeadsGrid(image, placement.layout, placement.layers_across, stats, vmin, vmax, tokens, note,
+                         display.lang, layer_max, placement)
+    image, placement = _stacked(a, drawn, display)
+    first = drawn[0][1]
+    return HeadsGrid(image, first.layout, first.layers_across, stats, vmin, vmax, tokens, note, display.lang,
+                     layer_max, placement)
+
+
+def _stage_grid(a: Analysis, blocks: tuple[int, ...], maps: np.ndarray, width: int, layer_max: np.ndarray | None,
+                scale: tuple[float, float], display: Display, max_cell: int, drop) -> tuple[Image.Image, HeadsLayout]:
+    """One stage's blocks × heads grid (``maps`` (B, H, gh, gw) in multiples of uniform attention) with its colour bar,
+    and where its thumbnails are."""
     lang = display.lang
-    layer_max = None
-    if not shared_scale:                                    # each layer from 0 to its own brightest value
-        layer_max = kept.reshape(a.depth, -1).max(axis=1)
+    first = a.architecture.blocks[blocks[0]]
+    if layer_max is not None:                               # each layer from 0 to its own brightest value
         drawn = maps / np.where(layer_max > 0, layer_max, 1.0)[:, None, None, None]
         value_range = (0.0, 1.0)
         bar_label, ticks = t("colorbar.layer_share", lang), [1.0, 0.5, 0.0]
-        layer_names = [f"{l}\n{render.tick_text(float(m))}×" for l, m in enumerate(layer_max)]
-        vmin, vmax = float(layer_max.min()), float(layer_max.max())
+        layer_names = [f"{l}\n{render.tick_text(float(m))}×" for l, m in zip(blocks, layer_max)]
     else:
-        drawn, value_range = maps, (vmin, vmax)
-        bar_label, ticks = t("colorbar.uniform", lang, tokens=tokens), _uniform_ticks(vmin, vmax)
-        layer_names = [str(l) for l in range(a.depth)]
+        drawn, value_range = maps, scale
+        bar_label, ticks = t("colorbar.uniform", lang, tokens=uniform_tokens(a, drop, blocks[0])), _uniform_ticks(*scale)
+        layer_names = [str(l) for l in blocks]
     font_size = screens.text_for(width) if display.narrow else 12
     bar = render.colorbar_width(*value_range, bar_label, lang=lang, ticks=ticks, font_size=font_size)
     gap = 2
-    gh, gw = a.grid
+    gh, gw = first.grid
     options = dict(cmap=display.cmap, background=a.image, alpha=display.alpha, gap=gap, lang=lang,
                    value_range=value_range, smooth=not display.patch_true, font_size=font_size,
                    right=bar if display.colorbar else 0)
-    note = _grid_note(a, maps, drop, mask_artifacts, norm_ratio, lang)
-    stats = head_stats(a, mask_artifacts, norm_ratio)
     if display.narrow:
-        image, placement = _banded(a, drawn, width, bar, options, layer_names, bar_label, ticks, display)
-        return HeadsGrid(image, placement.layout, True, stats, vmin, vmax, tokens, note, lang, layer_max, placement)
-    layers_across = a.depth >= a.heads
+        return _banded(first.heads, first.grid, blocks, drawn, width, bar, options, layer_names, bar_label, ticks,
+                       display)
+    layers_across = len(blocks) >= first.heads
     if layers_across:
         drawn = drawn.transpose(1, 0, 2, 3)                                   # (H, L, gh, gw): heads are rows
     rows, cols = drawn.shape[:2]
     row_names = [t("name.head", lang, head=h) for h in range(rows)] if layers_across else \
-        [t("name.layer", lang, layer=l) + ("" if layer_max is None else f" ({render.tick_text(float(layer_max[l]))}×)")
-         for l in range(rows)]
+        [t("name.layer", lang, layer=l) + ("" if layer_max is None else f" ({render.tick_text(float(m))}×)")
+         for l, m in zip(blocks, layer_max if layer_max is not None else blocks)]
     col_names = layer_names if layers_across else [str(i) for i in range(cols)]
     title = t("axis.layer" if layers_across else "axis.head", lang)                    # what the columns count
     left = label_margins(tuple(row_names), tuple(col_names), title, lang, font_size)[0]
@@ -190,19 +244,39 @@ def heads_grid(a: Analysis, width: int = 1024, mask_artifacts: bool = False, nor
     if display.colorbar:
         render.draw_colorbar(image, image.width - bar, image.height, display.cmap, *value_range, bar_label,
                              lang=lang, ticks=ticks, font_size=font_size)
-    return HeadsGrid(image, layout, layers_across, stats, vmin, vmax, tokens, note, lang, layer_max)
+    return image, HeadsLayout(layout, layers_across, layers=tuple(blocks))
+
+
+def _stacked(a: Analysis, drawn: list, display: Display) -> tuple[Image.Image, StagesLayout]:
+    """The stages' grids one under the other, each under a strip naming its stage and grid."""
+    font_size = screens.text_for(max(g.width for g, _ in drawn)) if display.narrow else 13
+    strip = render.caption_strip_height(font_size)
+    width = max(g.width for g, _ in drawn)
+    out = Image.new("RGB", (width, sum(g.height + strip for g, _ in drawn) + 8 * (len(drawn) - 1)), "white")
+    draw = ImageDraw.Draw(out)
+    y, grids = 0, []
+    for stage, (grid, placement) in enumerate(drawn):
+        gh, gw = a.architecture.blocks[placement.layers[0]].grid
+        title = t("name.stage_grid", display.lang, stage=stage, grid=f"{gh}×{gw}")
+        draw.text((6, y + strip / 2), title, fill="black", font=render.font(font_size, display.lang, title),
+                  anchor="lm")
+        out.paste(grid, (0, y + strip))
+        grids.append((y + strip, grid.height, placement))
+        y += grid.height + strip + 8
+    return out, StagesLayout(tuple(grids))
 
 
 NARROW_LAYERS = 3           # layers per band of a heads grid drawn for a narrow screen (4 with more than 6 heads)
 
 
-def _banded(a, drawn, width, bar, options, layer_names, bar_label, ticks, display) -> tuple[Image.Image, HeadsLayout]:
+def _banded(heads: int, grid: tuple[int, int], blocks: tuple[int, ...], drawn, width, bar, options, layer_names,
+            bar_label, ticks, display) -> tuple[Image.Image, HeadsLayout]:
     """The heads grid for a narrow screen: layers across in bands of ``NARROW_LAYERS`` (heads the rows), the bands
     one under the other, one colour bar beside them all."""
     lang, font_size, gap = options["lang"], options["font_size"], options["gap"]
-    per_band = NARROW_LAYERS if a.heads <= 6 else NARROW_LAYERS + 1
-    gh, gw = a.grid
-    row_names = [t("name.head", lang, head=h) for h in range(a.heads)]
+    per_band = NARROW_LAYERS if heads <= 6 else NARROW_LAYERS + 1
+    gh, gw = grid
+    row_names = [t("name.head", lang, head=h) for h in range(heads)]
     title = t("axis.layer", lang)
     left = label_margins(tuple(row_names), tuple(layer_names), title, lang, font_size)[0]
     cell_w = max(8, (width - left - bar - gap * (per_band - 1)) // per_band)
@@ -212,7 +286,7 @@ def _banded(a, drawn, width, bar, options, layer_names, bar_label, ticks, displa
     if display.colorbar:
         render.draw_colorbar(image, image.width - bar, image.height, display.cmap, *options["value_range"], bar_label,
                              lang=lang, ticks=ticks, font_size=font_size)
-    return image, HeadsLayout(bands.layout, True, bands)
+    return image, HeadsLayout(bands.layout, True, bands, layers=tuple(blocks))
 
 
 def _grid_note(a: Analysis, maps: np.ndarray, drop, mask_artifacts: bool, norm_ratio: float, lang: str) -> str | None:
@@ -222,6 +296,8 @@ def _grid_note(a: Analysis, maps: np.ndarray, drop, mask_artifacts: bool, norm_r
     if mask_artifacts:
         return None
     flagged = artifact_drop(a, True, norm_ratio)
+    if flagged is None:                          # no artifact tokens in a model of windows or stages
+        return None
     last = maps[-1]                                                          # the last layer's heads
     if any(norms.artifacts_dominate(m, flagged) for m in last):
         share = norms.artifact_share(last.mean(axis=0), flagged)

@@ -24,6 +24,10 @@ from PIL import Image
 
 import vit
 from bench.measure import Row, interleaved, median, ms, proc_status_kb, release_free_memory, reset_peak_rss, table
+from viz.controls import AnalysisKey, Controls, Session
+from viz.query.view import query_photo, query_views, select_patch
+from viz.records import cached_bytes
+from viz.rollout.view import rollout_view
 
 MB = 2 ** 20
 SIZE = 1022
@@ -81,8 +85,8 @@ def measure(device: torch.device, size: int = SIZE, rounds: int = 1) -> dict:
     t = interleaved({"plain": plain, "analysis": analysis}, rounds, warmup=0)
     a = analyses[-1]
     del analyses[:-1]
-    session = explorer.Session(explorer.AnalysisKey("cat", "dinov2"))
-    c = explorer.Controls()
+    session = Session(AnalysisKey("cat", "dinov2"))
+    c = Controls()
     started = time.perf_counter()
     pictures = explorer.pictures(session, a, c)
     first = time.perf_counter() - started
@@ -92,14 +96,14 @@ def measure(device: torch.device, size: int = SIZE, rounds: int = 1) -> dict:
 
     def click():                                    # what the page's pick_patch draws for a click
         r, col = next(spots)
-        s = explorer.select_patch(session, a, (col + 0.5) * W / gw, (r + 0.5) * H / gh)
-        explorer.query_photo(s, a)
-        explorer.query_views(s, a, c)
+        s = select_patch(session, a, (col + 0.5) * W / gw, (r + 0.5) * H / gh)
+        query_photo(s, a)
+        query_views(s, a, c)
 
     discards = iter([0.5, 0.0, 0.95, 0.9])
 
     def rollout_control():                           # what the page's discard_ratio_changed draws
-        explorer.rollout_view(a, explorer.Controls(discard_ratio=next(discards)))
+        rollout_view(a, Controls(discard_ratio=next(discards)))
 
     clicks = interleaved({"click": click}, max(3, rounds), warmup=1)["click"]
     rollouts = interleaved({"rollout": rollout_control}, 1, warmup=0)["rollout"]
@@ -108,7 +112,7 @@ def measure(device: torch.device, size: int = SIZE, rounds: int = 1) -> dict:
     T = a.num_prefix + gh * gw
     return {"device": device.type, "size": size, "tokens": T, "grid": [gh, gw], "depth": a.depth, "heads": a.heads,
             "plain": median(t["plain"]), "analysis": median(t["analysis"]), "first_pictures": first,
-            "click": median(clicks), "rollout_control": median(rollouts), "cache": explorer.cached_bytes(a),
+            "click": median(clicks), "rollout_control": median(rollouts), "cache": cached_bytes(a),
             "peak": peak, "full_attention": a.depth * a.heads * T * T * 4}
 
 

@@ -1,4 +1,4 @@
-"""Benchmark rows of the inside views (``vit.inside`` through ``viz.analysis.inside``), each ÷ one plain forward of the
+"""Benchmark rows of the inside views (``vit.inside`` through ``viz.inside.job``), each ÷ one plain forward of the
 same model on the same photo: the logit lens with direct logit attribution, head importance by attribution patching
 and exactly, exact per-head patching from a second photo, and the residual-stream patching estimate.
 
@@ -21,7 +21,7 @@ TARGETS = {"lens + DLA": 1.5, "heads estimate": 3.0, "heads exact": 80.0, "patch
 def inside_rows(loaded, photo: Path, other_photo: Path, rounds: int) -> list:
     """The inside rows for one model: medians of interleaved rounds (the exact tables, about 60 forwards each, get
     at most 3 rounds)."""
-    from viz.analysis.inside import InsideJob
+    from viz.inside.job import InsideJob
     from vit.inside import (classes_for, head_importance, patch_heads, patch_residual_estimate, score_for, trace)
 
     model = loaded.model

@@ -53,6 +53,7 @@ import vit
 from bench.measure import Row, interleaved, median, ms, peak_rss_delta_mb, proc_status_kb, table
 from bench.trust import thorough_rows
 from vit.image_file import open_image
+from viz.query.view import query_photo
 
 MB = 2 ** 20
 # glibc's malloc as vit_explorer.server.return_freed_memory_to_the_os tunes it, for a child process that does not
@@ -173,12 +174,11 @@ class PageEvents:
 def rerender(events: PageEvents, session, a, rounds: int) -> list[Row]:
     import gradio as gr
 
-    from viz import explorer
     from vit_explorer.controls import ControlValues
 
     L, H = a.depth, a.heads
     gh, gw = a.grid
-    W, Hpx = explorer.query_photo(session, a).size  # the clickable photo (shown enlarged)
+    W, Hpx = query_photo(session, a).size  # the clickable photo (shown enlarged)
     layers_heads = itertools.cycle([(layer, head) for layer in range(L) for head in range(H)])
     patches = itertools.cycle([(r, c) for r in range(gh) for c in range(gw)])
     discards = itertools.cycle([0.0, 0.5, 0.9, 0.95])
@@ -295,7 +295,7 @@ def app_rows(weights: str, photos: list[Path], twins: list[Path], fill: list[Pat
 
 def explain_rows(loaded, photo: Path, rounds: int) -> list[Row]:
     """A class map for a new target (every call explains another class, nothing is cached) ÷ one plain forward."""
-    from viz.analysis import explain
+    from viz.explain.explainer import explain
     from viz.explain.panels import explanation_panel
 
     image = open_image(photo)

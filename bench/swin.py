@@ -21,7 +21,7 @@ import torch
 from bench.measure import Row, interleaved, median, ms, table
 from bench.run import synchronized
 from viz.analysis.capture import capture_blocks
-from viz.analysis.explainer import explain_tensor
+from viz.explain.explainer import explain_tensor
 from viz.maps.source import rollout_rows
 from viz.maps.windows import WindowedAttention, mean_row
 from vit.explain import ClassTarget

@@ -36,3 +36,34 @@ def app_in_browser(weights: str):
             yield url, browser
         finally:
             browser.close()
+
+
+def open_tab(page, tab: str, lang: str = "en") -> None:
+    """Open one of the page's tabs as a visitor does: its section (``vit_explorer.tabs.SECTIONS``), then the tab."""
+    from vit_explorer.tabs import TABS
+    from viz.i18n import t
+
+    section = next(entry.section for entry in TABS if entry.id == tab)
+    page.get_by_role("tab", name=t(f"section.{section}", lang), exact=True).click()
+    page.get_by_role("tab", name=t(f"tab.{tab}", lang), exact=True).click()
+
+
+def tab_names(page, lang: str = "en") -> list[str]:
+    """The names on the page's tab buttons, section by section (each section opened in turn), in the page's order;
+    the first section is open again afterwards."""
+    from vit_explorer.tabs import SECTIONS
+    from viz.i18n import t
+
+    names = []
+    for section in SECTIONS:
+        page.get_by_role("tab", name=t(f"section.{section}", lang), exact=True).click()
+        buttons = page.locator(f"#tabs-{section} button[role=tab]")
+        buttons.first.wait_for()
+        names += [b.inner_text().strip() for b in buttons.all() if b.is_visible()]
+    page.get_by_role("tab", name=t(f"section.{SECTIONS[0]}", lang), exact=True).click()
+    return names
+
+
+def tab_buttons(page):
+    """Every section and tab button of the page that is visible now (the open section's tabs)."""
+    return [b for b in page.locator("#sections button[role=tab]").all() if b.is_visible()]

@@ -35,5 +35,6 @@ def restore() -> None:
 
 def _forget() -> None:
     from viz.drawing import fonts
-    fonts.cjk_font.cache_clear()
+    from viz.i18n.fonts import cjk_font
+    cjk_font.cache_clear()
     fonts._cjk_pil_font.cache_clear()

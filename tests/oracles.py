@@ -20,6 +20,9 @@ from viz.maps.layout import check_attention, layer_index
 from viz.maps.rollout import fuse_heads, rollout_product
 from viz.maps.statistics import key_share, patch_keys, prefix_keys
 from viz.records import Analysis, ModelArrays
+from viz.cli.pictures import image_panels
+from viz.position.view import model_panels
+from viz.rollout.view import rollout_overlay
 
 
 # ---- maps: whole matrices ----------------------------------------------------------------------------------------
@@ -104,13 +107,13 @@ def rollout_panel(a: Analysis, fusion: str = "mean", discard_ratio: float = 0.0,
     """The whole rollout of the analysis' query blended onto the photo, as the CLI draws it."""
     drop = panels.artifact_drop(a, mask_artifacts, norm_ratio)
     values = panels.rollout_of(a, fusion, discard_ratio, start_layer, mask_artifacts, norm_ratio)
-    return panels.rollout_overlay(a, values, drop, cmap, alpha, colorbar, scale, lang)
+    return rollout_overlay(a, values, drop, cmap, alpha, colorbar, scale, lang)
 
 
 def render_all(a: Analysis, m: ModelArrays, o: panels.MapOptions = panels.MapOptions()) -> tuple[dict, dict]:
     """Every panel the CLI writes for one image, the model's own included -> ({name: image}, {name: array})."""
-    images, arrays = panels.image_panels(a, o)
-    model_images, model_maps = panels.model_panels(m, o.lang)
+    images, arrays = image_panels(a, o)
+    model_images, model_maps = model_panels(m, o.lang)
     return {**images, **model_images}, {**arrays, **model_maps}
 
 

@@ -8,10 +8,8 @@ from __future__ import annotations
 import gradio as gr
 import torch
 
-from viz import tabs
 from viz.explain import METHODS
 from viz.explain.methods import DEFAULT_METHOD
-from viz.explorer import AnalysisKey, Session
 from viz.i18n import t
 from viz.maps.rollout import FUSIONS
 
@@ -20,6 +18,8 @@ from .controls import ControlValues
 from .state import Pick
 from .tabs.explain import pick
 from .views import views
+from viz.controls import AnalysisKey, Session
+from viz.explain.view import explain_view
 
 # /analyze's inputs, by component name (the API's own parameter names are those of ``analyze``)
 ANALYZE_INPUTS = ("photo", "model", "fusion", "discard_ratio", "start_layer", "opacity", "mask_artifacts", "layer",
@@ -79,7 +79,7 @@ def explain(photo, method=DEFAULT_METHOD, target="", contrast="", model=None, pr
     picks = [p for p in (pick(target) or Pick(), pick(contrast)) if p is not None]
     e, *others = [state.explained(key, p) for p in picks]
     other = others[0] if others else None
-    picture, _ = tabs.explain_view(a, e, method, other)
+    picture, _ = explain_view(a, e, method, other)
     if picture is None:
         raise gr.Error(t("message.explain_failed", "en", error=e.failed.get(method, method)), print_exception=False)
     values = e.maps[method] - (other.maps[method] if other is not None and method in other.maps else 0)

@@ -83,7 +83,7 @@ def cached_file(data: bytes, name: str, cache_dir: str | None = None) -> str:
 
 def picture(i18n: gr.I18n, key: str, height: int | None = None, enlarge: bool = True, **kw) -> Picture:
     """An output image labelled in both languages: JPEG keeps encoding at a few ms (PNG takes tens of ms for a
-    heads grid). Maps come at display size (``viz.explorer.DISPLAY_SIZE``) and fill their panel (``enlarge``);
+    heads grid). Maps come at display size (``DISPLAY_SIZE``) and fill their panel (``enlarge``);
     clickable images keep their natural size at most (Gradio maps a click to image pixels only up to a scale
     of 1)."""
     return Picture(label=i18n(key), interactive=False, format="jpeg", buttons=["download", "fullscreen"],

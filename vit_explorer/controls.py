@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
 
-from viz.explorer import Controls, clamp_controls
 from viz.maps.rollout import FUSIONS
 from viz.records import Analysis
+from viz.controls import Controls, clamp_controls
 
 ROLLOUT = frozenset({"fusion", "discard_ratio", "start_layer"})           # the Rollout tab's controls
 DISPLAY = frozenset({"opacity", "mask_artifacts", "patch_true"})          # how every map is drawn
@@ -34,7 +34,7 @@ class ControlValues:
     narrow: bool = False              # Screen: a phone-sized browser (larger text, fewer columns in pictures)
 
     def for_analysis(self, a: Analysis) -> Controls:
-        """The controls as the maps take them (``viz.explorer.Controls``), valid for the analysis's model."""
+        """The controls as the maps take them (``Controls``), valid for the analysis's model."""
         c = Controls(fusion=self.fusion, discard_ratio=float(self.discard_ratio), start_layer=int(self.start_layer),
                      opacity=float(self.opacity), mask_artifacts=bool(self.mask_artifacts), layer=int(self.layer),
                      head=None if self.mean_heads else int(self.head), dino_mask=bool(self.dino_mask),

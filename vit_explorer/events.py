@@ -26,7 +26,7 @@ from .assets import NARROW_SCREEN_JS, SET_LOCALE_JS
 from .controls import CONTROLS
 from .controls import NAMES as CONTROL_NAMES
 from .controls import ControlValues
-from .tabs import TABS
+from .tabs import SECTIONS, TABS
 
 
 class Page:
@@ -137,6 +137,16 @@ def lazy_renderer(page: Page) -> dict:
     return page.wire(show_open_tab, [o for tab in TABS if tab.lazy is not None for o in tab.outputs], inputs)
 
 
+def opened_tab(section: str, tab: str, section_tabs: dict | None) -> tuple[str, dict]:
+    """A tab opened: it is the open tab, and its section's."""
+    return tab, {**(section_tabs or {}), section: tab}
+
+
+def opened_section(section: str, section_tabs: dict | None) -> str:
+    """A section opened: its tab is the open one (its first, before any was chosen in it)."""
+    return (section_tabs or {}).get(section) or next(tab.id for tab in TABS if tab.section == section)
+
+
 def declare(page: Page, demo: gr.Blocks) -> None:
     """Every event of the page: the API, the photo, model, preprocessing and language, the controls, the tabs, then
     each tab's own (``Tab.wire``)."""
@@ -172,11 +182,18 @@ def declare(page: Page, demo: gr.Blocks) -> None:
     for name in CONTROLS:
         page[name].input(**page.wire(views.on_control(name), views.redrawn_by(name)), **page.render)
 
-    # the tabs: the open one is remembered (a lazy one is drawn when opened), then each tab's own events
+    # the tabs: the open one is remembered (a lazy one is drawn when opened), and the one open in each section; a
+    # section opened shows the tab it showed last, drawn if it is lazy; then each tab's own events
     for tab in TABS:
-        selected = page[f"tab_{tab.id}"].select(lambda name=tab.id: name, None, page["open_tab"], **page.instant)
+        selected = page[f"tab_{tab.id}"].select(
+            lambda section_tabs, section=tab.section, name=tab.id: opened_tab(section, name, section_tabs),
+            page["section_tabs"], [page["open_tab"], page["section_tabs"]], **page.instant)
         if tab.lazy is not None:
             selected.then(**page.wire(tab.lazy, tab.outputs), **page.model_work)
+    for section in SECTIONS:
+        page[f"section_{section}"].select(lambda section_tabs, section=section: opened_section(section, section_tabs),
+                                          page["section_tabs"], page["open_tab"], **page.instant).then(
+            **lazy, **page.model_work)
     for tab in TABS:
         if tab.wire is not None:
             tab.wire(page)

@@ -1,5 +1,6 @@
 """The page's layout: the title and language switch, the photo with the example photos under it, the top-5 and a
-summary, one gr.Tab per entry of ``vit_explorer.tabs.TABS``, the display options that apply to every map, the model
+summary, the sections of ``vit_explorer.tabs.SECTIONS`` with one gr.Tab per entry of ``vit_explorer.tabs.TABS`` in
+each, the display options that apply to every map, the model
 picker, how a photo becomes its input (own, crop, squash) and at what size, what the model saw, and the API's hidden
 components; then every event (``vit_explorer.events.declare``). The Blocks are ``door.Explorer``, whose every event
 passes the door's checks."""
@@ -14,8 +15,13 @@ from viz.i18n import t
 from . import events, state, views
 from .components import Picture, PhotoInput, note, picture
 from .door import Explorer
-from .tabs import TABS
+from .tabs import SECTIONS, TABS
 from .texts import I18N
+
+
+def first_tabs() -> dict[str, str]:
+    """Each section's first tab: what it shows when it is opened for the first time."""
+    return {section: next(tab.id for tab in TABS if tab.section == section) for section in SECTIONS}
 
 
 def build_app(default_model: str) -> gr.Blocks:
@@ -32,6 +38,7 @@ def build_app(default_model: str) -> gr.Blocks:
         page.add("current_model", gr.State(shown_as))
         page.add("lang", gr.State("en"))
         page.add("open_tab", gr.State(TABS[0].id))
+        page.add("section_tabs", gr.State(first_tabs()))     # the tab each section shows when it is opened
         with gr.Row(equal_height=True):
             gr.Markdown(i18n("page.title"), elem_id="title")
             page.add("language_switch", gr.Radio([("English", "en"), ("中文", "zh-CN")], value="en", show_label=False,
@@ -50,11 +57,15 @@ def build_app(default_model: str) -> gr.Blocks:
             with gr.Column(scale=3, min_width=300):
                 page.add("top5", gr.Label(num_top_classes=5, label=i18n("label.top5"), elem_id="top5"))
                 page.add("summary", gr.Markdown(elem_id="summary"))
-        with gr.Tabs(overflow_behavior="wrap", elem_id="tabs"):
-            for tab in TABS:
-                with gr.Tab(i18n(f"tab.{tab.id}"), id=tab.id) as component:
-                    tab.build(page)
-                page.add(f"tab_{tab.id}", component)
+        with gr.Tabs(overflow_behavior="wrap", elem_id="sections"):     # a few sections a student can scan
+            for section in SECTIONS:
+                with gr.Tab(i18n(f"section.{section}"), id=f"section-{section}") as part:
+                    with gr.Tabs(overflow_behavior="wrap", elem_id=f"tabs-{section}", elem_classes=["tabs"]):
+                        for tab in (tab for tab in TABS if tab.section == section):
+                            with gr.Tab(i18n(f"tab.{tab.id}"), id=tab.id) as component:
+                                tab.build(page)
+                            page.add(f"tab_{tab.id}", component)
+                page.add(f"section_{section}", part)
         with gr.Accordion(i18n("label.display"), open=True):   # applies to every map of every tab
             with gr.Row():   # one column each, so that on a phone they stack instead of squeezing
                 with gr.Column(min_width=220):

@@ -21,7 +21,7 @@ from vit.command import program
 from vit.device import pick_device
 from vit.image_file import MAX_BYTES
 from viz.analysis.cost import LOCAL_MAX_TOKENS
-from viz.drawing.fonts import missing_font_message
+from viz.i18n.fonts import missing_font_message
 from viz.i18n import LANGUAGES, t
 
 from . import state

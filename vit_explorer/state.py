@@ -1,11 +1,11 @@
 """What the server keeps between requests: its settings, the limits, the caches and the model's turn.
 
 Every cache is one ``viz.cache.Cache`` bounded in bytes and shared by every visitor: loaded models, analyses of
-(photo, model, preprocessing) (a ``viz.explorer.AnalysisKey``), explanations of (photo, model, preprocessing,
+(photo, model, preprocessing) (a ``AnalysisKey``), explanations of (photo, model, preprocessing,
 target), guided walks, snapshot series, trust checks and the inside views. The preprocessing (own, crop, squash)
 is part of every key: the same photo through another preprocessing is another input, never another visitor's
 analysis. A value dropped to make room is computed again when someone needs it, so memory stays bounded however
-many people are on the page. Each browser tab keeps only a light ``viz.explorer.Session`` (which analysis, what was clicked) in
+many people are on the page. Each browser tab keeps only a light ``Session`` (which analysis, what was clicked) in
 ``gr.State``; Gradio keeps at most ``MAX_SESSIONS`` of them.
 
 The model's turn (``MODEL_TURN``): every path that runs a model holds it while the model runs, one at a time,
@@ -28,15 +28,17 @@ import torch
 import vit
 from vit.image_file import ImageFileError, open_image
 from vit.preprocess import CHOICES as PREPROCESS_CHOICES
-from viz import explorer
-from viz.analysis import cost, explain_tensor, resolve_target, walk
+from viz.analysis import cost
+from viz.explain.explainer import explain_tensor, resolve_target
+from viz.learn.walkthrough import walk
 from viz.analysis.cost import LOCAL_MAX_TOKENS
 from viz.analysis.serve import ServedModel, analyze_photo, serve
 from viz.cache import Cache, nbytes
-from viz.explorer import AnalysisKey, Session
 from viz.i18n import t
 from viz.records import Analysis
-from viz.tabs import Explained, explanations
+from viz.controls import AnalysisKey, Session
+from viz.explain.view import Explained, explanations
+from viz.records import cached_bytes
 
 MAX_SESSIONS = 100              # browser sessions remembered (~100 KB each: Gradio copies the page config per session)
 ANALYSES_MEMORY = 200 * 2**20   # bytes of analyses kept for re-rendering, shared by all sessions (ViT-B/16: 14 MB each)
@@ -134,7 +136,7 @@ def analyze_key(key: AnalysisKey) -> Analysis:
         return analyze_photo(key.photo, served, MODEL_TURN)
 
 
-ANALYSES = Cache(analyze_key, ANALYSES_MEMORY, weigh=explorer.cached_bytes)
+ANALYSES = Cache(analyze_key, ANALYSES_MEMORY, weigh=cached_bytes)
 
 
 def walk_key(key: AnalysisKey):
@@ -188,8 +190,8 @@ def series_key(key: tuple[str, str, str]):
     """(snapshot folder, photo, preprocessing) -> the run's frames on the photo (``viz.dynamics.DynamicsView``),
     each snapshot run in its own model turn. Imported here: reading snapshots needs the trainer's modules, which
     import torchvision (the server stays without it until someone opens a run)."""
-    from viz.analysis.snapshots import load_series
-    from viz.dynamics import DynamicsView
+    from viz.compare.snapshots import load_series
+    from viz.compare.dynamics import DynamicsView
     folder, photo, preprocess = key
     return DynamicsView(load_series(folder, open_image(photo), preprocess=preprocess, turn=MODEL_TURN))
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import gradio as gr
 
-from viz.drawing.fonts import CJK_FAMILIES, picture_language
+from viz.i18n.fonts import CJK_FAMILIES, picture_language
 from viz.i18n import language, t, translations
 
 I18N = gr.I18n(**translations())

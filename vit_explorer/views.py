@@ -23,18 +23,19 @@ from vit.image_file import ImageFileError
 from viz import explorer
 from viz.analysis import cost
 from viz.analysis.serve import ServedModel
-from viz.explorer import AnalysisKey, Controls, Session
 from viz.i18n import language, language_from_header, t
 from viz.records import Analysis
 
 from . import state
 from .controls import ControlValues
-from .tabs import TABS, learn
+from .tabs import SECTIONS, TABS, learn
 from .texts import font_note
+from viz.controls import AnalysisKey, Controls, Session
 
 PAGE_OUTPUTS = ("session", "top5", "summary", "crop", "crop_note")   # above and below the tabs
 ANALYSIS_OUTPUTS = (*PAGE_OUTPUTS, *(name for tab in TABS for name in tab.shows))
-TAB_LABELS = tuple(f"tab_{tab.id}" for tab in TABS)                  # the gr.Tab components, by "tab_<id>"
+TAB_LABELS = (*(f"section_{section}" for section in SECTIONS),       # the gr.Tab components: "section_<id>",
+              *(f"tab_{tab.id}" for tab in TABS))                      # "tab_<id>"
 
 
 @dataclass(frozen=True)
@@ -232,6 +233,7 @@ def switch_language(language_switch, session, photo, controls: ControlValues):
     lang = language(language_switch)
     # Gradio's frontend re-translates most labels when its locale changes, but not the tab names: set them here
     values = {"lang": lang, "font_note": font_note(lang),
+              **{f"section_{section}": gr.Tab(label=t(f"section.{section}", lang)) for section in SECTIONS},
               **{f"tab_{tab.id}": gr.Tab(label=t(f"tab.{tab.id}", lang)) for tab in TABS}}
     if session is None:
         return values

@@ -1,94 +1,35 @@
-"""What the explorer's map tabs show, from one cached analysis and the values of its controls. No Gradio here,
-and no model: the page (``vit_explorer``) runs the model once per (photo, model) through
-``viz.analysis.serve`` and caches the ``Analysis``; each browser tab keeps a light ``Session`` (which analysis,
-which patch was clicked). Every slider move or click calls one of the ``*_view`` functions below, which only
-re-render from the cached arrays (``viz.panels``). Layers, blocks and heads are 0-based everywhere, as in the
-panels' own labels.
+"""The page's Gradio-free side above the tabs' slices: the line on what the model did with a photo (``summary``, with
+what the loader assumed), the photo with its crop outlined (``crop_view``), and every map tab's pictures of a new
+analysis drawn at once, two at a time (``pictures``: the Rollout, Attention, All heads, Patch query, Attention
+distance and Token norms slices). No Gradio and no model here: the page (``vit_explorer``) runs the model once per
+(photo, model) through ``viz.analysis.serve`` and caches the ``Analysis``; each browser tab keeps a light
+``viz.controls.Session``. Layers, blocks and heads are 0-based everywhere, as in the panels' own labels.
 """
 from __future__ import annotations
 
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, NamedTuple, Sequence
+from typing import TYPE_CHECKING, Sequence
 
-import numpy as np
 from PIL import Image
 
 from vit.image_file import open_image
 
-from . import panels
-from .drawing import render
-from .architecture import model_table
-from .maps.layout import layer_index, pixel_to_patch
-from .panels.heads import HeadsLayout, StagesLayout
+from .attention.view import attention_view
+from .controls import Controls, Session
+from .distance.view import distance_view
+from .heads.view import heads_view
 from .i18n import language, t
+from .norms.view import norms_views
+from .panels.crop import crop_panel
+from .query.view import query_photo, query_views
 from .records import Analysis
+from .rollout.view import rollout_view
 
 if TYPE_CHECKING:
     from .analysis.serve import ServedModel
 
-QUERY_PHOTO_SCALE = 2         # the photo to click on in the Patch query tab is shown at twice the model's size,
-QUERY_PHOTO_MAX = 1024        # but no larger than this (or the model's size, when that is larger)
-DISPLAY_SIZE = 640            # longer side of the page's maps in pixels: sharp in a ~700 px panel, ~10 ms to draw
-HEADS_WIDTH = 1100            # the heads grid's width in pixels, colour bar included
-NARROW_SIZE = 448             # longer side of every map on a narrow screen (a phone shows it ~360 CSS pixels wide)
-NARROW_HEADS_WIDTH = 560      # the heads grid's width on a narrow screen (bands of a few layers)
 CROP_SIZE = 320               # longer side of the upload with the crop outlined
-
-
-@dataclass(frozen=True)
-class Controls:
-    """The values of the app's controls, already 0-based. ``head`` None means the mean of heads."""
-    fusion: str = "mean"
-    discard_ratio: float = 0.9
-    start_layer: int = 0
-    opacity: float = 0.6
-    mask_artifacts: bool = False
-    layer: int = -1
-    head: int | None = None
-    dino_mask: bool = False
-    rolled: bool = False
-    shared_scale: bool = False     # one colour scale over all layers (attention and patch query)
-    patch_true: bool = False       # one colour per patch, grid lines, no smoothing
-    narrow: bool = False           # drawn for a phone-sized screen: larger text, fewer columns (viz.drawing.screens)
-
-
-class AnalysisKey(NamedTuple):
-    """What one analysis is of, and the key of every cache that follows from it: the same photo through another
-    preprocessing, or at another input size, is another input, so another analysis (and explanation, walk,
-    comparison)."""
-    photo: str                                 # the photo file
-    model: str                                 # the model source (vit.load)
-    preprocess: str = "own"                    # how the photo became the input: vit.preprocess.CHOICES
-    size: int = 0                              # the square input's side in pixels; 0: the checkpoint's own input
-
-
-@dataclass(frozen=True)
-class Session:
-    """One browser tab: which analysis it shows and what was clicked on it. Light on purpose: the analysis
-    itself (ViT-B/16: 14 MB of maps) lives in the server's cache of analyses, shared by every tab that shows
-    the same photo with the same model and preprocessing and bounded in bytes (``cached_bytes``), found by
-    ``key``."""
-    key: AnalysisKey                           # (photo file, model source, preprocessing) the analysis is of
-    query: tuple[int, int] | None = None       # patch (row, col) of the patch query; None: the default one
-    heads_layout: HeadsLayout | StagesLayout | None = None   # geometry of the last heads grid, to map clicks to cells
-
-
-def clamp_controls(c: Controls, heads: tuple[int, ...]) -> Controls:
-    """Controls valid for a model whose blocks have ``heads`` heads each (``Architecture.heads``; API callers may
-    pass any numbers): the layer and first layer within the blocks, the head within the chosen block's."""
-    depth = len(heads)
-
-    def block(i: int) -> int:
-        i = int(i)
-        return min(max(depth + i if i < 0 else i, 0), depth - 1)
-    heads = heads[block(c.layer)]
-    head = None if c.head is None else min(max(int(c.head), 0), heads - 1)
-    discard = min(max(float(c.discard_ratio), 0.0), 0.99)
-    opacity = min(max(float(c.opacity), 0.0), 1.0)
-    return replace(c, layer=block(c.layer), start_layer=block(c.start_layer), head=head,
-                   discard_ratio=discard, opacity=opacity)
 
 
 def top_classes(a: Analysis, k: int = 5) -> dict[str, float]:
@@ -143,78 +84,6 @@ def input_kind(preprocess) -> str:
     return "summary.squashed" if tuple(preprocess.resize) == tuple(preprocess.crop) else "summary.stretched_crop"
 
 
-def cached_bytes(a: Analysis) -> int:
-    """Memory the server's cache spends on one analysis: what recomputes its attention (the residual stream, the
-    readout rows and log-sum-exps, the head-fused copies while small; a windowed model's window maps) or the
-    attention itself, the token norms, the mean distances and the cropped photo (what bounds the cache of
-    analyses)."""
-    width, height = a.image.size
-    if a.source is not None:
-        attention = a.source.nbytes
-    else:
-        stream = 0 if a.stream is None else a.stream.nbytes
-        attention = a.attention.nbytes + sum(f.nbytes for f in a.fused.values()) + stream
-    return (attention + sum(np.asarray(n).nbytes for n in a.token_norms)
-            + sum(d.nbytes for d in a.mean_distance.values()) + width * height * len(a.image.getbands()))
-
-
-def architecture(model: ServedModel, a: Analysis, lang: str = "en") -> str:
-    """The Model tab: the family (tokens, pooling, position scheme), its steps with this photo's tensor shapes and
-    parameter counts, and the analysis's cache size, in ``lang`` (``viz.architecture.model_table``)."""
-    return model_table(model.loaded.model, model.loaded.name, a.architecture, cached_bytes(a), lang)
-
-
-def display(c: Controls, lang: str = "en", size: int = DISPLAY_SIZE) -> panels.Display:
-    """How the page draws its maps for these controls: display size (``NARROW_SIZE`` on a narrow screen, where
-    every map fills the phone's width), language, opacity, patch-true."""
-    return panels.Display(size=NARROW_SIZE if c.narrow else size, lang=language(lang), alpha=c.opacity,
-                          patch_true=c.patch_true, narrow=c.narrow)
-
-
-def rollout_view(a: Analysis, c: Controls, lang: str = "en") -> tuple[Image.Image, str | None]:
-    """(the query's rollout at display size, its note: artifacts masked or dominating, or how a model of windows or
-    stages is rolled out; else None)."""
-    p = panels.rollout_map_panel(a, c.fusion, c.discard_ratio, c.start_layer, c.mask_artifacts,
-                                 display=display(c, lang))
-    if a.architecture.one_sequence:
-        return p.image, p.note
-    return p.image, t("note.rollout_through", lang, query=panels.query_label(a.readout, lang))
-
-
-def attention_view(a: Analysis, c: Controls, lang: str = "en") -> tuple[Image.Image, str | None]:
-    """(one layer's attention of the query at display size, DINO's outline when asked, its note: the layer's windows
-    when it has them)."""
-    p = panels.attention_map_panel(a, c.layer, c.head, c.mask_artifacts, 0.6 if c.dino_mask else None,
-                                   c.shared_scale, display=display(c, lang))
-    return p.image, window_note(a, c.layer, lang) or p.note
-
-
-def window_note(a: Analysis, layer: int, lang: str = "en") -> str | None:
-    """What a layer with windows, or on a stage's coarser grid, attends over; None for a layer of global attention on
-    the photo's grid."""
-    block = a.architecture.block(layer)
-    if block.window is None and block.grid == a.grid:
-        return None
-    if block.window is None:
-        return t("note.layer_grid", lang, stage=block.stage, grid=f"{block.grid[0]}×{block.grid[1]}",
-                 pixels=block.token_size)
-    return t("note.layer_windows", lang, stage=block.stage, grid=f"{block.grid[0]}×{block.grid[1]}",
-             window=f"{block.window[0]}×{block.window[1]}", shift=block.shift[0], pixels=block.token_size)
-
-
-def heads_view(s: Session, a: Analysis, c: Controls, lang: str = "en") -> tuple[Session, Image.Image, str | None]:
-    """The layers × heads grid over the photo (one per stage for a model of several), each layer on its own colour
-    scale (or one for all with the shared scale), the current (layer, head) framed; the session remembers its
-    geometry for clicks."""
-    selected = None if c.head is None else (c.layer, c.head)
-    g = panels.heads_grid_panel(a, NARROW_HEADS_WIDTH if c.narrow else HEADS_WIDTH, c.mask_artifacts,
-                                selected=selected, display=display(c, lang), shared_scale=c.shared_scale)
-    scale = t("note.heads_scale" if c.shared_scale else "note.heads_layer_scale", lang, tokens=g.tokens)
-    stages = t("note.heads_stages", lang) if len(a.architecture.stages) > 1 else ""
-    note = " ".join(n for n in (scale, stages, g.note) if n)
-    return replace(s, heads_layout=g.placement), g.image, note
-
-
 # One helper thread draws half of a new photo's pictures while the caller draws the rest (``pictures``).
 _HELPER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pictures")
 _HELPER_FREE = threading.Semaphore(1)
@@ -252,82 +121,10 @@ def _releasing(part):
         _HELPER_FREE.release()
 
 
-def head_at(s: Session, x: float, y: float) -> tuple[int, int] | None:
-    """(layer, head) of the heads-grid thumbnail under pixel (x, y), or None (labels, gaps, no grid yet)."""
-    return s.heads_layout.cell_at(x, y) if s.heads_layout is not None else None
-
-
-def head_info(a: Analysis, layer: int, head: int, mask_artifacts: bool = False, lang: str = "en") -> str:
-    """One line on a head: its layer, head, mean attention distance and entropy."""
-    stats = panels.head_stats(a, mask_artifacts)
-    return t("note.head_info", lang, layer=layer, head=head, distance=float(stats.mean_distance[layer, head]),
-             entropy=float(stats.entropy_bits[layer, head]), share=float(stats.entropy_share[layer, head]),
-             maximum=float(stats.max_bits[layer]))
-
-
-def query_photo_side(a: Analysis) -> int:
-    """The longer side of the photo to click on: ``QUERY_PHOTO_SCALE``× the model's input, at most
-    ``QUERY_PHOTO_MAX`` (a large input is shown at its own size)."""
-    side = max(a.image.size)
-    return min(QUERY_PHOTO_SCALE * side, max(QUERY_PHOTO_MAX, side))
-
-
-def query_photo(s: Session, a: Analysis) -> Image.Image:
-    """The photo to click on, enlarged so patches are easy to hit (``query_photo_side``), the queried one framed."""
-    row, col = s.query or panels.default_query(a)
-    enlarged = panels.display_photo(a, query_photo_side(a), Image.Resampling.LANCZOS)  # = photo()'s at 2×
-    return render.mark_patch(enlarged, row, col, a.grid)
-
-
-def select_patch(s: Session, a: Analysis, x: float, y: float) -> Session:
-    """Pixel (x, y) clicked on ``query_photo`` -> session whose query is the patch under it."""
-    w, h = a.image.size
-    scale = query_photo_side(a) / max(w, h)
-    size = (max(1, round(w * scale)), max(1, round(h * scale)))
-    return replace(s, query=pixel_to_patch(x, y, size, a.grid))
-
-
-def query_views(s: Session, a: Analysis, c: Controls, lang: str = "en") -> tuple[Image.Image, Image.Image, str | None]:
-    """(where the queried patch attends, who attends to it, a note) in the control's layer and head, or rolled
-    out. A masked artifact patch is shown unmasked, and the note says why; in a layer of windows or on a coarser grid
-    the note names the token that covers the patch (and a rolled-out row, which such a model has not, falls back on
-    the layer's)."""
-    row, col = s.query or panels.default_query(a)
-    rolled = c.rolled and a.architecture.one_sequence
-    options = dict(layer=c.layer, head=c.head, rolled=rolled, fusion=c.fusion, discard_ratio=c.discard_ratio,
-                   start_layer=c.start_layer, shared_scale=c.shared_scale, display=display(c, lang, DISPLAY_SIZE // 2))
-    try:
-        out, into = panels.query_map_panels(a, row, col, mask_artifacts=c.mask_artifacts, **options)
-        note = out.note
-    except ValueError:               # the queried patch is one of the masked artifact tokens
-        out, into = panels.query_map_panels(a, row, col, mask_artifacts=False, **options)
-        note = t("note.query_masked", lang, row=row, col=col)
-    if not rolled and window_note(a, c.layer, lang):
-        block = a.architecture.block(c.layer)
-        r, k = a.architecture.token_of(row, col, layer_index(c.layer, a.depth))
-        note = t("note.query_token", lang, row=row, col=col, stage=block.stage, token_row=r, token_col=k,
-                 grid=f"{block.grid[0]}×{block.grid[1]}")
-    if c.rolled and not rolled:
-        note = f"{note} {t('note.no_rolled', lang)}"
-    return out.image, into.image, note
-
-
 def crop_view(photo: str, model: ServedModel, lang: str = "en") -> tuple[Image.Image, str]:
     """The upload with the crop the model saw outlined, and a note (enlarged tiny photo, else what the box is)."""
     loaded = model.loaded
     image = open_image(photo)
-    picture, note = panels.crop_panel(image, loaded.preprocess, CROP_SIZE, language(lang))
+    picture, note = crop_panel(image, loaded.preprocess, CROP_SIZE, language(lang))
     crop_h, crop_w = loaded.preprocess.input_size(image.size)      # open_image: already upright
     return picture, note or t("note.crop", lang, crop=f"{crop_w}×{crop_h}")
-
-
-def distance_view(a: Analysis, lang: str = "en", narrow: bool = False) -> Image.Image:
-    return panels.distance_panel(panels.mean_distance_of(a), panels.distance_grid(a), a.patch_size,
-                                 lang=language(lang), narrow=narrow)
-
-
-def norms_views(a: Analysis, lang: str = "en", narrow: bool = False) -> tuple[Image.Image, Image.Image]:
-    """(token norms per layer as thumbnails with their colour bar, norms against depth as curves)."""
-    lang = language(lang)
-    return (panels.norms_grid_panel(a, lang=lang, narrow=narrow),
-            panels.token_norm_curves_panel(a, lang=lang, narrow=narrow))

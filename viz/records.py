@@ -147,3 +147,18 @@ class SnapshotSeries:
 
     def __len__(self) -> int:
         return len(self.epochs)
+
+
+def cached_bytes(a: Analysis) -> int:
+    """Memory the server's cache spends on one analysis: what recomputes its attention (the residual stream, the
+    readout rows and log-sum-exps, the head-fused copies while small; a windowed model's window maps) or the
+    attention itself, the token norms, the mean distances and the cropped photo (what bounds the cache of
+    analyses)."""
+    width, height = a.image.size
+    if a.source is not None:
+        attention = a.source.nbytes
+    else:
+        stream = 0 if a.stream is None else a.stream.nbytes
+        attention = a.attention.nbytes + sum(f.nbytes for f in a.fused.values()) + stream
+    return (attention + sum(np.asarray(n).nbytes for n in a.token_norms)
+            + sum(d.nbytes for d in a.mean_distance.values()) + width * height * len(a.image.getbands()))

@@ -15,12 +15,12 @@ import pytest
 from PIL import Image
 from playwright.sync_api import Page
 
-from browser_setup import ARTIFACTS, TIMEOUT_MS, TOP1, app_in_browser
-from viz import explorer
+from browser_setup import ARTIFACTS, TIMEOUT_MS, TOP1, app_in_browser, open_tab, tab_buttons, tab_names
 from vit_explorer import state  # after app_server: it gives the process its own GRADIO_TEMP_DIR first
 from vit_explorer.controls import ControlValues
-from vit_explorer.tabs import TAB_IDS
+from vit_explorer.tabs import SECTIONS, TAB_IDS
 from viz.i18n import t
+from viz.rollout.view import rollout_view
 
 pytestmark = pytest.mark.slow   # a real browser against a served app
 
@@ -77,10 +77,6 @@ def _picture(page: Page, src: str) -> np.ndarray:
     return np.asarray(Image.open(io.BytesIO(response.body())).convert("RGB")).astype(int)
 
 
-def _tab_names(page: Page) -> list[str]:
-    return [b.inner_text().strip() for b in page.locator("#tabs button[role=tab]").all()]
-
-
 def _toasts(page: Page) -> int:
     return page.locator("[data-testid=toast-body]").count()
 
@@ -94,7 +90,7 @@ def _shot(page: Page, name: str) -> None:
 def test_english_page_has_english_tabs_and_labels_and_a_cat_on_top(english):
     assert english.locator(TOP1).inner_text().strip() in CAT_CLASSES
     assert "197" in english.locator("#summary").inner_text()
-    assert _tab_names(english) == [t(f"tab.{name}", "en") for name in TABS]
+    assert tab_names(english, "en") == [t(f"tab.{name}", "en") for name in TABS]
     assert english.get_by_text(t("control.opacity", "en"), exact=True).count() >= 1
     _shot(english, "app-en-desktop.png")
 
@@ -102,7 +98,7 @@ def test_english_page_has_english_tabs_and_labels_and_a_cat_on_top(english):
 def test_chinese_browser_gets_chinese_tabs_labels_and_pictures(server):
     page = _open(server, "zh-CN", DESKTOP)
     try:
-        assert _tab_names(page) == [t(f"tab.{name}", "zh-CN") for name in TABS]
+        assert tab_names(page, "zh-CN") == [t(f"tab.{name}", "zh-CN") for name in TABS]
         for key in ("control.opacity", "control.mask_artifacts", "label.model", "label.top5"):
             assert page.get_by_text(t(key, "zh-CN"), exact=True).count() >= 1, key
         assert "词元" in page.locator("#summary").inner_text()
@@ -123,7 +119,7 @@ def _server_rollouts() -> list[tuple[np.ndarray, np.ndarray]]:
     for key in state.ANALYSES.keys():
         a = state.ANALYSES.get(key)
         controls = ControlValues(layer=11).for_analysis(a)
-        pairs.append(tuple(np.asarray(explorer.rollout_view(a, controls, lang)[0].convert("RGB")).astype(int)
+        pairs.append(tuple(np.asarray(rollout_view(a, controls, lang)[0].convert("RGB")).astype(int)
                            for lang in ("zh-CN", "en")))
     return pairs
 
@@ -138,15 +134,15 @@ def test_the_switch_changes_the_language_and_keeps_the_analysis(server):
         top = _classes(page)
         before = _src(page, "rollout-image")
         page.locator("#language").get_by_text("中文").click()
-        page.wait_for_function("name => [...document.querySelectorAll('#tabs button[role=tab]')]"
+        page.wait_for_function("name => [...document.querySelectorAll('#sections button[role=tab]')]"
                                ".some(b => b.innerText.trim() === name)", arg=t("tab.rollout", "zh-CN"))
         _wait_for_new_src(page, "rollout-image", before)
-        assert _tab_names(page) == [t(f"tab.{name}", "zh-CN") for name in TABS]
+        assert tab_names(page, "zh-CN") == [t(f"tab.{name}", "zh-CN") for name in TABS]
         assert _classes(page) == top                                 # the same analysis, nothing lost
         page.wait_for_function("() => document.querySelector('#summary').innerText.includes('词元')")
         _shot(page, "app-switched-to-zh.png")
         page.locator("#language").get_by_text("English").click()
-        page.wait_for_function("name => [...document.querySelectorAll('#tabs button[role=tab]')]"
+        page.wait_for_function("name => [...document.querySelectorAll('#sections button[role=tab]')]"
                                ".some(b => b.innerText.trim() === name)", arg="Rollout")
     finally:
         page.context.close()
@@ -172,7 +168,7 @@ def _state(page: Page) -> dict:
         close.click()
     page.locator("[data-testid=toast-body]").first.wait_for(state="detached")
     _wait_until_idle(page)
-    page.get_by_role("tab", name=t("tab.attention", "en"), exact=True).click()
+    open_tab(page, "attention", "en")
     page.locator("#attention-image img").wait_for()
     return {"top5": page.locator("#top5").screenshot(), "summary_model": page.locator("#model-picker input").input_value(),
             "layer": page.locator("#layer-slider input[type=number]").input_value(),
@@ -230,7 +226,7 @@ def test_a_bad_model_path_shows_one_message_and_keeps_every_result(server):
 # ---- phone -----------------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("locale", ["en-US", "zh-CN"])
-def test_phone_shows_the_result_after_the_upload_and_every_tab_in_one_tap(server, locale):
+def test_phone_shows_the_result_after_the_upload_and_every_tab_without_scrolling_sideways(server, locale):
     page = _open(server, locale, PHONE)
     try:
         page.evaluate("window.scrollTo(0, 0)")
@@ -238,13 +234,16 @@ def test_phone_shows_the_result_after_the_upload_and_every_tab_in_one_tap(server
             box = page.locator(selector).first.bounding_box()
             assert box["y"] + min(box["height"], 200) < 2 * PHONE["height"], (selector, box)
         lang = "zh-CN" if locale == "zh-CN" else "en"
-        assert page.locator("#tabs .overflow-menu button").filter(visible=True).count() == 0   # no "⋯" menu
-        names = _tab_names(page)
+        assert page.locator("#sections .overflow-menu button").filter(visible=True).count() == 0   # no "⋯" menu
+        names = tab_names(page, lang)
         assert names == [t(f"tab.{name}", lang) for name in TABS]
-        for tab in page.locator("#tabs button[role=tab]").all():
-            assert tab.is_visible() and tab.bounding_box()["x"] + tab.bounding_box()["width"] <= PHONE["width"] + 1
+        for section in SECTIONS:                         # every section's bar and its tabs fit the phone's width
+            page.get_by_role("tab", name=t(f"section.{section}", lang), exact=True).click()
+            for tab in tab_buttons(page):
+                assert tab.bounding_box()["x"] + tab.bounding_box()["width"] <= PHONE["width"] + 1
+        page.get_by_role("tab", name=t(f"section.{SECTIONS[0]}", lang), exact=True).click()
         _shot(page, f"app-phone-{lang}.png")
-        page.get_by_role("tab", name=t("tab.query", lang), exact=True).click()
+        open_tab(page, "query", lang)
         photo = page.locator("#query-photo img").first
         photo.wait_for()
         box = photo.bounding_box()
@@ -254,7 +253,7 @@ def test_phone_shows_the_result_after_the_upload_and_every_tab_in_one_tap(server
         out = page.locator("#query-out img").first.bounding_box()
         assert out["y"] + out["height"] / 2 - box["y"] < PHONE["height"]   # the click and its answer on one screen
         _shot(page, f"app-phone-query-{lang}.png")
-        page.get_by_role("tab", name=t("tab.model", lang), exact=True).click()
+        open_tab(page, "model", lang)
         table = page.locator("#architecture table").first
         table.wait_for()
         widths = table.evaluate("t => [...t.querySelectorAll('td')].map(td => td.scrollWidth <= td.clientWidth + 1)")
@@ -266,7 +265,7 @@ def test_phone_shows_the_result_after_the_upload_and_every_tab_in_one_tap(server
 # ---- the tabs' controls ------------------------------------------------------------------------------------------
 
 def test_moving_the_layer_slider_changes_the_attention_image(english):
-    english.get_by_role("tab", name="Attention", exact=True).click()
+    open_tab(english, "attention", "en")
     before = _wait_for_new_src(english, "attention-image", None)
     slider = english.locator("#layer-slider input[type=range]")
     slider.focus()
@@ -280,7 +279,7 @@ def test_moving_the_layer_slider_changes_the_attention_image(english):
 
 
 def test_clicking_a_thumbnail_tells_its_layer_head_distance_and_entropy(english):
-    english.get_by_role("tab", name="All heads", exact=True).click()
+    open_tab(english, "heads", "en")
     grid = english.locator("#heads-image img").first
     grid.wait_for()
     box = grid.bounding_box()
@@ -293,7 +292,7 @@ def test_clicking_a_thumbnail_tells_its_layer_head_distance_and_entropy(english)
 
 
 def test_explain_picks_a_class_and_a_method_and_the_picture_changes(english):
-    english.get_by_role("tab", name="Explain", exact=True).click()
+    open_tab(english, "explain", "en")
     first = _wait_for_new_src(english, "explain-image", None)
     english.locator("#method input").click()
     english.get_by_role("option", name=t("method_title.gradcam", "en"), exact=True).first.click()
@@ -308,7 +307,7 @@ def test_explain_picks_a_class_and_a_method_and_the_picture_changes(english):
 
 
 def test_learn_walks_through_the_steps_with_the_models_shapes(english):
-    english.get_by_role("tab", name="Learn", exact=True).click()
+    open_tab(english, "learn", "en")
     english.wait_for_function("() => document.querySelector('#learn-table').innerText.includes('197×192')")
     first = _wait_for_new_src(english, "learn-picture", None)
     english.locator("#learn-next").click()
@@ -318,7 +317,7 @@ def test_learn_walks_through_the_steps_with_the_models_shapes(english):
 
 
 def test_clicking_a_patch_shows_where_it_attends(english):
-    english.get_by_role("tab", name="Patch query", exact=True).click()
+    open_tab(english, "query", "en")
     before = _wait_for_new_src(english, "query-out", None)
     photo = english.locator("#query-photo img").first
     box = photo.bounding_box()
@@ -328,7 +327,7 @@ def test_clicking_a_patch_shows_where_it_attends(english):
 
 
 def test_trust_checks_every_map_on_demand_in_both_languages(english, server):
-    english.get_by_role("tab", name="Trust", exact=True).click()
+    open_tab(english, "trust", "en")
     english.locator("#trust-button").click()
     english.wait_for_function("() => document.querySelector('#trust-table').innerText.includes('deletion AUC')")
     _wait_for_new_src(english, "trust-image", None)
@@ -338,7 +337,7 @@ def test_trust_checks_every_map_on_demand_in_both_languages(english, server):
     _shot(english, "app-trust.png")
     phone = _open(server, "zh-CN", PHONE)                # the same photo, model and class: served from the cache
     try:
-        phone.get_by_role("tab", name="可信度", exact=True).click()
+        open_tab(phone, "trust", "zh-CN")
         phone.locator("#trust-button").click()
         phone.wait_for_function("() => document.querySelector('#trust-table').innerText.includes('删除 AUC')")
         _wait_for_new_src(phone, "trust-image", None)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page
 
-from browser_setup import ARTIFACTS, TIMEOUT_MS, TOP1, app_in_browser
+from browser_setup import ARTIFACTS, TIMEOUT_MS, TOP1, app_in_browser, open_tab
 from viz.i18n import t
 
 pytestmark = pytest.mark.slow   # a served app and a browser: about a minute
@@ -39,7 +39,7 @@ def _features(server, locale: str, viewport: dict) -> Page:
     page.goto(server["url"])
     page.locator("#photo-input input[type=file]").set_input_files(str(server["folder"] / "chelsea.jpg"))
     page.wait_for_selector(TOP1)
-    page.get_by_role("tab", name=t("tab.features", lang), exact=True).click()
+    open_tab(page, "features", lang)
     for name in ("features-pca", "features-photo", "features-similarity"):
         page.locator(f"#{name} img").first.wait_for()
     page.wait_for_function("() => document.querySelector('#features-pca-note').innerText.includes('%')")

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page
 
-from browser_setup import ARTIFACTS, TIMEOUT_MS, TOP1, app_in_browser
+from browser_setup import ARTIFACTS, TIMEOUT_MS, TOP1, app_in_browser, open_tab
 from viz.i18n import t
 from viz.inside import views
 from vit_explorer import state  # after app_server: it gives the process its own GRADIO_TEMP_DIR first
@@ -38,7 +38,7 @@ def _open_inside(server, locale: str, viewport: dict) -> Page:
     page.goto(server["url"])
     page.locator("#photo-input input[type=file]").set_input_files(str(server["folder"] / "chelsea.jpg"))
     page.wait_for_selector(TOP1)
-    page.get_by_role("tab", name=t("tab.inside", lang), exact=True).click()
+    open_tab(page, "inside", lang)
     page.locator("#inside-button").click()
     page.wait_for_function("() => document.querySelector('#inside-heads-line').innerText.trim().length > 0")
     for name in ("inside-lens", "inside-patch-lens", "inside-dla", "inside-sources", "inside-heads"):

@@ -18,7 +18,7 @@ import pytest
 from playwright.sync_api import Page
 
 from allowed_english import NAMES, english_words
-from browser_setup import ARTIFACTS, TIMEOUT_MS, TOP1, app_in_browser
+from browser_setup import ARTIFACTS, TIMEOUT_MS, TOP1, app_in_browser, open_tab
 from vit.labels import imagenet_labels
 from viz.drawing import screens
 from viz.i18n import t
@@ -124,7 +124,7 @@ def test_every_tab_reads_in_the_pages_language_with_nothing_covered(server, loca
         assert (drawn < 700) == (device == "phone"), drawn              # the server drew it for this screen
         problems = []
         for tab in TAB_IDS:
-            page.locator("#tabs button[role=tab]").nth(TAB_IDS.index(tab)).click()
+            open_tab(page, tab, lang)
             if tab == "learn":
                 page.locator("#learn-picture img").wait_for()
                 back, forward = (page.locator(s).bounding_box() for s in ("#learn-back", "#learn-next"))
@@ -162,7 +162,7 @@ def test_every_tab_reads_in_the_pages_language_with_nothing_covered(server, loca
 def test_the_docs_the_page_links_to_open(server):
     page = _open(server, "zh-CN", "desktop")
     try:
-        page.locator("#tabs button[role=tab]").nth(TAB_IDS.index("explain")).click()
+        open_tab(page, "explain", "zh-CN")
         link = page.get_by_role("link", name="docs/explain.md").first
         link.wait_for()
         response = page.request.get(link.evaluate("a => a.href"))

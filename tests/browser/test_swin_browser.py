@@ -14,13 +14,13 @@ import vit
 from PIL import Image
 from playwright.sync_api import Page
 
-from browser_setup import ARTIFACTS, TIMEOUT_MS, TOP1, app_in_browser
+from browser_setup import ARTIFACTS, TIMEOUT_MS, TOP1, app_in_browser, open_tab
 from swin_references import small_swin
-from viz import explorer
 from viz.analysis import analyze
-from viz.explorer import AnalysisKey, Controls, Session
 from viz.i18n import t
 from viz.panels import query_label
+from viz.controls import AnalysisKey, Controls, Session
+from viz.heads.view import heads_view
 
 pytestmark = pytest.mark.slow   # a served app and a browser: about a minute
 
@@ -41,13 +41,13 @@ def _thumbnail_centre(server, lang: str, narrow: bool, layer: int, head: int) ->
     """(x, y) in pixels of the heads grid picture of the centre of (layer, head)'s thumbnail, and the picture's width:
     the grid's geometry does not depend on the photo's values, only on the model, the language and the screen."""
     a = analyze(vit.load(server["weights"]), Image.open(REPO / "examples" / "chelsea.jpg").convert("RGB"))
-    s, image, _ = explorer.heads_view(Session(AnalysisKey("", "")), a, Controls(narrow=narrow), lang)
+    s, image, _ = heads_view(Session(AnalysisKey("", "")), a, Controls(narrow=narrow), lang)
     x0, y0, x1, y1 = s.heads_layout.box(layer, head)
     return (x0 + x1) / 2, (y0 + y1) / 2, image.width
 
 
 def _open(page: Page, tab: str, lang: str) -> None:
-    page.get_by_role("tab", name=t(f"tab.{tab}", lang), exact=True).click()
+    open_tab(page, tab, lang)
 
 
 def _text(page: Page, elem_id: str, expected: str) -> None:

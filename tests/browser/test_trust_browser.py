@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import Page
 
-from browser_setup import ARTIFACTS, TIMEOUT_MS, TOP1, app_in_browser
+from browser_setup import ARTIFACTS, TIMEOUT_MS, TOP1, app_in_browser, open_tab
 from viz.i18n import t
 
 DESKTOP = {"width": 1400, "height": 900}
@@ -35,7 +35,7 @@ def _trust_tab(server, lang: str, viewport: dict) -> Page:
     page.goto(server["url"])
     page.locator("#photo-input input[type=file]").set_input_files(str(server["photo"]))
     page.wait_for_selector(TOP1)
-    page.get_by_role("tab", name=t("tab.trust", lang), exact=True).click()
+    open_tab(page, "trust", lang)
     return page
 
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from viz.analysis import explain
+from viz.explain.explainer import explain
 from viz.cli import main
 from viz.cli.compare import explanation_pairs
 from viz.cli.explain import ExplainRequest

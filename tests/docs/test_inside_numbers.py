@@ -1,5 +1,5 @@
 """The worked example of docs/inside.md is what the code gives today: the command the page quotes is read from it
-(the photo, the heads it removes, the second photo), run through ``viz.analysis.inside_report`` as the CLI runs it
+(the photo, the heads it removes, the second photo), run through ``viz.inside.job_report`` as the CLI runs it
 (the real AugReg ViT-Ti, the checkpoint's own crop), and every number and class the section quotes is recomputed:
 from which layer the lens says a cat and ranks the answer 2nd and 1st, the largest direct terms, the heads that cost
 more than 1 logit and the costliest one's direct term, the two heads removed together, the estimate's Spearman ρ and
@@ -14,7 +14,7 @@ import pytest
 
 import vit
 from vit.image_file import open_image
-from viz.analysis import inside_report
+from viz.inside.job import inside_report
 from viz.inside import views
 
 pytestmark = pytest.mark.slow   # the exact head importance and per-head patching of a real model: tens of seconds

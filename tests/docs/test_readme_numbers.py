@@ -17,12 +17,17 @@ from vit.image_file import MAX_BYTES, MAX_PIXELS, open_image
 
 from printed import agrees, assert_agrees
 from viz import panels
-from viz.analysis import analyze, walk
-from viz.architecture import stages, total_params
+from viz.analysis import analyze
+from viz.learn.walkthrough import walk
+from viz.model.view import stages, total_params
 from viz.analysis.serve import ATTENTION_DTYPE
 from viz.analysis.cost import kept_bytes
 from viz.maps import norms
 from viz.records import Analysis
+from viz.attention.view import attention_map_panel
+from viz.heads.grid import heads_grid_panel
+from viz.position.view import filters_panel
+from viz.rollout.view import rollout_map_panel
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -99,7 +104,7 @@ def test_the_models_shape(examples):
 def test_the_corner_artifacts(examples):
     a = examples["augreg"]["chelsea"]
     flagged = panels.artifact_drop(a, True)
-    last = panels.attention_map_panel(a, -1).values
+    last = attention_map_panel(a, -1).values
     (share,) = quoted(r"four corner tokens take (\d+) % of the last layer's CLS attention", MAPS)[0]
     assert_agrees(share, 100 * norms.artifact_share(last, flagged).share, "the corners' share:")
     ratios, ordinary, first = [], {"augreg": 0.0, "deit": 0.0}, set()
@@ -131,14 +136,14 @@ def test_the_dominance_rule(examples):
     late, rollout_excess, early, early_peaked = [], {}, 0.0, 0.0
     for name, a in examples["augreg"].items():
         flagged = panels.artifact_drop(a, True)
-        late += [norms.artifact_share(panels.attention_map_panel(a, layer).values, flagged).share
+        late += [norms.artifact_share(attention_map_panel(a, layer).values, flagged).share
                  for layer in range(8, 12)]
-        rollout = norms.artifact_share(panels.rollout_map_panel(a, discard_ratio=0.9).values, flagged)
+        rollout = norms.artifact_share(rollout_map_panel(a, discard_ratio=0.9).values, flagged)
         if rollout.peak_ratio >= 1.0:                                  # the rollout peaks on a corner
             rollout_excess[name] = rollout.excess
         for layer in range(7):
             for head in [None, *range(a.heads)]:
-                share = norms.artifact_share(panels.attention_map_panel(a, layer, head).values, flagged)
+                share = norms.artifact_share(attention_map_panel(a, layer, head).values, flagged)
                 early = max(early, share.excess)
                 if share.peak_ratio >= norms.DOMINANT_PEAK:
                     early_peaked = max(early_peaked, share.excess)
@@ -151,18 +156,18 @@ def test_the_dominance_rule(examples):
                                     r"whose brightest patch is a corner", MAPS)
     assert agrees(most, early) and agrees(most_peaked, early_peaked), (early, early_peaked)
     cat = examples["augreg"]["chelsea"]
-    marked = [layer for layer in range(cat.depth) if panels.attention_map_panel(cat, layer).note]
+    marked = [layer for layer in range(cat.depth) if attention_map_panel(cat, layer).note]
     first, last = quoted(r"On the cat it marks layers\s+(\d+)–(\d+) and the default rollout", MAPS)[0]
     assert marked == list(range(int(first), int(last) + 1))
-    assert panels.rollout_map_panel(cat, discard_ratio=0.9).note is not None
-    assert not any(panels.attention_map_panel(a, layer).note for a in examples["deit"].values()
+    assert rollout_map_panel(cat, discard_ratio=0.9).note is not None
+    assert not any(attention_map_panel(a, layer).note for a in examples["deit"].values()
                    for layer in range(a.depth))                        # "none of its maps gets the note"
 
 
 def test_why_the_heads_grid_has_a_scale_per_layer(examples):
     """docs/maps.md's reason: on one scale for all, layers 0–7 of the cat peak far below the brightest layer."""
     a = examples["augreg"]["chelsea"]
-    top = panels.heads_grid_panel(a, 1100, shared_scale=False).layer_max           # each layer's brightest thumbnail
+    top = heads_grid_panel(a, 1100, shared_scale=False).layer_max           # each layer's brightest thumbnail
     ((low, high, overall, layer),) = quoted(r"layers 0–7 on the cat peak at ([\d.]+)–(\d+)× uniform against (\d+)× "
                                             r"in layer (\d+)", MAPS)
     assert (low, high) == (f"{top[:8].min():.1f}", f"{top[:8].max():.0f}")
@@ -207,7 +212,7 @@ def _app_constant(name: str, module: str = "state") -> int:
 
 def _analysis_bytes(name: str, side: int, **overrides) -> int:
     """What the server caches for one analysis of this model at side×side (``viz.analysis.cost.kept_bytes``, which
-    tests/page/test_page_input_size.py holds equal to ``viz.explorer.cached_bytes`` of the analysis itself)."""
+    tests/page/test_page_input_size.py holds equal to ``viz.records.cached_bytes`` of the analysis itself)."""
     return kept_bytes(vit.variant(name, **overrides), side)
 
 
@@ -227,5 +232,5 @@ def test_memory_and_limits():
     assert quoted(r"the limits are (\d+) MB and (\d+) megapixels", APP) == [(str(MAX_BYTES // MB),
                                                                           str(MAX_PIXELS // 1_000_000))]
     assert quoted(r"the top (\d+) principal components", MAPS) == [("28",)]
-    assert panels.filters_panel.__defaults__[0] == 28
+    assert filters_panel.__defaults__[0] == 28
     assert quoted(r"DINO's (\d+) % mask outline", APP) == [(f"{100 * panels.MapOptions().share:.0f}",)]

@@ -10,7 +10,7 @@ import pytest
 from PIL import Image
 
 from two_objects import two_object_photo
-from viz.analysis import explain
+from viz.explain.explainer import explain
 from viz.cli import main
 import vit
 

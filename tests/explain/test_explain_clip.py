@@ -21,7 +21,7 @@ import torch.nn.functional as F
 import vit
 from lrp_references import LRP_TOL, assert_close_relative, lxt_efficient, lxt_patched, per_patch
 from reference_models import images, open_clip_tiny
-from viz.analysis import explain, explain_map
+from viz.explain.explainer import explain, explain_map
 from vit.clip import text_target
 from vit.explain import CP_LRP, TextTarget, relevance_pass
 

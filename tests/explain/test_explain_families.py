@@ -27,7 +27,7 @@ from pytorch_grad_cam.utils.model_targets import ClassifierOutputTarget
 import vit
 import tiny_models
 from reference_models import randomize_, save_timm
-from viz.analysis import explain_map, explain_tensor
+from viz.explain.explainer import explain_map, explain_tensor
 from viz.explain import METHODS
 from viz.maps.readout import readout_attention_map, readout_rollout_map
 from viz.maps.rollout import fuse_heads

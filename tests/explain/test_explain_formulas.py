@@ -212,7 +212,7 @@ def test_contrast_is_a_minus_b_and_zero_for_the_same_maps():
 
 def test_every_family_is_one_record_that_the_runner_and_the_trust_checks_read():
     from vit.explain import RULE_SETS
-    from viz.analysis.explainer import PASSES
+    from viz.explain.explainer import PASSES
     from viz.explain.methods import FAMILIES, served_by
 
     for family in FAMILIES.values():
@@ -227,7 +227,7 @@ def test_a_picked_target_is_resolved_by_one_rule():
     from types import SimpleNamespace
 
     from vit.explain import ClassTarget
-    from viz.analysis import resolve_target
+    from viz.explain.explainer import resolve_target
 
     classifier = SimpleNamespace(labels=["cat", "dog"], text=None)
     assert resolve_target(classifier, "dog") == ClassTarget(1, "dog") == resolve_target(classifier, 1, text=False)

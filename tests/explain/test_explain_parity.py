@@ -27,7 +27,7 @@ import torch.nn as nn
 from safetensors.torch import save_file
 
 import vit
-from viz.analysis import explain_map, explain_tensor
+from viz.explain.explainer import explain_map, explain_tensor
 from oracles import grad_rollout_matrix
 from viz.explain.arrays import read_out
 from vit.explain import ATTN_LRP, CP_LRP, ClassTarget, gradient_pass, relevance_pass

@@ -1,4 +1,4 @@
-"""Protects what the explanation runner (viz.analysis.explainer) promises end to end: class specificity on
+"""Protects what the explanation runner (viz.explain.explainer) promises end to end: class specificity on
 real weights, the default target, contrasts, and every method on every token layout.
 
 Class specificity: the two-object photo (tests/two_objects.py: the cat strip left, the espresso strip right)
@@ -14,7 +14,8 @@ import torch
 
 import vit
 from two_objects import halves, two_object_photo
-from viz.analysis import analyze, explain, explain_tensor
+from viz.analysis import analyze
+from viz.explain.explainer import explain, explain_tensor
 from viz.explain import METHODS, contrast
 from oracles import gae_matrix
 from viz.explain.gradcam import gradcam_values

@@ -29,7 +29,7 @@ from timm.layers import LayerNorm as TimmLayerNorm
 import vit
 from lrp_references import LRP_TOL, assert_close_relative, lxt_efficient, lxt_patched, per_patch
 from reference_models import images, randomize_
-from viz.analysis import explain_tensor
+from viz.explain.explainer import explain_tensor
 from viz.explain import METHODS
 from vit.explain import ATTN_LRP, CP_LRP, ClassTarget, relevance_pass
 

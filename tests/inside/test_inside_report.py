@@ -14,7 +14,7 @@ import torch
 
 import tiny_models
 from vit.explain import TextTarget
-from viz.analysis.inside import InsideJob
+from viz.inside.job import InsideJob
 from viz.drawing.plots import figure_to_image
 from viz.inside import (dla_figure, head_sources_figure, heads_figure, lens_figure, lens_strip_figure, patch_figure,
                         patch_lens_figure)
@@ -123,7 +123,7 @@ def test_inside_report_reads_typed_names_as_the_cli_does(tmp_path):
     import vit
     from tiny_run import COLOURS, tiny_checkpoint
     from PIL import Image
-    from viz.analysis import inside_report
+    from viz.inside.job import inside_report
     from vit.explain import ClassTarget
 
     loaded = vit.load(tiny_checkpoint(tmp_path / "tiny.pt"))

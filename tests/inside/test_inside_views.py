@@ -14,7 +14,7 @@ import pytest
 import torch
 
 import tiny_models
-from viz.analysis.inside import InsideJob
+from viz.inside.job import InsideJob
 from viz.drawing.plots import figure_to_image
 from viz.inside import HeadsView, views
 from viz.inside.pictures import DIVERGING, Cells, dla_table, dla_table_figure, heads_figure, lens_strip_figure

@@ -9,7 +9,7 @@ import torch
 import vit
 from allowed_english import NAMES, english_words
 from tiny_models import FAMILIES
-from viz.architecture import block_params, family_summary, stages, to_markdown, total_params
+from viz.model.view import block_params, family_summary, stages, to_markdown, total_params
 from viz.i18n import t
 
 

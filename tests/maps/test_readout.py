@@ -16,12 +16,13 @@ import torch
 import vit
 from viz import panels
 from viz.analysis import analyze, model_arrays
-from viz.architecture import block_params, family_summary, stages, total_params
+from viz.model.view import block_params, family_summary, stages, total_params
 from viz.maps.attention import token_attention_map
 from viz.maps.readout import (readout_all_heads_maps, readout_attention_map, readout_rollout_map, readout_weights,
                               fuse_probe)
 from oracles import render_all, rollout_matrix
 from viz.maps.rollout import fused_rollout_map, fuse_heads
+from viz.cli.pictures import captions
 
 BASE = dict(img_size=(64, 48), patch_size=16, embed_dim=32, depth=3, num_heads=4, mlp_dim=64, num_classes=5)
 FAMILIES = {  # family -> the ViTConfig features that make it (see vit/model.py)
@@ -77,8 +78,8 @@ def test_every_map_and_panel_runs_on_each_family(family, photo):
     for key in ("input", "rollout", "attention", "threshold", "query_row", "query_column", "heads", "filters",
                 "pos_similarity", "mean_distance", "token_norms", "token_norm_curves"):
         assert images[key].mode == "RGB", key
-    captions = panels.captions(a, panels.MapOptions())
-    assert all(QUERY[a.readout] in captions[k] for k in ("rollout", "attention", "threshold"))
+    named = captions(a, panels.MapOptions())
+    assert all(QUERY[a.readout] in named[k] for k in ("rollout", "attention", "threshold"))
     rolled = panels.query_maps(a, 1, 1, rolled=True)
     assert rolled[0].shape == (gh, gw)
 

@@ -16,11 +16,12 @@ from PIL import Image
 import vit
 from tiny_models import FAMILIES, tiny
 from viz.analysis.capture import model_arrays
-from viz.analysis.walkthrough import walk
-from viz.drawing import plots, walk_steps
+from viz.learn.walkthrough import walk
+from viz.drawing import plots
+from viz.learn import steps as walk_steps
+from viz.position.view import model_panels, position_panel
 from viz.i18n import t
 from viz.maps import norms as norms_module
-from viz.panels import files
 
 ROTARY = {**{name: FAMILIES[name] for name in ("dinov3", "rope_vit", "rope_gap")},
           "rope_mixed": dict(rope=True, rope_mixed=True, rope_axes="xy", pos_embed_kind="none", layer_scale=True)}
@@ -47,10 +48,10 @@ def test_the_panels_numbers_are_the_rotations_own(family):
     assert arrays.pos_embed is None and arrays.rotary_kernel.shape == (16, 16)
     torch.testing.assert_close(torch.from_numpy(arrays.rotary_kernel), direct_kernel(model, (4, 4)), rtol=1e-5,
                                atol=1e-6)
-    _, saved = files.model_panels(arrays)
+    _, saved = model_panels(arrays)
     assert "pos_similarity" not in saved and np.array_equal(saved["rotary_kernel"], arrays.rotary_kernel)
     for lang in ("en", "zh-CN"):                  # the picture is that plot of these numbers, titled as the kernel
-        drawn = np.asarray(files.position_panel(arrays, lang))
+        drawn = np.asarray(position_panel(arrays, lang))
         want = plots.figure_to_image(plots.position_similarity_plot(arrays.rotary_kernel, (4, 4),
                                                                     t("title.rotary_kernel", lang), lang=lang))
         assert np.array_equal(drawn, np.asarray(want))
@@ -87,13 +88,13 @@ def test_the_guided_walk_shows_the_kernel_on_the_photos_grid():
 def test_a_model_with_neither_table_nor_rotation_says_why():
     model = tiny(**FAMILIES["beit"])
     arrays = model_arrays(model, "beit")
-    assert arrays.rotary_kernel is None and files.model_panels(arrays)[1] == {}
+    assert arrays.rotary_kernel is None and model_panels(arrays)[1] == {}
     w = walk(model, vit.Preprocess(resize_mode="squash", resize=(32, 32), crop=(32, 32)),
              Image.new("RGB", (32, 32), "gray"))
     assert w.positions == "none" and w.position_similarity is None
     assert "learnt bias for every offset" in walk_steps.step_texts(w, lang="en")[5].text
     said = walk_steps.position_patch_picture(w, 1, 1)
-    assert np.array_equal(np.asarray(said), np.asarray(files.position_panel(arrays)))
+    assert np.array_equal(np.asarray(said), np.asarray(position_panel(arrays)))
 
 
 def test_storage_tokens_have_their_norms_and_never_count_as_patches():

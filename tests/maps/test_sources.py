@@ -19,9 +19,12 @@ import torch
 
 import vit
 from tiny_models import FAMILIES, tiny
-from viz import animate, panels
+from viz import panels
+from viz.compare import animate
 from viz.analysis import analyses, analyze, capture
 from viz.maps.attention import threshold_mask
+from viz.attention.view import attention_layers
+from viz.heads.grid import head_stats
 
 FUSIONS = ("mean", "max", "min")
 
@@ -74,9 +77,9 @@ def every_view(full, kept, drop: np.ndarray, ratio: float, rtol: float = 1e-5, d
                                         panels.query_maps(full, 1, 2, layer, head, rolled, "max", 0.5, 0, mask)):
                         close(out, ref, f"query {layer} {head} {rolled}", rtol if not rolled else discard_rtol)
     for mask in (False, True):
-        close(panels.head_stats(kept, mask, ratio).entropy_bits, panels.head_stats(full, mask, ratio).entropy_bits,
+        close(head_stats(kept, mask, ratio).entropy_bits, head_stats(full, mask, ratio).entropy_bits,
               "entropy", rtol)
-        close(panels.attention_layers(kept, None, mask, ratio), panels.attention_layers(full, None, mask, ratio),
+        close(attention_layers(kept, None, mask, ratio), attention_layers(full, None, mask, ratio),
               "layers", rtol)
     close(panels.readout_rows_all(kept, drop), panels.readout_rows_all(full, drop), "heads grid", rtol)
     close(panels.mean_distance_of(kept), panels.mean_distance_of(full), "distance", rtol)

@@ -20,8 +20,9 @@ from vit.train.build import param_groups, scratch_config, scratch_preprocess
 from vit.train.options import TrainOptions, parse_args, resolve
 from viz import panels
 from viz.analysis import model_arrays
-from viz.architecture import stages, total_params
+from viz.model.view import stages, total_params
 from viz.maps.embeddings import neighbour_similarity, position_similarity
+from viz.position.view import model_panels, position_panel
 
 TINY = dict(img_size=(16, 16), patch_size=4, embed_dim=16, depth=2, num_heads=2, mlp_dim=32, num_classes=3)
 
@@ -129,13 +130,13 @@ def test_figure7_panel_for_each_kind():
     fixed = model_arrays(tiny("sincos2d"))
     sim = panels.position_similarity_of(fixed)
     assert sim.shape == (16, 16) and fixed.pos_embed_kind == "sincos2d"
-    images, arrays = panels.model_panels(fixed)
+    images, arrays = model_panels(fixed)
     assert images["pos_similarity"].width > 200
     none = model_arrays(tiny("none"))
     assert not none.has_position_embedding and none.pos_embed is None
-    images, arrays = panels.model_panels(none)
+    images, arrays = model_panels(none)
     assert "pos_similarity" not in arrays
-    assert images["pos_similarity"].size == panels.position_panel(none).size
+    assert images["pos_similarity"].size == position_panel(none).size
     pixels = np.asarray(images["pos_similarity"])
     assert (pixels < 128).any() and (pixels == 255).mean() > 0.8               # text on white, no plot
 

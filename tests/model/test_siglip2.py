@@ -27,7 +27,7 @@ from transformers.models.siglip2.image_processing_siglip2 import convert_image_t
 import vit
 from lrp_references import LRP_TOL, assert_close_relative, lxt_efficient, lxt_patched, per_patch
 from reference_models import assert_close, images, randomize_
-from viz.analysis import explain_tensor
+from viz.explain.explainer import explain_tensor
 from viz.explain import METHODS
 from vit.explain import CP_LRP, relevance_pass
 

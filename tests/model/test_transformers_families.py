@@ -25,7 +25,7 @@ from safetensors.torch import save_file
 import vit
 from lrp_references import LRP_TOL, assert_close_relative, lxt_efficient, lxt_patched, per_patch
 from reference_models import assert_close, images, randomize_
-from viz.analysis import explain_tensor
+from viz.explain.explainer import explain_tensor
 from viz.explain import METHODS
 from vit.explain import ATTN_LRP, CP_LRP, ClassTarget, relevance_pass
 

@@ -31,10 +31,17 @@ from vit_explorer.tabs.explain import NO_CONTRAST, TOP1
 from vit_explorer.texts import I18N
 from walk_cases import CASES, hooked_shapes, quick_random_model
 from viz.cache import Cache
-from viz import explorer, panels, tabs
-from viz.analysis import explain_tensor
+from viz import panels
+from viz.explain.explainer import explain_tensor
 from viz.analysis.serve import ServedModel
 from viz.i18n import t
+from viz.attention.view import attention_map_panel
+from viz.controls import AnalysisKey, DISPLAY_SIZE, Session
+from viz.heads.grid import head_stats
+from viz.heads.view import HEADS_WIDTH
+from viz.learn.view import learn_step
+from viz.query.view import QUERY_PHOTO_SCALE, query_map_panels
+from viz.records import cached_bytes
 
 CAT_CLASSES = {"Egyptian cat", "tabby", "tiger cat", "Persian cat", "Siamese cat", "lynx"}
 AUGREG = "vit_tiny_patch16_224.augreg_in21k_ft_in1k.safetensors"
@@ -63,7 +70,7 @@ def cat_result(demo, photos, augreg_weights) -> dict:
     return _analyze(photos["cat"], augreg_weights)
 
 
-def _cached(session: explorer.Session):
+def _cached(session: Session):
     """The analysis the server keeps for this session (computed again if it was dropped)."""
     return state.ANALYSES.get(session.key)
 
@@ -98,15 +105,15 @@ def test_cat_photo_is_classified_as_a_cat_with_every_panel_at_display_size(cat_r
     images = [v for k, v in cat_result.items() if k not in ("session", "top5", "summary", "architecture")]
     assert len(images) == 11 and all(isinstance(im, Image.Image) and im.width > 100 for im in images)
     for name in ("rollout", "attention"):      # the photo at 640 pixels plus the colour bar, not the model's 224
-        assert cat_result[name].height == explorer.DISPLAY_SIZE and cat_result[name].width > explorer.DISPLAY_SIZE
-    assert 0.97 * explorer.HEADS_WIDTH <= cat_result["heads"].width <= explorer.HEADS_WIDTH   # fills the width
+        assert cat_result[name].height == DISPLAY_SIZE and cat_result[name].width > DISPLAY_SIZE
+    assert 0.97 * HEADS_WIDTH <= cat_result["heads"].width <= HEADS_WIDTH   # fills the width
     assert "| 224×224×3 |" in architecture and "| 197×192 |" in architecture and "3×197×197" in architecture
     assert "**Total: 5,717,416 parameters.**" in architecture
     # the cache stays small: no L·H·T² maps, but what recomputes them (the float16 stream entering every layer, each
     # head's readout row and each row's log-sum-exp), the 3 head-fused copies (small enough to keep at 224), one
     # layer's float32 queries and keys, token norms, mean distances, the crop
     assert a.attention is None and a.stream.dtype == np.float16 and a.fused["mean"].dtype == np.float16
-    assert explorer.cached_bytes(a) == (13 * 197 * 192 * 2 + 2 * 12 * 3 * 197 * 4 + 3 * 12 * 197 * 197 * 2
+    assert cached_bytes(a) == (13 * 197 * 192 * 2 + 2 * 12 * 3 * 197 * 4 + 3 * 12 * 197 * 197 * 2
                                         + 2 * 197 * 192 * 4 + 12 * 197 * 4 + 12 * 3 * 4 + 224 * 224 * 3)
 
 
@@ -149,8 +156,8 @@ def test_api_unknown_model_is_a_plain_error(demo, photos, tmp_path):
 def test_out_of_range_api_values_are_clamped(cat_result, photos, augreg_weights):
     wild = _analyze(photos["cat"], augreg_weights, layer=99, head=7, mean_of_heads=False, start_layer=-40,
                     discard_ratio=3.0, session=cat_result["session"])
-    expected = panels.attention_map_panel(_cached(cat_result["session"]), 11, 2, mask_artifacts=True,  # the default
-                                          display=panels.Display(explorer.DISPLAY_SIZE, "en"))
+    expected = attention_map_panel(_cached(cat_result["session"]), 11, 2, mask_artifacts=True,  # the default
+                                          display=panels.Display(DISPLAY_SIZE, "en"))
     assert np.array_equal(_pixels(wild["attention"]), _pixels(expected.image))
 
 
@@ -258,25 +265,25 @@ def test_clicking_a_thumbnail_tells_layer_head_distance_and_entropy(cat_result):
                                                 out["heads_info"])
     assert (layer, head, mean) == (4, 2, False)
     a = _cached(session)
-    stats = panels.head_stats(a, mask_artifacts=True)                # the page masks artifacts by default
+    stats = head_stats(a, mask_artifacts=True)                # the page masks artifacts by default
     assert info == t("note.head_info", "en", layer=4, head=2, distance=float(stats.mean_distance[4, 2]),
                      entropy=float(stats.entropy_bits[4, 2]), share=float(stats.entropy_share[4, 2]),
                      maximum=float(stats.max_bits[4]))
-    expected = panels.attention_map_panel(a, 4, 2, mask_artifacts=True,
-                                          display=panels.Display(explorer.DISPLAY_SIZE, "en"))
+    expected = attention_map_panel(a, 4, 2, mask_artifacts=True,
+                                          display=panels.Display(DISPLAY_SIZE, "en"))
     assert np.array_equal(_pixels(attention_image), _pixels(expected.image))
     assert heads.pick_head(_select(1, 1), session, _controls(), "en") == {}  # on the labels: nothing
 
 
 def test_clicking_the_photo_queries_that_patch(cat_result):
     session = cat_result["session"]
-    scale = explorer.QUERY_PHOTO_SCALE  # the photo to click on is shown enlarged
+    scale = QUERY_PHOTO_SCALE  # the photo to click on is shown enlarged
     picked = query.pick_patch(_select((4 * 16 + 3) * scale, (2 * 16 + 8) * scale), session, _controls(),
                               "en")   # row 2, col 4
     new_session, attends_to, attended_by = picked["session"], picked["query_out"], picked["query_in"]
     assert new_session.query == (2, 4)
-    out, into = panels.query_map_panels(_cached(session), 2, 4, 11, None, mask_artifacts=True,
-                                        display=panels.Display(explorer.DISPLAY_SIZE // 2, "en"))
+    out, into = query_map_panels(_cached(session), 2, 4, 11, None, mask_artifacts=True,
+                                        display=panels.Display(DISPLAY_SIZE // 2, "en"))
     assert np.array_equal(_pixels(attends_to), _pixels(out.image))
     assert np.array_equal(_pixels(attended_by), _pixels(into.image))
     rolled = _redraw(new_session, "rolled", rolled=True)
@@ -299,7 +306,7 @@ def test_sessions_with_the_same_photo_and_model_share_one_analysis(cat_result, p
 @pytest.fixture
 def small_cache(monkeypatch):
     """The app's cache of analyses with room for one AugReg ViT-Ti analysis (4.1 MB), as on a busy server."""
-    cache = Cache(state.analyze_key, capacity=6 * 2**20, weigh=explorer.cached_bytes)
+    cache = Cache(state.analyze_key, capacity=6 * 2**20, weigh=cached_bytes)
     monkeypatch.setattr(state, "ANALYSES", cache)
     return cache
 
@@ -356,7 +363,7 @@ def test_the_learn_tab_shows_the_models_real_tensor_shapes(case, monkeypatch, re
                                      config=model.cfg)
     monkeypatch.setattr(state, "MODELS", _Models("m", ServedModel(loaded, None)))
     monkeypatch.setattr(state, "WALKS", Cache(state.walk_key, 1))
-    session = explorer.Session(explorer.AnalysisKey(photos["cat"], "m"))
+    session = Session(AnalysisKey(photos["cat"], "m"))
     seen, _ = hooked_shapes(loaded.model, loaded.preprocess(cat))
     H, W = loaded.preprocess.crop
     N, D = seen["embeddings"][0]
@@ -367,7 +374,7 @@ def test_the_learn_tab_shows_the_models_real_tensor_shapes(case, monkeypatch, re
     table = learn.show(session, 1, 5, "en")["learn_table"]
     assert [row.rsplit("`", 2)[1] for row in table.splitlines()[2:]] == expected
     for step, shape in enumerate(expected, start=1):
-        text, picture = tabs.learn_step(state.WALKS.get(session.key), step, 5, "zh-CN")
+        text, picture = learn_step(state.WALKS.get(session.key), step, 5, "zh-CN")
         assert f"`{shape}`" in text and picture.width > 200
 
 
@@ -523,8 +530,8 @@ def test_a_snapshot_folder_opens_on_the_last_snapshot_and_the_slider_scrubs_thro
     from vit.model import ViTConfig, VisionTransformer
     from vit.train.build import scratch_preprocess
     from vit.train.snapshots import save_snapshot
-    from viz.analysis.snapshots import load_series
-    from viz.dynamics import DynamicsView
+    from viz.compare.snapshots import load_series
+    from viz.compare.dynamics import DynamicsView
 
     folder = tmp_path / "run.snapshots"
     for epoch in (0, 1, 2):

@@ -22,7 +22,8 @@ import hide_cjk_fonts
 from api_client import AUGREG, CAT_CLASSES, top5
 from app_server import free_port
 from viz.drawing import fonts
-from viz.i18n import PAGE, PICTURES, t
+from viz.i18n import CATALOGUE, PICTURES, t
+from viz.i18n import fonts as scripts
 
 REPO = Path(__file__).resolve().parents[2]
 PICTURE_OUTPUTS = {"rollout": 2, "attention": 3, "heads": 4, "position": 8, "distance": 9, "norms": 10,
@@ -40,19 +41,19 @@ def no_cjk_font():
 
 
 def test_hidden_fonts_are_not_found_and_pictures_fall_back_to_english(no_cjk_font):
-    assert fonts.cjk_font() is None and not fonts.can_draw_chinese()
-    assert fonts.picture_language("zh-CN") == "en" and fonts.figure_families("zh-CN") is None
+    assert scripts.cjk_font() is None and not scripts.can_draw_chinese()
+    assert scripts.picture_language("zh-CN") == "en" and fonts.figure_families("zh-CN") is None
     assert fonts.pil_font(16, "zh-CN").getname() == fonts.pil_font(16, "en").getname()
     assert t("name.layer", "zh-CN", layer=3) == "layer 3"              # a picture's text: English
-    assert t("tab.rollout", "zh-CN") == PAGE["tab.rollout"][1]         # the page's text: still Chinese
-    assert "fonts-noto-cjk" in fonts.missing_font_message()
+    assert t("tab.rollout", "zh-CN") == CATALOGUE["tab.rollout"][1]    # the page's text: still Chinese
+    assert "fonts-noto-cjk" in scripts.missing_font_message()
 
 
 def test_the_font_fixture_can_fail():
     """With the fonts back, the same checks give Chinese (the machine that runs the tests has a CJK font)."""
-    assert fonts.cjk_font() is not None and fonts.picture_language("zh-CN") == "zh-CN"
+    assert scripts.cjk_font() is not None and scripts.picture_language("zh-CN") == "zh-CN"
     assert t("name.layer", "zh-CN", layer=3) == PICTURES["name.layer"][1].format(layer=3)
-    assert fonts.missing_font_message() is None
+    assert scripts.missing_font_message() is None
 
 
 def _entry(name: str, path: str) -> font_manager.FontEntry:
@@ -62,10 +63,10 @@ def _entry(name: str, path: str) -> font_manager.FontEntry:
 @pytest.mark.parametrize("family", ["WenQuanYi Zen Hei", "PingFang SC", "Microsoft YaHei", "SimSun"])
 def test_every_usual_system_family_counts_as_a_cjk_font(family):
     """Linux, macOS and Windows fonts are all looked for, in the documented order of preference."""
-    assert fonts._regular_face([_entry("DejaVu Sans", "/a.ttf"), _entry(family, "/cjk.ttf")]).family == family
-    preferred = fonts._regular_face([_entry(family, "/b.ttf"), _entry("Noto Sans CJK SC", "/n.ttc")])
+    assert scripts._regular_face([_entry("DejaVu Sans", "/a.ttf"), _entry(family, "/cjk.ttf")]).family == family
+    preferred = scripts._regular_face([_entry(family, "/b.ttf"), _entry("Noto Sans CJK SC", "/n.ttc")])
     assert preferred.family == "Noto Sans CJK SC"
-    assert fonts._regular_face([_entry("DejaVu Sans", "/a.ttf")]) is None
+    assert scripts._regular_face([_entry("DejaVu Sans", "/a.ttf")]) is None
 
 
 def test_the_page_says_once_in_chinese_which_font_to_install(no_cjk_font):
@@ -138,7 +139,7 @@ def test_python_app_py_serves_both_languages_without_a_cjk_font(real_weights_dir
             page.locator("#photo-input input[type=file]").set_input_files(str(photo))
             page.wait_for_selector(TOP1)
             page.wait_for_selector("#rollout-image img")
-            tabs = [b.inner_text().strip() for b in page.locator("#tabs button[role=tab]").all()]
+            tabs = [b.inner_text().strip() for b in page.locator("#tabs-look button[role=tab]").all()]
             assert tabs[0] == t("tab.rollout", "zh-CN") and "词元" in page.locator("#summary").inner_text()
             assert page.locator("#font-note").inner_text().strip().startswith("图中文字暂以英文显示")
             src = page.locator("#rollout-image img").first.get_attribute("src")

@@ -17,11 +17,12 @@ import app_server  # noqa: F401  (gives this process its own GRADIO_TEMP_DIR bef
 import vit
 from tiny_models import tiny
 from tiny_run import COLOURS, tiny_checkpoint
-from viz import explorer
 from viz.analysis import analyze, cost
 from viz.i18n import t
 from vit_explorer import server, state, views
 from vit_explorer.controls import ControlValues
+from viz.controls import DISPLAY_SIZE
+from viz.records import cached_bytes
 
 SIDE, PATCH = 64, 8
 REPO = Path(__file__).resolve().parents[2]
@@ -86,7 +87,7 @@ def test_a_larger_size_is_the_librarys_analysis_at_that_size_with_its_cost_said_
     assert a.grid == (2 * SIDE // PATCH,) * 2 and a.image.size == (2 * SIDE, 2 * SIDE)
     served = state.served(checkpoints["vit"])
     c = cost.analysis_cost(served.loaded.config, 2 * SIDE, SIDE, 1.0)
-    assert c.bytes == explorer.cached_bytes(a)                               # the bytes said are the bytes kept
+    assert c.bytes == cached_bytes(a)                               # the bytes said are the bytes kept
     assert f"{c.tokens:,} tokens" in said and f"{c.bytes / 2**20:.1f} MB" in said
     loaded = vit.load(checkpoints["vit"])                                    # what --input-size 128 128 runs
     import dataclasses
@@ -95,7 +96,7 @@ def test_a_larger_size_is_the_librarys_analysis_at_that_size_with_its_cost_said_
     np.testing.assert_allclose(a.probabilities, reference.probabilities, rtol=1e-5)
     np.testing.assert_array_equal(np.asarray(a.image), np.asarray(reference.image))   # the maps' photo: the same crop
     for name in ("rollout", "attention"):                                   # drawn over that photo
-        assert values[name].height == explorer.DISPLAY_SIZE
+        assert values[name].height == DISPLAY_SIZE
     size = vit.image_file.open_image(photo).size
     native = state.model_of(session.key).loaded.preprocess.crop_box(size)
     larger = state.model_of(key).loaded.preprocess.crop_box(size)

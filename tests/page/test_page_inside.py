@@ -1,4 +1,4 @@
-"""Protects the page's Inside tab (``vit_explorer.tabs.inside``): "Look inside" shows what ``viz.analysis.inside``
+"""Protects the page's Inside tab (``vit_explorer.tabs.inside``): "Look inside" shows what ``viz.inside.job``
 computes for the Explain tab's class (and contrast) on the analysed crop, step by step with progress, cached; a
 click on the strip, the DLA table or the head-importance table, the layer slider and the language switch redraw
 from the cache without the model; removing heads and patching from a second photo give the library's numbers; a
@@ -22,7 +22,7 @@ import vit
 from tiny_run import COLOURS, tiny_checkpoint
 from vit.explain import ClassTarget
 from vit.inside import ablate
-from viz.analysis.inside import InsideJob
+from viz.inside.job import InsideJob
 from viz.cache import Cache
 from viz.i18n import t
 from viz.inside import views

@@ -20,7 +20,7 @@ from vit_explorer.state import Pick
 from vit_explorer.tabs import compare, explain, learn
 from vit_explorer.tabs.explain import NO_CONTRAST, TOP1
 from viz import explorer, panels
-from viz.analysis import explain_tensor
+from viz.explain.explainer import explain_tensor
 from viz.analysis.capture import analyze
 from viz.i18n import t
 

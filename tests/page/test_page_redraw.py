@@ -1,17 +1,18 @@
 """Protects "re-render only what changed": a display or map control redraws exactly the pictures that depend on it
-(counted by the draw calls of ``viz.explorer``'s views), never all of them to throw most away, and the event of
-each control lists only those pictures as its outputs."""
+(counted by the draw calls of the map tabs' views, where each tab calls its slice's), never all of them to throw
+most away, and the event of each control lists only those pictures as its outputs."""
 from __future__ import annotations
 
 import pytest
 
 import app_server  # noqa: F401  (gives this process its own GRADIO_TEMP_DIR before the app is built)
-from viz import explorer
 from vit_explorer import api, views
 from vit_explorer.controls import CONTROLS, ControlValues
+from vit_explorer.tabs import attention, heads, query, rollout
 
 AUGREG = "vit_tiny_patch16_224.augreg_in21k_ft_in1k.safetensors"
-VIEWS = {"rollout": "rollout_view", "attention": "attention_view", "heads": "heads_view", "query": "query_views"}
+VIEWS = {"rollout": (rollout, "rollout_view"), "attention": (attention, "attention_view"),
+         "heads": (heads, "heads_view"), "query": (query, "query_views")}
 EVERY = set(VIEWS)
 # (changed control, other values) -> the pictures drawn again
 EXPECTED = [
@@ -43,11 +44,11 @@ def session(real_weights_dir, cat, tmp_path_factory):
 
 @pytest.fixture
 def drawn(monkeypatch) -> list[str]:
-    """The views drawn, in order (each view function of viz.explorer counted once per call)."""
+    """The views drawn, in order (each tab's view function counted once per call)."""
     calls = []
-    for name, function in VIEWS.items():
-        original = getattr(explorer, function)
-        monkeypatch.setattr(explorer, function, lambda *a, _n=name, _f=original, **k: calls.append(_n) or _f(*a, **k))
+    for name, (tab, function) in VIEWS.items():
+        original = getattr(tab, function)
+        monkeypatch.setattr(tab, function, lambda *a, _n=name, _f=original, **k: calls.append(_n) or _f(*a, **k))
     return calls
 
 

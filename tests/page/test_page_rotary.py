@@ -3,6 +3,8 @@ implies under a title that says so, and the tabs that need classes (Explain, Tru
 one sentence, in the visitor's language; a RoPE-ViT with a head is explained like any classifier."""
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import gradio as gr
 import numpy as np
 import pytest
@@ -14,10 +16,10 @@ from handler_steps import finished
 from reference_models import randomize_, save_timm
 from vit_explorer import state, views
 from vit_explorer.controls import ControlValues
-from vit_explorer.tabs import explain, inside, trust
+from vit_explorer.tabs import explain, inside, position, trust
 from vit_explorer.tabs.explain import NO_CONTRAST, TOP1
 from viz.i18n import t
-from viz.panels import files
+from viz.position.view import position_panel
 
 
 def timm_file(folder, name: str, **kwargs) -> str:
@@ -43,7 +45,8 @@ def test_a_dinov3_backbone_shows_its_rotation_and_says_why_it_has_no_classes(pho
     session = page["session"]
     served = state.model_of(session.key)
     assert served.loaded.config.family == "dinov3" and served.arrays.rotary_kernel is not None
-    assert np.array_equal(np.asarray(served.position(lang)), np.asarray(files.position_panel(served.arrays, lang)))
+    assert np.array_equal(np.asarray(position.show(SimpleNamespace(served=served, lang=lang, controls=SimpleNamespace(narrow=False)))["position"]),
+                          np.asarray(position_panel(served.arrays, lang)))
     message = t("message.no_classes", lang)
     for run in (lambda: explain.explain(session, "gae", TOP1, NO_CONTRAST, "", False, 0.6, lang),
                 lambda: finished(trust.check(session, TOP1, "", False, False, "fast", lang)),   # heavy jobs: generators

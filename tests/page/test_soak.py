@@ -18,11 +18,12 @@ from vit_explorer import state
 from vit_explorer.layout import build_app
 from vit_explorer.server import launch
 from viz.cache import Cache
-from viz import explorer
 from api_client import AUGREG, CAT_CLASSES, analyze, top5
 from app_server import free_port
 from bench.app_process import AppProcess
 from bench.measure import proc_status_kb
+from viz.controls import Session
+from viz.records import cached_bytes
 
 pytestmark = pytest.mark.slow   # a 300-analysis soak against a server process
 
@@ -63,18 +64,18 @@ def test_rss_stays_flat_over_300_analyses(real_weights_dir, photos, tmp_path):
     assert growth < MAX_GROWTH_MB, f"RSS grew by {growth:.0f} MB after warm-up: {[round(r) for r in rss_mb]}"
 
 
-def _session_state(demo, session_hash: str) -> explorer.Session | None:
-    """The viz.explorer.Session the server keeps in gr.State for this browser session, if any."""
+def _session_state(demo, session_hash: str) -> Session | None:
+    """The Session the server keeps in gr.State for this browser session, if any."""
     if session_hash not in demo.state_holder.session_data:
         return None
     values = demo.state_holder.session_data[session_hash].state_data.values()
-    return next((v for v in values if isinstance(v, explorer.Session)), None)
+    return next((v for v in values if isinstance(v, Session)), None)
 
 
 def test_analyses_beyond_the_budget_and_sessions_beyond_capacity_are_dropped_and_freed(real_weights_dir, photos,
                                                                                     monkeypatch):
     """The production caches, made small: room for 3 ViT-Ti analyses (4.1 MB each) and 4 sessions."""
-    cache = Cache(state.analyze_key, 14 * 2**20, weigh=explorer.cached_bytes)
+    cache = Cache(state.analyze_key, 14 * 2**20, weigh=cached_bytes)
     monkeypatch.setattr(state, "ANALYSES", cache)
     monkeypatch.setattr(state, "MAX_SESSIONS", 4)
     demo = build_app(str(real_weights_dir / AUGREG))

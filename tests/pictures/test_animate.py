@@ -1,4 +1,4 @@
-"""Attention through depth (viz.animate, python -m viz IMAGE --animate).
+"""Attention through depth (viz.compare.animate, python -m viz IMAGE --animate).
 
 Protects: one frame per block; each frame is exactly the single-block panel under its caption (the CLS attention
 of that block, or the rollout of blocks 0…l, whose last frame is the full rollout panel); the GIF holds those frames;
@@ -14,11 +14,12 @@ from PIL import Image, ImageSequence
 
 import vit
 import oracles
-from viz import animate, panels
+from viz.compare import animate
 from viz.analysis import analyze
 from viz.cli import main
 from viz.drawing.render import caption_strip_height
 from viz.maps.rollout import rollout_map
+from viz.attention.view import attention_panel
 
 AUGREG = "vit_tiny_patch16_224.augreg_in21k_ft_in1k.safetensors"
 STRIP = caption_strip_height()
@@ -37,7 +38,7 @@ def test_attention_frames_are_the_single_block_panels(analysis):
     frames = animate.depth_frames(analysis, "attention", head=2)
     assert len(frames) == analysis.depth == 12
     for layer, frame in enumerate(frames):
-        np.testing.assert_array_equal(below_caption(frame), np.asarray(panels.attention_panel(analysis, layer, 2)))
+        np.testing.assert_array_equal(below_caption(frame), np.asarray(attention_panel(analysis, layer, 2)))
     assert animate.frame_caption(analysis, 4, "attention", 2) == "block 4 (of 0-11): CLS attention, head 2"
 
 

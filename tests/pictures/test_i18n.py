@@ -14,7 +14,8 @@ from allowed_english import NAMES, english_words
 from oracles import token_norm_plot
 from viz import i18n
 from viz.drawing import fonts, plots, render
-from viz.i18n import CATALOGUE, LANGUAGES, MODEL, PAGE, PICTURES, language, language_from_header, t, translations
+from viz.i18n import CATALOGUE, LANGUAGES, PAGE, PICTURES, language, language_from_header, t, translations
+from viz.i18n.fonts import cjk_font
 
 BARE = {"CLS", "logit", "Grad", "CAM", "EVA", "BEiT", "GELU", "QuickGELU", "SwiGLU", "LayerScale", "Pre", "Linear",
         "tanh", "LayerNorm", "qkv", "DINOv3"}   # names that are a whole text in both languages: a method, a family, a module
@@ -41,14 +42,14 @@ def test_the_chinese_catalogue_has_no_english_left():
 
 
 def test_every_control_of_the_page_has_a_label_and_a_help_text():
-    controls = [key.split(".", 1)[1] for key in PAGE if key.startswith("control.")]
+    controls = [key.split(".", 1)[1] for key in CATALOGUE if key.startswith("control.")]
     assert set(controls) >= {"fusion", "discard", "start_layer", "opacity", "mask_artifacts", "layer", "head",
                              "mean_heads", "dino_mask", "rolled"}                      # every control of today's page
-    missing = [c for c in controls + ["photo", "model"] if f"help.{c}" not in PAGE]
+    missing = [c for c in controls + ["model"] if f"help.{c}" not in CATALOGUE]
     assert not missing, f"controls without a help text: {missing}"
     for key in ("tab.rollout", "tab.attention", "tab.heads", "tab.query", "tab.position", "tab.distance",
                 "tab.norms", "tab.model"):
-        assert key in PAGE and f"about.{key.split('.')[1]}" in PAGE or key == "tab.model"
+        assert key in CATALOGUE and f"about.{key.split('.')[1]}" in CATALOGUE or key == "tab.model"
 
 
 def test_pictures_say_layer_never_block():
@@ -83,13 +84,13 @@ def test_translations_are_what_gr_I18n_takes():
         i18n_ = gr.I18n(**translations())
     assert set(i18n_.translations_dict) == {"en", "zh-CN"}
     assert i18n_.translations_dict["zh-CN"]["tab.rollout"] == "注意力展开"
-    assert set(i18n_.translations_dict["en"]) == set(PICTURES) | set(PAGE) | set(MODEL)
-    assert not set(PICTURES) & set(PAGE) and not (set(PICTURES) | set(PAGE)) & set(MODEL)
+    assert set(i18n_.translations_dict["en"]) == set(CATALOGUE) >= set(PICTURES) | set(PAGE)
+    assert not set(PICTURES) & set(PAGE)
     assert translations(["tab.model"]) == {"en": {"tab.model": "Model"}, "zh-CN": {"tab.model": "模型"}}
 
 
 def test_the_cjk_font_is_found_through_matplotlibs_font_manager():
-    face = fonts.cjk_font()
+    face = cjk_font()
     assert face.family == "Noto Sans CJK SC"
     entries = [e for e in font_manager.fontManager.ttflist if e.fname == face.path and e.name == face.family]
     assert entries and entries[0].index == face.index                 # the same file and face matplotlib uses

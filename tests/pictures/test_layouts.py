@@ -11,6 +11,8 @@ from PIL import Image
 from oracles import render_all
 from viz import panels
 from viz.analysis import analyze, model_arrays
+from viz.heads.view import heads_panel
+from viz.rollout.view import rollout_overlay
 
 LAYOUTS = {  # name: (config overrides, model input (H, W)), patch size 16
     "224": (dict(), (224, 224)),
@@ -57,11 +59,11 @@ def test_every_map_and_panel_has_the_layout_shape(name, photo):
     assert arrays["pos_similarity"].shape == (native, native)     # the checkpoint's own grid
     for key in ("input", "rollout", "attention", "threshold", "query_row", "query_column"):
         assert images[key].size == (W, H), key                    # overlays sit on the pixels the model saw
-    heads, layout = panels.heads_panel(a)
+    heads, layout = heads_panel(a)
     assert (layout.rows, layout.cols) == (2, 2) and layout.cell[1] == round(layout.cell[0] * gw / gh)
     assert heads.size == images["heads"].size
     values = panels.rollout_of(a)
-    assert panels.rollout_overlay(a, values, None, scale=2, colorbar=False).size == (2 * W, 2 * H)
-    assert panels.rollout_overlay(a, values, None).size[0] > W    # the colour bar is appended on the right
+    assert rollout_overlay(a, values, None, scale=2, colorbar=False).size == (2 * W, 2 * H)
+    assert rollout_overlay(a, values, None).size[0] > W    # the colour bar is appended on the right
     for image in images.values():
         assert image.mode == "RGB" and min(image.size) > 0

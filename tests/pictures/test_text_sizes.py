@@ -14,11 +14,18 @@ import pytest
 
 import vit
 from text_sizes import recording, shown_text
-from viz import explorer, panels, tabs
-from viz.animate import display_frames
+from viz.compare.animate import display_frames
 from viz.cache import Cache
 from viz.drawing import screens
-from viz.explorer import AnalysisKey, Controls, Session
+from viz.attention.view import attention_view
+from viz.controls import AnalysisKey, Controls, Session, display
+from viz.distance.view import distance_view
+from viz.explain.view import explain_view, explanations, methods_view
+from viz.heads.view import heads_view
+from viz.learn.view import STEPS, learn_step
+from viz.norms.view import norms_grid_panel, token_norm_curves_panel
+from viz.query.view import query_views
+from viz.rollout.view import rollout_view
 
 pytestmark = pytest.mark.slow   # real weights: explanations, a trust check, the inside views (a minute on 2 cores)
 
@@ -28,14 +35,14 @@ LANGS = ("en", "zh-CN")
 @pytest.fixture(scope="module")
 def page(real_weights_dir, cat, tmp_path_factory):
     """The real model, the cat's analysis, walk, explanation, trust report, inside report and a comparison."""
-    from viz.analysis import walk
+    from viz.learn.walkthrough import walk
     from viz.analysis.capture import analyze
     from viz.analysis.serve import serve
     from viz.compare import compare
     from viz.compare.side import compare_side
-    from viz.analysis.inside import InsideJob
+    from viz.inside.job import InsideJob
     from viz.trust.job import ProtocolsJob
-    from viz.analysis import explain_tensor
+    from viz.explain.explainer import explain_tensor
 
     folder = tmp_path_factory.mktemp("cat")
     cat.save(folder / "cat.jpg")
@@ -44,7 +51,7 @@ def page(real_weights_dir, cat, tmp_path_factory):
     served = serve(loaded)
     a = analyze(loaded, cat)
     x = loaded.preprocess.to_tensor(a.image)
-    explained = tabs.explanations(explain_tensor, loaded.model, x, None, loaded.labels)
+    explained = explanations(explain_tensor, loaded.model, x, None, loaded.labels)
     trust = ProtocolsJob(loaded.model, x, None, protocols=("tokens",), sanity=False, cache=Cache(None, 2**26),
                          model_id="m", labels=loaded.labels, rows_per_step=16)
     for _ in trust.steps():
@@ -71,23 +78,23 @@ def pictures(page: dict, lang: str) -> dict:
     photo = np.asarray(a.image.convert("RGB"))
     report, session = page["inside"], page["session"]
     drawn = {
-        "rollout": lambda: explorer.rollout_view(a, c, lang)[0],
-        "attention": lambda: explorer.attention_view(a, c, lang)[0],
-        "attention, one scale": lambda: explorer.attention_view(a, Controls(narrow=True, shared_scale=True), lang)[0],
-        "heads": lambda: explorer.heads_view(session, a, c, lang)[1],
-        "heads, one scale": lambda: explorer.heads_view(session, a, Controls(narrow=True, shared_scale=True),
+        "rollout": lambda: rollout_view(a, c, lang)[0],
+        "attention": lambda: attention_view(a, c, lang)[0],
+        "attention, one scale": lambda: attention_view(a, Controls(narrow=True, shared_scale=True), lang)[0],
+        "heads": lambda: heads_view(session, a, c, lang)[1],
+        "heads, one scale": lambda: heads_view(session, a, Controls(narrow=True, shared_scale=True),
                                                         lang)[1],
-        "query out": lambda: explorer.query_views(session, a, c, lang)[0],
-        "query in": lambda: explorer.query_views(session, a, c, lang)[1],
-        "distance": lambda: explorer.distance_view(a, lang, True),
-        "norms": lambda: panels.norms_grid_panel(a, lang=lang, narrow=True),
-        "norm curves": lambda: panels.token_norm_curves_panel(a, lang=lang, narrow=True),
+        "query out": lambda: query_views(session, a, c, lang)[0],
+        "query in": lambda: query_views(session, a, c, lang)[1],
+        "distance": lambda: distance_view(a, lang, True),
+        "norms": lambda: norms_grid_panel(a, lang=lang, narrow=True),
+        "norm curves": lambda: token_norm_curves_panel(a, lang=lang, narrow=True),
         "position": lambda: page["served"].position(lang, True),
-        "explain": lambda: tabs.explain_view(a, page["explained"], "gae", None, 0.6, lang, True)[0],
-        "explain, signed": lambda: tabs.explain_view(a, page["explained"], "attnlrp", None, 0.6, lang, True)[0],
-        "explain, contrast": lambda: tabs.explain_view(a, page["explained"], "gae", page["explained"], 0.6, lang,
+        "explain": lambda: explain_view(a, page["explained"], "gae", None, 0.6, lang, True)[0],
+        "explain, signed": lambda: explain_view(a, page["explained"], "attnlrp", None, 0.6, lang, True)[0],
+        "explain, contrast": lambda: explain_view(a, page["explained"], "gae", page["explained"], 0.6, lang,
                                                        True)[0],
-        "methods": lambda: tabs.methods_view(a, page["explained"], 0.6, lang, True),
+        "methods": lambda: methods_view(a, page["explained"], 0.6, lang, True),
         "trust": lambda: trust_view(page["trust"], a, lang, True),
         "inside lens": lambda: inside.lens_view(report, 5, lang, True).image,
         "inside patch lens": lambda: inside.patch_lens_view(report, 5, photo, lang, True),
@@ -97,11 +104,11 @@ def pictures(page: dict, lang: str) -> dict:
         "inside patch": lambda: inside.patch_view(page["patched"], lang, True),
         "comparison": lambda: __import__("viz.compare", fromlist=["comparison_image"]).comparison_image(
             page["comparison"], lang=lang, narrow=True),
-        "animation": lambda: display_frames(a, "attention", display=explorer.display(c, lang))[7],
-        "animation, rollout": lambda: display_frames(a, "rollout", display=explorer.display(c, lang))[11],
+        "animation": lambda: display_frames(a, "attention", display=display(c, lang))[7],
+        "animation, rollout": lambda: display_frames(a, "rollout", display=display(c, lang))[11],
     }
-    for step in range(1, len(tabs.STEPS) + 1):
-        drawn[f"learn step {step}"] = functools.partial(lambda s: tabs.learn_step(page["walk"], s, 7, lang, a, True)[1],
+    for step in range(1, len(STEPS) + 1):
+        drawn[f"learn step {step}"] = functools.partial(lambda s: learn_step(page["walk"], s, 7, lang, a, True)[1],
                                                         step)
     return drawn
 
@@ -124,7 +131,7 @@ def test_every_picture_reads_at_least_min_text_on_a_phone(page, lang, monkeypatc
 
 
 def test_the_snapshot_viewer_reads_on_a_phone(monkeypatch, tmp_path):
-    from viz.dynamics import DynamicsView
+    from viz.compare.dynamics import DynamicsView
     from viz.records import SnapshotSeries
     from PIL import Image
 

@@ -13,8 +13,8 @@ from PIL import Image
 
 import tiny_models
 import vit
-from viz.drawing import walk_steps as walkthrough
-from viz.analysis import walk
+from viz.learn import steps as walkthrough
+from viz.learn.walkthrough import walk
 from viz.i18n import LANGUAGES
 from walk_cases import CASES, hooked_shapes, quick_random_model
 

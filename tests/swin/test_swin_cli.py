@@ -13,7 +13,7 @@ import torch
 import vit
 from swin_references import small_swin
 from tiny_run import REPO, noise_images, single_threaded_env, viz
-from viz.analysis import explain
+from viz.explain.explainer import explain
 from viz.cli import main
 from viz.maps import windows as hierarchy
 from viz.maps.source import rollout_rows

@@ -19,7 +19,7 @@ import vit
 from dense_swin import chain, dense_forward
 from lrp_references import LRP_TOL, assert_close_relative, lxt_efficient, lxt_patched, per_patch
 from swin_references import perturbed, pixels, save, small_swin, timm_swin
-from viz.analysis import explain_map, explain_tensor
+from viz.explain.explainer import explain_map, explain_tensor
 from viz.explain.baselines import random_values
 from viz.explain.methods import METHODS, NOT_FOR_WINDOWS, WINDOW_METHODS, method_names, method_table
 from viz.explain.windows import windows_gradcam_values

@@ -19,11 +19,18 @@ from vit_explorer import state, views
 from vit_explorer.controls import ControlValues
 from vit_explorer.tabs import compare, explain, features, heads, inside, learn, trust
 from vit_explorer.tabs.explain import NO_CONTRAST, TOP1
-from viz import explorer, panels
+from viz import panels
 from viz.drawing import screens
 from viz.i18n import t
 from viz.maps import windows
-from viz.panels import display
+from viz.norms import view as norms_view
+from viz.attention.view import attention_view
+from viz.controls import NARROW_SIZE
+from viz.distance.view import distance_view
+from viz.heads.view import heads_view
+from viz.norms.view import norms_grid_panel, token_norm_curves_panel
+from viz.query.view import query_views
+from viz.rollout.view import rollout_view
 
 LABELS = ["a", "b", "c", "d"]
 
@@ -106,12 +113,12 @@ def test_clicking_a_thumbnail_selects_that_layer_and_head(photo, swin_path, lang
     assert (out["layer"], out["head"].value, out["head"].interactive, out["mean_heads"]) == (4, 1, True, False)
     # the Attention and Patch query tabs follow: block 4 (stage 2, 4×4 tokens), head 1
     c = ControlValues(layer=4, head=1, mean_heads=False).for_analysis(a)
-    expected, note = explorer.attention_view(a, c, lang)
+    expected, note = attention_view(a, c, lang)
     assert out["attention_note"] == note == t("note.layer_windows", lang, stage=2, grid="4×4", window="4×4",
                                                 shift=0, pixels=8)
     assert np.array_equal(np.asarray(out["attention"]), np.asarray(expected))
     assert "4×4" in out["query_note"]
-    query_out = explorer.query_views(out["session"], a, c, lang)[0]
+    query_out = query_views(out["session"], a, c, lang)[0]
     assert np.array_equal(np.asarray(out["query_out"]), np.asarray(query_out))
     # the line on the head: its distance, and the entropy of the pool's row through block 4's head 1 over 16 tokens
     block = a.architecture.blocks[4]
@@ -133,13 +140,13 @@ def test_a_swins_pictures_read_on_a_phone_and_its_narrow_grid_answers_clicks(pho
     session = page["session"]
     a = state.analysis(session.key, lang)
     c = ControlValues(narrow=True, layer=4, head=1, mean_heads=False).for_analysis(a)
-    drawn = {"rollout": lambda: explorer.rollout_view(a, c, lang)[0],
-             "attention": lambda: explorer.attention_view(a, c, lang)[0],
-             "heads": lambda: explorer.heads_view(session, a, c, lang)[1],
-             "query": lambda: explorer.query_views(session, a, c, lang)[0],
-             "distance": lambda: explorer.distance_view(a, lang, narrow=True),
-             "norms": lambda: panels.norms_grid_panel(a, lang=lang, narrow=True),
-             "norm curves": lambda: panels.token_norm_curves_panel(a, lang=lang, narrow=True)}
+    drawn = {"rollout": lambda: rollout_view(a, c, lang)[0],
+             "attention": lambda: attention_view(a, c, lang)[0],
+             "heads": lambda: heads_view(session, a, c, lang)[1],
+             "query": lambda: query_views(session, a, c, lang)[0],
+             "distance": lambda: distance_view(a, lang, narrow=True),
+             "norms": lambda: norms_grid_panel(a, lang=lang, narrow=True),
+             "norm curves": lambda: token_norm_curves_panel(a, lang=lang, narrow=True)}
     small = {}
     with recording(monkeypatch) as sizes:
         for name, draw in drawn.items():
@@ -148,9 +155,9 @@ def test_a_swins_pictures_read_on_a_phone_and_its_narrow_grid_answers_clicks(pho
             if (shown := shown_text(sizes, image.width)) < screens.MIN_TEXT - 0.05:
                 small[name] = (round(shown, 1), image.width, min(sizes.pixels))
     assert not small, f"text below {screens.MIN_TEXT} px on a {screens.PHONE_WIDTH} px picture: {small}"
-    assert page["rollout"].height == page["attention"].height == explorer.NARROW_SIZE   # the page drew for a phone
+    assert page["rollout"].height == page["attention"].height == NARROW_SIZE   # the page drew for a phone
     # the stages' grids in bands of a few layers, and clicks still find each thumbnail
-    banded, picture, _ = explorer.heads_view(session, a, c, lang)
+    banded, picture, _ = heads_view(session, a, c, lang)
     for layer in range(a.depth):
         for head in range(a.architecture.heads[layer]):
             x0, y0, x1, y1 = banded.heads_layout.box(layer, head)
@@ -167,10 +174,10 @@ def test_a_swins_token_norms_put_each_block_on_its_own_scale_under_a_colour_bar(
     under the block's number, a token of a coarser stage drawn over the patches it covers."""
     a = state.analysis(opened(photo, swin_path, "en", narrow=narrow)["session"].key, "en")
     drawn = []
-    grid = display.banded_grid
-    monkeypatch.setattr(display, "banded_grid", lambda maps, *args, **kw: drawn.append((maps, args, kw)) or
+    grid = norms_view.banded_grid
+    monkeypatch.setattr(norms_view, "banded_grid", lambda maps, *args, **kw: drawn.append((maps, args, kw)) or
                         grid(maps, *args, **kw))
-    display.norms_grid_panel(a, lang="en", narrow=narrow)
+    norms_view.norms_grid_panel(a, lang="en", narrow=narrow)
     maps, args, kw = drawn[-1]                                 # drawn again when the bar's label needs the room
     labels = args[1]
     for layer, (norms, block) in enumerate(zip(a.token_norms, a.architecture.blocks)):

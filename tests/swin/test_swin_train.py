@@ -13,7 +13,7 @@ import pytest
 import torch
 
 import vit
-from viz.analysis.explainer import explain
+from viz.explain.explainer import explain
 from viz.cli import main as viz_main
 from vit.train import TrainOptions, fit
 from vit.train.__main__ import main

@@ -24,9 +24,9 @@ from vit.train.__main__ import main as train_main
 from vit.train.build import scratch_preprocess
 from vit.train.snapshots import is_snapshot_epoch, save_snapshot
 from vit.train.squares import class_names, main as squares_main, make_squares_folder
-from viz.analysis.snapshots import load_series
+from viz.compare.snapshots import load_series
 from viz.cli.dynamics import main as dynamics_main
-from viz.dynamics import DynamicsView
+from viz.compare.dynamics import DynamicsView
 from viz.maps.embeddings import neighbour_similarity, position_similarity
 
 # Learns where the square is within seconds: 8×8 images of 2×2-pixel patches (a 4×4 grid), 2×2 regions (4 classes),

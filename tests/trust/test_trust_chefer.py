@@ -129,7 +129,7 @@ def test_the_cli_writes_chefer2021_json_and_md_with_the_librarys_numbers(labelle
     loaded = vit.load(weights)
     black = black_pixel(loaded.preprocess.mean, loaded.preprocess.std)
     hits = []
-    from viz.analysis import explain_tensor
+    from viz.explain.explainer import explain_tensor
     from vit.explain import ClassTarget
     for label, name in ((0, "a"), (1, "b"), (3, "c")):
         with Image.open(folder / str(label) / f"{name}.png") as photo:

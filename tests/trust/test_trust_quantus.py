@@ -15,7 +15,7 @@ import torch
 from skimage import data
 
 import vit
-from viz.analysis import explain_map
+from viz.explain.explainer import explain_map
 from viz.trust import spearman
 from viz.trust.job import trust_report
 from viz.trust.protocols import fill

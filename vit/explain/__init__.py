@@ -11,7 +11,7 @@
   faithfulness scores and sanity checks of ``viz.trust`` run;
 - ``windows``: a Swin's passes, ``window_gradient_pass`` and ``window_relevance_pass``.
 
-The formulas that turn these arrays into maps are in ``viz.explain``; ``viz.analysis.explainer`` runs both.
+The formulas that turn these arrays into maps are in ``viz.explain``; ``viz.explain.explainer`` runs both.
 """
 from .passes import GradientPass, Readout, RelevancePass, gradient_pass, readout, relevance_pass
 from .perturb import cascading_randomization, forward_kept

@@ -1,5 +1,5 @@
 """Inside the model: what each layer predicts, what each head writes into the answer, and what breaks when a head
-is removed or swapped with another photo's. The model side; ``viz.analysis.inside`` runs it for a photo and
+is removed or swapped with another photo's. The model side; ``viz.inside.job`` runs it for a photo and
 ``viz.inside`` draws it.
 
 - ``stream``: the forward pass from the model's own modules, piece by piece (``trace``: the stream entering every

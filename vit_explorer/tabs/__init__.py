@@ -1,10 +1,12 @@
-"""THE table of the page's tabs: each tab is one module (its layout builder and its handlers side by side) and one
-``Tab`` entry here. The Tabs (``vit_explorer.layout``), the drawing of a new analysis and of a control change
-(``vit_explorer.views``), the lazy renderer and the tab selection (``vit_explorer.events``) all read ``TABS``.
+"""THE table of the page's tabs: each tab is one module here, its Gradio side (its layout builder and its handlers
+side by side), beside its slice in viz (``viz/NAME/``: its Gradio-free view and its texts), and one ``Tab`` entry
+below, in one of the sections the page groups its tabs in (``SECTIONS``). The sections and tabs
+(``vit_explorer.layout``), the drawing of a new analysis and of a control change (``vit_explorer.views``), the lazy
+renderer and the tab selection (``vit_explorer.events``) all read ``TABS``.
 
-A new tab: write ``tabs/NAME.py`` with ``build(page)`` (its layout, every component added to the page by name)
-and whichever handlers it needs, add its name and label to the catalogue (``tab.NAME`` in ``viz/i18n/page.py``),
-and add one entry below:
+A new tab: its slice ``viz/NAME/`` (``view.py``, and ``texts.py`` with its name ``tab.NAME``), ``tabs/NAME.py`` with
+``build(page)`` (its layout, every component added to the page by name) and whichever handlers it needs, and one
+entry below, in the section it belongs to:
 
 - ``shows`` + ``show``: what it shows for every new photo, model or language (``show(shown)`` -> {output: value},
   from a ``views.Shown``);
@@ -27,6 +29,7 @@ from . import (attention, compare, distance, explain, features, heads, inside, l
 class Tab:
     """One tab of the page."""
     id: str                                       # the gr.Tab's id; its label is the text "tab.<id>"
+    section: str                                  # the section it is shown in (``SECTIONS``)
     build: Callable                               # build(page): its layout, inside its gr.Tab
     outputs: tuple[str, ...]                      # what its own handlers fill (the lazy renderer's outputs for it)
     shows: tuple[str, ...] = ()                   # what ``show`` fills for a new photo, model or language
@@ -37,22 +40,33 @@ class Tab:
     wire: Callable | None = None                  # wire(page): its own events
 
 
+# The sections the tabs are grouped in, in the page's order; each one's name is the text "section.<id>"
+SECTIONS = ("look", "why", "inside", "learn")
+
 TABS: tuple[Tab, ...] = (
-    Tab("rollout", rollout.build, rollout.OUTPUTS, rollout.OUTPUTS, rollout.show, rollout.draw, rollout.uses),
-    Tab("attention", attention.build, attention.OUTPUTS, attention.OUTPUTS, attention.show, attention.draw,
+    # where it looks
+    Tab("rollout", "look", rollout.build, rollout.OUTPUTS, rollout.OUTPUTS, rollout.show, rollout.draw, rollout.uses),
+    Tab("attention", "look", attention.build, attention.OUTPUTS, attention.OUTPUTS, attention.show, attention.draw,
         attention.uses, wire=attention.wire),
-    Tab("heads", heads.build, heads.OUTPUTS, heads.OUTPUTS, heads.show, heads.draw, heads.uses, wire=heads.wire),
-    Tab("query", query.build, query.DRAWN, query.OUTPUTS, query.show, query.draw, query.uses, wire=query.wire),
-    Tab(features.ID, features.build, features.OUTPUTS, lazy=features.show, wire=features.wire),
-    Tab("learn", learn.build, learn.OUTPUTS, lazy=learn.show, wire=learn.wire),
-    Tab(explain.ID, explain.build, explain.OUTPUTS, explain.SHOWS, explain.show, lazy=explain.explain,
+    Tab("heads", "look", heads.build, heads.OUTPUTS, heads.OUTPUTS, heads.show, heads.draw, heads.uses,
+        wire=heads.wire),
+    Tab("query", "look", query.build, query.DRAWN, query.OUTPUTS, query.show, query.draw, query.uses,
+        wire=query.wire),
+    # why this class
+    Tab(explain.ID, "why", explain.build, explain.OUTPUTS, explain.SHOWS, explain.show, lazy=explain.explain,
         wire=explain.wire),
-    Tab("compare", compare.build, compare.OUTPUTS, wire=compare.wire),
-    Tab("position", position.build, position.OUTPUTS, position.OUTPUTS, position.show),
-    Tab("distance", distance.build, distance.OUTPUTS, distance.OUTPUTS, distance.show),
-    Tab("norms", norms.build, norms.OUTPUTS, norms.OUTPUTS, norms.show),
-    Tab("model", model.build, model.OUTPUTS, model.OUTPUTS, model.show),
-    Tab("trust", trust.build, trust.OUTPUTS, trust.SHOWS, trust.show, wire=trust.wire),
-    Tab(inside.ID, inside.build, inside.OUTPUTS, inside.SHOWS, inside.show, wire=inside.wire),
+    Tab("trust", "why", trust.build, trust.OUTPUTS, trust.SHOWS, trust.show, wire=trust.wire),
+    # inside the model
+    Tab(inside.ID, "inside", inside.build, inside.OUTPUTS, inside.SHOWS, inside.show, wire=inside.wire),
+    Tab(features.ID, "inside", features.build, features.OUTPUTS, lazy=features.show, wire=features.wire),
+    Tab("distance", "inside", distance.build, distance.OUTPUTS, distance.OUTPUTS, distance.show),
+    Tab("norms", "inside", norms.build, norms.OUTPUTS, norms.OUTPUTS, norms.show),
+    Tab("position", "inside", position.build, position.OUTPUTS, position.OUTPUTS, position.show),
+    # learn and compare
+    Tab("learn", "learn", learn.build, learn.OUTPUTS, lazy=learn.show, wire=learn.wire),
+    Tab("model", "learn", model.build, model.OUTPUTS, model.OUTPUTS, model.show),
+    Tab("compare", "learn", compare.build, compare.OUTPUTS, wire=compare.wire),
 )
+if tuple(dict.fromkeys(tab.section for tab in TABS)) != SECTIONS:   # each section's tabs side by side, in order
+    raise RuntimeError("The tabs of TABS must come section by section, in the order of SECTIONS.")
 TAB_IDS = tuple(tab.id for tab in TABS)

@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import gradio as gr
 
-from viz import explorer
 
 from ..components import note, picture
 from ..controls import DISPLAY, ControlValues
+from viz.attention.view import attention_view
 
 OUTPUTS = ("attention", "attention_note")
 
@@ -36,7 +36,7 @@ def uses(v: ControlValues) -> frozenset[str]:
 
 
 def draw(session, a, c, lang: str) -> dict:
-    image, attention_note = explorer.attention_view(a, c, lang)
+    image, attention_note = attention_view(a, c, lang)
     return {"attention": image, "attention_note": attention_note or ""}
 
 

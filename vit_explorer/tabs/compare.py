@@ -12,8 +12,7 @@ import torch
 from vit.checkpoints.load import checkpoints_on_this_machine
 from vit.image_file import open_image
 from vit.preprocess import CHOICES as PREPROCESS_CHOICES
-from viz import explorer
-from viz.animate import display_frames, gif_bytes
+from viz.compare.animate import display_frames, gif_bytes
 from viz.compare import compare as comparison_of
 from viz.compare import comparison_image
 from viz.compare.side import compare_side
@@ -21,6 +20,7 @@ from viz.i18n import t
 
 from .. import state
 from ..components import cached_file, picture
+from viz.controls import display
 
 OUTPUTS = ("comparison", "compare_note", "top5_a", "top5_b", "animation", "animation_file", "snapshot",
            "snapshot_picture")
@@ -112,7 +112,7 @@ def animate(session, animate_what, lang, controls):
         return {}
     c = controls.for_analysis(a)
     frames = display_frames(a, animate_what, c.head, c.fusion, c.discard_ratio, c.mask_artifacts,
-                            display=explorer.display(c, lang, ANIMATION_SIZE))
+                            display=display(c, lang, ANIMATION_SIZE))
     name = hashlib.sha256(repr((session.key, animate_what, c, lang)).encode()).hexdigest()[:16]
     path = cached_file(gif_bytes(frames), f"attention-{animate_what}-{name}.gif")   # deleted with Gradio's cache
     return dict(animation_file=path, animation=path)

@@ -6,7 +6,6 @@ from __future__ import annotations
 import gradio as gr
 import torch
 
-from viz import tabs
 from viz.explain import METHODS
 from viz.explain.methods import DEFAULT_METHOD
 from viz.i18n import t
@@ -14,6 +13,7 @@ from viz.i18n import t
 from .. import state
 from ..components import note, picture
 from ..state import Pick
+from viz.explain.view import explain_view, methods_view
 
 ID = "explain"                # the tab's id in the table of tabs
 OUTPUTS = ("explain_line", "explain_picture", "methods_row")
@@ -92,8 +92,8 @@ def explain(session, method, target, contrast, texts, use_text, opacity, lang, n
     e = state.explained(session.key, chosen, lang)
     other = None if use_text else pick(contrast)
     other = None if other is None else state.explained(session.key, other, lang)
-    image, line = tabs.explain_view(a, e, method, other, float(opacity), lang, bool(narrow))
-    values = dict(explain_line=line, methods_row=tabs.methods_view(a, e, float(opacity), lang, bool(narrow)))
+    image, line = explain_view(a, e, method, other, float(opacity), lang, bool(narrow))
+    values = dict(explain_line=line, methods_row=methods_view(a, e, float(opacity), lang, bool(narrow)))
     if image is not None:
         values["explain_picture"] = image
     return values

@@ -13,12 +13,12 @@ from dataclasses import dataclass, replace
 import gradio as gr
 
 from viz import panels
-from viz.explorer import AnalysisKey
 from viz.features import view
 from viz.i18n import language, t
 
 from .. import state
 from ..components import PhotoInput, note, picture
+from viz.controls import AnalysisKey
 
 ID = "features"
 DRAWN = ("features_pca", "features_pca_note", "features_photo", "features_similarity", "features_match",

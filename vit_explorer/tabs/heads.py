@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import gradio as gr
 
-from viz import explorer
 
 from .. import state
 from ..components import note, picture
 from ..controls import DISPLAY, ControlValues
 from . import attention, query
+from viz.heads.view import head_at, head_info, heads_view
 
 OUTPUTS = ("heads", "heads_note")
 
@@ -30,7 +30,7 @@ def uses(v: ControlValues) -> frozenset[str]:
 
 def draw(session, a, c, lang: str) -> dict:
     """The grid, and the session that remembers its geometry for clicks."""
-    session, image, heads_note = explorer.heads_view(session, a, c, lang)
+    session, image, heads_note = heads_view(session, a, c, lang)
     return {"session": session, "heads": image, "heads_note": heads_note}
 
 
@@ -40,14 +40,14 @@ def show(shown) -> dict:
 
 def pick_head(evt: gr.SelectData, session, controls, lang):
     """A click on the grid: that layer and head in the sliders and the Attention tab, and one line on it."""
-    if (a := state.session_analysis(session, lang)) is None or (cell := explorer.head_at(session, *evt.index)) is None:
+    if (a := state.session_analysis(session, lang)) is None or (cell := head_at(session, *evt.index)) is None:
         return {}
     layer, head = cell
     c = controls.but(layer=layer, head=head, mean_heads=False).for_analysis(a)
     values = draw(session, a, c, lang)
     values.update(attention.draw(values["session"], a, c, lang), **query.draw(values["session"], a, c, lang))
     return {**values, "layer": layer, "head": gr.Slider(value=head, interactive=True), "mean_heads": False,
-            "heads_info": explorer.head_info(a, layer, head, c.mask_artifacts, lang)}
+            "heads_info": head_info(a, layer, head, c.mask_artifacts, lang)}
 
 
 def wire(page) -> None:

@@ -1,7 +1,7 @@
 """The Inside tab: when in depth the model knows the answer and which parts write it, for the Explain tab's class
 (and contrast): the logit lens as a strip and a patch map, direct logit attribution (layers × heads, with the MLP
 column) with the patches a clicked head moved, head importance, the picked heads removed together, and patching
-from a second photo (``viz.analysis.inside``, drawn by ``viz.inside.views``).
+from a second photo (``viz.inside.job``, drawn by ``viz.inside.views``).
 
 The heavy steps (the views, an ablation, patching) run ``InsideJob`` step by step with progress, each step in the
 model's turn, as heavy jobs (``vit_explorer.heavy``: generators that yield after each step, so a cancelled job stops
@@ -20,7 +20,7 @@ import numpy as np
 
 from vit.image_file import open_image
 from vit.inside import parse_heads, why_not_linear
-from viz.analysis.inside import InsideJob
+from viz.inside.job import InsideJob
 from viz.i18n import language, t
 from viz.inside import VIEWS
 from viz.inside import views as draw

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import gradio as gr
 
-from viz import explorer, tabs
 from viz.i18n import t
 
 from .. import state
 from ..components import picture
+from viz.learn.view import STEPS, learn_step, learn_table, stages_picture
+from viz.model.view import architecture
 
 OUTPUTS = ("learn_text", "learn_picture", "learn_table")
 
@@ -22,7 +23,7 @@ def build(page) -> None:
         page.add("back", gr.Button(i18n("button.back"), scale=1, min_width=80, elem_id="learn-back"))
         page.add("forward", gr.Button(i18n("button.next"), variant="primary", scale=1, min_width=80,
                                       elem_id="learn-next"))
-    page.add("step", gr.Slider(1, len(tabs.STEPS), value=1, step=1, label=i18n("control.step"),
+    page.add("step", gr.Slider(1, len(STEPS), value=1, step=1, label=i18n("control.step"),
                                info=i18n("help.step"), visible=walks, elem_id="learn-step"))
     with gr.Row():
         with gr.Column(scale=3, min_width=300):
@@ -42,15 +43,15 @@ def show(session, step, learn_layer, lang, narrow=False):
     served = state.model_of(session.key)
     if not served.architecture.one_sequence:      # a model of stages: its stages and this photo's shapes
         a = state.analysis(session.key, lang)
-        return dict(learn_text=t("learn.stages", lang), learn_picture=tabs.stages_picture(a),
-                    learn_table=explorer.architecture(served, a, lang))
+        return dict(learn_text=t("learn.stages", lang), learn_picture=stages_picture(a),
+                    learn_table=architecture(served, a, lang))
     try:
         w = state.WALKS.get(session.key)
     except (ValueError, OSError) as err:
         raise gr.Error(t("message.analyse_again", lang, error=err), print_exception=False) from None
     layer = min(int(learn_layer), w.depth - 1)
-    text, image = tabs.learn_step(w, int(step), layer, lang, state.analysis(session.key, lang), bool(narrow))
-    return dict(learn_text=text, learn_picture=image, learn_table=tabs.learn_table(w, layer, lang))
+    text, image = learn_step(w, int(step), layer, lang, state.analysis(session.key, lang), bool(narrow))
+    return dict(learn_text=text, learn_picture=image, learn_table=learn_table(w, layer, lang))
 
 
 FITTED = ("learn_about", "learn_steps", "step", "learn_layer")     # what ``fit`` sets when the model changes
@@ -69,7 +70,7 @@ def fit(served) -> dict:
 def step_by(delta: int):
     """The Back (-1) and Next (+1) buttons: the step slider moves, inside the walk."""
     def move(step):
-        return min(max(int(step) + delta, 1), len(tabs.STEPS))
+        return min(max(int(step) + delta, 1), len(STEPS))
     return move
 
 

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import gradio as gr
 
-from viz import explorer
+
+from viz.position.view import filters_panel
 
 from ..components import Picture
+from viz.model.view import architecture
 
 OUTPUTS = ("architecture", "filters")
 
@@ -19,5 +21,5 @@ def build(page) -> None:
 
 
 def show(shown) -> dict:
-    return {"architecture": explorer.architecture(shown.served, shown.analysis, shown.lang),
-            "filters": shown.served.filters}
+    return {"architecture": architecture(shown.served, shown.analysis, shown.lang),
+            "filters": shown.served.drawn(("filters",), lambda: filters_panel(shown.served.arrays))}

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import gradio as gr
 
+from viz.position.view import position_panel
+
 from ..components import Picture
 
 OUTPUTS = ("position",)
@@ -17,4 +19,6 @@ def build(page) -> None:
 
 def show(shown) -> dict:
     """Figure 7's centre of the served model (a model with no table of positions: the sentence why)."""
-    return {"position": shown.served.position(shown.lang, shown.controls.narrow)}
+    served, lang, narrow = shown.served, shown.lang, shown.controls.narrow
+    return {"position": served.drawn(("position", lang, narrow),
+                                     lambda: position_panel(served.arrays, lang=lang, narrow=narrow))}

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import gradio as gr
 
-from viz import explorer
 
 from .. import state
 from ..components import note, picture
 from ..controls import DISPLAY, ROLLOUT, ControlValues
+from viz.query.view import query_photo, query_views, select_patch
 
 OUTPUTS = ("query_photo", "query_out", "query_in", "query_note")
 DRAWN = ("query_out", "query_in", "query_note")     # what a control change redraws (the photo stays)
@@ -35,7 +35,7 @@ def uses(v: ControlValues) -> frozenset[str]:
 
 
 def draw(session, a, c, lang: str) -> dict:
-    query_out, query_in, query_note = explorer.query_views(session, a, c, lang)
+    query_out, query_in, query_note = query_views(session, a, c, lang)
     return {"query_out": query_out, "query_in": query_in, "query_note": query_note or ""}
 
 
@@ -47,8 +47,8 @@ def pick_patch(evt: gr.SelectData, session, controls, lang):
     """A click on the photo queries the patch under it."""
     if (a := state.session_analysis(session, lang)) is None:
         return {}
-    session = explorer.select_patch(session, a, *evt.index)
-    return {"session": session, "query_photo": explorer.query_photo(session, a),
+    session = select_patch(session, a, *evt.index)
+    return {"session": session, "query_photo": query_photo(session, a),
             **draw(session, a, controls.for_analysis(a), lang)}
 
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import gradio as gr
 
-from viz import explorer
 from viz.maps.rollout import FUSIONS
 
 from ..components import note, picture
 from ..controls import DISPLAY, ROLLOUT, ControlValues
+from viz.rollout.view import rollout_view
 
 OUTPUTS = ("rollout", "rollout_note")
 
@@ -35,7 +35,7 @@ def uses(v: ControlValues) -> frozenset[str]:
 
 
 def draw(session, a, c, lang: str) -> dict:
-    image, rollout_note = explorer.rollout_view(a, c, lang)
+    image, rollout_note = rollout_view(a, c, lang)
     return {"rollout": image, "rollout_note": rollout_note or ""}
 
 

@@ -1,6 +1,6 @@
 """What analysing a photo at another input size costs, said before it runs: its tokens, about how long (scaled from
 the served model's own time at its native size by the work of a forward pass) and what the server keeps for it
-(``viz.explorer.cached_bytes`` of an on-demand analysis, computed from the shapes).
+(``viz.records.cached_bytes`` of an on-demand analysis, computed from the shapes).
 
 Which models can run at another size at all (``follows_size``): those whose position information can follow the
 grid: a learnt table (resampled bicubically, ``VisionTransformer.resampled_pos_embed``), the fixed sine-cosine table
@@ -55,7 +55,7 @@ def forward_work(cfg, tokens: int) -> float:
 
 
 def kept_bytes(cfg, side: int) -> int:
-    """What the server keeps for an on-demand analysis at side×side (``viz.explorer.cached_bytes``): the float16
+    """What the server keeps for an on-demand analysis at side×side (``viz.records.cached_bytes``): the float16
     stream (L + 1)·T·D, each head's readout row and each row's log-sum-exp (float32), the head-fused copies while they
     fit ``FUSED_BYTES``, one layer's float32 queries and keys while they fit ``KEPT_KEYS``, the token norms, the mean
     distances and the photo."""

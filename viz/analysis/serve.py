@@ -12,8 +12,6 @@ from PIL import Image
 
 from vit.image_file import open_image
 
-from .. import panels
-from ..i18n import language
 from ..records import Analysis, ModelArrays
 from .capture import analyze, model_arrays
 
@@ -22,9 +20,9 @@ ATTENTION_DTYPE = np.float16  # the kept stream and head-fused maps: half the by
 
 @dataclass(frozen=True)
 class ServedModel:
-    """A loaded checkpoint with what the app derives from it: its arrays, and its image-free panels (Figure 7's
-    filters and position similarity), each drawn the first time a visitor needs it, in that visitor's language:
-    a model loads without drawing a Chinese picture nobody asked for (nor looking for a CJK font)."""
+    """A loaded checkpoint with what the app derives from it: its arrays, and its image-free pictures (Figure 7's
+    filters and position similarity: ``drawn``), each drawn the first time a visitor needs it, in that visitor's
+    language: a model loads without drawing a Chinese picture nobody asked for (nor looking for a CJK font)."""
     loaded: object                  # vit.LoadedModel
     arrays: ModelArrays
     own_side: int = 0               # the checkpoint's own input side once ``at_size`` changed it (0: not changed)
@@ -54,19 +52,9 @@ class ServedModel:
         arrays = self.arrays.patch_weight.nbytes + (0 if self.arrays.pos_embed is None else self.arrays.pos_embed.nbytes)
         return sum(t.nelement() * t.element_size() for t in tensors) + arrays
 
-    def position(self, lang: str = "en", narrow: bool = False) -> Image.Image:
-        """Figure 7 centre: position-embedding similarity, its texts in ``lang`` (drawn once per language and
-        screen; ``narrow``: for a phone)."""
-        lang = language(lang)
-        return self._once(("position", lang, narrow), lambda: panels.position_panel(self.arrays, lang=lang,
-                                                                                     narrow=narrow))
-
-    @property
-    def filters(self) -> Image.Image:
-        """Figure 7 left: principal components of the patch-embedding filters (no text; drawn once)."""
-        return self._once(("filters", None), lambda: panels.filters_panel(self.arrays))
-
-    def _once(self, key: tuple, draw) -> Image.Image:
+    def drawn(self, key: tuple, draw) -> Image.Image:
+        """A picture that depends on the model alone (Figure 7's filters and position similarity, in one language and
+        for one screen: ``key``), drawn by ``draw()`` the first time anyone asks and kept with the served model."""
         with self._drawing:   # two visitors asking at once get one drawing
             if key not in self._drawn:
                 self._drawn[key] = draw()

@@ -30,6 +30,7 @@ from .features import features_outputs, features_request
 from .inside import inside_outputs, inside_request
 from .options import build_parser, load_model, options_from
 from .write import no_classifier_note, write_image_result, zero_shot_entries
+from ..position.view import model_panels
 
 __all__ = ["build_parser", "main", "options_from"]
 
@@ -48,7 +49,7 @@ def check_run(args, loaded) -> None:
     if args.batch_size > 1 and loaded.preprocess.varies:
         raise ValueError(varying_batch_note(loaded.preprocess))
     if args.mp4:
-        from ..animate import mp4_available
+        from ..compare.animate import mp4_available
         if not mp4_available():
             raise ValueError("--mp4 needs the optional packages imageio and imageio-ffmpeg (pip install imageio "
                              "imageio-ffmpeg); leave --mp4 out for the GIF alone.")
@@ -178,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
                              **trust_options(request, data_set))
     writer = None
     if not args.stats_only:
-        model = panels.model_panels(model_arrays(loaded.model, loaded.name), args.lang)   # the same for every image
+        model = model_panels(model_arrays(loaded.model, loaded.name), args.lang)   # the same for every image
         preprocess = loaded.preprocess_record()
 
         def writer(entry: "files.ImageEntry", a: Analysis, decode_s: float, trust=None, head_importance=None) -> None:
@@ -213,7 +214,7 @@ def run_blocks(args, loaded, o: panels.MapOptions, entries, request, device, dty
     data_set = len(entries) > 1 or args.stats_only
     writer = None
     if not args.stats_only:
-        model = panels.model_panels(model_arrays(loaded.model, loaded.name), args.lang)
+        model = model_panels(model_arrays(loaded.model, loaded.name), args.lang)
         preprocess = loaded.preprocess_record()
 
         def writer(entry, a: Analysis, decode_s: float) -> None:

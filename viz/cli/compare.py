@@ -22,7 +22,7 @@ def _same_target(loaded, target, name: str, texts) -> object:
     the same text (CLIP). ValueError when that model has no such class or no text tower."""
     from vit.explain import TextTarget
 
-    from ..analysis import resolve_target
+    from ..explain.explainer import resolve_target
     return resolve_target(loaded, name, list(texts), text=isinstance(target, TextTarget))
 
 
@@ -33,7 +33,7 @@ def explanation_pairs(loaded_a, loaded_b, sides: tuple, request) -> tuple[dict, 
     name in B, so both maps answer the same question. Returns (extra maps for ``viz.compare.compare``:
     {"<method>: <target>": (map of A, map of B)}, the start of compare.json's "explain" entry).
     """
-    from ..analysis import explain_tensor
+    from ..explain.explainer import explain_tensor
 
     def run(loaded, side, target):
         x = loaded.preprocess.to_tensor(side.analysis.image).to(next(loaded.model.parameters()).device)

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..animate import save_gif, save_mp4
+from ..compare.animate import save_gif, save_mp4
 from ..drawing import render
-from ..dynamics import FRAME_MS, DynamicsView, dynamics_arrays
+from ..compare.dynamics import FRAME_MS, DynamicsView, dynamics_arrays
 from ..maps.rollout import FUSIONS
 from .options import PREPROCESS_CHOICES
 
@@ -44,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from vit.image_file import open_image
 
-    from ..analysis.snapshots import load_series
+    from ..compare.snapshots import load_series
 
     try:
         render.colormap_lut(args.cmap)

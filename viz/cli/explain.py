@@ -37,7 +37,7 @@ def explain_request(args: argparse.Namespace, loaded) -> ExplainRequest | None:
 
     Classes for a classifier; for a CLIP image tower with a text tower, texts (``resolve_target``): --target
     "a photo of a cat" explains that text, no --target the best of --texts."""
-    from ..analysis import resolve_target
+    from ..explain.explainer import resolve_target
 
     if not args.explain:
         if args.protocol:
@@ -77,7 +77,7 @@ def trust_entries(report, lang: str = "en", photo=None) -> tuple[dict, dict]:
     the keys it adds to result.json's "explain": one protocol keeps the single-protocol shape, several add
     "faithfulness_by_protocol", "fractions", "verdicts" and "protocol_agreement")."""
     from ..drawing.plots import figure_to_image
-    from ..drawing.trust import trust_figure
+    from ..trust.figure import trust_figure
     from ..trust import ProtocolsReport
 
     first = report.first if isinstance(report, ProtocolsReport) else report
@@ -95,7 +95,7 @@ def explanation_outputs(loaded, a: Analysis, request: ExplainRequest,
     """Explain one analysed image -> (PNG panels, npz arrays, the result.json "explain" entry) for
     ``write_image_result``. The model sees exactly the analysed pixels (``a.image``, the crop). ``trust``: the
     image's ``TrustReport`` when the data-set run already computed it (else computed here if asked for)."""
-    from ..analysis import explain_tensor
+    from ..explain.explainer import explain_tensor
 
     t0 = time.perf_counter()
     x = loaded.preprocess.to_tensor(a.image).to(next(loaded.model.parameters()).device)

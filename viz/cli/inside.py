@@ -1,5 +1,5 @@
 """``--inside VIEWS [--target] [--contrast] [--ablate L.H,…] [--patch-from IMAGE2] [--reference FOLDER]``: what each
-layer predicts, what each head writes into the answer and what breaks without it (``viz.analysis.inside``), per
+layer predicts, what each head writes into the answer and what breaks without it (``viz.inside.job``), per
 image: inside_lens.png, inside_dla.png, inside_heads.png, inside_patch.png, arrays in attention.npz and result.json's
 "inside" entry (``viz.inside.report``). ``--target``/``--contrast`` are the ones ``--explain`` reads.
 """
@@ -41,8 +41,8 @@ def inside_request(args: argparse.Namespace, loaded) -> InsideRequest | None:
     from vit.image_file import open_image
     from vit.inside import parse_heads
 
-    from ..analysis import resolve_target
-    from ..analysis.inside import check_views, reference_means, view_names
+    from ..explain.explainer import resolve_target
+    from ..inside.job import check_views, reference_means, view_names
     from ..dataset.files import list_images
 
     if not asked(args):
@@ -80,7 +80,7 @@ def inside_outputs(loaded, a: Analysis, request: InsideRequest, lang: str = "en"
     """One analysed image -> (PNG panels, npz arrays, result.json's "inside" entry) for ``write_image_result``. The
     model sees exactly the analysed pixels (``a.image``); ``head_importance``: the exact (L, H) table a data-set run
     already computed for this image."""
-    from ..analysis.inside import InsideJob
+    from ..inside.job import InsideJob
     from ..drawing.plots import figure_to_image
     from ..inside import dla_figure, heads_figure, lens_figure, patch_figure
 

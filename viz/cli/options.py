@@ -9,7 +9,7 @@ from pathlib import Path
 from vit.command import program
 
 from .. import panels
-from ..animate import ANIMATED_MAPS, FRAME_MS
+from ..compare.animate import ANIMATED_MAPS, FRAME_MS
 from ..explain import METHODS
 from ..i18n import LANGUAGES
 from ..maps.rollout import FUSIONS

@@ -11,6 +11,7 @@ import numpy as np
 
 from .. import panels
 from ..records import Analysis
+from .pictures import captions, image_panels
 
 
 def write_image_result(path: Path, folder: Path, a: Analysis, model: tuple[dict, dict], o: panels.MapOptions,
@@ -19,7 +20,7 @@ def write_image_result(path: Path, folder: Path, a: Analysis, model: tuple[dict,
                        preprocess: dict | None = None, assumptions: list[str] | None = None,
                        features: tuple[dict, dict, dict] | None = None) -> np.ndarray:
     """Render and write one analysed image's panels (with the model's own, ``model``: the result of
-    ``panels.model_panels``, and the explanations, ``explained``: ``explanation_outputs``), result.json and
+    ``model_panels``, and the explanations, ``explained``: ``explanation_outputs``), result.json and
     attention.npz; returns its mean distance (L, H).
 
     ``zero_shot``: [{"text", "probability"}, …] most probable first, written as result.json's "zero_shot";
@@ -29,7 +30,7 @@ def write_image_result(path: Path, folder: Path, a: Analysis, model: tuple[dict,
     "resize", "crop", "interpolation", "mean", "std", …), written as result.json's "preprocess"; ``assumptions``:
     what the loader assumed rather than read (``vit.LoadedModel.assumptions``), result.json's "assumptions"."""
     t2 = time.perf_counter()
-    images, arrays = panels.image_panels(a, o)
+    images, arrays = image_panels(a, o)
     t3 = time.perf_counter()
     images, arrays = {**images, **model[0]}, {**arrays, **model[1]}
     for extra in (explained, inside, features):
@@ -59,7 +60,7 @@ def write_image_result(path: Path, folder: Path, a: Analysis, model: tuple[dict,
            if a.probabilities.size else {"notes": [no_classifier_note(a.model_name)]}),
         **({"zero_shot": zero_shot} if zero_shot is not None else {}),
         "readout": a.readout,
-        "captions": panels.captions(a, o),
+        "captions": captions(a, o),
         "options": {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(o).items()},
         "timings_s": {"decode": decode_s, **a.timings, "panels": t3 - t2, "write": t4 - t3},
         "files": sorted([f"{name}.png" for name in images] + ["attention.npz", "result.json"] + animations),
@@ -118,7 +119,7 @@ def zero_shot_entries(loaded, a: Analysis, texts: list[str]) -> list[dict]:
 
 def write_animation(folder: Path, stem: str, a: Analysis, o: panels.MapOptions, args: argparse.Namespace) -> list[str]:
     """``stem``.gif (and ``stem``.mp4 with --mp4): one frame per block of ``--animate-map``; returns the file names."""
-    from ..animate import depth_frames, save_gif, save_mp4
+    from ..compare.animate import depth_frames, save_gif, save_mp4
 
     frames = depth_frames(a, args.animate_map, o.head, o.fusion, o.discard_ratio, o.mask_artifacts, o.norm_ratio,
                           o.cmap, o.alpha, o.colorbar, o.scale)

@@ -10,6 +10,7 @@
 - ``comparison``: ``compare`` and ``comparison_record``, arrays only; ``align``: the two crops' common box and the
   resampling of a map onto it; ``figure``: the pictures. The CLI's ``--compare`` is ``viz.cli.compare``.
 """
+from . import texts  # noqa: F401  (the tab's texts in the catalogue)
 from .comparison import ClassChange, Comparison, MapPair, Side, compare, comparison_record
 from .figure import comparison_figure, comparison_image, pair_overlays
 

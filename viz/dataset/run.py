@@ -20,7 +20,8 @@ import torch
 from PIL import Image
 from tqdm import tqdm
 
-from ..analysis import analyses, capture, explain_tensor, model_input
+from ..analysis import analyses, capture, model_input
+from ..explain.explainer import explain_tensor
 from ..maps.distance import uniform_distance
 from ..trust.chefer import SIGNS, black_pixel, chefer_hits
 from ..trust.dataset import image_scores, score_columns
@@ -251,7 +252,7 @@ def _analyse_batch(loaded, entries, batch, options: RunOptions, write_image: Ima
 
 def _inside_values(loaded, x: torch.Tensor, labels: list[int | None], options: RunOptions) -> list[dict]:
     """Each image's "inside.head_importance" (L, H) and, when labelled, "inside.lens_top1" (L,): one batch."""
-    from ..analysis.inside import dataset_values
+    from ..inside.job import dataset_values
 
     request = options.inside
     return dataset_values(loaded.model, x.float(), labels, request.target, request.contrast, request.views,

@@ -23,7 +23,7 @@ images are reported for every one:
   table (``viz.dataset.report``). Add them to the dict ``image_values`` returns, in ``viz.dataset.run``;
 - ``inside.head_importance`` (L, H), ``inside.lens_top1`` (L,): with ``--inside``, the change of each image's target
   logit when each head alone is ablated, and 1 or 0 per layer where the logit lens's top-1 is the label (labelled
-  images only); ``viz.analysis.inside.dataset_values``, reported as statistics.json's "inside".
+  images only); ``viz.inside.job.dataset_values``, reported as statistics.json's "inside".
 """
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Fonts for the pictures' texts: English keeps the fonts it always had, Chinese gets an installed CJK font.
+"""Fonts for the pictures' texts: English keeps the fonts it always had, Chinese gets an installed CJK font (which one,
+and whether there is one: ``viz.i18n.fonts``).
 
 Pillow's bundled font and matplotlib's DejaVu Sans have no Chinese glyphs: drawn with them, Chinese text
 becomes a row of identical missing-glyph boxes ("tofu"). Chinese texts are drawn with the first CJK font that
@@ -12,88 +13,16 @@ which font to install. English pictures never look for a CJK font.
 """
 from __future__ import annotations
 
-import threading
-from dataclasses import dataclass
 from functools import lru_cache
-from pathlib import Path
 
 from matplotlib import font_manager
 from matplotlib.figure import Figure
 from matplotlib.text import Text
 from PIL import ImageFont
 
-from ..i18n import language
+from ..i18n.fonts import cjk_font, picture_language
 
-CJK_FAMILIES = (   # in order of preference: Linux, then macOS, then Windows
-    "Noto Sans CJK SC", "Source Han Sans SC", "Noto Sans SC", "WenQuanYi Zen Hei", "WenQuanYi Micro Hei",
-    "Droid Sans Fallback",
-    "PingFang SC", "Hiragino Sans GB", "Heiti SC", "STHeiti", "Songti SC", "Arial Unicode MS",
-    "Microsoft YaHei", "DengXian", "SimHei", "SimSun")
-CJK_FILE_HINTS = ("cjk", "sourcehan", "wqy", "droidsansfallback", "pingfang", "hiragino", "stheiti", "songti",
-                  "arial unicode", "msyh", "deng", "simhei", "simsun")  # file names worth adding to matplotlib's list
 LATIN_FAMILY = "DejaVu Sans"   # matplotlib's default: English figures keep exactly their old look
-INSTALL_HINT = ("Noto Sans CJK SC (Debian/Ubuntu: sudo apt-get install fonts-noto-cjk; macOS and Windows "
-                "ship PingFang SC and Microsoft YaHei)")
-_WEIGHTS = (400, "normal", "regular", "book", "medium", 500)
-
-
-@dataclass(frozen=True)
-class FontFace:
-    """One face of a font file: ``index`` picks it inside a .ttc collection (Pillow's ``index``)."""
-    path: str
-    index: int
-    family: str
-
-
-def _regular_face(entries) -> FontFace | None:
-    found = {}
-    for e in entries:
-        if e.name in CJK_FAMILIES and e.style == "normal" and e.weight in _WEIGHTS:
-            found.setdefault(e.name, FontFace(str(e.fname), int(getattr(e, "index", 0)), e.name))
-    return next((found[name] for name in CJK_FAMILIES if name in found), None)
-
-
-_SEARCH = threading.Lock()
-
-
-@lru_cache(maxsize=1)
-def cjk_font() -> FontFace | None:
-    """The regular face of the first installed font of ``CJK_FAMILIES`` as matplotlib's font manager lists it,
-    or None when this machine has none.
-
-    matplotlib caches its list of system fonts; a font installed after that cache was written is added
-    here from the system font folders (only files whose names hint at a CJK font)."""
-    with _SEARCH:
-        face = _regular_face(font_manager.fontManager.ttflist)
-        if face is None:
-            for path in font_manager.findSystemFonts():
-                if any(hint in Path(path).name.lower() for hint in CJK_FILE_HINTS):
-                    try:
-                        font_manager.fontManager.addfont(path)
-                    except (OSError, RuntimeError, ValueError):   # a broken file: skip it, keep looking
-                        continue
-            face = _regular_face(font_manager.fontManager.ttflist)
-        return face
-
-
-def can_draw_chinese() -> bool:
-    """Whether pictures can be drawn with Chinese texts on this machine (a CJK font was found)."""
-    return cjk_font() is not None
-
-
-def picture_language(lang: str | None) -> str:
-    """The language a picture for ``lang`` is drawn in: ``lang`` itself, or English when it is Chinese and no
-    CJK font is installed (English labels rather than rows of missing-glyph boxes)."""
-    lang = language(lang)
-    return lang if lang == "en" or can_draw_chinese() else "en"
-
-
-def missing_font_message() -> str | None:
-    """One line for the console when Chinese pictures will have English labels; None when a CJK font is found."""
-    if can_draw_chinese():
-        return None
-    return (f"No Chinese font found (looked for {', '.join(CJK_FAMILIES[:3])}, ...): pictures for Chinese "
-            f"visitors get English labels. Install {INSTALL_HINT} to draw them in Chinese.")
 
 
 def pil_font(size: int = 12, lang: str = "en", text: str = "") -> ImageFont.FreeTypeFont:

@@ -7,8 +7,9 @@
 - ``explanation``: ``Explanation`` (the maps for one image and target) and ``contrast``;
 - ``panels``: overlays with a colour bar (diverging and centred on 0 for signed maps and contrasts).
 
-No model here: ``viz.analysis.explainer`` runs the passes of ``vit.explain`` and then these formulas.
+No model here: ``viz.explain.explainer`` runs the passes of ``vit.explain`` and then these formulas.
 """
+from . import texts  # noqa: F401  (the tab's texts in the catalogue)
 from .arrays import ExplainArrays
 from .explanation import Explanation, contrast
 from .methods import FAMILIES, METHODS, Method, families_of, method_names

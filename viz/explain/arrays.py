@@ -1,6 +1,6 @@
 """What the explanation formulas read: the arrays one model pass produced for one image, as numpy.
 
-Filled by ``viz.analysis.explainer`` from the passes in ``vit.explain``; every formula in this package takes
+Filled by ``viz.explain.explainer`` from the passes in ``vit.explain``; every formula in this package takes
 an ``ExplainArrays`` and returns a (gh, gw) map, so a formula never sees a model. Fields a pass did not
 produce are None, and a formula that needs one says so (``need``).
 

@@ -2,13 +2,13 @@
 every family of methods (one model pass) one record.
 
 A method names its ``family`` and the formula that turns that pass's arrays into a (gh, gw) map. The runner
-(``viz.analysis.explainer``) gives every method the same call signature,
+(``viz.explain.explainer``) gives every method the same call signature,
 ``explain_map(name, model, x, target) -> (gh, gw)``, runs each family's pass once per (image, target) and
 evaluates every formula of that family (and of the families it also serves) on it, so one backward serves gae,
 grad_rollout, gradcam, attention and rollout together.
 
 A new method whose family exists is one entry in ``METHODS``. A new family is one ``Family`` record in
-``FAMILIES``; a new kind of model pass is one function in ``viz.analysis.explainer.PASSES`` (and its model side
+``FAMILIES``; a new kind of model pass is one function in ``viz.explain.explainer.PASSES`` (and its model side
 in ``vit.explain``).
 
 A Swin's methods are the same names in their own table, ``WINDOW_METHODS``, whose families run the Swin passes
@@ -37,7 +37,7 @@ class Family:
     (for a relevance pass) which rule set it propagates with."""
     name: str
     needs: str                         # what the model does for it, once per image and target, in words
-    model_pass: str                    # the pass that runs it: a key of viz.analysis.explainer.PASSES
+    model_pass: str                    # the pass that runs it: a key of viz.explain.explainer.PASSES
     serves: tuple[str, ...] = ()       # the families whose arrays the same pass also produces
     rules: str | None = None           # the relevance rules (a key of vit.explain.RULE_SETS) of an LRP pass
 

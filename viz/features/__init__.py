@@ -3,6 +3,7 @@
 photos (``pca``), and the cosine similarity of a patch to every patch, of its photo or another (``similarity``);
 ``pictures`` draws them. Arrays in, arrays and PIL images out: the features come from an analysis' kept residual
 stream (``viz.analysis.analyze(..., keep_stream=True)``)."""
+from . import texts  # noqa: F401  (the tab's texts in the catalogue)
 from .pca import Pca, fit_moments, fit_pca, foreground_rgb, moments, pca_rgb, unit_range
 from .similarity import best_match, cosine_to, patch_similarity
 from .tokens import check_features, layer_features, patch_features

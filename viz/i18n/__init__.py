@@ -1,9 +1,9 @@
-"""Every text of the explorer in English and Simplified Chinese: the pictures' texts and the page's.
-
-One catalogue, three parts (``pictures``: axis labels, legends, colour-bar labels, captions, notes drawn into
-images; ``page``: titles, tab names, control labels and help, messages of the page; ``model``: the Model tab's
-architecture table). Each entry is a key with
-its English and Chinese text; texts may hold ``str.format`` fields (``{layer}``), filled by ``t``.
+"""Every text of the explorer in English and Simplified Chinese, in one catalogue: the texts several tabs share here
+(``pictures``: axis labels, legends, colour-bar labels, captions, notes drawn into images; ``page``: the title, the
+controls every map tab shows, messages, what the loader assumed), and each tab's own texts beside its view, in its
+slice (``viz.<tab>.texts``), which adds them with ``register`` (``viz`` imports every slice's texts, so the
+catalogue is whole once ``viz`` is imported). Each entry is a key with its English and Chinese text; texts may hold
+``str.format`` fields (``{layer}``), filled by ``t``.
 
 - ``t(key, lang="en", **values)``: the text in one language, formatted; what viz/ draws and what the server
   puts into messages (``gr.Error``, notes), which the browser cannot translate. A picture's text is English
@@ -19,53 +19,26 @@ from __future__ import annotations
 
 import string
 
-from .model import MODEL
+from .languages import DEFAULT_LANGUAGE, LANGUAGES, language, language_from_header
 from .page import PAGE
 from .pictures import PICTURES
 
-LANGUAGES = ("en", "zh-CN")   # the order of the texts in every catalogue entry
-DEFAULT_LANGUAGE = "en"
-CATALOGUE: dict[str, tuple[str, str]] = {**PICTURES, **PAGE, **MODEL}
-if len(CATALOGUE) != len(PICTURES) + len(PAGE) + len(MODEL):  # a key in two parts would silently shadow one of them
-    twice = (set(PICTURES) & set(PAGE)) | (set(PICTURES) & set(MODEL)) | (set(PAGE) & set(MODEL))
-    raise RuntimeError(f"Keys in two parts of viz.i18n: {sorted(twice)}")
-
-_ALIASES = {"en": "en", "zh": "zh-CN", "zh-cn": "zh-CN", "zh-hans": "zh-CN", "zh-sg": "zh-CN", "zh-hans-cn": "zh-CN"}
+CATALOGUE: dict[str, tuple[str, str]] = {**PICTURES, **PAGE}
+if len(CATALOGUE) != len(PICTURES) + len(PAGE):  # a key in two parts would silently shadow one of them
+    raise RuntimeError(f"Keys in two parts of viz.i18n: {sorted(set(PICTURES) & set(PAGE))}")
+PICTURE_KEYS: set[str] = set(PICTURES)     # the texts drawn into pictures: English where Chinese cannot be drawn
 
 
-def language(lang: str | None) -> str:
-    """Normalise a language tag to one of ``LANGUAGES`` (None -> English); ValueError for any other language."""
-    if lang is None:
-        return DEFAULT_LANGUAGE
-    tag = str(lang).strip().replace("_", "-").lower()
-    if tag in _ALIASES:
-        return _ALIASES[tag]
-    if tag.split("-")[0] == "en":
-        return "en"
-    raise ValueError(f"Unknown language {lang!r}! Expected one of {LANGUAGES} (or 'zh', 'zh_CN', 'en-US').")
-
-
-def language_from_header(accept_language: str | None) -> str:
-    """An HTTP Accept-Language header ("zh-CN,zh;q=0.9,en;q=0.8") -> the best of ``LANGUAGES``, English by default.
-
-    Only Simplified Chinese tags count as Chinese ("zh-TW" and "zh-HK" are Traditional and get English, as
-    Gradio's own choice of locale does for texts it has no Traditional version of)."""
-    weighted = []
-    for i, part in enumerate((accept_language or "").split(",")):
-        tag, _, params = part.strip().partition(";")
-        q = 1.0
-        if params.strip().startswith("q="):
-            try:
-                q = float(params.strip()[2:])
-            except ValueError:
-                q = 0.0
-        weighted.append((-q, i, tag.strip()))
-    for _, _, tag in sorted(weighted):
-        try:
-            return language(tag)
-        except ValueError:
-            continue
-    return DEFAULT_LANGUAGE
+def register(page: dict[str, tuple[str, str]], pictures: dict[str, tuple[str, str]]) -> None:
+    """A tab's texts (key -> (English, Chinese)) added to the catalogue: those of the page, and those drawn into its
+    pictures (which ``t`` gives in English where no CJK font can draw them). RuntimeError for a key that is already
+    there (it would silently shadow another's)."""
+    twice = (set(page) | set(pictures)) & set(CATALOGUE) | set(page) & set(pictures)
+    if twice:
+        raise RuntimeError(f"Keys in two parts of viz.i18n: {sorted(twice)}")
+    CATALOGUE.update(page)
+    CATALOGUE.update(pictures)
+    PICTURE_KEYS.update(pictures)
 
 
 def t(key: str, lang: str | None = DEFAULT_LANGUAGE, **values) -> str:
@@ -75,9 +48,9 @@ def t(key: str, lang: str | None = DEFAULT_LANGUAGE, **values) -> str:
     try:
         entry = CATALOGUE[key]
     except KeyError:
-        raise KeyError(f"No text {key!r} in the catalogue (viz/i18n/pictures.py, page.py, model.py).") from None
+        raise KeyError(f"No text {key!r} in the catalogue (viz/i18n/pictures.py, page.py, viz/<tab>/texts.py).") from None
     lang = language(lang)
-    if key in PICTURES and lang != DEFAULT_LANGUAGE:
+    if key in PICTURE_KEYS and lang != DEFAULT_LANGUAGE:
         lang = _picture_language(lang)
     text = entry[LANGUAGES.index(lang)]
     return text.format(**values) if values or "{" in text else text
@@ -85,8 +58,8 @@ def t(key: str, lang: str | None = DEFAULT_LANGUAGE, **values) -> str:
 
 def _picture_language(lang: str) -> str:
     """The language pictures are drawn in (English without a CJK font). Imported here, not at the top: the fonts
-    module needs matplotlib's font list and imports ``language`` from this package."""
-    from ..drawing.fonts import picture_language
+    module loads matplotlib's font manager, which only pictures need."""
+    from .fonts import picture_language
     return picture_language(lang)
 
 
@@ -101,5 +74,5 @@ def translations(keys=None) -> dict[str, dict[str, str]]:
     return {lang: {k: v[i] for k, v in chosen.items()} for i, lang in enumerate(LANGUAGES)}
 
 
-__all__ = ["LANGUAGES", "DEFAULT_LANGUAGE", "CATALOGUE", "PICTURES", "PAGE", "MODEL", "language",
+__all__ = ["LANGUAGES", "DEFAULT_LANGUAGE", "CATALOGUE", "PICTURES", "PAGE", "language", "register",
            "language_from_header", "t", "fields", "translations"]

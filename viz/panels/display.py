@@ -1,6 +1,8 @@
-"""The map panels for the page: drawn at display size (``Display``), read in multiples of uniform attention
-(1 = 1/T), optionally on one colour scale across layers and patch-true, each returned as a ``MapPanel`` with
-the numbers behind the picture and a note when artifact tokens dominate it.
+"""How every tab draws a map for the page: at display size (``Display``, the photo enlarged once: ``display_photo``),
+read in multiples of uniform attention (1 = 1/T, ``uniform_tokens``, ``draw_map``), on a range over the kept patches
+(``value_range``, ``kept_range``), returned as a ``MapPanel`` with the numbers behind the picture and the note when
+artifact tokens dominate it (``artifact_note``). The tabs' own panels are in their slices (``viz.rollout``,
+``viz.attention``, ``viz.query``, ...).
 """
 from __future__ import annotations
 
@@ -11,13 +13,10 @@ from PIL import Image
 
 from ..cache import Cache, nbytes
 from ..drawing import render, screens
-from ..drawing.grids import banded_grid, label_margins
 from ..i18n import t
-from ..maps import attention, norms
-from ..maps.layout import layer_index
+from ..maps import norms
 from ..records import Analysis
-from .select import (artifact_drop, artifact_flags, attention_caption, attention_of, query_maps, rollout_caption,
-                     rollout_of, token_norm_maps_of, where_name)
+from .select import artifact_drop
 
 @dataclass(frozen=True)
 class Display:
@@ -84,7 +83,7 @@ def uniform_tokens(a: Analysis, drop: np.ndarray | None, layer: int = 0) -> int:
     return a.architecture.block(layer).num_tokens - (0 if drop is None else int(np.count_nonzero(drop)))
 
 
-def _uniform_ticks(vmin: float, vmax: float) -> list[float]:
+def uniform_ticks(vmin: float, vmax: float) -> list[float]:
     """Colour-bar ticks for maps in multiples of uniform: the top, 1 (uniform) when inside, the bottom."""
     if not vmax > vmin:
         return [vmax]
@@ -94,8 +93,8 @@ def _uniform_ticks(vmin: float, vmax: float) -> list[float]:
     return ticks
 
 
-def _artifact_note(a: Analysis, values: np.ndarray, mask_artifacts: bool, norm_ratio: float,
-                   lang: str) -> str | None:
+def artifact_note(a: Analysis, values: np.ndarray, mask_artifacts: bool, norm_ratio: float,
+                  lang: str) -> str | None:
     """The note for a map of the CLS attention: artifacts masked, or dominating the unmasked map, or None (a model
     of windows or stages has no artifact tokens: ``select.artifact_flags``)."""
     flagged = artifact_drop(a, True, norm_ratio)
@@ -108,150 +107,23 @@ def _artifact_note(a: Analysis, values: np.ndarray, mask_artifacts: bool, norm_r
     return t("note.artifacts_dominate", lang, share=share.share, count=share.count) if share.dominates else None
 
 
-def _draw_map(base: Image.Image, values: np.ndarray, vmin: float, vmax: float, label: str, tokens: int,
-              display: Display, outline: np.ndarray | None = None) -> Image.Image:
+def draw_map(base: Image.Image, values: np.ndarray, vmin: float, vmax: float, label: str, tokens: int,
+             display: Display, outline: np.ndarray | None = None) -> Image.Image:
+    """A map over the photo at display size in multiples of uniform attention, its colour bar saying so."""
     return render.overlay(base, values, display.cmap, display.alpha, vmin=vmin, vmax=vmax, mask=outline,
                           colorbar=display.colorbar,
                           label=f"{label}\n{t('colorbar.uniform', display.lang, tokens=tokens)}",
-                          lang=display.lang, smooth=not display.patch_true, ticks=_uniform_ticks(vmin, vmax),
+                          lang=display.lang, smooth=not display.patch_true, ticks=uniform_ticks(vmin, vmax),
                           font_size=display.font_size)
 
 
-def _range(values: np.ndarray, drop: np.ndarray | None) -> tuple[float, float]:
+def value_range(values: np.ndarray, drop: np.ndarray | None) -> tuple[float, float]:
     """(min, max) of a map over its kept patches (dropped ones read 0 and stay out of the scale)."""
     kept = values if drop is None or drop.all() else values[~drop]
     return float(kept.min()), float(kept.max())
 
 
-def rollout_map_panel(a: Analysis, fusion: str = "mean", discard_ratio: float = 0.0, start_layer: int = 0,
-                      mask_artifacts: bool = False, norm_ratio: float = 3.0,
-                      display: Display = Display(), stop_layer: int | None = None) -> MapPanel:
-    """The query's rollout (CLS, MAP probe or mean of patches) on the photo at display size, in multiples of
-    uniform attention, with the artifact note; ``stop_layer``: of the layers up to that one only (an animation's
-    frame)."""
-    drop = artifact_drop(a, mask_artifacts, norm_ratio)
-    tokens = uniform_tokens(a, drop)
-    values = rollout_of(a, fusion, discard_ratio, start_layer, mask_artifacts, norm_ratio, stop_layer) * tokens
-    vmin, vmax = _range(values, drop)
-    image = _draw_map(display_photo(a, display.size), values, vmin, vmax, rollout_caption(a, display.lang), tokens,
-                      display)
-    return MapPanel(image, values, vmin, vmax, tokens, _artifact_note(a, values, mask_artifacts, norm_ratio,
-                                                                        display.lang))
-
-
-def attention_layers(a: Analysis, head: int | None = None, mask_artifacts: bool = False,
-                     norm_ratio: float = 3.0) -> list[np.ndarray]:
-    """The query's attention over the patches in every layer (per layer (gh_l, gw_l) on its own grid), in multiples
-    of uniform attention over the layer's tokens (the CLS row, or the mean of the patch rows for models without a
-    CLS token), the artifact tokens dropped (and the rows renormalised) when masking: what ``attention_map_panel``
-    draws for one layer."""
-    drop = artifact_drop(a, mask_artifacts, norm_ratio)
-    return [attention_of(a, layer, head, drop) * uniform_tokens(a, drop, layer) for layer in range(a.depth)]
-
-
-def _kept_range(maps: list[np.ndarray], drop: np.ndarray | None) -> tuple[float, float]:
+def kept_range(maps: list[np.ndarray], drop: np.ndarray | None) -> tuple[float, float]:
     """(min, max) over several maps' kept patches (a shared scale)."""
     kept = [m if drop is None or drop.all() or m.shape != drop.shape else m[~drop] for m in maps]
     return min(float(k.min()) for k in kept), max(float(k.max()) for k in kept)
-
-
-def attention_map_panel(a: Analysis, layer: int = -1, head: int | None = None, mask_artifacts: bool = False,
-                        outline_share: float | None = None, shared_scale: bool = False, norm_ratio: float = 3.0,
-                        display: Display = Display()) -> MapPanel:
-    """The query's attention of one layer (one head or their mean) at display size, in multiples of uniform
-    attention: the CLS row, the mean of the patch rows (mean-pooled models), or the MAP probe's attention
-    (SigLIP: it reads once, after the last layer, so ``layer`` does not apply); on the layer's own grid, with its
-    windows outlined when it attends inside windows. ``outline_share``: DINO's threshold mask (e.g. 0.6) outlined;
-    ``shared_scale``: one colour scale for every layer (the min and max over all layers), so layers can be compared
-    colour for colour."""
-    drop = artifact_drop(a, mask_artifacts, norm_ratio)
-    if a.readout == "map":
-        layers = [attention_of(a, layer, head, drop) * uniform_tokens(a, drop)]
-        values, tokens, block = layers[0], uniform_tokens(a, drop), a.architecture.blocks[-1]
-    else:
-        layer = layer_index(layer, a.depth)
-        layers = attention_layers(a, head, mask_artifacts, norm_ratio) if shared_scale else None
-        values = layers[layer] if layers else attention_of(a, layer, head, drop) * uniform_tokens(a, drop, layer)
-        tokens, block = uniform_tokens(a, drop, layer), a.architecture.blocks[layer]
-    vmin, vmax = _kept_range(layers, drop) if shared_scale else _range(values, drop)
-    outline = attention.threshold_mask(values, outline_share) if outline_share else None
-    base = display_photo(a, display.size)
-    image = _draw_map(base, values, vmin, vmax, attention_caption(a, layer, head, display.lang), tokens, display,
-                      outline)
-    return MapPanel(render.outline_windows(image, block, base.size), values, vmin, vmax, tokens,
-                    _artifact_note(a, values, mask_artifacts, norm_ratio, display.lang))
-
-
-def query_map_panels(a: Analysis, row: int, col: int, layer: int = -1, head: int | None = None,
-                     rolled: bool = False, fusion: str = "mean", discard_ratio: float = 0.0, start_layer: int = 0,
-                     mask_artifacts: bool = False, shared_scale: bool = False, norm_ratio: float = 3.0,
-                     display: Display = Display()) -> tuple[MapPanel, MapPanel]:
-    """(where patch (row, col) attends, which patches attend to it) at display size, in multiples of uniform
-    attention, the patch (or the layer's token covering it) framed, the layer's windows outlined when it has them.
-    ``shared_scale`` (one layer only): each map's range over all layers.
-    Querying a masked artifact patch raises ValueError (its text is ``t("note.query_masked", ...)``)."""
-    drop = artifact_drop(a, mask_artifacts, norm_ratio)
-    if drop is not None and drop[row % a.grid[0], col % a.grid[1]]:
-        raise ValueError(t("note.query_masked", "en", row=row % a.grid[0], col=col % a.grid[1]))
-    query = dict(rolled=rolled, fusion=fusion, discard_ratio=discard_ratio, start_layer=start_layer, drop=drop)
-    out_map, in_map = query_maps(a, row, col, layer, head, **query)
-    layer = 0 if rolled else layer_index(layer, a.depth)
-    tokens = uniform_tokens(a, drop, layer)
-    ranges = [_range(out_map * tokens, drop), _range(in_map * tokens, drop)]
-    if shared_scale and not rolled:
-        every = [query_maps(a, row, col, l, head, **query) for l in range(a.depth)]
-        for i in range(2):
-            ranges[i] = _kept_range([maps[i] * uniform_tokens(a, drop, l) for l, maps in enumerate(every)], drop)
-    block = a.architecture.blocks[layer]
-    where = t("name.rollout", display.lang) if rolled else where_name(a, layer, head, display.lang)
-    base = display_photo(a, display.size)
-    token = (row % a.grid[0], col % a.grid[1]) if rolled else a.architecture.token_of(row % a.grid[0],
-                                                                                      col % a.grid[1], layer)
-    grid = a.grid if rolled else block.grid
-    panels = []
-    for values, (vmin, vmax), kind in ((out_map * tokens, ranges[0], "colorbar.attends_to"),
-                                       (in_map * tokens, ranges[1], "colorbar.attended_by")):
-        image = _draw_map(base, values, vmin, vmax, t(kind, display.lang, where=where), tokens, display)
-        if not rolled:
-            image = render.outline_windows(image, block, base.size)
-        render.frame_patch(image, *token, grid, base.size, width=max(2, round(base.width / 150)))
-        panels.append(MapPanel(image, values, vmin, vmax, tokens,
-                               _artifact_note(a, values, mask_artifacts, norm_ratio, display.lang)))
-    return panels[0], panels[1]
-
-
-NARROW_NORM_LAYERS = 4      # layers per row of the token-norm thumbnails on a narrow screen
-NORMS_WIDTH = {False: 1100, True: 560}   # the token-norm thumbnails' width in pixels, wide and narrow screen
-
-
-def norms_grid_panel(a: Analysis, norm_ratio: float = 3.0, lang: str = "en", narrow: bool = False,
-                     cmap: str = "viridis") -> Image.Image:
-    """The page's token norms: every patch token's L2 norm after each layer, one thumbnail per layer (in rows of
-    ``NARROW_NORM_LAYERS`` on a narrow screen), each on its own scale from its smallest norm to its largest
-    unflagged one (written under the layer's number), high-norm patches outlined in cyan and saturated, with a
-    colour bar that says so (a token after a merge drawn over the patches it covers)."""
-    maps = token_norm_maps_of(a)
-    flags = artifact_flags(a, norm_ratio)
-    low = maps.min(axis=(1, 2), keepdims=True)
-    high = np.where(flags, -np.inf, maps).max(axis=(1, 2), keepdims=True)     # the largest unflagged norm
-    scaled = np.clip((maps - low) / np.where(high > low, high - low, 1.0), 0.0, 1.0)   # flagged ones saturate
-    width = NORMS_WIDTH[narrow]
-    font_size = screens.text_for(width) if narrow else 13
-    labels = [f"{l}\n{low.ravel()[l]:.3g}–{high.ravel()[l]:.3g}" for l in range(a.depth)]
-    bar_label = t("colorbar.norm_share", lang)
-    bar = render.colorbar_width(0.0, 1.0, bar_label, lang=lang, ticks=[1.0, 0.0], font_size=font_size)
-    per_row = NARROW_NORM_LAYERS if narrow else a.depth
-    gh, gw = a.grid
-    left = label_margins((), tuple(labels), t("axis.layer", lang), lang, font_size)[0]
-
-    def drawn(bar: int) -> Image.Image:
-        cell = max(8, round((width - left - bar - 2 * (per_row - 1)) / per_row * gh / gw))
-        return banded_grid(scaled[None], per_row, labels, cell=cell, cmap=cmap, marks=flags[None], lang=lang,
-                           value_range=(0.0, 1.0), font_size=font_size, title=t("axis.layer", lang))[0]
-
-    image = drawn(bar)
-    beside = render.colorbar_width(0.0, 1.0, bar_label, lang=lang, ticks=[1.0, 0.0], font_size=font_size,
-                                   height=image.height)     # the bar's label wraps to the picture's height
-    if beside > bar:
-        image = drawn(beside)
-    return render.add_colorbar(image, cmap, 0.0, 1.0, bar_label, lang=lang, ticks=[1.0, 0.0], font_size=font_size)

@@ -240,3 +240,16 @@ def attention_caption(a: Analysis, layer: int = -1, head: int | None = None, lan
 def heads_caption(a: Analysis, lang: str = "en") -> str:
     """What the heads grid shows: the CLS row, or the mean of the patch rows (the probe is not in the layers)."""
     return t("caption.heads", lang, query=query_label(readout.heads_query(a.readout), lang))
+
+
+def window_note(a: Analysis, layer: int, lang: str = "en") -> str | None:
+    """What a layer with windows, or on a stage's coarser grid, attends over; None for a layer of global attention on
+    the photo's grid."""
+    block = a.architecture.block(layer)
+    if block.window is None and block.grid == a.grid:
+        return None
+    if block.window is None:
+        return t("note.layer_grid", lang, stage=block.stage, grid=f"{block.grid[0]}×{block.grid[1]}",
+                 pixels=block.token_size)
+    return t("note.layer_windows", lang, stage=block.stage, grid=f"{block.grid[0]}×{block.grid[1]}",
+             window=f"{block.window[0]}×{block.window[1]}", shift=block.shift[0], pixels=block.token_size)

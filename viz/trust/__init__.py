@@ -17,6 +17,7 @@ Formulas over arrays (no model):
 The model runs in ``job`` (``TrustJob``, ``ProtocolsJob``, ``trust_report``, ``protocols_report``,
 ``occlusion_map``), imported from ``viz.trust.job``; results are cached in a ``viz.cache.Cache``.
 """
+from . import texts  # noqa: F401  (the tab's texts in the catalogue)
 from .curves import (FRACTIONS, KINDS, POINTS, Faithfulness, auc, auc_error, every_other, fractions, keep_sets,
                      patch_order, removed_counts)
 from .protocols import PIXEL, PROTOCOLS, protocol_list

@@ -38,7 +38,7 @@ from vit.explain.perturb import cascading_randomization, forward_kept, forward_p
 from vit.explain.rules import rule_view, without_parameter_grads
 from vit.model import PatchEmbed
 
-from ..analysis.explainer import concrete_target, explain_tensor
+from ..explain.explainer import concrete_target, explain_tensor
 from ..cache import Cache
 from ..explain.arrays import ExplainArrays
 from ..explain.methods import FAMILIES, METHODS, families_of, method_names, method_table, served_by

@@ -14,7 +14,7 @@ import numpy as np
 from PIL import Image
 
 from ..drawing.plots import figure_to_image
-from ..drawing.trust import trust_figure
+from .figure import trust_figure
 from ..i18n import t
 from ..records import Analysis
 from .protocols import PROTOCOLS
@@ -166,5 +166,5 @@ def cost_line(steps: dict[str, int], lang: str = "en", fast: str = "tokens") -> 
 
 
 def trust_view(report: ProtocolsReport, a: Analysis, lang: str = "en", narrow: bool = False) -> Image.Image:
-    """The comparison figure (``viz.drawing.trust``) of the first protocol's report, on the photo the model saw."""
+    """The comparison figure (``viz.trust.figure``) of the first protocol's report, on the photo the model saw."""
     return figure_to_image(trust_figure(report.first, np.asarray(a.image.convert("RGB")), lang=lang, narrow=narrow))

@@ -232,7 +232,7 @@ def inside_report(loaded, photo: Image.Image, target=None, contrast=None, views:
     """A photo through a ``vit.LoadedModel`` -> ``InsideReport``: the checkpoint's own crop and normalisation (the
     pixels ``viz.analysis.analyze`` sees); ``target``/``contrast`` typed names or indices, or for a CLIP checkpoint
     texts (``texts``: the other texts typed with them), as ``viz.analysis.resolve_target`` reads them."""
-    from .explainer import resolve_target
+    from ..explain.explainer import resolve_target
 
     x = loaded.preprocess.to_tensor(loaded.preprocess.crop_image(photo))
     second = None if other is None else loaded.preprocess.to_tensor(loaded.preprocess.crop_image(other))

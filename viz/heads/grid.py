@@ -16,8 +16,8 @@ from ..i18n import t
 from ..maps import norms
 from ..maps.layout import to_grid
 from ..records import Analysis
-from .display import Display, _uniform_ticks, uniform_tokens
-from .select import artifact_drop, layer_readout_rows, mean_distance_of
+from ..panels.display import Display, uniform_ticks, uniform_tokens
+from ..panels.select import artifact_drop, layer_readout_rows, mean_distance_of
 
 @dataclass(frozen=True)
 class HeadStats:
@@ -215,7 +215,7 @@ def _stage_grid(a: Analysis, blocks: tuple[int, ...], maps: np.ndarray, width: i
         layer_names = [f"{l}\n{render.tick_text(float(m))}×" for l, m in zip(blocks, layer_max)]
     else:
         drawn, value_range = maps, scale
-        bar_label, ticks = t("colorbar.uniform", lang, tokens=uniform_tokens(a, drop, blocks[0])), _uniform_ticks(*scale)
+        bar_label, ticks = t("colorbar.uniform", lang, tokens=uniform_tokens(a, drop, blocks[0])), uniform_ticks(*scale)
         layer_names = [str(l) for l in blocks]
     font_size = screens.text_for(width) if display.narrow else 12
     bar = render.colorbar_width(*value_range, bar_label, lang=lang, ticks=ticks, font_size=font_size)

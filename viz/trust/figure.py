@@ -9,11 +9,12 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
+from ..drawing import screens
+from ..drawing.fonts import use_language_font
+from ..drawing.plots import new_figure
 from ..i18n import language, t
-from ..trust import FLAG_THRESHOLD, TrustReport
-from . import screens
-from .fonts import use_language_font
-from .plots import new_figure
+from .report import TrustReport
+from .sanity import FLAG_THRESHOLD
 
 WIDE_INCHES = 12.0     # the figure for a wide screen: as wide as the page's picture box at 100 dpi
 WIDE_LEFTS = {True: (0.05, 0.28, 0.575, 0.87), False: (0.06, 0.38, 0.77)}   # its bottom panels, with sanity or without

@@ -14,7 +14,7 @@ from vit.train.snapshots import SNAPSHOT_SUFFIX, list_snapshots
 from .. import panels
 from ..maps.embeddings import neighbour_similarity, position_similarity
 from ..records import SnapshotSeries
-from .capture import analyze, model_arrays
+from ..analysis.capture import analyze, model_arrays
 
 
 def load_series(folder: str | Path, photo: Image.Image, fusion: str = "mean", every: int = 1,

@@ -1,9 +1,27 @@
-"""The Model tab's texts: the architecture table (``viz.architecture``: each stage, its note, the family's summary,
-the total) and the line on what the page keeps of an analysis. key -> (English, Simplified Chinese); the names of
-modules as the code calls them (Conv2d, LayerNorm, Linear, MLP, GELU, CLS, q·kᵀ) stay as they are in both.
-"""
+"""The Model tab's texts: key -> (English, Simplified Chinese), added to the one catalogue (``viz.i18n``):
+those of the page, and those drawn into its pictures (in English where this machine cannot draw Chinese)."""
+from ..i18n import register
 
-MODEL: dict[str, tuple[str, str]] = {
+PAGE = {
+    "tab.model": ("Model", "模型"),
+    "about.filters": (
+        "Principal components of the patch-embedding filters (Figure 7 left): what the first layer looks for in "
+        "each patch.",
+        "图块嵌入滤波器的主成分（图 7 左）：第一层在每个图块里寻找什么。"),
+    "picture.filters": ("Embedding filters", "嵌入滤波器"),
+    "swin.arch.title": ("**{model}**: Swin v{version}, {parameters} parameters.",
+                        "**{model}**：Swin v{version}，{parameters} 个参数。"),
+    "swin.arch.step": ("step", "步骤"),
+    "swin.arch.shape": ("shape", "形状"),
+    "swin.arch.windows": ("windows", "窗口"),
+    "swin.arch.heads": ("heads", "头"),
+    "swin.arch.shifts": ("shift per layer", "每层的平移"),
+    "swin.arch.input": ("input", "输入"),
+    "swin.arch.patches": ("patches of {patch}×{patch} pixels, LayerNorm", "{patch}×{patch} 像素的图层，LayerNorm"),
+    "swin.arch.merge": ("patch merging 2×2", "2×2 图层合并"),
+    "swin.arch.stage": ("stage {stage}: {layers} layers", "第 {stage} 阶段：{layers} 层"),
+    "swin.arch.pool": ("LayerNorm, average pool", "LayerNorm，平均池化"),
+    "swin.arch.head": ("head", "分类头"),
     # --- the table's frame ----------------------------------------------------------------------------------------
     "arch.header": ("| stage | output shape | parameters | how |", "| 阶段 | 输出形状 | 参数量 | 怎样计算 |"),
     "arch.total": ("**Total: {total} parameters.**", "**共 {total} 个参数。**"),
@@ -17,7 +35,6 @@ MODEL: dict[str, tuple[str, str]] = {
         "这张照片的分析保留 {megabytes:.1f} MB：按需重算它 {depth}×{heads} 张注意力图中任意一张所需的数据（进入每一层的"
         "词元），而不是这些图本身（以 float32 计共 {full:.1f} MB），所以每个控件都只重绘、不必再运行整个模型（除非服务器"
         "需要腾出空间：那时会再运行一次）。"),
-
     # --- the family in one paragraph -------------------------------------------------------------------------------
     "arch.family.vit": ("Vision Transformer", "视觉 Transformer"),
     "arch.family.clip": ("CLIP image tower", "CLIP 图像塔"),
@@ -78,7 +95,6 @@ MODEL: dict[str, tuple[str, str]] = {
     "arch.act.gelu_tanh": ("tanh-approximated GELU", "tanh 近似的 GELU"),
     "arch.act.quick_gelu": ("QuickGELU x·σ(1.702x)", "QuickGELU x·σ(1.702x)"),
     "arch.act.swiglu": ("SwiGLU", "SwiGLU"),
-
     # --- the stages (name, then how it works) ------------------------------------------------------------------------
     "arch.input": ("Input image (center crop)", "输入图像（中心裁剪）"),
     "arch.input.whole": ("Input image (the whole photo, its aspect ratio kept)", "输入图像（整张照片，保持宽高比）"),
@@ -165,3 +181,7 @@ MODEL: dict[str, tuple[str, str]] = {
     "arch.head.distilled": (" (+ distillation head, averaged)", "（+ 蒸馏头，取平均）"),
     "arch.head.note": ("one logit per class; softmax gives the probabilities", "每个类别一个 logit；softmax 给出概率"),
 }
+
+PICTURES: dict[str, tuple[str, str]] = {}
+
+register(PAGE, PICTURES)

@@ -1,4 +1,4 @@
-"""The Model tab: a model's architecture as a table, every stage with the tensor shape this input gives it and its
+"""The Model tab: a model's architecture as a table (``architecture``), every stage with the tensor shape this input gives it and its
 parameters (a ViT's from its config, ``stages``; a Swin's stages, windows and shifts, ``swin_table``), one function
 per family in ``TABLES``.
 
@@ -14,17 +14,23 @@ The other families (CLIP, SigLIP, EVA-02, BEiT, timm's relative-position and par
 a relative position bias (a table, or an MLP) or rotary embedding inside attention, the norms after the branches,
 two branches side by side, SwiGLU, pooling by a learnt probe or by the mean of the patches, CLIP's image
 projection. ``family_summary`` says it in one paragraph. Every name and note is a catalogue text
-(``viz.i18n.model``), in the language asked for.
+(``viz.model.texts``), in the language asked for.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from typing import TYPE_CHECKING
+
 from vit.architecture import Architecture
 from vit.model import ViTConfig
 from vit.swin import SwinConfig
 
-from .i18n import t
+from ..i18n import t
+from ..records import Analysis, cached_bytes
+
+if TYPE_CHECKING:
+    from ..analysis.serve import ServedModel
 
 
 @dataclass(frozen=True)
@@ -96,7 +102,7 @@ def probe_params(cfg) -> int:
 
 def family_summary(cfg, lang: str = "en") -> str:
     """One paragraph on the model's family: its tokens, position scheme, block and pooling, in ``lang`` (every part a
-    catalogue text, ``viz.i18n.model``)."""
+    catalogue text, ``viz.model.texts``)."""
     tokens = t("arch.cls" if cfg.class_token else "arch.no_cls", lang) + \
         (t("arch.distillation", lang) if cfg.distilled else "")
     tokens += t("arch.registers", lang, count=cfg.num_reg_tokens) if cfg.num_reg_tokens else ""
@@ -294,3 +300,9 @@ def model_table(model, name: str, arch: Architecture, cached: int, lang: str = "
     kept = "arch.cached" if arch.one_sequence else "arch.cached_windows"     # recomputed on demand, or kept whole
     return (TABLES[type(model.cfg)](model, name, arch, lang) + "\n\n"
             + t(kept, lang, depth=arch.depth, heads=arch.max_heads, megabytes=cached / 2**20, full=full / 2**20))
+
+
+def architecture(model: ServedModel, a: Analysis, lang: str = "en") -> str:
+    """The Model tab: the family (tokens, pooling, position scheme), its steps with this photo's tensor shapes and
+    parameter counts, and the analysis's cache size, in ``lang`` (``model_table``)."""
+    return model_table(model.loaded.model, model.loaded.name, a.architecture, cached_bytes(a), lang)

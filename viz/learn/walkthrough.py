@@ -8,7 +8,7 @@ The steps follow the paper (Dosovitskiy et al. 2021, Eq. 1–4):
     -> logits (K) -> softmax (K)
 
 Everything is taken from tensors the model computes (``patch_embed``, ``embed``, every ``Block``, ``norm``,
-``forward_head``); nothing is derived from the config. The pictures and sentences are in ``viz.drawing.walk_steps``.
+``forward_head``); nothing is derived from the config. The pictures and sentences are in ``viz.learn.steps``.
 """
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The guided walk through the ViT, as pictures and sentences: one step of the paper at a time, on the
-student's own photo, each with this model's real shapes (from ``viz.analysis.walkthrough.walk``) and one
+student's own photo, each with this model's real shapes (from ``viz.learn.walkthrough.walk``) and one
 sentence of explanation in English or Chinese. Gradio-free: the page shows ``step_texts`` and the pictures.
 
 Pictures: ``grid_picture`` (the crop cut into P×P patches), ``patch_picture`` (one patch: its pixels and its
@@ -17,11 +17,11 @@ from matplotlib.ticker import MaxNLocator
 from PIL import Image, ImageDraw
 
 from ..i18n import t
-from . import plots, render, screens
-from .fonts import use_language_font
+from ..drawing import plots, render, screens
+from ..drawing.fonts import use_language_font
 
 if TYPE_CHECKING:
-    from ..analysis.walkthrough import Walkthrough
+    from ..learn.walkthrough import Walkthrough
 
 NUMBER_CMAP = "coolwarm"   # numbers of the model: blue negative, white 0, red positive
 

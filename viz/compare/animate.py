@@ -3,7 +3,7 @@ block written on each frame; saved as a GIF (Pillow, always) or an MP4 (only whe
 installed: optional, never required).
 
 Every frame is the single-block panel with a caption strip above it: frame l of ``depth_frames(a, "attention")``
-is ``panels.attention_panel(a, layer=l)``, frame l of ``depth_frames(a, "rollout")`` is ``rollout_panel_through(a,
+is ``attention_panel(a, layer=l)``, frame l of ``depth_frames(a, "rollout")`` is ``rollout_panel_through(a,
 l)`` (rollout of blocks 0…l; its last frame is the CLI's rollout panel). Each frame keeps its own colour scale, as
 the single panels do, so the GIF shows where each block looks, not how sharply.
 """
@@ -16,11 +16,13 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from . import panels
-from .drawing import render
-from .i18n import t
-from .maps.layout import layer_index
-from .records import Analysis
+from .. import panels
+from ..drawing import render
+from ..i18n import t
+from ..maps.layout import layer_index
+from ..records import Analysis
+from ..attention.view import attention_map_panel, attention_panel
+from ..rollout.view import rollout_map_panel, rollout_overlay
 
 ANIMATED_MAPS = ("attention", "rollout")
 FRAME_MS = 700          # GIF frame duration: slow enough to read the caption
@@ -41,9 +43,9 @@ def rollout_through(a: Analysis, layer: int, fusion: str = "mean", discard_ratio
 def rollout_panel_through(a: Analysis, layer: int, fusion: str = "mean", discard_ratio: float = 0.0,
                           mask_artifacts: bool = False, norm_ratio: float = 3.0, cmap: str = render.DEFAULT_CMAP,
                           alpha: float = 0.6, colorbar: bool = True, scale: int = 1) -> Image.Image:
-    """The rollout up to ``layer`` on the photo, drawn as the CLI draws the full rollout (``panels.rollout_overlay``)."""
+    """The rollout up to ``layer`` on the photo, drawn as the CLI draws the full rollout (``rollout_overlay``)."""
     values = rollout_through(a, layer, fusion, discard_ratio, mask_artifacts, norm_ratio)
-    return panels.rollout_overlay(a, values, panels.artifact_drop(a, mask_artifacts, norm_ratio), cmap, alpha,
+    return rollout_overlay(a, values, panels.artifact_drop(a, mask_artifacts, norm_ratio), cmap, alpha,
                                   colorbar, scale)
 
 
@@ -54,7 +56,7 @@ def depth_panel(a: Analysis, layer: int, what: str = "attention", head: int | No
     """The single-block panel of frame ``layer``: the CLS attention of that block (``head`` or the mean of heads),
     or the rollout up to it."""
     if what == "attention":
-        return panels.attention_panel(a, layer, head, None, cmap, alpha, colorbar, scale)
+        return attention_panel(a, layer, head, None, cmap, alpha, colorbar, scale)
     if what == "rollout":
         return rollout_panel_through(a, layer, fusion, discard_ratio, mask_artifacts, norm_ratio, cmap, alpha,
                                      colorbar, scale)
@@ -84,7 +86,7 @@ def depth_frames(a: Analysis, what: str = "attention", head: int | None = None, 
 def display_frames(a: Analysis, what: str = "attention", head: int | None = None, fusion: str = "mean",
                    discard_ratio: float = 0.0, mask_artifacts: bool = False,
                    display: panels.Display = panels.Display(size=448)) -> list[Image.Image]:
-    """The page's animation: one frame per layer, each the page's own map (``panels.attention_map_panel``, or the
+    """The page's animation: one frame per layer, each the page's own map (``attention_map_panel``, or the
     rollout up to that layer) at ``display``'s size, in multiples of uniform attention on its own scale, with its
     caption in ``display``'s language in a strip above (the picture's label on the page covers none of it)."""
     if what not in ANIMATED_MAPS:
@@ -95,10 +97,10 @@ def display_frames(a: Analysis, what: str = "attention", head: int | None = None
     frames = []
     for layer in range(a.depth):
         if what == "attention":
-            p = panels.attention_map_panel(a, layer, head, mask_artifacts, display=display)
+            p = attention_map_panel(a, layer, head, mask_artifacts, display=display)
             caption = t("frame.attention", lang, layer=layer, last=last, query=query, heads=heads)
         else:
-            p = panels.rollout_map_panel(a, fusion, discard_ratio, 0, mask_artifacts, display=display,
+            p = rollout_map_panel(a, fusion, discard_ratio, 0, mask_artifacts, display=display,
                                          stop_layer=layer)
             caption = t("frame.rollout", lang, layer=layer, last=last)
         frames.append(render.with_caption(p.image, caption, display.font_size, lang))

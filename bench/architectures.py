@@ -59,8 +59,7 @@ def _torchvision(name: str) -> Callable[[], torch.nn.Module]:
 
 
 def _swin_t() -> torch.nn.Module:
-    from vit.swin import SwinTransformer, swin_variant
-    return SwinTransformer(swin_variant("swin_t"))
+    return vit.SwinTransformer(vit.swin_variant("swin_t"))
 
 
 ENTRIES = (

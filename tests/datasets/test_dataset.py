@@ -226,6 +226,21 @@ def test_a_swins_statistics_equal_the_mean_of_per_image_values(tmp_path):
     assert "| block | stage | mean distance (px) | entropy (nats) |" in md and "| 5 | 2 | " in md
 
 
+@pytest.mark.slow
+def test_a_swin_folder_gets_the_faithfulness_table_as_a_vits_does(tmp_path):
+    """What the loop adds for any model: each image's deletion and insertion curves (pixel protocol) summed into the
+    summary's faithfulness table and faithfulness.md."""
+    weights = tiny_swin_checkpoint(tmp_path / "swin.pt")
+    noise_images(tmp_path / "images", 3)
+    out = tmp_path / "out"
+    assert main([str(tmp_path / "images"), "--weights", str(weights), "--out", str(out), "--stats-only", "--quiet",
+                 "--explain", "gae", "--faithfulness", "--perturbation", "mean_colour", "--steps", "5"]) == 0
+    got = json.loads((out / "summary" / "statistics.json").read_text())
+    gae = got["faithfulness"]["gae"]
+    assert gae["deletion_auc"]["images"] == 3 and len(gae["deletion"]["mean"]) == 5
+    assert "| gae |" in (out / "summary" / "faithfulness.md").read_text()
+
+
 def test_a_swin_folder_in_batches_equals_one_image_at_a_time(tmp_path):
     """Two images per forward pass decoded by a worker: each image's files and the summary are those of one image at
     a time (to float rounding), the summary's per-image distances are the files' (0 past a block's heads)."""

@@ -38,6 +38,20 @@ def median(seconds: list[float]) -> float:
     return statistics.median(seconds)
 
 
+def synchronized(fn: Callable[[], object], device) -> Callable[[], object]:
+    """``fn`` that returns only when the ``device`` (a torch.device) has finished its work (CUDA runs
+    asynchronously)."""
+    if device.type != "cuda":
+        return fn
+
+    def run():
+        import torch
+
+        fn()
+        torch.cuda.synchronize(device)
+    return run
+
+
 def proc_status_kb(field: str, pid: int | str = "self") -> int:
     """A memory field of /proc/<pid>/status in KiB: "VmRSS" (now) or "VmHWM" (peak since start or reset)."""
     with open(f"/proc/{pid}/status") as f:

@@ -3,8 +3,10 @@
 ViT-B/16 at 224, batch 1, on the CPU with torch's default thread count, randomly initialised (weights do
 not change timings) unless ``--weights`` names a checkpoint. Every number comes from this run:
 
-- forward with full capture (``forward_with_attention``: every layer's maps and token norms) against
-  torchvision's ``vit_b_16`` plain forward, and our own plain (SDPA) forward;
+- the architecture rows (``bench.architectures``, one entry per family): forward with full capture
+  (``forward_with_attention``: every layer's maps and token norms) against torchvision's ``vit_b_16`` plain forward,
+  and our own plain (SDPA) forward; the analysis of a photo against the capture; a GAE class map against the plain
+  forward;
 - the full analysis exactly as the app's ``/analyze`` handler does it (``vit_explorer.api.analyze``: decode the
   upload, one forward, every panel rendered to an image) against one plain forward;
 - re-rendering after a layer/head change, a patch click, a heads-grid click, a rollout control, the opacity and
@@ -23,8 +25,7 @@ not change timings) unless ``--weights`` names a checkpoint. Every number comes 
 - a rotary family (``bench.rotary``): DINOv3 ViT-S/16 with full capture ÷ timm's forward at 224 and 512;
 - high resolution (``bench.highres``, in a child process): a DINOv2 ViT-S/14 at 1022×1022 as the page analyses it,
   its ratio to the plain forward, a patch click, the bytes cached and the process's peak RSS.
-- a Swin (``bench.swin``): Swin-T's capture forward ÷ torchvision's ``swin_t``, its analysis ÷ its capture, a class map ÷
-  its plain forward.
+- every other entry of ``bench.architectures`` (a Swin-T against torchvision's ``swin_t``): the same rows.
 
 Timings are medians of interleaved rounds after a warm-up (see ``bench.measure``).
 """
@@ -50,12 +51,14 @@ except ImportError:  # the bench's photos come from scikit-image, today's pipeli
              "pip install -r requirements-test.txt")
 
 import vit
-from bench.measure import Row, interleaved, median, ms, peak_rss_delta_mb, proc_status_kb, table
+from bench.measure import (Row, interleaved, median, ms, peak_rss_delta_mb, proc_status_kb, synchronized,
+                           table)
 from bench.trust import thorough_rows
 from vit.image_file import open_image
 from viz.query.view import query_photo
 
 MB = 2 ** 20
+SERVED = "ViT-B/16"     # the entry of bench.architectures whose model the page serves here (random, or --weights)
 # glibc's malloc as vit_explorer.server.return_freed_memory_to_the_os tunes it, for a child process that does not
 # import the server (bench.highres imports no Gradio): two arenas, every buffer of 512 KB or more mapped afresh
 MALLOC_AS_THE_SERVER = {"MALLOC_ARENA_MAX": "2", "MALLOC_MMAP_THRESHOLD_": str(512 * 2**10)}
@@ -90,52 +93,33 @@ def write_photos(folder: Path) -> list[Path]:
 # ---- 1. forward and full analysis ---------------------------------------------------------------------------
 
 def speed(weights: str, photo: Path, rounds: int, today_rounds: int) -> tuple[list[Row], dict]:
-    import torchvision
-
+    """The served model's architecture rows (``bench.architectures``: ViT-B/16 against torchvision's ``vit_b_16``) and,
+    timed in the same rounds, the page's full analysis and today's pipeline."""
+    from bench.architectures import entry, measure
+    from bench.architectures import rows as architecture_rows
     from bench.today import TodayPipeline
     from vit_explorer import api, state
 
     served = state.MODELS.get(weights)
-    model = served.loaded.model
-    x = served.loaded.preprocess(open_image(photo))
-    torch.manual_seed(0)
-    reference = torchvision.models.vit_b_16().eval()
     today = TodayPipeline()
     analyses = []
-
-    @torch.inference_mode()
-    def plain_torchvision():
-        reference(x)
-
-    @torch.inference_mode()
-    def plain_ours():
-        model(x)
-
-    @torch.inference_mode()
-    def capture():
-        model.forward_with_attention(x, return_token_norms=True)
 
     def full_analysis():
         state.ANALYSES.clear()  # a photo the server has not seen: decode, forward, every panel
         session = api.analyze(str(photo), weights)[0]
         analyses.append((session, state.ANALYSES.get(session.key)))
 
-    contenders = {"torchvision": plain_torchvision, "ours plain": plain_ours, "capture": capture,
-                  "full": full_analysis, "today": lambda: today(str(photo))}
-    t = interleaved(contenders, rounds, warmup=1, rounds_of={"today": today_rounds})
+    vit_b = entry(SERVED)
+    t = measure(vit_b, served.loaded, open_image(photo), rounds,
+                extra={"full": full_analysis, "today": lambda: today(str(photo))}, rounds_of={"today": today_rounds})
     position = interleaved({"today position": today.render_position}, 1, warmup=0)["today position"]
-    tv, plain, cap, full = (median(t[k]) for k in ("torchvision", "ours plain", "capture", "full"))
+    tv, full = (median(t[k]) for k in ("reference", "full"))
     decode = median(interleaved({"decode": lambda: open_image(photo)}, rounds)["decode"])
     timings = {k: median([a.timings[k] for _, a in analyses[1:]]) for k in ("preprocess", "forward", "to_numpy")}
     render = full - decode - sum(timings.values())
     today_stages = {k: median(v[1:]) for k, v in today.stages.items()}  # its warm-up call left out
     today_total = median(t["today"])
-    rows = [
-        Row("torchvision `vit_b_16` plain forward", ms(tv)),
-        Row("our plain forward (SDPA)", ms(plain)),
-        Row("our forward with full capture (L×H maps + token norms)", ms(cap)),
-        Row("**capture forward ÷ torchvision plain forward**", f"{cap / tv:.2f}", "≤ 1.00", cap / tv <= 1.0),
-        Row("our plain forward ÷ torchvision plain forward", f"{plain / tv:.2f}"),
+    rows = architecture_rows(vit_b, t, named=False) + [
         Row("full analysis (`/analyze`'s handler: decode → every panel rendered)", ms(full)),
         Row("&nbsp;&nbsp;decode upload / preprocess / forward with capture and torch post-processing / to numpy "
             "(float16) / panels",
@@ -421,17 +405,6 @@ def random_loaded(name: str, size: int, device: torch.device):
                            name=name, source=name, config=cfg, format="own")
 
 
-def synchronized(fn, device: torch.device):
-    """``fn`` that returns only when the device has finished its work (CUDA runs asynchronously)."""
-    if device.type != "cuda":
-        return fn
-
-    def run():
-        fn()
-        torch.cuda.synchronize(device)
-    return run
-
-
 def analysis_timings(loaded, image: Image.Image, rounds: int, device: torch.device) -> dict[str, float]:
     """Median seconds of the plain forward, the capture forward (``forward_with_attention`` with token norms) and
     the analysis without rendering (``viz.analysis.analyze``: crop, forward, post-processing, to the host)."""
@@ -565,8 +538,10 @@ def main(argv=None) -> None:
         rows += inside_rows(loaded, photos[0], photos[2], max(3, args.rounds // 2))
         from bench.rotary import rotary_rows     # a rotary family (bench/rotary.py): DINOv3 ViT-S/16 at 224 and 512
         rows += rotary_rows(args.rounds)
-        from bench.swin import swin_rows       # Swin-T at 224 against torchvision's swin_t (bench/swin.py)
-        rows += swin_rows(max(3, args.rounds // 2))
+        from bench.architectures import ENTRIES, entry_rows   # every other architecture against its library's model
+        for other in ENTRIES:
+            if other.name != SERVED:
+                rows += entry_rows(other, max(3, args.rounds // 2))
         if not args.no_app:
             from viz.explorer import cached_bytes
             fill = cropped_photos(photos[0], state.ANALYSES_MEMORY // cached_bytes(result["analysis"]) + 4, tmp)

@@ -1,7 +1,8 @@
-"""A tiny checkpoint and folders of generated images for the data-set tests, and ``python -m viz`` in a subprocess.
+"""Tiny checkpoints and folders of generated images for the data-set tests, and ``python -m viz`` in a subprocess.
 
-The model is small enough that a folder of a hundred images runs in about a second on a CPU, yet has the real
-structure (CLS token, patch grid, several blocks and heads).
+The models are small enough that a folder of a hundred images runs in about a second on a CPU, yet have the real
+structure: a ViT (CLS token, patch grid, several blocks and heads) and a Swin (windows, shifts, merges, stages with
+different heads).
 """
 from __future__ import annotations
 
@@ -27,6 +28,15 @@ def tiny_checkpoint(path: Path, size: int = 32, patch: int = 8, depth: int = 2, 
                         num_classes=len(COLOURS))
     return vit.save_checkpoint(path, vit.VisionTransformer(cfg).eval(), COLOURS, vit.Preprocess.for_crop(size),
                                extra={"name": "tiny"})
+
+
+def tiny_swin_checkpoint(path: Path) -> Path:
+    """Our small three-stage Swin v1 (``swin_references.small_swin``: 32 px, 16×16 → 8×8 → 4×4 tokens in 4×4
+    windows, 1, 2 and 2 heads, random and perturbed) with 6 classes, saved as our format."""
+    from swin_references import small_swin
+
+    return vit.save_checkpoint(path, small_swin(1, num_classes=len(COLOURS)), COLOURS, vit.Preprocess.for_crop(32),
+                               extra={"name": "tiny swin"})
 
 
 def noise_images(folder: Path, count: int, seed: int = 0, size: tuple[int, int] = (40, 48)) -> list[Path]:

@@ -231,3 +231,15 @@ def sum_up(values: np.ndarray, grid: tuple[int, int], coarser: tuple[int, int]) 
     fh, fw = gh // ch, gw // cw
     return values.reshape(values.shape[:-1] + (ch, fh, cw, fw)).sum(axis=(-3, -1)).reshape(
         values.shape[:-1] + (ch * cw,))
+
+
+def stage_records(arch: Architecture) -> list[dict]:
+    """The stages as result.json and statistics.json write them: each stage's grid, window (null: global attention),
+    heads, blocks, each block's shift and the pixels one of its tokens spans."""
+    out = []
+    for blocks in arch.stages:
+        first = arch.blocks[blocks[0]]
+        out.append({"grid": list(first.grid), "window": None if first.window is None else list(first.window),
+                    "heads": first.heads, "blocks": list(blocks), "shifts": [list(arch.blocks[b].shift) for b in blocks],
+                    "token_size": first.token_size})
+    return out

@@ -1,6 +1,7 @@
 """``python -m viz FOLDER`` as a data-set tool, in this process: which images and labels a folder holds, each
 process's share, exact order-independent sums, statistics equal to the mean of per-image values computed with the
-numpy definitions, batches equal to one image at a time, and accuracy on a labelled folder with real weights."""
+numpy definitions (a ViT's and a Swin's: one loop reads either's description), batches equal to one image at a
+time, and accuracy on a labelled folder with real weights."""
 from __future__ import annotations
 
 import importlib.util
@@ -21,12 +22,13 @@ from viz.dataset.files import list_images
 from viz.dataset.loader import shard
 from viz.dataset.report import markdown, summary
 from viz.dataset.statistics import ExactSum, Statistics
+from viz.maps import windows
 from viz.maps.distance import mean_attention_distance
 from viz.maps.norms import artifact_mask, flag_high_norm
 from viz.maps.rollout import rollout_map
 from oracles import attention_entropy, attention_shares
 
-from tiny_run import COLOURS, noise_images, tiny_checkpoint
+from tiny_run import COLOURS, noise_images, tiny_checkpoint, tiny_swin_checkpoint
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 AUGREG = "vit_tiny_patch16_224.augreg_in21k_ft_in1k.safetensors"
@@ -160,8 +162,107 @@ def test_streaming_statistics_equal_the_mean_of_per_image_values(tmp_path):
     assert got["top1"] == pytest.approx(np.mean([order[0] == label for order, (_, label) in zip(ranks, paths)]))
     assert got["top5"] == pytest.approx(np.mean([label in order[:5] for order, (_, label) in zip(ranks, paths)]))
     assert np.shape(got["mean_distance"]) == (3, 2) and np.shape(got["prefix_share"]) == (3,)
+    assert (got["architecture"], got["heads"], got["tokens"]) == ("vit", 2, 17)
+    assert got["stages"] == [{"grid": [4, 4], "window": None, "heads": 2, "blocks": [0, 1, 2],
+                              "shifts": [[0, 0]] * 3, "token_size": 8}]
     for name in ("statistics.md", "mean_distance.png", "entropy.png", "attention_shares.png", "mean_distance.npz"):
         assert (out / "summary" / name).is_file(), name
+
+
+def swin_reference(loaded, path: Path) -> dict:
+    """One image through a Swin's own forward (``forward_with_attention``), its values from the ViT's numpy
+    definitions applied to each block's window maps expanded over the block's grid (zero outside a query's window):
+    the mean distance with the block's tokens as patches (``token_size`` pixels), the entropy of every query row."""
+    x = loaded.preprocess.to_tensor(loaded.preprocess.crop_image(open_image(path)))
+    captured = loaded.model.forward_with_attention(x)
+    heads = max(a.shape[2] for a in captured.attention)
+    distance, entropy = np.zeros((len(captured.layouts), heads)), np.zeros((len(captured.layouts), heads))
+    for l, (a, layout) in enumerate(zip(captured.attention, captured.layouts)):
+        a = a[0].detach().double().numpy()                                    # (nW, H, N, N)
+        dense = np.stack([windows.expand(a[:, h], layout) for h in range(a.shape[1])])[None]   # (1, H, T, T)
+        distance[l, :a.shape[1]] = mean_attention_distance(dense, 0, layout.grid, layout.token_size)[0]
+        entropy[l, :a.shape[1]] = attention_entropy(dense)[0]
+    return {"mean_distance": distance, "entropy": entropy, "heads": [a.shape[2] for a in captured.attention],
+            "probabilities": captured.output.softmax(-1)[0].detach().numpy()}
+
+
+def test_a_swins_statistics_equal_the_mean_of_per_image_values(tmp_path):
+    """The same loop on a model of stages and windows: only the statistics its description gives a meaning (no prefix
+    tokens, no one grid for high-norm patches), every block's heads up to its own (null past them)."""
+    weights = tiny_swin_checkpoint(tmp_path / "swin.pt")
+    for i, (folder, n) in enumerate({"red": 3, "4": 2}.items()):
+        noise_images(tmp_path / "set" / folder, n, seed=i)
+    noise_images(tmp_path / "set" / "blue", 1)[0].write_text("not a picture")
+    out = tmp_path / "out"
+    assert main([str(tmp_path / "set"), "--weights", str(weights), "--out", str(out), "--stats-only",
+                 "--batch-size", "2", "--quiet"]) == 1
+    got = json.loads((out / "summary" / "statistics.json").read_text())
+    loaded = vit.load(str(weights))
+    paths = [(p, 0 if folder == "red" else 4) for folder in ("4", "red") for p in sorted((tmp_path / "set" / folder).iterdir())]
+    ref = [swin_reference(loaded, p) for p, _ in paths]
+    heads = ref[0]["heads"]
+    assert (got["images"], got["failed"], got["labelled_images"], got["heads"]) == (5, 1, 5, [1, 1, 2, 2, 2, 2])
+    for name in ("mean_distance", "entropy"):
+        values = np.array([r[name] for r in ref])
+        for l, count in enumerate(heads):
+            np.testing.assert_allclose(got[name][l][:count], values[:, l, :count].mean(axis=0), rtol=1e-5,
+                                       err_msg=name)
+            np.testing.assert_allclose(got[f"{name}_std"][l][:count], values[:, l, :count].std(axis=0),
+                                       atol=1e-5 * np.abs(values).max(), err_msg=name)
+            assert got[name][l][count:] == [None] * (2 - count)
+    ranks = [np.argsort(-r["probabilities"], kind="stable") for r in ref]
+    assert got["top1"] == pytest.approx(np.mean([order[0] == label for order, (_, label) in zip(ranks, paths)]))
+    assert got["top5"] == pytest.approx(np.mean([label in order[:5] for order, (_, label) in zip(ranks, paths)]))
+    assert got["architecture"] == "swin" and [s["grid"] for s in got["stages"]] == [[16, 16], [8, 8], [4, 4]]
+    absent = ("prefix_share", "high_norm_share", "high_norm_patches", "tokens", "uniform_distance", "uniform_entropy")
+    assert not [name for name in absent if name in got]
+    assert sorted(p.name for p in (out / "summary").iterdir()) == [
+        "entropy.png", "mean_distance.npz", "mean_distance.png", "partial", "statistics.json", "statistics.md"]
+    npz = np.load(out / "summary" / "mean_distance.npz")
+    assert list(npz["heads"]) == heads and (npz["mean_distance"][0, 1:] == 0).all()
+    np.testing.assert_allclose(npz["mean_distance"][5], got["mean_distance"][5], rtol=1e-15)
+    md = (out / "summary" / "statistics.md").read_text()
+    assert "3 stages of 16×16 → 8×8 → 4×4 patch tokens, 6 blocks × 1–2 heads" in md
+    assert "| block | stage | mean distance (px) | entropy (nats) |" in md and "| 5 | 2 | " in md
+
+
+@pytest.mark.slow
+def test_a_swin_folder_gets_the_faithfulness_table_as_a_vits_does(tmp_path):
+    """What the loop adds for any model: each image's deletion and insertion curves (pixel protocol) summed into the
+    summary's faithfulness table and faithfulness.md."""
+    weights = tiny_swin_checkpoint(tmp_path / "swin.pt")
+    noise_images(tmp_path / "images", 3)
+    out = tmp_path / "out"
+    assert main([str(tmp_path / "images"), "--weights", str(weights), "--out", str(out), "--stats-only", "--quiet",
+                 "--explain", "gae", "--faithfulness", "--perturbation", "mean_colour", "--steps", "5"]) == 0
+    got = json.loads((out / "summary" / "statistics.json").read_text())
+    gae = got["faithfulness"]["gae"]
+    assert gae["deletion_auc"]["images"] == 3 and len(gae["deletion"]["mean"]) == 5
+    assert "| gae |" in (out / "summary" / "faithfulness.md").read_text()
+
+
+def test_a_swin_folder_in_batches_equals_one_image_at_a_time(tmp_path):
+    """Two images per forward pass decoded by a worker: each image's files and the summary are those of one image at
+    a time (to float rounding), the summary's per-image distances are the files' (0 past a block's heads)."""
+    weights = str(tiny_swin_checkpoint(tmp_path / "swin.pt"))
+    images = noise_images(tmp_path / "images", 3)
+    common = ["--weights", weights, "--quiet", "--explain", "gae,gradcam"]
+    assert main([str(tmp_path / "images"), "--out", str(tmp_path / "one"), *common]) == 0
+    assert main([str(tmp_path / "images"), "--out", str(tmp_path / "batch"), "--batch-size", "2", "--workers", "1",
+                 *common]) == 0
+    for image in images:
+        one, batch = (np.load(tmp_path / run / image.stem / "attention.npz") for run in ("one", "batch"))
+        for key in ("rollout", "explain_gae", "explain_gradcam", "mean_distance", "attention_0", "probabilities"):
+            np.testing.assert_allclose(batch[key], one[key], rtol=1e-5, atol=1e-7, err_msg=key)
+    one, batch = (json.loads((tmp_path / r / "summary" / "statistics.json").read_text()) for r in ("one", "batch"))
+    assert one["images"] == batch["images"] == 3 and one["mean_distance"][0][1] is None
+    np.testing.assert_allclose(np.array(batch["entropy"][2:], dtype=float), np.array(one["entropy"][2:], dtype=float),
+                               rtol=1e-5)
+    npz = np.load(tmp_path / "one" / "summary" / "mean_distance.npz")
+    files = [np.load(tmp_path / "one" / image.stem / "attention.npz")["mean_distance"] for image in images]
+    np.testing.assert_array_equal(npz["per_image"], np.nan_to_num(files, nan=0.0))
+    np.testing.assert_allclose(np.array(one["mean_distance"][5], dtype=float), npz["per_image"][:, 5].mean(axis=0),
+                               rtol=1e-6)
 
 
 @pytest.mark.slow

@@ -1,6 +1,7 @@
 """``python -m viz FOLDER`` as separate processes: memory stays flat as the folder grows, ``torchrun`` with two
 processes (gloo, CPU) gives exactly one process's statistics, and a run killed part-way and resumed gives exactly
-the uninterrupted run's. Tiny model, generated images: each run takes a few seconds, most of it importing torch."""
+the uninterrupted run's, for a ViT and a Swin alike (one loop reads either's description). Tiny models, generated
+images: each run takes a few seconds, most of it importing torch."""
 from __future__ import annotations
 
 import pytest
@@ -13,9 +14,10 @@ import time
 import numpy as np
 from viz.cli import main
 
-from tiny_run import REPO, noise_images, single_threaded_env, statistics, tiny_checkpoint, viz
+from tiny_run import REPO, noise_images, single_threaded_env, statistics, tiny_checkpoint, tiny_swin_checkpoint, viz
 
 pytestmark = pytest.mark.slow   # torchrun, kills and resumes, memory over 100 images
+CHECKPOINTS = {"vit": lambda path: tiny_checkpoint(path, depth=3), "swin": tiny_swin_checkpoint}
 
 PEAK = ("import resource, sys; from viz.cli import main; code = main(sys.argv[1:]); "
         "print('peak', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr); sys.exit(code)")
@@ -42,12 +44,13 @@ def test_peak_memory_stays_flat_from_10_to_100_images(tmp_path):
     assert large - small < 0.15 * 90 * MAPS_PER_IMAGE_MB, (small, large)   # margin: 15 % of a leak of 90 maps
 
 
-def test_torchrun_with_two_processes_gives_exactly_the_single_process_statistics(tmp_path):
+@pytest.mark.parametrize("model", CHECKPOINTS)
+def test_torchrun_with_two_processes_gives_exactly_the_single_process_statistics(tmp_path, model):
     """Five images over two processes: DistributedSampler pads the second share with a repeat of image 0, which
     must not be counted twice. One image per forward pass, so that each image's numbers come from the same
     arithmetic in both runs (a batch of another size may round differently: test_dataset.py compares batches
     with one image at a time); the sums themselves are exact in any order and grouping."""
-    weights = tiny_checkpoint(tmp_path / "tiny.pt", depth=3)
+    weights = CHECKPOINTS[model](tmp_path / f"{model}.pt")
     noise_images(tmp_path / "images", 5)
     common = ["--weights", weights, "--quiet"]
     viz(tmp_path / "images", "--out", tmp_path / "one", *common)
@@ -61,6 +64,9 @@ def test_torchrun_with_two_processes_gives_exactly_the_single_process_statistics
     assert sorted(p.name for p in (tmp_path / "two").iterdir()) == ["0000", "0001", "0002", "0003", "0004", "summary"]
     per_image = [np.load(tmp_path / out / "summary" / "mean_distance.npz")["per_image"] for out in ("one", "two")]
     np.testing.assert_array_equal(*per_image)
+    for image in ("0000", "0004"):
+        files = [np.load(tmp_path / out / image / "attention.npz") for out in ("one", "two")]
+        np.testing.assert_array_equal(files[0]["rollout"], files[1]["rollout"])
 
 
 def done_so_far(out) -> int:
@@ -75,8 +81,9 @@ def done_so_far(out) -> int:
     return total
 
 
-def test_resume_after_a_kill_gives_the_uninterrupted_result(tmp_path, capsys):
-    weights = tiny_checkpoint(tmp_path / "tiny.pt")
+@pytest.mark.parametrize("model", CHECKPOINTS)
+def test_resume_after_a_kill_gives_the_uninterrupted_result(tmp_path, capsys, model):
+    weights = CHECKPOINTS[model](tmp_path / f"{model}.pt")
     noise_images(tmp_path / "images", 300)
     common = [tmp_path / "images", "--weights", weights, "--stats-only", "--batch-size", "1"]
     viz(*common, "--out", tmp_path / "whole", "--quiet")

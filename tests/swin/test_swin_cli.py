@@ -1,18 +1,16 @@
 """``python -m viz IMAGE --weights SWIN``: the files a Swin's run writes, the maps in attention.npz equal to the
-library's definitions (``viz.maps.windows``, ``vit.explain``), ViT-only options refused in one sentence, folders
-with batches equal to one image at a time, and torchrun with two processes equal to one (slow)."""
+library's definitions (``viz.maps.windows``, ``vit.explain``), ViT-only options refused in one sentence. A Swin's
+folders run through the one data-set loop: tests/datasets (batches, torchrun, --resume, the statistics)."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 import torch
 import vit
 from swin_references import small_swin
-from tiny_run import REPO, noise_images, single_threaded_env, viz
+from tiny_run import noise_images
 from viz.explain.explainer import explain
 from viz.cli import main
 from viz.maps import windows as hierarchy
@@ -98,40 +96,3 @@ def test_options_that_need_one_sequence_are_refused_in_one_sentence(swin_file, i
     error = capsys.readouterr().err.strip()
     assert error.startswith("error:") and says in error and error.count("\n") == 0
     assert not any(tmp_path.iterdir())
-
-
-def test_a_folder_in_batches_equals_one_image_at_a_time(swin_file, images, tmp_path):
-    folder = images[0].parent
-    common = ["--weights", str(swin_file), "--quiet", "--explain", "gae,gradcam"]
-    assert main([str(folder), "--out", str(tmp_path / "one"), *common]) == 0
-    assert main([str(folder), "--out", str(tmp_path / "batch"), "--batch-size", "2", "--workers", "1", *common]) == 0
-    for image in images:
-        one, batch = (np.load(tmp_path / run / image.stem / "attention.npz") for run in ("one", "batch"))
-        for key in ("rollout", "explain_gae", "explain_gradcam", "mean_distance", "attention_0", "probabilities"):
-            np.testing.assert_allclose(batch[key], one[key], rtol=1e-5, atol=1e-7, err_msg=key)
-    stats = json.loads((tmp_path / "one" / "summary" / "statistics.json").read_text())
-    batch = json.loads((tmp_path / "batch" / "summary" / "statistics.json").read_text())
-    assert stats["images"] == batch["images"] == 3 and stats["heads"] == [1, 1, 2, 2, 2, 2]
-    assert stats["mean_distance"][0][1] is None                          # stage 0 has one head
-    per_image = np.load(tmp_path / "one" / "summary" / "mean_distance.npz")["per_image"]
-    np.testing.assert_allclose(np.array(stats["mean_distance"][5], dtype=float), per_image[:, 5].mean(axis=0),
-                               rtol=1e-6)
-
-
-@pytest.mark.slow
-def test_torchrun_with_two_processes_equals_one(swin_file, images, tmp_path):
-    """Three images over two processes, one image per forward pass: the statistics and every file are the single
-    process's (the sums are exact in any order: viz.dataset.statistics)."""
-    folder = images[0].parent
-    common = ["--weights", swin_file, "--quiet"]
-    viz(folder, "--out", tmp_path / "one", *common)
-    run = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
-                          "-m", "viz", folder, "--out", tmp_path / "two", *map(str, common)],
-                         capture_output=True, text=True, env=single_threaded_env(), cwd=REPO, timeout=300)
-    assert run.returncode == 0, run.stderr[-3000:]
-    one, two = (json.loads((tmp_path / r / "summary" / "statistics.json").read_text()) for r in ("one", "two"))
-    assert (one.pop("processes"), two.pop("processes")) == (1, 2)
-    assert two == one and two["images"] == 3
-    for image in images:
-        a, b = (np.load(tmp_path / r / image.stem / "attention.npz") for r in ("one", "two"))
-        np.testing.assert_array_equal(a["rollout"], b["rollout"])

@@ -68,7 +68,6 @@ ONE_SEQUENCE_OPTIONS = (
     (lambda a: a.query_rollout, "--query-rollout follows one patch's own token through every layer (the image-level "
                                 "rollout is defined: rollout in attention.npz)"),
     (lambda a: a.distance_renormalise, "--distance-renormalise leaves out prefix tokens"),
-    (lambda a: a.resume, "--resume is offered for one sequence of tokens only (run the folder again)"),
     (lambda a: a.protocol, "--protocol chefer2021 drops tokens from one sequence (use --faithfulness with pixel "
                            "--perturbation protocols)"),
 )
@@ -160,8 +159,6 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    if not loaded.model.architecture(*loaded.preprocess.crop).one_sequence:
-        return run_blocks(args, loaded, o, entries, request, device, dtype)
     if args.compare:
         return run_comparison(args, loaded, o, entries, request)
     if loaded.config.num_classes == 0:
@@ -196,37 +193,6 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as error:   # --resume found another run's progress
         print(f"error: {error}", file=sys.stderr)
         return 2
-    finally:
-        distributed.finish(processes)
-    if not args.quiet and processes.main:
-        print(f"{'analysed' if args.stats_only else 'wrote'} {result.done} of {len(entries)} images "
-              f"{'for' if args.stats_only else 'to'} {args.out}", file=sys.stderr)
-    return 1 if result.failed else 0
-
-
-def run_blocks(args, loaded, o: panels.MapOptions, entries, request, device, dtype) -> int:
-    """The run of a model whose blocks' maps are kept block by block (windows, stages): every image's files through
-    ``write_image_result`` and, for a folder, summary/ (``viz.dataset.windows``)."""
-    from ..analysis import model_arrays
-    from ..dataset import distributed
-    from ..dataset.windows import run_windows
-
-    data_set = len(entries) > 1 or args.stats_only
-    writer = None
-    if not args.stats_only:
-        model = model_panels(model_arrays(loaded.model, loaded.name), args.lang)
-        preprocess = loaded.preprocess_record()
-
-        def writer(entry, a: Analysis, decode_s: float) -> None:
-            explained = explanation_outputs(loaded, a, request, o) if request else None
-            write_image_result(entry.path, args.out / entry.name, a, model, o, args, decode_s, explained,
-                               preprocess=preprocess, assumptions=loaded.assumptions)
-
-    processes = distributed.start(device)
-    try:
-        result = run_windows(loaded, entries, args.out, processes, writer, batch_size=args.batch_size,
-                             workers=args.workers, summary=data_set, dtype=dtype,
-                             progress=not args.quiet and len(entries) > 1, weights=args.weights)
     finally:
         distributed.finish(processes)
     if not args.quiet and processes.main:

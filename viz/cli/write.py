@@ -9,6 +9,8 @@ from pathlib import Path
 
 import numpy as np
 
+from vit.architecture import stage_records
+
 from .. import panels
 from ..records import Analysis
 from .pictures import captions, image_panels
@@ -54,7 +56,7 @@ def write_image_result(path: Path, folder: Path, a: Analysis, model: tuple[dict,
         **({"assumptions": list(assumptions)} if assumptions is not None else {}),
         "grid": list(a.grid),
         "architecture": a.architecture.family,
-        "stages": stages_record(a.architecture),
+        "stages": stage_records(a.architecture),
         "num_prefix_tokens": a.num_prefix,
         **({"top_k": [{"label": label, "probability": p} for label, p in a.top_k(args.top_k)]}
            if a.probabilities.size else {"notes": [no_classifier_note(a.model_name)]}),
@@ -88,18 +90,6 @@ def attention_arrays(a: Analysis) -> dict[str, np.ndarray]:
         out[f"layout_{i}"] = np.array([block.stage, block.block, *block.grid, *(block.window or block.grid),
                                        *block.shift, block.token_size], dtype=np.int64)
         out[f"token_norms_{i}"] = np.asarray(norms).reshape(block.grid)
-    return out
-
-
-def stages_record(arch) -> list[dict]:
-    """result.json's "stages": each stage's grid, window (null: global attention), heads, blocks, shifts and the
-    pixels one of its tokens spans."""
-    out = []
-    for blocks in arch.stages:
-        first = arch.blocks[blocks[0]]
-        out.append({"grid": list(first.grid), "window": None if first.window is None else list(first.window),
-                    "heads": first.heads, "blocks": list(blocks), "shifts": [list(arch.blocks[b].shift) for b in blocks],
-                    "token_size": first.token_size})
     return out
 
 

@@ -1,15 +1,19 @@
 """The summary of a data-set run, in ``DIR/summary/``: ``statistics.json``, ``statistics.md`` and plots.
 
-``statistics.json`` (lists are per block, and per head within a block; distances in pixels of the model input):
+``statistics.json`` (lists are per block, and per head within a block; distances in pixels of the model input). A
+value is there where the model's description (``vit.architecture``) gives it a meaning:
 
     images                  images in the statistics (unreadable files are not counted; see ``failed``)
     failed                  files that could not be read
-    mean_distance           L lists of H values: mean attention distance, averaged over images (Figure 7 right)
+    mean_distance           L lists of H values: mean attention distance, averaged over images (Figure 7 right); H
+                            is the most heads of any block, null past a block's own (a model of stages)
     mean_distance_std       L × H: its standard deviation over images
     entropy, entropy_std    L × H: attention entropy in nats (mean over query tokens), over images
-    prefix_share(_std)      L: share of each block's attention on the prefix tokens (CLS, DIST, registers)
-    high_norm_share(_std)   L: share on the high-norm artifact patches (flagged after any block, --norm-ratio)
-    high_norm_patches(_std) L: patches flagged high-norm after each block
+    prefix_share(_std)      L: share of each block's attention on the prefix tokens (CLS, DIST, registers); a model
+                            with prefix tokens only
+    high_norm_share(_std)   L: share on the high-norm artifact patches (flagged after any block, --norm-ratio); one
+                            sequence of tokens only
+    high_norm_patches(_std) L: patches flagged high-norm after each block; one sequence of tokens only
     labelled_images, top1, top5   only when the folder is labelled: accuracy over the labelled images
     inside                  only with --inside: {"head_importance": L × H mean Δ target logit when each head
                             alone is ablated, "head_importance_std", "images", and for labelled folders "lens_top1":
@@ -17,10 +21,13 @@
     faithfulness            only when methods scored the images: {method: {score: {mean, std, images}}} (scores
                             deletion_auc, insertion_auc, and the curves deletion, insertion, sanity); then also
                             faithfulness.json and faithfulness.md (``write_faithfulness``)
-    model, weights, input_size, grid, patch_size, num_prefix_tokens, depth, heads, tokens, uniform_distance,
-    uniform_entropy, options {norm_ratio, distance_renormalise}, device, dtype, processes; input_varies: true for a
-    NaFlex model, whose photos each keep their aspect ratio (input_size, grid, tokens and the uniform values are then
-    a square photo's; the per-block statistics do not depend on the grid)
+    model, weights, input_size, architecture (the family), grid (block 0's, the photo's patch grid), patch_size,
+    num_prefix_tokens, stages (each stage's grid, window, heads, blocks, shifts, token size: as result.json), depth,
+    heads (one number when every block has as many, else one per block), options {norm_ratio,
+    distance_renormalise}, device, dtype, processes; with one sequence of tokens also tokens, uniform_distance and
+    uniform_entropy (what uniform attention over it gives); input_varies: true for a NaFlex model, whose photos each
+    keep their aspect ratio (input_size, grid, tokens and the uniform values are then a square photo's; the
+    per-block statistics do not depend on the grid)
 
 Values that do not exist (no image was readable) are ``null``.
 """
@@ -29,6 +36,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from typing import Sequence
 
 import numpy as np
 
@@ -39,6 +47,7 @@ from ..trust.dataset import folder_agreement, folder_table, folder_verdicts
 from .statistics import CHEFER, FAITHFULNESS, INSIDE, Statistics
 
 PER_IMAGE = ("mean_distance", "entropy", "prefix_share", "high_norm_share", "high_norm_patches")
+PER_HEAD = ("mean_distance", "entropy")      # (L, most heads): null past a block's own heads
 
 
 def _plain(values: np.ndarray):
@@ -46,13 +55,25 @@ def _plain(values: np.ndarray):
     return [_plain(v) for v in values] if np.ndim(values) else (None if math.isnan(values) else float(values))
 
 
-def summary(stats: Statistics, info: dict) -> dict:
-    """The contents of statistics.json: ``info`` (what the run was) and every statistic (module docstring)."""
+def _heads_only(values: np.ndarray, heads: Sequence[int] | None) -> np.ndarray:
+    """An (L, most heads) table with NaN past each block's ``heads`` (None: every block has them all)."""
+    if heads is None:
+        return values
+    values = np.array(values, dtype=np.float64)
+    for layer, count in enumerate(heads):
+        values[layer, count:] = np.nan
+    return values
+
+
+def summary(stats: Statistics, info: dict, heads: Sequence[int] | None = None) -> dict:
+    """The contents of statistics.json: ``info`` (what the run was) and every statistic (module docstring).
+    ``heads``: each block's heads (the per-head tables are null past them)."""
     out = {"images": stats.images, **info}
     for name in PER_IMAGE:
         if name in stats.sums:
-            out[name] = _plain(stats.sums[name].mean())
-            out[f"{name}_std"] = _plain(stats.sums[name].std())
+            s = stats.sums[name]
+            mean, std = (_heads_only(v, heads) if name in PER_HEAD else v for v in (s.mean(), s.std()))
+            out[name], out[f"{name}_std"] = _plain(mean), _plain(std)
     labelled = stats.sums.get("top1")
     if labelled is not None and labelled.count:
         out.update(labelled_images=labelled.count, top1=float(labelled.mean()), top5=float(stats.sums["top5"].mean()))
@@ -100,36 +121,55 @@ def _f(value, digits: int = 3) -> str:
     return "–" if value is None else f"{value:.{digits}f}"
 
 
+def _model_line(s: dict) -> str:
+    """What ran, in words: the tokens of one sequence, or the stages' grids; the blocks and heads."""
+    if "tokens" in s:
+        return (f"{s['grid'][0]}×{s['grid'][1]} patches + {s['num_prefix_tokens']} prefix = {s['tokens']} tokens, "
+                f"{s['depth']} blocks × {s['heads']} heads")
+    grids = " → ".join(f"{st['grid'][0]}×{st['grid'][1]}" for st in s["stages"])
+    heads = s["heads"] if isinstance(s["heads"], int) else f"{min(s['heads'])}–{max(s['heads'])}"
+    return f"{len(s['stages'])} stages of {grids} patch tokens, {s['depth']} blocks × {heads} heads"
+
+
+def _heads_cell(values: list, spread: list, digits: int) -> str:
+    """A block's heads as mean [lowest–highest] ± mean spread (the heads it has)."""
+    heads = np.array([v for v in values if v is not None], dtype=float)
+    spread = np.array([v for v in spread if v is not None], dtype=float)
+    return (f"{heads.mean():.{digits}f} [{heads.min():.{digits}f}–{heads.max():.{digits}f}] "
+            f"± {spread.mean():.{digits}f}")
+
+
 def markdown(s: dict) -> str:
-    """statistics.md: what was run, accuracy, one row per block (heads summarised), the faithfulness table."""
+    """statistics.md: what was run, accuracy, one row per block (heads summarised; the statistics the model has,
+    its stage where it has several), the faithfulness table."""
     processes = f", {s['processes']} processes" if s["processes"] > 1 else ""
     failed = f" {s['failed']} files could not be read." if s["failed"] else ""
     size = f"{s['input_size'][0]}×{s['input_size'][1]}"
     at = (f"at each photo's own size (its aspect ratio kept; {size} and the numbers below for a square photo)"
           if s.get("input_varies") else f"at {size}")
     lines = [f"# Attention statistics over {s['images']} images", "",
-             f"Model **{s['model']}** {at} "
-             f"({s['grid'][0]}×{s['grid'][1]} patches + {s['num_prefix_tokens']} prefix = {s['tokens']} tokens, "
-             f"{s['depth']} blocks × {s['heads']} heads), {s['dtype']} on {s['device']}{processes}.{failed}"]
+             f"Model **{s['model']}** {at} ({_model_line(s)}), {s['dtype']} on {s['device']}{processes}.{failed}"]
     if "top1" in s:
         lines += ["", f"Accuracy over {s['labelled_images']} labelled images: top-1 **{s['top1']:.4f}**, "
                       f"top-5 **{s['top5']:.4f}**."]
     if s["images"]:
+        uniform = (f" Uniform attention would give a distance of {s['uniform_distance']:.1f} px and an entropy of "
+                   f"{s['uniform_entropy']:.2f} nats." if "uniform_distance" in s else "")
+        stage_of = {b: i for i, st in enumerate(s.get("stages", [])) for b in st["blocks"]}
+        stages = len(s.get("stages", [])) > 1
+        shares = [(name, title, digits) for name, title, digits in
+                  (("prefix_share", "prefix share", 3), ("high_norm_share", "high-norm share", 3),
+                   ("high_norm_patches", "high-norm patches", 1)) if name in s]
         lines += ["", "Per block, mean over images (± standard deviation over images); heads as mean "
-                      "[lowest–highest]. "
-                      f"Uniform attention would give a distance of {s['uniform_distance']:.1f} px and an entropy of "
-                      f"{s['uniform_entropy']:.2f} nats.", "",
-                  "| block | mean distance (px) | entropy (nats) | prefix share | high-norm share "
-                  "| high-norm patches |",
-                  "|---:|---|---|---:|---:|---:|"]
+                      "[lowest–highest]." + uniform, "",
+                  "| block |" + (" stage |" if stages else "") + " mean distance (px) | entropy (nats) |"
+                  + "".join(f" {title} |" for _, title, _ in shares),
+                  "|---:|" + ("---:|" if stages else "") + "---|---|" + "---:|" * len(shares)]
         for l in range(s["depth"]):
-            cells = []
-            for name in ("mean_distance", "entropy"):
-                heads, spread = np.array(s[name][l], dtype=float), np.array(s[f"{name}_std"][l], dtype=float)
-                cells.append(f"{heads.mean():.1f} [{heads.min():.1f}–{heads.max():.1f}] ± {spread.mean():.1f}"
-                             if name == "mean_distance" else
-                             f"{heads.mean():.2f} [{heads.min():.2f}–{heads.max():.2f}] ± {spread.mean():.2f}")
-            for name, digits in (("prefix_share", 3), ("high_norm_share", 3), ("high_norm_patches", 1)):
+            cells = [str(stage_of[l])] if stages else []
+            cells += [_heads_cell(s["mean_distance"][l], s["mean_distance_std"][l], 1),
+                      _heads_cell(s["entropy"][l], s["entropy_std"][l], 2)]
+            for name, _, digits in shares:
                 cells.append(f"{_f(s[name][l], digits)} ± {_f(s[f'{name}_std'][l], digits)}")
             lines.append(f"| {l} | " + " | ".join(cells) + " |")
     if "inside" in s:
@@ -144,12 +184,13 @@ def markdown(s: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write(folder: Path, stats: Statistics, info: dict, scores: tuple[list, np.ndarray] | None = None) -> dict:
+def write(folder: Path, stats: Statistics, info: dict, scores: tuple[list, np.ndarray] | None = None,
+          heads: Sequence[int] | None = None) -> dict:
     """Write statistics.json, statistics.md and the plots into ``folder``; returns the JSON's contents. ``scores``:
     the per-image AUC table (columns, (images, columns)) of the faithfulness run, for its intervals and verdicts;
-    with --protocol chefer2021 also chefer2021.json and .md."""
+    with --protocol chefer2021 also chefer2021.json and .md. ``heads``: each block's heads (``summary``)."""
     folder.mkdir(parents=True, exist_ok=True)
-    s = summary(stats, info)
+    s = summary(stats, info, heads)
     if scores is not None and len(scores[1]):
         protocols, tau = folder_agreement(folder_table(*scores))
         s["protocol_agreement"] = {"protocols": protocols, "kendall_tau": _plain(tau)}
@@ -165,13 +206,14 @@ def write(folder: Path, stats: Statistics, info: dict, scores: tuple[list, np.nd
         figures = {
             "mean_distance": heads_by_depth_plot(s["mean_distance"], s["mean_distance_std"],
                                                  "Mean attention distance (pixels)", f"Mean attention distance, {n}",
-                                                 s["uniform_distance"], "uniform"),
+                                                 s.get("uniform_distance"), "uniform"),
             "entropy": heads_by_depth_plot(s["entropy"], s["entropy_std"], "Attention entropy (nats)",
-                                           f"Attention entropy, {n}", s["uniform_entropy"], "uniform"),
-            "attention_shares": shares_plot({"prefix tokens": (s["prefix_share"], s["prefix_share_std"]),
-                                             "high-norm patches": (s["high_norm_share"], s["high_norm_share_std"])},
-                                            f"Where the attention goes, {n}"),
+                                           f"Attention entropy, {n}", s.get("uniform_entropy"), "uniform"),
         }
+        shares = {label: (s[name], s[f"{name}_std"]) for name, label in
+                  (("prefix_share", "prefix tokens"), ("high_norm_share", "high-norm patches")) if name in s}
+        if shares:
+            figures["attention_shares"] = shares_plot(shares, f"Where the attention goes, {n}")
         for name, fig in figures.items():
             figure_to_image(fig).save(folder / f"{name}.png")
     return s
@@ -275,11 +317,13 @@ def write_chefer(folder: Path, stats: Statistics, s: dict) -> None:
     (folder / "chefer2021.md").write_text(chefer_markdown(out, s["model"]))
 
 
-def write_distance_npz(folder: Path, stats: Statistics, names: list[str], per_image: list[np.ndarray] | None) -> None:
-    """``mean_distance.npz``: the mean over images (L, H) and its ``std``; when the run wrote per-image files also
-    ``per_image`` (N, L, H), read back from them, and the ``images`` in run order (the mean is then theirs)."""
+def write_distance_npz(folder: Path, stats: Statistics, heads: Sequence[int], names: list[str],
+                       per_image: list[np.ndarray] | None) -> None:
+    """``mean_distance.npz``: the mean over images (L, H) and its ``std``, and ``heads`` (L,) each block's heads (the
+    tables hold 0 past them, where a block has fewer than H); when the run wrote per-image files also ``per_image``
+    (N, L, H), read back from them, and the ``images`` in run order (the mean is then theirs)."""
     s = stats.sums["mean_distance"]
-    arrays = {"mean_distance": s.mean(), "std": s.std()}
+    arrays = {"mean_distance": s.mean(), "std": s.std(), "heads": np.array(heads)}
     if per_image:
         arrays.update(mean_distance=np.mean(per_image, axis=0), per_image=np.stack(per_image), images=np.array(names))
     np.savez(folder / "mean_distance.npz", **arrays)

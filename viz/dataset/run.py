@@ -1,5 +1,6 @@
-"""The loop of ``python -m viz`` over many images: batches decoded by workers, the model on each batch, per-image
-files through the caller's writer, statistics streamed, progress saved for ``--resume``, processes combined.
+"""The loop of ``python -m viz`` over many images, for every architecture: batches decoded by workers, the model on
+each batch (captured as its description says: ``viz.dataset.batch``), per-image files through the caller's writer,
+statistics streamed, progress saved for ``--resume``, processes combined.
 
 Memory stays flat as the folder grows: a batch's arrays are dropped once its images are written and their
 per-image values added to the running sums (``viz.dataset.statistics``); with ``--stats-only`` the attention maps
@@ -20,17 +21,20 @@ import torch
 from PIL import Image
 from tqdm import tqdm
 
-from ..analysis import analyses, capture, model_input
+from vit.architecture import stage_records
+
+from ..analysis import model_input
 from ..explain.explainer import explain_tensor
 from ..maps.distance import uniform_distance
 from ..trust.chefer import SIGNS, black_pixel, chefer_hits
 from ..trust.dataset import image_scores, score_columns
 from ..trust.job import trust_check
 from . import distributed, features, report, state
+from .batch import capture_batch
 from .distributed import Processes
 from .files import ImageEntry
 from .loader import image_loader, shard
-from .statistics import CHEFER, FAITHFULNESS, Statistics, image_values, uniform_entropy
+from .statistics import CHEFER, FAITHFULNESS, Statistics, declared, uniform_entropy
 
 # (entry, its analysis, seconds to decode[, its viz.trust.TrustReport with RunOptions.faithfulness]) -> files
 ImageWriter = Callable[..., None]
@@ -110,29 +114,37 @@ def _inside_options(options: RunOptions) -> dict:
             "inside_contrast": describe(request.contrast), "inside_ablation": request.ablation}
 
 
+def architecture(loaded):
+    """The model's description at its input size (``vit.architecture``)."""
+    return loaded.model.architecture(*loaded.preprocess.crop)
+
+
 def run_info(loaded, options: RunOptions, processes: Processes, device: torch.device) -> dict:
-    """What statistics.json says about the run besides the statistics."""
-    model = loaded.model
+    """What statistics.json says about the run besides the statistics: the model's description as result.json gives
+    it ("architecture", "stages"), and with one sequence of tokens its length and what uniform attention over it
+    would give."""
     height, width = loaded.preprocess.crop
-    layout = model.token_layout(height, width)
+    arch = architecture(loaded)
+    heads = arch.heads
     varies = getattr(loaded.preprocess, "varies", False)   # NaFlex: each photo's own size; the square one's here
-    return {"model": getattr(loaded, "name", ""), "weights": options.weights, "input_size": [height, width],
+    info = {"model": getattr(loaded, "name", ""), "weights": options.weights, "input_size": [height, width],
             "input_varies": varies,
             "preprocess": {"mode": getattr(loaded, "preprocess_choice", "own"), **loaded.preprocess.to_dict()},
-            "assumptions": list(getattr(loaded, "assumptions", [])),
-            "grid": list(layout.grid), "patch_size": model.cfg.patch_size, "num_prefix_tokens": layout.num_prefix,
-            "depth": len(model.blocks), "heads": model.cfg.num_heads, "tokens": layout.num_tokens,
-            "uniform_distance": uniform_distance(tuple(layout.grid), model.cfg.patch_size),
-            "uniform_entropy": uniform_entropy(layout.num_tokens),
-            "options": {"norm_ratio": options.norm_ratio, "distance_renormalise": options.distance_renormalise},
+            "assumptions": list(getattr(loaded, "assumptions", [])), "architecture": arch.family,
+            "grid": list(arch.grid), "patch_size": arch.patch_size, "num_prefix_tokens": arch.num_prefix,
+            "stages": stage_records(arch), "depth": arch.depth,
+            "heads": heads[0] if len(set(heads)) == 1 else list(heads)}   # one number when every block has as many
+    if arch.one_sequence:
+        tokens = arch.blocks[0].num_tokens
+        info.update(tokens=tokens, uniform_distance=uniform_distance(tuple(arch.grid), arch.patch_size),
+                    uniform_entropy=uniform_entropy(tokens))
+    return {**info, "options": {"norm_ratio": options.norm_ratio, "distance_renormalise": options.distance_renormalise},
             "device": device.type, "dtype": str(options.dtype).removeprefix("torch."), "processes": processes.world}
 
 
 def _declared(loaded, options: RunOptions) -> dict[str, tuple[int, ...]]:
     """The per-image values every image has, with their shapes (so a process that got no image still has them)."""
-    L, H = len(loaded.model.blocks), loaded.model.cfg.num_heads
-    shapes = {"mean_distance": (L, H), "entropy": (L, H), "prefix_share": (L,), "high_norm_share": (L,),
-              "high_norm_patches": (L,)}
+    shapes = declared(architecture(loaded))
     if options.features_layer is not None:
         shapes.update(features.declared(loaded.model.cfg.embed_dim))
     return shapes
@@ -197,9 +209,10 @@ def run(loaded, entries: Sequence[ImageEntry], options: RunOptions, processes: P
         if options.faithfulness:
             columns = score_columns(options.perturbation, options.faithfulness)
             table = (columns, np.array([scores[i] for i in sorted(scores)]).reshape(-1, len(columns)))
-        summary = report.write(folder, statistics, info, table)
+        heads = architecture(loaded).heads
+        summary = report.write(folder, statistics, info, table, heads)
         per_image = None if write_image is None else [_saved_distance(options.out / entries[i].name) for i in done]
-        report.write_distance_npz(folder, statistics, [str(entries[i].path) for i in done], per_image)
+        report.write_distance_npz(folder, statistics, heads, [str(entries[i].path) for i in done], per_image)
         if options.features_layer is not None and done:
             features.write_joint(folder, statistics, loaded, [entries[i].path for i in done], options.features_layer,
                                  device, options.dtype)
@@ -213,10 +226,7 @@ def _analyse_batch(loaded, entries, batch, options: RunOptions, write_image: Ima
     t0 = time.perf_counter()
     x = model_input(batch.pixels, loaded.preprocess, device)
     t1 = time.perf_counter()
-    captured = capture(loaded.model, x, options.attention_dtype if write_image else None,
-                       statistics=options.summary, dtype=options.dtype,
-                       distance_renormalise=options.distance_renormalise,
-                       keep_stream=options.keep_stream or options.features_layer is not None)
+    captured = capture_batch(loaded, x, options, write_image is not None)
     # the explanation methods' curves, once per image, for the summary and for the image's own files
     reports = [trust_check(loaded.model, x[b:b + 1].float(), options.faithfulness_target, list(options.faithfulness),
                            protocols=options.perturbation, sanity=options.sanity, points=options.steps,
@@ -227,7 +237,7 @@ def _analyse_batch(loaded, entries, batch, options: RunOptions, write_image: Ima
         B = len(batch.indices)
         timings = {"preprocess": (t1 - t0) / B, **{k: v / B for k, v in captured.timings.items()}, "batch_size": B}
         images = [Image.fromarray(pixels.numpy()) for pixels in batch.pixels]
-        for b, (a, index, decode_s) in enumerate(zip(analyses(loaded, captured, images, timings), batch.indices,
+        for b, (a, index, decode_s) in enumerate(zip(captured.analyses(images, timings), batch.indices,
                                                      batch.decode_s)):
             extras = {"trust": reports[b]} if reports else {}
             if inside and "inside.head_importance" in inside[b]:   # computed once, for the summary and the files
@@ -237,7 +247,7 @@ def _analyse_batch(loaded, entries, batch, options: RunOptions, write_image: Ima
         mine.done[index] = True
         if not options.summary:                    # one image: its files are all there is
             continue
-        values = image_values(captured, b, entries[index].label, options.norm_ratio, options.distance_renormalise)
+        values = captured.values(b, entries[index].label)
         if reports:   # summed, combined, resumed and reported like the rest (viz.dataset.statistics)
             values.update(faithfulness_values(reports[b]))
             mine.scores[index] = image_scores(reports[b], score_columns(options.perturbation, options.faithfulness))
@@ -245,8 +255,6 @@ def _analyse_batch(loaded, entries, batch, options: RunOptions, write_image: Ima
             values.update(chefer_values(loaded, x[b:b + 1].float(), entries[index].label, options))
         if inside:
             values.update(inside[b])
-        if options.features_layer is not None:
-            values.update(features.image_values(captured, b, options.features_layer))
         mine.statistics.add_image(values)
 
 
@@ -300,6 +308,7 @@ def _combined(processes: Processes, mine: Statistics, previous: Statistics) -> S
 
 
 def _saved_distance(folder: Path) -> np.ndarray:
-    """The mean distance (L, H) an image's attention.npz holds (read back rather than kept: memory stays flat)."""
+    """The mean distance (L, H) an image's attention.npz holds (read back rather than kept: memory stays flat), 0 past
+    a block's heads (NaN there in the file), as the statistics summed it."""
     with np.load(folder / "attention.npz") as saved:
-        return saved["mean_distance"]
+        return np.nan_to_num(saved["mean_distance"], nan=0.0)

@@ -8,14 +8,19 @@ number, floor(x) plus round(frac(x) · 2⁵²) / 2⁵², held in two int64 words
 any order. The rounding (≤ 1.1e-16 absolute, per image) is a function of the value alone, so it is the same in
 every run. Means and spreads are computed from the integer sums exactly and rounded once.
 
-Per-image values (``image_values``), each an array of a fixed shape; the mean and the standard deviation over
-images are reported for every one:
+Per-image values, each an array of a fixed shape; the mean and the standard deviation over images are reported
+for every one. Which exist follows the model's description (``vit.architecture``): ``image_values`` for a model whose
+blocks all attend over one sequence of tokens (captured by ``viz.analysis.capture``), ``block_values`` for one
+captured block by block (``capture_blocks``: windows, stages); ``declared`` lists them for a description.
 
-- ``mean_distance`` (L, H): mean attention distance in pixels (Figure 7 right);
-- ``entropy`` (L, H): attention entropy in nats, averaged over query tokens;
-- ``prefix_share`` (L,): share of each block's attention going to the prefix tokens (CLS, DIST, registers);
-- ``high_norm_share`` (L,): share going to the high-norm artifact patches (those ``--mask-artifacts`` drops);
-- ``high_norm_patches`` (L,): how many patches are flagged high-norm after each block;
+- ``mean_distance`` (L, H): mean attention distance in pixels (Figure 7 right); H is the most heads of any block,
+  and a block with fewer has 0 past its heads (the sums need numbers; the summary reports them as null);
+- ``entropy`` (L, H): attention entropy in nats, averaged over query tokens (0 past a block's heads);
+- ``prefix_share`` (L,): share of each block's attention going to the prefix tokens (CLS, DIST, registers); only
+  for a model with prefix tokens;
+- ``high_norm_share`` (L,): share going to the high-norm artifact patches (those ``--mask-artifacts`` drops); only
+  for one sequence of tokens (a patch is flagged on the one grid every block shares);
+- ``high_norm_patches`` (L,): how many patches are flagged high-norm after each block; likewise;
 - ``top1``, ``top5`` (): 1 or 0 per labelled image, so their mean is the accuracy (labelled images only);
 - ``faithfulness.<method>.<score>``: **where the Explain methods' per-image scores go** (e.g.
   ``faithfulness.rollout.deletion_auc``): any per-image value whose name starts with ``FAITHFULNESS`` is summed
@@ -32,9 +37,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from vit.architecture import Architecture
+
 from ..analysis import Captured
 from ..maps.norms import artifact_mask, flag_high_norm
 from ..maps.statistics import key_share, patch_keys, prefix_keys
+from ..maps.windows import WindowedAttention
 
 FAITHFULNESS = "faithfulness."     # prefix of the per-image scores of the explanation methods
 CHEFER = "chefer."                 # prefix of the per-image hits of --protocol chefer2021: "chefer.<sign>.<method>"
@@ -170,9 +178,23 @@ class Statistics:
         return stats
 
 
+def declared(architecture: Architecture) -> dict[str, tuple[int, ...]]:
+    """The per-image values every image of a model with this description has, with their shapes (so that a process
+    that got no image still holds them): the per-head tables always, the prefix share with prefix tokens, the
+    high-norm values with one sequence of tokens."""
+    L, H = architecture.depth, architecture.max_heads
+    shapes = {"mean_distance": (L, H), "entropy": (L, H)}
+    if architecture.num_prefix:
+        shapes["prefix_share"] = (L,)
+    if architecture.one_sequence:
+        shapes.update(high_norm_share=(L,), high_norm_patches=(L,))
+    return shapes
+
+
 def image_values(captured: Captured, b: int, label: int | None, norm_ratio: float = 3.0,
                  distance_renormalise: bool = False) -> dict[str, np.ndarray]:
-    """The per-image values of image ``b`` of a batch captured with ``statistics=True`` (names: module docstring).
+    """The per-image values of image ``b`` of a batch captured with ``statistics=True`` (one sequence of tokens;
+    names: module docstring).
 
     ``label``: its class index when the folder is labelled. ``norm_ratio``: the high-norm rule of
     ``viz.maps.norms.flag_high_norm``. ``distance_renormalise``: which mean distance (``--distance-renormalise``).
@@ -182,14 +204,33 @@ def image_values(captured: Captured, b: int, label: int | None, norm_ratio: floa
     mass = captured.key_mass[b]                                                   # (L, T)
     distance = captured.mean_distance_renormalised if distance_renormalise else captured.mean_distance
     values = {"mean_distance": distance[b], "entropy": captured.entropy[b],
-              "prefix_share": key_share(mass, prefix_keys(p, grid)),
               "high_norm_share": key_share(mass, patch_keys(p, artifact_mask(flags))),
               "high_norm_patches": flags.sum(axis=(1, 2))}
-    if label is not None:
-        top5 = np.argsort(-captured.probabilities[b], kind="stable")[:5]
-        values["top1"] = np.float64(top5[0] == label)
-        values["top5"] = np.float64(label in top5)
-    return values
+    if p:
+        values["prefix_share"] = key_share(mass, prefix_keys(p, grid))
+    return {**values, **accuracy_values(captured.probabilities[b], label)}
+
+
+def block_values(source: WindowedAttention, architecture: Architecture, probabilities: np.ndarray,
+                 label: int | None) -> dict[str, np.ndarray]:
+    """One image's per-image values from its blocks' maps kept block by block (``capture_blocks``; ``source``: each
+    block's (nW, H, N, N) with its layout): every head's mean distance in pixels of the input and entropy in nats,
+    averaged over the block's tokens, 0 past a block's heads (module docstring)."""
+    L, H = architecture.depth, architecture.max_heads
+    distance = np.nan_to_num(source.mean_distance(architecture.patch_size), nan=0.0)     # (L, H)
+    entropy = np.zeros((L, H))
+    for block, attention in zip(architecture.blocks, source.attention):
+        a = np.asarray(attention, dtype=np.float64)                                    # (nW, H, N, N)
+        entropy[block.index, :block.heads] = -(a * np.log(np.maximum(a, 1e-30))).sum(axis=-1).mean(axis=(0, 2))
+    return {"mean_distance": distance, "entropy": entropy, **accuracy_values(probabilities, label)}
+
+
+def accuracy_values(probabilities: np.ndarray, label: int | None) -> dict[str, np.ndarray]:
+    """``top1`` and ``top5`` (1 or 0) of a labelled image; nothing for an unlabelled one."""
+    if label is None:
+        return {}
+    top5 = np.argsort(-probabilities, kind="stable")[:5]
+    return {"top1": np.float64(top5[0] == label), "top5": np.float64(label in top5)}
 
 
 def uniform_entropy(tokens: int) -> float:

@@ -13,17 +13,18 @@ from .plots import new_figure, nice_top, plot_axes
 def heads_by_depth_plot(mean: np.ndarray, std: np.ndarray, ylabel: str, title: str,
                         reference: float | None = None, reference_label: str = "") -> Figure:
     """Mean (L, H) over images of one value per block and head, one dot per head, a bar of ±1 standard deviation
-    over images; heads side by side within each block. ``reference``: a dashed horizontal line (e.g. uniform
-    attention), labelled ``reference_label``."""
+    over images; heads side by side within each block, centred on it (a block with fewer heads than H: NaN past
+    its own). ``reference``: a dashed horizontal line (e.g. uniform attention), labelled ``reference_label``."""
     mean, std = np.asarray(mean, dtype=np.float64), np.asarray(std, dtype=np.float64)
     L, H = mean.shape
     fig = new_figure()
     ax = plot_axes(fig, title)
-    offsets = (np.arange(H) - (H - 1) / 2) * min(0.6 / max(H, 1), 0.08)     # heads spread within a block
+    heads = np.isfinite(mean).sum(axis=1)                                        # (L,) the heads each block has
+    step = min(0.6 / max(H, 1), 0.08)                                            # heads spread within a block
     cmap = matplotlib.colormaps["tab20" if H > 10 else "tab10"]                  # one colour per head
     for h in range(H):
-        ax.errorbar(np.arange(L) + offsets[h], mean[:, h], yerr=std[:, h], fmt="o", markersize=3.5, linewidth=0.8,
-                    capsize=0, color=cmap(h % cmap.N))
+        ax.errorbar(np.arange(L) + (h - (heads - 1) / 2) * step, mean[:, h], yerr=std[:, h], fmt="o",
+                    markersize=3.5, linewidth=0.8, capsize=0, color=cmap(h % cmap.N))
     top = nice_top(max(float(np.nanmax(mean + std)), reference or 0.0))
     ax.set_xlim(-0.7, L - 0.3)
     ax.set_ylim(0, top)

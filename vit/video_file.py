@@ -297,9 +297,12 @@ def _info(av, container, limits: VideoLimits) -> VideoInfo:
     frames = int(stream.frames or 0)
     if frames == 0:   # the header does not say: count the packets (no decoding), within the frame bound
         frames = _count_packets(av, container, stream, limits)
-        container.seek(0)
-    if frames == 0:
-        raise VideoFileError("The video has no frames.")
+        if frames == 0:
+            raise VideoFileError("The video has no frames: its video stream is empty.")
+        try:
+            container.seek(0)
+        except av.error.FFmpegError as e:
+            raise VideoFileError(f"The video cannot be read from its start again ({_reason(e)}).") from None
     if not fps and seconds > 0:
         fps = frames / seconds
     return VideoInfo(frames, fps, seconds, width, height, str(stream.codec_context.name))

@@ -8,6 +8,7 @@ from .preprocess import Preprocess
 from .swin import SwinConfig, SwinTransformer, WindowCapture, WindowLayout, swin_variant
 from .video import VideoCapture, VideoConfig, VideoLayout, VideoTransformer
 
-__all__ = ["AttentionCapture", "LoadedModel", "Preprocess", "SwinConfig", "SwinTransformer", "TokenLayout", "VideoCapture",
-           "VideoConfig", "VideoLayout", "VideoTransformer", "ViTConfig", "VisionTransformer", "WEIGHTS_DIR", "WindowCapture", "WindowLayout", "imagenet_labels",
-           "list_local_checkpoints", "load", "save_checkpoint", "swin_variant", "variant", "weights_dir"]
+__all__ = ["AttentionCapture", "LoadedModel", "Preprocess", "SwinConfig", "SwinTransformer", "TokenLayout",
+           "VideoCapture", "VideoConfig", "VideoLayout", "VideoTransformer", "ViTConfig", "VisionTransformer",
+           "WEIGHTS_DIR", "WindowCapture", "WindowLayout", "imagenet_labels", "list_local_checkpoints", "load",
+           "save_checkpoint", "swin_variant", "variant", "weights_dir"]

@@ -71,18 +71,28 @@ def _check_arch(opts: TrainOptions, arch: str) -> None:
     """The options that shape the other architecture are refused, as are a Swin's heads given per stage to a ViT."""
     if arch not in ARCHS:
         raise ValueError(f"Unknown --arch {arch!r}! Expected one of {', '.join(ARCHS)}.")
-    other = {"swin": VIT_ONLY + VIDEO_ONLY, "vit": SWIN_ONLY + VIDEO_ONLY, "video": SWIN_ONLY}[arch]
-    wrong = [flag(k) for k in other if getattr(opts, k) is not None]
+    if arch == "video":
+        wrong = [flag(k) for k in SWIN_ONLY if getattr(opts, k) is not None]
+        if isinstance(opts.num_heads, tuple):
+            wrong.append("--heads with one number per stage")
+        if opts.pos_embed not in (None, "learned"):
+            wrong.append(f"--pos-embed {opts.pos_embed}")
+        if opts.augment not in ("auto", "none"):      # a flip or a crop moves what moves
+            wrong.append(f"--augment {opts.augment}")
+        if wrong:
+            raise ValueError(f"{', '.join(wrong)} do{'es' if len(wrong) == 1 else ''} not apply to --arch video!")
+        return
+    video_only = [flag(k) for k in VIDEO_ONLY if getattr(opts, k) is not None]
+    if video_only:
+        raise ValueError(f"{', '.join(video_only)} only apply to --arch video, not to --arch {arch}!")
+    wrong = [flag(k) for k in (VIT_ONLY if arch == "swin" else SWIN_ONLY) if getattr(opts, k) is not None]
     if arch == "vit" and isinstance(opts.num_heads, tuple):
         wrong.append("--heads with one number per stage")
     if arch == "swin" and opts.pos_embed not in (None, *SWIN_POS_EMBED):
         wrong.append(f"--pos-embed {opts.pos_embed}")
-    if arch == "video" and opts.pos_embed not in (None, "learned"):
-        wrong.append(f"--pos-embed {opts.pos_embed}")
-    if arch == "video" and opts.augment not in ("auto", "none"):   # a flip or a crop moves what moves
-        wrong.append(f"--augment {opts.augment}")
     if wrong:
-        raise ValueError(f"{', '.join(wrong)} do{'es' if len(wrong) == 1 else ''} not apply to --arch {arch}!")
+        raise ValueError(f"{', '.join(wrong)} only apply to --arch {'vit' if arch == 'swin' else 'swin'}, not to "
+                         f"--arch {arch}!")
 
 
 def resolve(opts: TrainOptions, data_kind: str, pretrained: ViTConfig | SwinConfig | None) -> TrainOptions:

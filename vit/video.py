@@ -35,7 +35,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from .model import Attention, Block, DropPath, Mlp, ViTConfig
+from .model import Attention, Block, DropPath, Mlp, ViTConfig, attention_rows
 from .positions import TokenPositions
 
 ATTENTION_KINDS = ("joint", "divided")
@@ -240,6 +240,8 @@ class DividedStep:
     after_time: torch.Tensor                 # (B, 1 + T'·N, D) the stream after the time step
     time_attn: torch.Tensor | None           # (B, N, H, T', T') each patch place's attention through time
     space_attn: torch.Tensor | None          # (B, T', H, 1 + N, 1 + N) each frame's attention, CLS first
+    time_qk: tuple[torch.Tensor, torch.Tensor] | None = None    # (q, k), each (B, N, H, T', Dh), with "qk"
+    space_qk: tuple[torch.Tensor, torch.Tensor] | None = None   # (q, k), each (B, T', H, 1 + N, Dh), with "qk"
 
 
 class DividedBlock(nn.Module):
@@ -259,9 +261,9 @@ class DividedBlock(nn.Module):
         self.drop_path = DropPath(drop_path)
 
     def forward(self, x: torch.Tensor, frames: int, return_attn: bool = False) -> tuple[torch.Tensor, None]:
-        return self.step(x, frames, return_attn).out, None
+        return self.step(x, frames, ("attn",) if return_attn else ()).out, None
 
-    def step(self, x: torch.Tensor, frames: int, return_attn: bool = False) -> DividedStep:
+    def step(self, x: torch.Tensor, frames: int, taps: tuple[str, ...] = ()) -> DividedStep:
         """The block's computation, the one every pass runs; x (B, 1 + T'·N, D), CLS first, patches frame-major:
 
             time:   each patch place's T' tokens attend to each other:
@@ -269,27 +271,37 @@ class DividedBlock(nn.Module):
             space:  each frame's N patches attend together with the CLS token:
                     patches += attn(norm1([CLS, frame]))[patches];  CLS += mean over frames of its per-frame output
             MLP:    x = x + mlp(norm2(x))
-        """
+
+        ``taps``: "attn" keeps both steps' attention (the explicit softmax), "qk" their queries and keys (the fused
+        kernel runs; ``vit.model.attention_rows`` recomputes any rows from them)."""
         B, T, D = x.shape
         N = (T - 1) // frames
+        explicit = "attn" in taps
         cls, patches = x[:, :1], x[:, 1:]
         places = patches.reshape(B, frames, N, D).transpose(1, 2).reshape(B * N, frames, D)
-        h, time_attn = self.temporal_attn(self.temporal_norm1(places), return_attn)    # (B·N, T', D)
-        h = self.temporal_fc(self.drop_path(h)).reshape(B, N, frames, D).transpose(1, 2).reshape(B, frames * N, D)
+        q, k, v = self.temporal_attn.project(self.temporal_norm1(places))              # (B·N, H, T', Dh)
+        h, time_attn = self.temporal_attn.attend(q, k, v, None, explicit)
+        time_qk = (q, k) if "qk" in taps else None
+        h = self.temporal_fc(self.drop_path(self.temporal_attn.merge(h)))              # (B·N, T', D)
+        h = h.reshape(B, N, frames, D).transpose(1, 2).reshape(B, frames * N, D)
         patches = patches + h                                                          # (B, T'·N, D)
         per_frame = torch.cat([cls.expand(B, frames, D).reshape(B * frames, 1, D),
                                patches.reshape(B * frames, N, D)], dim=1)              # (B·T', 1 + N, D)
-        s, space_attn = self.attn(self.norm1(per_frame), return_attn)                  # (B·T', 1 + N, D)
-        s = s.reshape(B, frames, 1 + N, D)
+        q, k, v = self.attn.project(self.norm1(per_frame))                             # (B·T', H, 1 + N, Dh)
+        s, space_attn = self.attn.attend(q, k, v, None, explicit)
+        space_qk = (q, k) if "qk" in taps else None
+        s = self.attn.merge(s).reshape(B, frames, 1 + N, D)
         space = torch.cat([s[:, :, 0].mean(dim=1, keepdim=True), s[:, :, 1:].reshape(B, frames * N, D)], dim=1)
         after_time = torch.cat([cls, patches], dim=1)
         x = after_time + self.drop_path(space)
         x = x + self.drop_path(self.mlp(self.norm2(x)))
-        if return_attn:
-            H = time_attn.shape[1]
-            time_attn = time_attn.reshape(B, N, H, frames, frames)
-            space_attn = space_attn.reshape(B, frames, H, 1 + N, 1 + N)
-        return DividedStep(x, after_time, time_attn, space_attn)
+        grouped = lambda t, G: t.reshape(B, G, *t.shape[1:])                          # noqa: E731  (B, G, H, …)
+        if explicit:
+            time_attn, space_attn = grouped(time_attn, N), grouped(space_attn, frames)
+        if time_qk is not None:
+            time_qk = tuple(grouped(t, N) for t in time_qk)
+            space_qk = tuple(grouped(t, frames) for t in space_qk)
+        return DividedStep(x, after_time, time_attn, space_attn, time_qk, space_qk)
 
 
 class AttentiveProbe(nn.Module):
@@ -430,35 +442,52 @@ class VideoTransformer(nn.Module):
             x = torch.cat([x[:, :1] + self.pos_embed[:, :1], patches.reshape(B, -1, D)], dim=1)
         return self.pos_drop(x)
 
-    def steps(self, x: torch.Tensor, return_attn: bool = True
-              ) -> Iterator[tuple[torch.Tensor, torch.Tensor | None, VideoLayout]]:
-        """Clips (B, F, C, H, W) -> after each attention step in turn, ``(tokens, its attention (B, G, H, n, n) or
-        None, its VideoLayout)``: the stream (B, T, D) after a joint block, a divided block's time step and its space
-        step (with the MLP); then the probe's blocks' tokens (B, T'·N, D) after the final norm. The forward pass of
-        every call below."""
+    def steps(self, x: torch.Tensor, keep: str | None = "attn") -> Iterator[StepOutput]:
+        """Clips (B, F, C, H, W) -> a ``StepOutput`` after each attention step in turn: the stream (B, T, D) after a
+        joint block, a divided block's time step and its space step (with the MLP); then the probe's blocks' tokens
+        (B, T'·N, D) after the final norm. ``keep``: "attn" each step's attention (explicit softmax), "qk" its
+        queries and keys (the fused kernel runs), None nothing. The forward pass of every call below."""
         layouts = iter(self.step_layouts(x.shape[1], x.shape[3], x.shape[4]))
         layout = self.video_layout(x.shape[1], x.shape[3], x.shape[4])
         positions = self.token_positions(layout, x.device)
+        taps = (keep,) if keep else ()
         x = self.embed(x)
         for blk in self.blocks:
             if isinstance(blk, DividedBlock):
-                s = blk.step(x, layout.frames, return_attn)
-                yield s.after_time, s.time_attn, next(layouts)
+                s = blk.step(x, layout.frames, taps)
+                yield StepOutput(s.after_time, s.time_attn, *(s.time_qk or (None, None)), next(layouts))
                 x = s.out
-                yield x, s.space_attn, next(layouts)
+                yield StepOutput(x, s.space_attn, *(s.space_qk or (None, None)), next(layouts))
             else:
-                x, attn = blk(x, return_attn, positions)
-                yield x, None if attn is None else attn.unsqueeze(1), next(layouts)
+                s = blk.step(x, positions, taps)
+                x = s.out
+                yield StepOutput(x, _group(s.attn), _group(s.q), _group(s.k), next(layouts))
         if self.probe is not None:
             x = self.norm(x)
             for blk in self.probe.blocks:
-                x, attn = blk(x, return_attn)
-                yield x, None if attn is None else attn.unsqueeze(1), next(layouts)
+                s = blk.step(x, None, taps)
+                x = s.out
+                yield StepOutput(x, _group(s.attn), _group(s.q), _group(s.k), next(layouts))
 
     def blocks_with_attention(self, x: torch.Tensor) -> Iterator[tuple[torch.Tensor, torch.Tensor, VideoLayout]]:
-        """``steps`` with every step's attention: for callers that reduce each step's maps as soon as it has run;
-        pass the last tokens to ``forward_head``."""
-        return self.steps(x, return_attn=True)
+        """After each attention step in turn ``(tokens, its attention (B, G, H, n, n), its VideoLayout)``: for callers
+        that reduce each step's maps as soon as it has run; pass the last tokens to ``forward_head``."""
+        for step in self.steps(x, keep="attn"):
+            yield step.tokens, step.attention, step.layout
+
+    def blocks_with_queries_and_keys(self, x: torch.Tensor
+                                     ) -> Iterator[tuple[torch.Tensor, torch.Tensor, torch.Tensor, VideoLayout]]:
+        """After each attention step in turn ``(tokens, q, k, its VideoLayout)``, q and k (B, G, H, n, Dh) with the
+        positions applied: the plain forward's speed (the fused kernel), and any rows of the step's attention
+        recomputable later, ``step_attention(q, k, scale)`` (attention on demand: 1,568 tokens' maps need not all
+        exist at once)."""
+        for step in self.steps(x, keep="qk"):
+            yield step.tokens, step.q, step.k, step.layout
+
+    @property
+    def attention_scale(self) -> float:
+        """1/√Dh: the scale of every step's q·kᵀ."""
+        return (self.cfg.embed_dim // self.cfg.num_heads) ** -0.5
 
     def forward_head(self, x: torch.Tensor, return_readout: bool = False):
         """The last tokens -> logits (B, K) (pooled features without a head); with ``return_readout`` also the probe
@@ -475,21 +504,44 @@ class VideoTransformer(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Clips (B, F, C, H, W) -> logits (B, num_classes)."""
-        for x, _, _ in self.steps(x, return_attn=False):
-            pass
+        for step in self.steps(x, keep=None):
+            x = step.tokens
         return self.forward_head(x)
 
     def forward_with_attention(self, x: torch.Tensor, return_token_norms: bool = False) -> VideoCapture:
         """The output plus every step's attention and layout, from one forward pass with an explicit softmax
         (``VideoCapture``), and V-JEPA 2's readout attention. Nothing is kept on the module."""
         maps, layouts, norms = [], [], [] if return_token_norms else None
-        for x, attn, layout in self.steps(x):
+        for x, attn, layout in self.blocks_with_attention(x):
             maps.append(attn)
             layouts.append(layout)
             if norms is not None:
                 norms.append(x.norm(dim=-1))
         output, readout = self.forward_head(x, return_readout=True)
         return VideoCapture(output, maps, layouts, readout, norms)
+
+
+class StepOutput(NamedTuple):
+    """One attention step of ``VideoTransformer.steps``: the stream after it, what it kept, its layout."""
+    tokens: torch.Tensor                 # (B, T, D) the stream after the step (the probe's: (B, T'·N, D))
+    attention: torch.Tensor | None       # (B, G, H, n, n) softmax attention inside each group, when kept
+    q: torch.Tensor | None               # (B, G, H, n, Dh) queries, positions applied, when kept
+    k: torch.Tensor | None               # (B, G, H, n, Dh) keys, positions applied, when kept
+    layout: VideoLayout
+
+
+def _group(t: torch.Tensor | None) -> torch.Tensor | None:
+    """A joint step's (B, H, …) as one group: (B, 1, H, …)."""
+    return None if t is None else t.unsqueeze(1)
+
+
+def step_attention(q: torch.Tensor, k: torch.Tensor, scale: float, rows: torch.Tensor | None = None) -> torch.Tensor:
+    """A step's attention recomputed from its kept queries and keys (B, G, H, n, Dh) -> (B, G, H, n or rows, n)
+    float32, equal to the explicit softmax of the forward up to the rounding of q and k (``vit.model.attention_rows``,
+    a chunk of rows at a time)."""
+    B, G = q.shape[:2]
+    flat = attention_rows(q.flatten(0, 1), k.flatten(0, 1), scale, queries=rows)
+    return flat.reshape(B, G, *flat.shape[1:])
 
 
 def _init_weights(m: nn.Module) -> None:

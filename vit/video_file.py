@@ -171,9 +171,14 @@ class VideoPreprocess:
         return (x - mean) / std
 
     def __call__(self, frames: np.ndarray | torch.Tensor) -> torch.Tensor:
-        """Sampled RGB frames (T, H, W, 3) uint8 -> the model input (1, T, 3, h, w)."""
+        """Sampled RGB frames as decoded (T, H, W, 3) uint8 -> the model input (1, T, 3, h, w)."""
         x = torch.as_tensor(np.asarray(frames)).permute(0, 3, 1, 2)
         return self.normalise(self.crop_frames(x)).unsqueeze(0)
+
+    def clip_tensor(self, frames: np.ndarray) -> torch.Tensor:
+        """A ``Clip``'s frames, already resized and cropped (T, h, w, 3) uint8 -> the model input (1, T, 3, h, w)."""
+        x = torch.from_numpy(np.ascontiguousarray(frames)).permute(0, 3, 1, 2)
+        return self.normalise(x).unsqueeze(0)
 
     def choose(self, choice: str) -> "VideoPreprocess":
         """Only the model's own preprocessing ("own"): a video model's frames are always its processor's."""

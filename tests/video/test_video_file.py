@@ -73,7 +73,7 @@ def test_read_clip_frames_and_times(clip_path):
     assert decoded.shape == (8, 90, 160, 3)
     expected = prep.crop_frames(torch.from_numpy(decoded).permute(0, 3, 1, 2)).permute(0, 2, 3, 1).numpy()
     assert clip.frames.dtype == np.uint8 and np.array_equal(clip.frames, expected)
-    assert torch.equal(prep(decoded), prep.normalise(torch.from_numpy(clip.frames).permute(0, 3, 1, 2)).unsqueeze(0))
+    assert torch.equal(prep(decoded), prep.clip_tensor(clip.frames))
 
 
 def refusal(path, limits=VideoLimits(), num_frames=8) -> str:

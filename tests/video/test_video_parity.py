@@ -129,3 +129,24 @@ def test_own_format_round_trip(tmp_path):
     with torch.no_grad():
         assert torch.allclose(again.model(x), loaded.model(x), rtol=1e-6, atol=1e-7)
     assert again.config == loaded.config and again.preprocess == loaded.preprocess
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_attention_on_demand(family, tmp_path):
+    """The fused forward that keeps each step's queries and keys gives the same stream, and every step's attention
+    recomputed from them (all rows, or some) equals the captured one: 1,568 tokens' maps need not exist at once."""
+    from vit.video import step_attention
+    ref = reference(family, "small", 4)
+    ref.save_pretrained(tmp_path / family)
+    model = vit.load(tmp_path / family).model
+    x = clips(2, 4, 32, seed=5)
+    with torch.no_grad():
+        capture = model.forward_with_attention(x)
+        kept = list(model.blocks_with_queries_and_keys(x))
+    assert len(kept) == len(capture.attention)
+    for (tokens, q, k, layout), attn in zip(kept, capture.attention):
+        assert q.shape[:4] == attn.shape[:4] and layout in capture.layouts
+        assert_close(step_attention(q, k, model.attention_scale), attn, f"{layout.step} step recomputed")
+        rows = torch.tensor([0, attn.shape[-1] - 1])
+        assert_close(step_attention(q, k, model.attention_scale, rows), attn[..., rows, :], "two rows")
+    assert_close(model.forward_head(kept[-1][0]), capture.output, "the output of the fused forward")

@@ -77,7 +77,7 @@ def test_reads_across_time_and_looks_at_the_square(trained):
         clip = read_clip(path, prep)
         corners = np.load(path.replace(".mp4", ".npy"))
         with torch.no_grad():
-            capture = model.forward_with_attention(prep(clip.frames))
+            capture = model.forward_with_attention(prep.clip_tensor(clip.frames))
         attention = [a[0].numpy() for a in capture.attention]
         indices = [layout.token_index().numpy() for layout in capture.layouts]
         lay = capture.layouts[0]

@@ -60,8 +60,7 @@ class VideoTransform:
             order = np.random.default_rng([self.shuffle_seed, zlib.crc32(Path(path).name.encode())]).permutation(
                 len(frames))
             frames = frames[order]
-        x = torch.from_numpy(np.ascontiguousarray(frames)).permute(0, 3, 1, 2)
-        return self.preprocess.normalise(x)
+        return self.preprocess.clip_tensor(frames)[0]
 
 
 def scan_videos(root: Path) -> tuple[list[tuple[str, int]], list[str]]:

@@ -335,7 +335,8 @@ def _build_video(state: dict, fmt: str, source: str, meta: _Meta, overrides: dic
         cfg = VideoConfig(**{**meta.config, "num_classes": int(head.shape[0]) if head is not None else 0,
                              **overrides})
     except TypeError as e:
-        raise ValueError(f"{source}: a video checkpoint, whose config does not take these fields: {e}.") from None
+        raise ValueError(f"{source}: a video checkpoint, whose config does not take these fields: {e}. Give only "
+                         f"vit.VideoConfig's fields (num_frames, img_size, drop_rate, …).") from None
     return _finish(state, cfg, source, meta, fmt, overrides, list(meta.assumptions))
 
 
@@ -407,8 +408,11 @@ def _build_own(ckpt: dict, source: str, meta: _Meta, overrides: dict) -> LoadedM
     try:
         saved = config_class(**ckpt["config"])
     except TypeError as e:  # a field this version of the code does not know
-        raise ValueError(f"{source}: its config does not fit this version of vit.{config_class.__name__}: {e}"
-                         ) from None
+        if arch == "swin":
+            raise ValueError(f"{source}: its config does not fit this version of vit.SwinConfig: {e}") from None
+        if arch == "video":
+            raise ValueError(f"{source}: its config does not fit this version of vit.VideoConfig: {e}") from None
+        raise ValueError(f"{source}: its config does not fit this version of vit.ViTConfig: {e}") from None
     cfg = dataclasses.replace(saved, **overrides)
     state = ckpt["model"] if arch == "video" else _fit_pos_embed(ckpt["model"], cfg, saved.grid)
     name = (ckpt.get("extra") or {}).get("name") or meta.name

@@ -88,6 +88,29 @@ def require_av():
     return av
 
 
+# First bytes of the video containers people upload: (offset, magic, name).
+VIDEO_SIGNATURES = ((4, b"ftyp", "MP4/MOV video"), (0, b"\x1aE\xdf\xa3", "Matroska/WebM video"),
+                    (8, b"AVI ", "AVI video"), (0, b"\x00\x00\x01\xba", "MPEG video"))
+
+
+def video_kind(head: bytes) -> str | None:
+    """What video container a file's first bytes are ("MP4/MOV video", …), None when they are not one."""
+    for offset, magic, name in VIDEO_SIGNATURES:
+        if head[offset:offset + len(magic)] == magic and (magic != b"AVI " or head.startswith(b"RIFF")):
+            return name
+    return None
+
+
+def video_given_to_photos(kind: str) -> str:
+    """The one sentence for a video given where a photo was expected: how to read it, PyAV named when missing."""
+    try:
+        require_av()
+    except VideoDecoderMissing:
+        return (f"This file is a video ({kind}), not a photo: reading videos needs PyAV, which is not installed "
+                f"({INSTALL}).")
+    return f"This file is a video ({kind}), not a photo: open it with a video model (see docs/video.md)."
+
+
 def sample_indices(total: int, num_frames: int, sampling: str = "uniform", stride: int = 4) -> np.ndarray:
     """Which of ``total`` frames a model sees.
 

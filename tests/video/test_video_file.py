@@ -122,6 +122,19 @@ def test_missing_pyav_is_one_sentence(monkeypatch, clip_path):
     assert isinstance(video_file.VideoDecoderMissing("x"), ImportError)
 
 
+def test_a_video_given_for_a_photo_says_so(clip_path, monkeypatch):
+    """A video where a photo is expected (the image views, python -m viz on a ViT) is named as a video, and PyAV named
+    when it is missing, in one sentence."""
+    from vit.image_file import ImageFileError, open_image
+    with pytest.raises(ImageFileError, match=r"This file is a video \(MP4/MOV video\), not a photo: open it with a "
+                                             r"video model"):
+        open_image(clip_path)
+    monkeypatch.setitem(sys.modules, "av", None)
+    with pytest.raises(ImageFileError, match=r"reading videos needs PyAV, which is not installed \(pip install "
+                                             r"\"vit-attention-explorer\[video\]\"\)"):
+        open_image(clip_path)
+
+
 @pytest.mark.slow
 def test_the_app_and_cli_start_without_pyav():
     """Nothing the page or the CLI imports at start-up imports PyAV."""

@@ -21,7 +21,7 @@ from vit.train.video_data import VideoTransform
 from vit.video_file import read_clip
 
 TOY = dict(arch="video", img_size=(32, 32), patch_size=8, frames=8, tubelet=2, depth=3, embed_dim=64, num_heads=4,
-           lr=1e-3, epochs=10, batch_size=32, workers=0, warmup_epochs=1.0, drop_path=0.0)
+           lr=1e-3, epochs=10, batch_size=16, workers=0, warmup_epochs=1.0, drop_path=0.0)
 
 
 def test_a_single_frame_does_not_tell_the_direction():

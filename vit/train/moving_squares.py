@@ -7,7 +7,7 @@ through time can. The demonstration task for a video transformer learning to see
     python -m vit.train.moving_squares data/moving_squares     # 480 clips of 8 frames of 32×32 -> 4 classes
     python -m vit.train --arch video --data data/moving_squares --out weights/moving_squares.pt --img-size 32 \\
         --patch-size 8 --frames 8 --tubelet 2 --depth 3 --embed-dim 64 --heads 4 --lr 1e-3 --epochs 10 \\
-        --warmup-epochs 1 --drop-path 0 --workers 0
+        --warmup-epochs 1 --drop-path 0 --batch-size 16 --workers 0
 
 Clips are MP4 files (H.264 at quantiser 0, lossless in brightness), written and read with PyAV (the ``[video]``
 extra).

@@ -22,6 +22,7 @@ import os
 from PIL import Image, ImageOps, UnidentifiedImageError
 
 from .preprocess import to_rgb
+from .video_file import video_given_to_photos, video_kind
 
 FORMATS = ("JPEG", "MPO", "PNG", "GIF", "WEBP", "BMP", "TIFF", "AVIF")  # photo formats Pillow may open here
 MAX_BYTES = 50 * 1024 * 1024   # largest upload read, in bytes
@@ -46,6 +47,9 @@ _SIGNATURES = (
     (b"PK\x03\x04", "ZIP archive (or an Office document)"),
     (b"\x1f\x8b", "gzip archive"),
 )
+
+
+_IMAGE_BRANDS = (b"ftypheic", b"ftypheix", b"ftypmif1", b"ftypmsf1", b"ftypavif")   # ISO files that hold photos
 
 
 class ImageFileError(ValueError):
@@ -119,6 +123,9 @@ def _describe_unreadable(path: str | os.PathLike) -> str:
     with open(path, "rb") as f:
         head = f.read(512)
     kind = next((name for magic, name in _SIGNATURES if head.startswith(magic)), None)
+    video = video_kind(head)
+    if kind is None and video is not None and head[4:12] not in _IMAGE_BRANDS:
+        return video_given_to_photos(video)
     text = head.lstrip().lower()
     if kind is None and text.startswith((b"<!doctype html", b"<html", b"<head", b"<body")):
         kind = "HTML page"
@@ -126,7 +133,7 @@ def _describe_unreadable(path: str | os.PathLike) -> str:
         kind = "SVG drawing"
     elif kind is None and text.startswith(b"<?xml"):
         kind = "XML file"
-    elif kind is None and head[4:12] in (b"ftypheic", b"ftypheix", b"ftypmif1", b"ftypmsf1"):
+    elif kind is None and head[4:12] in _IMAGE_BRANDS:
         kind = "HEIC photo (not supported here)"
     elif kind is None and _looks_like_text(head):
         kind = "text file"

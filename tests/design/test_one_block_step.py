@@ -4,7 +4,8 @@ record and a key table, never an edit of several loops.
 
 Checked in the source of every product module (vit/, viz/, vit_explorer/, bench/, app.py): a call that builds a
 residual branch or reads a block's pieces (``norm1(``, ``ls1(``, ``attn.merge(`` …) appears only inside
-``Block.step`` and ``Block.attention_input`` (and a Swin's in ``vit.swin.SwinBlock.forward``); nothing else calls
+``Block.step`` and ``Block.attention_input`` (a Swin's in ``vit.swin.SwinBlock.forward``, TimeSformer's divided block in
+``vit.video.DividedBlock.step``); nothing else calls
 ``Attention.mix`` on a block's attention."""
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ PRODUCT = [REPO / "app.py", *sorted((REPO / "vit").rglob("*.py")), *sorted((REPO
 BLOCK_PIECES = {"norm1", "norm2", "ls1", "ls2", "drop_path"}     # called as x.norm2(...), self.ls1(...), …
 ATTENTION_PIECES = {"merge", "mix"}                              # called on a block's attention: x.attn.merge(...)
 ALLOWED = {("vit/model.py", "Block.step"), ("vit/model.py", "Block.attention_input"),
-           ("vit/swin.py", "SwinBlock.forward")}    # a Swin's block: its own architecture, its computation in one place
+           ("vit/swin.py", "SwinBlock.forward"),    # a Swin's block: its own architecture, its computation in one place
+           ("vit/video.py", "DividedBlock.step")}   # TimeSformer's block: time attention, space attention, MLP
 
 
 def calls_outside_the_step() -> list[str]:

@@ -25,6 +25,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from ..video import VIDEO_FAMILIES
+
 OWN_FORMAT = "vit-explorer"
 OWN_VERSION = 1
 CHECKPOINT_SUFFIXES = (".pt", ".pth", ".bin", ".safetensors", ".npz", ".ckpt")
@@ -175,7 +177,7 @@ def save_checkpoint(path: str | Path, model: torch.nn.Module, labels: list[str],
     """Write ``model`` with its config, class names and preprocessing as one weights-only torch file.
 
     The file is ``{"format": "vit-explorer", "version": 1, "config", "labels", "preprocess", "model", "extra"}``, and
-    ``"arch": "swin"`` for a ``vit.swin.SwinTransformer``
+    ``"arch": "swin"`` for a ``vit.swin.SwinTransformer``, ``"video"`` for a ``vit.video.VideoTransformer``,
     and loads with ``torch.load(weights_only=True)``, so ``extra`` may only hold tensors, numbers, strings,
     lists, tuples, dicts and None; ``extra["name"]`` becomes the loaded model's display name. Written to a temporary file first, so a crash never leaves half a checkpoint.
     """
@@ -194,6 +196,8 @@ def save_checkpoint(path: str | Path, model: torch.nn.Module, labels: list[str],
     }
     if model.cfg.family == "swin":   # which config class reads "config" (absent: a ViT, as every older file)
         ckpt["arch"] = "swin"
+    elif model.cfg.family in VIDEO_FAMILIES:
+        ckpt["arch"] = "video"
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
     torch.save(ckpt, tmp)

@@ -34,6 +34,7 @@ from .files import read_file, regular_file
 from .pipelines import huggingface_preprocess, huggingface_processor_name, open_clip_preprocess, timm_preprocess
 from .timm_names import architecture_config, naflex_architecture, plain_mlp_activation
 from .swin_formats import huggingface_swin_config, timm_swin_config
+from .video_formats import VIDEO_TYPES, huggingface_video_config, huggingface_video_preprocess
 from ..clip.tokenizer import Tokenizer
 from ..preprocess import Preprocess
 
@@ -44,7 +45,7 @@ VIT_TYPES = ("vit", "deit", "vit_msn", "vit_mae")          # ViT's layout and po
 BEIT_TYPES = ("beit", "data2vec-vision")                  # relative position bias, layer scale, mean pooling
 DINOV2_TYPES = ("dinov2", "dinov2_with_registers")        # layer scale, registers, SwiGLU for the giant
 SWIN_TYPES = ("swin", "swinv2")
-SUPPORTED_TYPES = (*VIT_TYPES, *BEIT_TYPES, *DINOV2_TYPES, *CLIP_TYPES, "dinov3_vit", *SWIN_TYPES)
+SUPPORTED_TYPES = (*VIT_TYPES, *BEIT_TYPES, *DINOV2_TYPES, *CLIP_TYPES, "dinov3_vit", *SWIN_TYPES, *VIDEO_TYPES)
 OPEN_CLIP_TIMM_PROJECTIONS = ("none", "linear")  # open_clip's timm_proj: none, or a bias-free Linear (proj_bias false)
 
 
@@ -84,6 +85,8 @@ def read_folder(folder: Path) -> HuggingFaceFolder:
         return _read_dinov3_folder(folder, hf)
     if kind in SWIN_TYPES:
         return _read_swin_folder(folder, hf)
+    if kind in VIDEO_TYPES:
+        return _read_video_folder(folder, hf)
     raise ValueError(f"{folder}: unsupported Hugging Face model_type {kind!r}! Expected one of "
                      f"{', '.join(repr(t) for t in SUPPORTED_TYPES)}, or a timm folder (config.json with "
                      f"'architecture') or an open_clip folder (open_clip_config.json).")
@@ -132,6 +135,27 @@ def _read_swin_folder(folder: Path, hf: dict) -> HuggingFaceFolder:
     preprocess, assumed = _processor(folder, hf["model_type"], config["img_size"])
     return HuggingFaceFolder(_read_weights(folder), config, _labels(hf.get("id2label") or {}), preprocess,
                              "huggingface-swin", assumptions=assumed)
+
+
+def _read_video_folder(folder: Path, hf: dict) -> HuggingFaceFolder:
+    """VideoMAE, TimeSformer, ViViT and V-JEPA 2 classifiers: vit.video's config fields, and their video processor
+    (video_preprocessor_config.json, else preprocessor_config.json, else the class's defaults, said to be assumed)."""
+    from ..video import VideoConfig
+    kind = hf["model_type"]
+    config = huggingface_video_config(hf, str(folder))
+    settings = _read_json(folder / "video_preprocessor_config.json") or _read_json(folder / "preprocessor_config.json")
+    try:
+        preprocess = huggingface_video_preprocess(settings, kind, VideoConfig(**config))
+    except ValueError as e:
+        raise ValueError(f"{folder}: {e}") from None
+    assumed = () if settings is not None else (assumptions.Assumption(
+        "processor", processor=VIDEO_PROCESSOR_NAMES[kind], **assumptions.described(preprocess)),)
+    return HuggingFaceFolder(_read_weights(folder), config, _labels(hf.get("id2label") or {}), preprocess,
+                             f"huggingface-{kind}", assumptions=assumed)
+
+
+VIDEO_PROCESSOR_NAMES = {"videomae": "VideoMAEVideoProcessor", "timesformer": "TimesformerVideoProcessor",
+                         "vivit": "VivitVideoProcessor", "vjepa2": "VJEPA2VideoProcessor"}
 
 
 def _read_clip_folder(folder: Path, hf: dict) -> HuggingFaceFolder:

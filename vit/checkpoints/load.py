@@ -30,10 +30,13 @@ from .huggingface import read_folder as read_huggingface_folder
 from .infer import checkpoint_grid, format_facts, infer_config
 from .pipelines import source_preprocess
 from .swin_formats import detect_swin, infer_swin_config, swin_filter_fn, window_from_buffers
+from .video_formats import detect_video, video_filter_fn
 from ..clip import TextTower, TextTransformer, Tokenizer, bundled_tokenizer, infer_text_config
 from ..labels import default_labels, imagenet_labels
 from ..model import ViTConfig, VisionTransformer, sincos_2d_position_embedding, variant
 from ..swin import SwinConfig, SwinTransformer
+from ..video import VideoConfig, VideoTransformer
+from ..video_file import VideoPreprocess
 from ..preprocess import CHOICES, Preprocess
 
 _REPO = Path(__file__).resolve().parents[2]
@@ -50,12 +53,12 @@ WEIGHTS_DIR = weights_dir()
 
 @dataclass
 class LoadedModel:
-    model: VisionTransformer | SwinTransformer = field(repr=False)  # eval mode
-    preprocess: Preprocess                      # PIL image -> (1, 3, H, W): what the model is shown
+    model: VisionTransformer | SwinTransformer | VideoTransformer = field(repr=False)  # eval mode
+    preprocess: Preprocess | VideoPreprocess    # PIL image -> (1, 3, H, W) (a video model's: frames -> (1, T, 3, H, W))
     labels: list[str] = field(repr=False)       # class index -> name ([] for a backbone without head)
     name: str                                   # short display name
     source: str                                 # the path or known name it came from
-    config: ViTConfig | SwinConfig = field(repr=False)
+    config: ViTConfig | SwinConfig | VideoConfig = field(repr=False)
     format: str                                 # checkpoint format it was read from (see vit.checkpoint.FILTERS)
     text: TextTower | None = field(default=None, repr=False)  # CLIP's text tower and tokenizer, when the file has one
     own_preprocess: Preprocess | None = field(default=None, repr=False)  # the source's own (None: ``preprocess``)
@@ -257,6 +260,9 @@ def _build(raw: dict, source: str, meta: _Meta, overrides: dict) -> LoadedModel:
     if raw.get("format") == OWN_FORMAT:
         return _build_own(raw, source, meta, overrides)
     state = unwrap_state_dict(raw)
+    video = detect_video(state)
+    if video:
+        return _build_video(state, video, source, meta, overrides)
     swin = detect_swin(state)
     if swin:
         return _build_swin(state, swin, source, meta, overrides)
@@ -315,6 +321,23 @@ def _build_swin(state: dict, fmt: str, source: str, meta: _Meta, overrides: dict
     if "img_size" not in hints and not cfg.absolute_pos_embed:   # an absolute table's grid says it
         said.append(assumptions.swin_img_size(cfg))
     return _finish(state, cfg, source, meta, fmt, overrides, said)
+
+
+def _build_video(state: dict, fmt: str, source: str, meta: _Meta, overrides: dict) -> LoadedModel:
+    """A video classifier's tensors -> LoadedModel: keys renamed, the config its folder's config.json gave (tensors
+    alone do not say the frames, the attention or the readout: a bare file is refused), strict load."""
+    if not meta.config:
+        raise ValueError(f"{source}: a {fmt.removeprefix('huggingface-')} video model's tensors without its "
+                         f"config.json! Open the folder save_pretrained wrote (config.json beside the weights).")
+    state = video_filter_fn(state, fmt)
+    head = state.get("head.weight")
+    try:
+        cfg = VideoConfig(**{**meta.config, "num_classes": int(head.shape[0]) if head is not None else 0,
+                             **overrides})
+    except TypeError as e:
+        raise ValueError(f"{source}: a video checkpoint, whose config does not take these fields: {e}. Give only "
+                         f"vit.VideoConfig's fields (num_frames, img_size, drop_rate, …).") from None
+    return _finish(state, cfg, source, meta, fmt, overrides, list(meta.assumptions))
 
 
 OPENAI_METADATA = ("input_resolution", "context_length", "vocab_size")  # tensors of OpenAI's TorchScript CLIP archives
@@ -380,18 +403,21 @@ def _build_own(ckpt: dict, source: str, meta: _Meta, overrides: dict) -> LoadedM
     missing = {"config", "labels", "preprocess", "model"} - set(ckpt)
     if missing:
         raise ValueError(f"{source}: {OWN_FORMAT} checkpoint without {sorted(missing)}!")
-    swin = ckpt.get("arch") == "swin"                  # "arch" is only written for a Swin
+    arch = ckpt.get("arch", "vit")                     # "arch" is only written for a Swin or a video model
+    config_class = {"swin": SwinConfig, "video": VideoConfig}.get(arch, ViTConfig)
     try:
-        saved = SwinConfig(**ckpt["config"]) if swin else ViTConfig(**ckpt["config"])
+        saved = config_class(**ckpt["config"])
     except TypeError as e:  # a field this version of the code does not know
-        if swin:
+        if arch == "swin":
             raise ValueError(f"{source}: its config does not fit this version of vit.SwinConfig: {e}") from None
+        if arch == "video":
+            raise ValueError(f"{source}: its config does not fit this version of vit.VideoConfig: {e}") from None
         raise ValueError(f"{source}: its config does not fit this version of vit.ViTConfig: {e}") from None
     cfg = dataclasses.replace(saved, **overrides)
-    state = _fit_pos_embed(ckpt["model"], cfg, saved.grid)
+    state = ckpt["model"] if arch == "video" else _fit_pos_embed(ckpt["model"], cfg, saved.grid)
     name = (ckpt.get("extra") or {}).get("name") or meta.name
-    meta = _Meta(name=name, config={}, labels=list(ckpt["labels"]),
-                 preprocess=Preprocess.from_dict(ckpt["preprocess"]))
+    preprocess = (VideoPreprocess if arch == "video" else Preprocess).from_dict(ckpt["preprocess"])
+    meta = _Meta(name=name, config={}, labels=list(ckpt["labels"]), preprocess=preprocess)
     return _finish(state, cfg, source, meta, OWN_FORMAT, overrides, [])
 
 
@@ -410,7 +436,7 @@ def _fit_pos_embed(state: dict, cfg: ViTConfig, old_grid: tuple[int, int]) -> di
 def _finish(state: dict, cfg: ViTConfig, source: str, meta: _Meta, fmt: str, overrides: dict,
             said: list[Assumption]) -> LoadedModel:
     with torch.device("meta"):  # no random init: every parameter comes from the checkpoint
-        model = SwinTransformer(cfg) if isinstance(cfg, SwinConfig) else VisionTransformer(cfg)
+        model = {SwinConfig: SwinTransformer, VideoConfig: VideoTransformer}.get(type(cfg), VisionTransformer)(cfg)
     state = {k: v.float().contiguous() if torch.is_floating_point(v) else v for k, v in state.items()}
     load_strict(model, state, source, assign=True)
     if any(t.is_meta for t in [*model.parameters(), *model.buffers()]):  # a tensor no checkpoint fills
@@ -428,7 +454,7 @@ def _finish(state: dict, cfg: ViTConfig, source: str, meta: _Meta, fmt: str, ove
     if preprocess is None:
         preprocess, assumed = assumptions.default_preprocess(fmt, cfg)
         said.append(assumed)
-    if "img_size" in overrides and preprocess.crop != cfg.img_size:  # run at the requested size, same crop ratio
+    if "img_size" in overrides and preprocess.crop != cfg.img_size and isinstance(preprocess, Preprocess):
         preprocess = preprocess.at_size(cfg.img_size)
     return LoadedModel(model=model, preprocess=preprocess, labels=labels, name=meta.name, source=source,
                        config=cfg, format=fmt, assumptions=said)

@@ -8,12 +8,14 @@ import torch.nn as nn
 from ..model import ViTConfig, VisionTransformer, variant
 from ..preprocess import Preprocess
 from ..swin import SwinConfig, SwinTransformer, swin_variant
+from ..video import VideoConfig, VideoTransformer
+from ..video_file import VideoPreprocess
 
 # Normalization for models trained from scratch: the ImageNet statistics most natural-image models use.
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
 HEAD_PREFIXES = ("head.", "head_dist.", "proj.")   # replaced when fine-tuning: sized to the old classes (CLIP: its projection)
-NO_DECAY = ("pos_embed", "cls_token", "dist_token", "reg_token")  # embeddings, like biases and norms, skip weight decay
+NO_DECAY = ("pos_embed", "cls_token", "dist_token", "reg_token", "time_embed")  # embeddings, like biases and norms, skip weight decay
 # a Swin's position biases and v2's logit scales and bias MLP skip it too (as timm's no_weight_decay)
 NO_DECAY_PARTS = ("relative_position_bias_table", "logit_scale", "cpb_mlp")
 
@@ -60,9 +62,28 @@ def swin_scratch_config(name: str, num_classes: int, img_size: tuple[int, int], 
     return swin_variant(name, **overrides)
 
 
-def build_model(cfg: ViTConfig | SwinConfig) -> VisionTransformer | SwinTransformer:
+def video_scratch_config(name: str, num_classes: int, img_size: tuple[int, int], patch_size: int, drop_path: float,
+                         frames: int, tubelet: int, depth: int | None = None, embed_dim: int | None = None,
+                         num_heads: int | None = None, mlp_dim: int | None = None) -> VideoConfig:
+    """A video transformer with a named ViT size's shape (and overrides): ViViT's joint space-time attention over
+    ``tubelet``-frame tubelets of ``frames``-frame clips, a CLS token read out, one learnt position table."""
+    vit_cfg = scratch_config(name, num_classes, img_size, patch_size, drop_path, depth, embed_dim, num_heads, mlp_dim)
+    return VideoConfig(img_size=img_size, num_frames=frames, tubelet_size=tubelet, patch_size=patch_size,
+                       num_classes=num_classes, embed_dim=vit_cfg.embed_dim, depth=vit_cfg.depth,
+                       num_heads=vit_cfg.num_heads, mlp_dim=vit_cfg.mlp_dim, class_token=True, pos_embed="learned",
+                       global_pool="token", drop_path_rate=drop_path)
+
+
+def scratch_video_preprocess(img_size: tuple[int, int], frames: int) -> VideoPreprocess:
+    """``frames`` frames sampled uniformly, the shorter side resized to the model's side, the centre cut out, ImageNet
+    normalisation."""
+    return VideoPreprocess(resize=max(img_size), crop=tuple(img_size), mean=IMAGENET_MEAN, std=IMAGENET_STD,
+                           num_frames=frames)
+
+
+def build_model(cfg: ViTConfig | SwinConfig | VideoConfig) -> VisionTransformer | SwinTransformer | VideoTransformer:
     """A freshly initialised model of the config's architecture."""
-    return SwinTransformer(cfg) if isinstance(cfg, SwinConfig) else VisionTransformer(cfg)
+    return {SwinConfig: SwinTransformer, VideoConfig: VideoTransformer}.get(type(cfg), VisionTransformer)(cfg)
 
 
 def scratch_preprocess(img_size: tuple[int, int]) -> Preprocess:

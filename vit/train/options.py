@@ -9,10 +9,12 @@ from dataclasses import dataclass
 from ..command import program
 from ..model import POS_EMBED_KINDS, ViTConfig, variant
 from ..swin import SwinConfig
+from ..video import VIDEO_FAMILIES
 
-ARCHS = ("vit", "swin")   # --arch: a ViT (vit.model) or a Swin (vit.swin)
+ARCHS = ("vit", "swin", "video")   # --arch: a ViT (vit.model), a Swin (vit.swin) or a video transformer (vit.video)
 SWIN_ONLY = ("window", "depths")           # options that shape a Swin alone
-VIT_ONLY = ("depth", "mlp_dim")   # options that shape a ViT alone
+VIT_ONLY = ("depth", "mlp_dim")   # options that shape a ViT (or a video transformer) alone
+VIDEO_ONLY = ("frames", "tubelet")   # options that shape a video transformer alone
 SWIN_POS_EMBED = ("none", "learned")   # a Swin's --pos-embed: none (the papers') or the original Swin's learnt one
 
 @dataclass
@@ -48,6 +50,8 @@ class TrainOptions:
     download: bool = False
     resume: bool = False
     snapshot_every: int = 0                       # keep a checkpoint every N epochs (and before the first step); 0: off
+    frames: int | None = None                     # a video model: frames per clip (default 8)
+    tubelet: int | None = None                    # a video model: frames per token (default 2)
 
     def to_dict(self) -> dict:
         """Plain values only (stored in the checkpoint's ``extra``, which must load with weights_only=True)."""
@@ -67,6 +71,20 @@ def _check_arch(opts: TrainOptions, arch: str) -> None:
     """The options that shape the other architecture are refused, as are a Swin's heads given per stage to a ViT."""
     if arch not in ARCHS:
         raise ValueError(f"Unknown --arch {arch!r}! Expected one of {', '.join(ARCHS)}.")
+    if arch == "video":
+        wrong = [flag(k) for k in SWIN_ONLY if getattr(opts, k) is not None]
+        if isinstance(opts.num_heads, tuple):
+            wrong.append("--heads with one number per stage")
+        if opts.pos_embed not in (None, "learned"):
+            wrong.append(f"--pos-embed {opts.pos_embed}")
+        if opts.augment not in ("auto", "none"):      # a flip or a crop moves what moves
+            wrong.append(f"--augment {opts.augment}")
+        if wrong:
+            raise ValueError(f"{', '.join(wrong)} do{'es' if len(wrong) == 1 else ''} not apply to --arch video!")
+        return
+    video_only = [flag(k) for k in VIDEO_ONLY if getattr(opts, k) is not None]
+    if video_only:
+        raise ValueError(f"{', '.join(video_only)} only apply to --arch video, not to --arch {arch}!")
     wrong = [flag(k) for k in (VIT_ONLY if arch == "swin" else SWIN_ONLY) if getattr(opts, k) is not None]
     if arch == "vit" and isinstance(opts.num_heads, tuple):
         wrong.append("--heads with one number per stage")
@@ -80,6 +98,9 @@ def _check_arch(opts: TrainOptions, arch: str) -> None:
 def resolve(opts: TrainOptions, data_kind: str, pretrained: ViTConfig | SwinConfig | None) -> TrainOptions:
     """Fill the "choose for me" options from the data (``"folder"``/``"cifar10"``) and the pretrained config."""
     if pretrained is not None:
+        if pretrained.family in VIDEO_FAMILIES:
+            raise ValueError("Fine-tuning a video model (--init) is not supported; train one from scratch with "
+                             "--arch video --variant.")
         arch = "swin" if pretrained.family == "swin" else "vit"
         if opts.arch != "vit" and opts.arch != arch:       # "vit" is the default: only a given other arch clashes
             raise ValueError(f"--arch {opts.arch} does not fit --init's checkpoint, which is a {arch}!")
@@ -108,6 +129,8 @@ def resolve(opts: TrainOptions, data_kind: str, pretrained: ViTConfig | SwinConf
         img_size = opts.img_size or ((32, 32) if data_kind == "cifar10" else (224, 224))
         if opts.patch_size is not None:
             patch_size = opts.patch_size
+        elif arch == "video":                   # small clips: 8-pixel patches
+            patch_size = 8 if max(img_size) <= 64 else 16
         elif arch == "swin":                    # Swin's patches are 4 pixels in every size
             patch_size = 4
         elif re.search(r"\d+$", name):          # "tiny-8", "vit_b_16": the name says it
@@ -116,8 +139,9 @@ def resolve(opts: TrainOptions, data_kind: str, pretrained: ViTConfig | SwinConf
             patch_size = 4 if max(img_size) <= 64 else 16
         lr = 5e-4 if opts.lr is None else opts.lr
         pos_embed = opts.pos_embed or ("none" if arch == "swin" else "learned")
+    video = dict(frames=opts.frames or 8, tubelet=opts.tubelet or 2, augment="none") if arch == "video" else {}
     return dataclasses.replace(opts, arch=arch, variant=name, img_size=tuple(img_size), patch_size=patch_size, lr=lr,
-                               pos_embed=pos_embed)
+                               pos_embed=pos_embed, **video)
 
 
 def merge_resumed(saved: dict, given: TrainOptions, explicit: set[str]) -> TrainOptions:
@@ -198,7 +222,9 @@ def build_parser() -> argparse.ArgumentParser:
                             "from scratch the shorter side resized to the input), crop (keep the aspect ratio, cut "
                             "out the centre) or squash (the whole photo stretched) [default: own]")
     p.add_argument("--arch", choices=ARCHS, help="vit: a Vision Transformer; swin: a Swin Transformer (windows, "
-                                                 "shifts, patch merging; see docs/swin.md) [default: vit]")
+                                                 "shifts, patch merging; see docs/swin.md); video: a video "
+                                                 "transformer on a folder of videos (joint space-time attention; "
+                                                 "see docs/video.md) [default: vit]")
     arch = p.add_argument_group("model shape")
     arch.add_argument("--img-size", type=parse_size, help="input size, 32 or 160x224 [default: the checkpoint's; "
                                                           "32 for CIFAR-10; 224 for image folders]")
@@ -209,6 +235,8 @@ def build_parser() -> argparse.ArgumentParser:
                                                           "[default: the variant's]")
     arch.add_argument("--window", type=int, help="window side in tokens, every stage (scratch only, swin) "
                                                  "[default: the variant's, 7]")
+    arch.add_argument("--frames", type=int, help="frames per clip (scratch only, video) [default: 8]")
+    arch.add_argument("--tubelet", type=int, help="frames per token (scratch only, video) [default: 2]")
     arch.add_argument("--embed-dim", type=int, help="token width (scratch only; MLP width follows as 4x) "
                                                     "[default: the variant's]")
     arch.add_argument("--heads", dest="num_heads", type=parse_heads,

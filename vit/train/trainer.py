@@ -27,8 +27,11 @@ from ..checkpoints.load import load
 from ..device import pick_device
 from ..model import VisionTransformer
 from ..preprocess import Preprocess
-from .build import build_model, fine_tune_model, param_groups, scratch_config, scratch_preprocess, swin_scratch_config
+from ..video_file import VideoPreprocess
+from .build import build_model, fine_tune_model, param_groups, scratch_config, scratch_preprocess, \
+    scratch_video_preprocess, swin_scratch_config, video_scratch_config
 from .data import TrainData, open_data
+from .video_data import VideoTransform, open_video_data
 from .loop import Precision, evaluate, train_one_epoch
 from .options import TrainOptions, merge_resumed, resolve
 from .report import best_row, write_curves, write_metrics
@@ -89,10 +92,17 @@ def _explicit_from_defaults(opts: TrainOptions) -> set[str]:
     return {f.name for f in dataclasses.fields(opts) if getattr(opts, f.name) != getattr(defaults, f.name)}
 
 
+def _open_data(opts: TrainOptions) -> TrainData:
+    """A folder of videos for --arch video, else an image folder or CIFAR-10."""
+    if opts.arch == "video":
+        return open_video_data(opts.data, opts.val_share, opts.seed)
+    return open_data(opts.data, opts.val_share, opts.seed, opts.download)
+
+
 def _fresh_start(opts: TrainOptions) -> _Start:
     if not opts.data:
         raise ValueError("--data is required! Expected an image folder or a CIFAR-10 folder.")
-    data = open_data(opts.data, opts.val_share, opts.seed, opts.download)
+    data = _open_data(opts)
     num_classes = len(data.classes)
     if opts.init:
         pretrained = load(opts.init, **({"img_size": opts.img_size} if opts.img_size else {}))
@@ -111,6 +121,13 @@ def _fresh_start(opts: TrainOptions) -> _Start:
                 f"{cfg.num_heads}, windows of {cfg.window_size[0]}, {opts.pos_embed} absolute position embedding)")
         model = build_model(cfg)
         model.architecture(*cfg.img_size)        # a size the stages cannot take fails now, with sizes that work
+    elif opts.arch == "video":
+        cfg = video_scratch_config(opts.variant, num_classes, opts.img_size, opts.patch_size, opts.drop_path,
+                                   opts.frames, opts.tubelet, opts.depth, opts.embed_dim, opts.num_heads, opts.mlp_dim)
+        note = (f"video transformer {opts.variant} from scratch ({cfg.num_frames} frames in tubelets of "
+                f"{cfg.tubelet_size}, depth {cfg.depth}, width {cfg.embed_dim}, {cfg.num_heads} heads, joint "
+                f"space-time attention)")
+        return _Start(opts, build_model(cfg), scratch_video_preprocess(opts.img_size, opts.frames), data, note=note)
     else:
         cfg = scratch_config(opts.variant, num_classes, opts.img_size, opts.patch_size, opts.drop_path, opts.depth,
                              opts.embed_dim, opts.num_heads, opts.mlp_dim, opts.pos_embed)
@@ -129,7 +146,7 @@ def _resumed_start(given: TrainOptions, explicit: set[str], files: RunFiles) -> 
         raise ValueError(f"{files.last} holds no training state to resume from! Expected a NAME.last.pt written "
                          f"by python -m vit.train.")
     opts = merge_resumed(saved["options"], given, explicit)
-    data = open_data(opts.data, opts.val_share, opts.seed, opts.download)
+    data = _open_data(opts)
     last = load(str(files.last))
     if list(last.labels) != list(data.classes):
         raise ValueError(f"The classes in {opts.data} changed since the interrupted run! Expected {last.labels} "
@@ -201,7 +218,8 @@ def _print_plan(start: _Start, model: VisionTransformer, optim: _Optimization, f
           f"train:  {opts.epochs} epochs x {optim.steps_per_epoch} steps of {opts.batch_size}; AdamW lr {opts.lr:g}, "
           f"weight decay {opts.weight_decay:g}, warmup {opts.warmup_epochs:g} epochs then cosine; label smoothing "
           f"{opts.label_smoothing:g}; drop path {opts.drop_path:g}; "
-          f"{resolve_augment(opts.augment, start.preprocess)} augmentation; seed {opts.seed}\n"
+          f"{'no' if opts.arch == 'video' else resolve_augment(opts.augment, start.preprocess)} augmentation; "
+          f"seed {opts.seed}\n"
           f"device: {optim.precision.device} ({optim.precision.name})\n"
           f"files:  {files.best} (best), {files.last}, {files.metrics}, {files.curves}"
           + (f"\n        {snapshot_dir(files.best)}/ (a snapshot before training, then every {opts.snapshot_every} "
@@ -247,8 +265,12 @@ def fit(opts: TrainOptions, explicit: set[str] | None = None) -> TrainResult:
     device = pick_device(opts.device)
     model = start.model.to(device)
     optim = _optimization(model, opts, len(data.train), device, start.saved)
-    train_set = Transformed(data.train, train_transform(opts.augment, start.preprocess))
-    val_loader = _loader(Transformed(data.val, EvalTransform(start.preprocess)), opts, device)
+    if isinstance(start.preprocess, VideoPreprocess):     # clips: the same frames as inference, no augmentation
+        train_set = Transformed(data.train, VideoTransform(start.preprocess))
+        val_loader = _loader(Transformed(data.val, VideoTransform(start.preprocess)), opts, device)
+    else:
+        train_set = Transformed(data.train, train_transform(opts.augment, start.preprocess))
+        val_loader = _loader(Transformed(data.val, EvalTransform(start.preprocess)), opts, device)
     history = list(start.saved["history"]) if start.saved else []
     _print_plan(start, model, optim, files)
     if opts.snapshot_every and not history:  # the initialisation, validated, before any step (changes no RNG state

@@ -1,0 +1,97 @@
+"""Protects the hook points an SAE reads (``vit.inside.hooks``) on tiny random models of every family, against forward
+hooks on the model's own modules: the stream after block L is the block's output, the attention branch is what ``ls1``
+returns, the MLP branch what ``ls2`` returns; the identity edit is the model's own output; an edit equals the forward
+pass recomputed with a forward hook that makes the same change at that layer (the hook returning the changed output),
+for a direction removed from the patch tokens as switching a concept off does."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+import tiny_models
+from tiny_models import FAMILIES
+from vit.inside.hooks import HOOK_POINTS, check_hook, continue_edited, hook_tokens, run_edited_at
+
+MODULE = {"residual": None, "attention": "ls1", "mlp": "ls2"}     # what returns the hook point's tokens
+
+
+def image(batch: int = 2, seed: int = 1) -> torch.Tensor:
+    return torch.randn(batch, 3, 32, 32, generator=torch.Generator().manual_seed(seed))
+
+
+def module_at(model, layer: int, hook: str):
+    block = model.blocks[layer]
+    return block if MODULE[hook] is None else getattr(block, MODULE[hook])
+
+
+def hooked(model, layer: int, hook: str, change=None):
+    """(the tokens the module at the hook point returned, the model's output with ``change`` applied there)."""
+    seen = {}
+
+    def grab(module, inputs, output):
+        out = output[0] if isinstance(output, tuple) else output
+        seen["tokens"] = out.detach().clone()
+        if change is None:
+            return None
+        new = change(out)
+        return (new, *output[1:]) if isinstance(output, tuple) else new
+
+    handle = module_at(model, layer, hook).register_forward_hook(grab)
+    try:
+        with torch.inference_mode():
+            output = model(image())
+    finally:
+        handle.remove()
+    return seen["tokens"], output
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+@pytest.mark.parametrize("hook", HOOK_POINTS)
+def test_the_tokens_at_a_hook_point_are_what_the_module_returns(family, hook):
+    model = tiny_models.tiny(0, **FAMILIES[family])
+    for layer in range(len(model.blocks)):
+        expected, output = hooked(model, layer, hook)
+        read = hook_tokens(model, image(), layer, hook)
+        torch.testing.assert_close(read.tokens, expected, rtol=1e-5, atol=1e-6)
+        torch.testing.assert_close(run_edited_at(model, image(), layer, hook, lambda t: t), output, rtol=1e-5,
+                                   atol=1e-6)
+
+
+@pytest.mark.parametrize("family", ["vit", "registers", "clip", "siglip", "eva02", "beit", "relpos_rpn", "dinov3"])
+@pytest.mark.parametrize("hook", HOOK_POINTS)
+def test_an_edit_equals_the_forward_recomputed_with_the_change_at_that_layer(family, hook):
+    """A unit direction scaled by each patch token's own projection on it is removed from the patch tokens (what
+    switching a latent off does to a layer's tokens), at every layer."""
+    model = tiny_models.tiny(0, **FAMILIES[family])
+    prefix = model.cfg.num_prefix_tokens
+    direction = torch.nn.functional.normalize(torch.randn(model.cfg.embed_dim,
+                                                          generator=torch.Generator().manual_seed(3)), dim=0)
+
+    def remove(tokens):
+        patches = tokens[:, prefix:]
+        return torch.cat([tokens[:, :prefix], patches - (patches @ direction)[..., None] * direction], dim=1)
+
+    for layer in range(len(model.blocks)):
+        _, expected = hooked(model, layer, hook, remove)
+        _, plain = hooked(model, layer, hook)
+        edited = run_edited_at(model, image(), layer, hook, remove)
+        torch.testing.assert_close(edited, expected, rtol=1e-5, atol=1e-6)
+        if layer == 0:                                                    # (a CLS readout ignores the last patches)
+            assert not torch.allclose(edited, plain, atol=1e-4)           # the edit changed something
+
+
+def test_continuing_from_the_kept_stream_equals_running_from_the_images():
+    model = tiny_models.tiny(0)
+    read = hook_tokens(model, image(), 1, "mlp")
+    edit = lambda t: 2 * t                                                # noqa: E731
+    torch.testing.assert_close(continue_edited(model, read.stream, 1, "mlp", edit, read.positions),
+                               run_edited_at(model, image(), 1, "mlp", edit))
+
+
+def test_layers_and_hook_points_that_do_not_exist_are_named():
+    model = tiny_models.tiny(0)
+    assert check_hook(model, -1, "residual") == len(model.blocks) - 1
+    with pytest.raises(ValueError, match="No layer 2! The model has layers 0 to 1"):
+        hook_tokens(model, image(), 2, "residual")
+    with pytest.raises(ValueError, match="Unknown hook point 'resid'! Expected one of residual, attention, mlp"):
+        hook_tokens(model, image(), 0, "resid")

@@ -1,0 +1,7 @@
+"""``python -m viz.concepts``: see viz/concepts/cli.py."""
+import sys
+
+from .cli import main
+
+if __name__ == "__main__":
+    sys.exit(main())

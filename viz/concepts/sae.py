@@ -5,14 +5,15 @@ For the tokens x (N, D) of one hook point:
 
     x_in  = normalise(x)                                  the SAE's input normalisation (below)
     pre   = (x_in − b_pre) @ W_enc + b_enc                (N, M) M latents; b_pre = b_dec for sae-lens and Prisma
-    codes = activation(pre)                               topk: the k largest of relu(pre), the rest 0;
-                                                          relu; jumprelu / batchtopk: relu(pre) where pre > θ
+    codes = activation(pre)                               topk: the k largest of relu(pre), the rest 0; relu;
+                                                          jumprelu: relu(pre) where pre > θ (sae-lens);
+                                                          batchtopk: relu(pre) where it is ≥ θ (overcomplete)
     x̂     = denormalise(codes @ W_dec + b_dec)            (N, D)
 
 Input normalisations: ``none``; ``centre_scale`` (x − mean) · scale, one mean and one number fitted on the training
-tokens (what ``viz.concepts.train`` uses: the tokens centred, their mean squared norm D); ``layer_norm`` per token
-(x − μ) / (σ + ε), σ the unbiased standard deviation (sae-lens' and Prisma's run-time layer norm);
-``constant_norm_rescale`` x · √D / ‖x‖ per token. Each is affine per token, so latent i adds
+tokens (what ``viz.concepts.train`` uses: the tokens centred, their mean squared norm D); ``layer_norm`` per token,
+(x − μ) / (σ + ε) in and y · σ + μ out, σ the unbiased standard deviation (sae-lens' and Prisma's run-time layer
+norm); ``constant_norm_rescale`` x · √D / ‖x‖ per token. Each is affine per token, so latent i adds
 codes_i · W_dec[i] · s(x) to x̂, s(x) the token's output scale (``contribution``): switching the latent off removes
 that from the token, scaling it by f adds (f − 1) times it (``edit``).
 
@@ -91,21 +92,23 @@ class SparseAutoencoder(torch.nn.Module):
     def latents(self) -> int:
         return self.W_enc.shape[1]
 
-    # --- the input normalisation: x_in = (x − shift(x)) / out_scale(x), x = x_in · out_scale(x) + shift(x) --------
-    def _shift_scale(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Per token (N, D): the shift (N or 1, D) and the output scale (N or 1, 1) of the normalisation."""
-        ones = x.new_ones(1, 1)
+    # --- the input normalisation: x_in = (x − shift) / scale_in, and back: x = y · scale_out + shift -----------------
+    def _affine(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Per token of x (N, D): the shift (N or 1, D), the input's divisor and the output's factor (N or 1, 1)."""
+        ones, zeros = x.new_ones(1, 1), x.new_zeros(1, x.shape[-1])
         if self.normalisation == "none":
-            return x.new_zeros(1, x.shape[-1]), ones
+            return zeros, ones, ones
         if self.normalisation == "centre_scale":
-            return self.input_mean.unsqueeze(0), ones / self.scale
-        if self.normalisation == "layer_norm":
+            return self.input_mean.unsqueeze(0), ones / self.scale, ones / self.scale
+        if self.normalisation == "layer_norm":        # sae-lens and Prisma: ÷ (σ + ε) in, × σ out
             mu = x.mean(-1, keepdim=True)
-            return mu.expand_as(x), (x - mu).std(-1, keepdim=True) + self.eps
-        return x.new_zeros(1, x.shape[-1]), x.norm(dim=-1, keepdim=True) / math.sqrt(self.d_model)
+            sigma = (x - mu).std(-1, keepdim=True)
+            return mu, sigma + self.eps, sigma
+        norm = x.norm(dim=-1, keepdim=True) / math.sqrt(self.d_model)
+        return zeros, norm, norm
 
     def normalise(self, x: torch.Tensor) -> torch.Tensor:
-        shift, scale = self._shift_scale(x)
+        shift, scale, _ = self._affine(x)
         return (x - shift) / scale
 
     def pre_activation(self, x: torch.Tensor) -> torch.Tensor:
@@ -117,8 +120,10 @@ class SparseAutoencoder(torch.nn.Module):
         if self.kind == "topk":
             top = torch.topk(codes, self.k, dim=-1)
             return torch.zeros_like(codes).scatter_(-1, top.indices, top.values)
-        if self.kind in ("jumprelu", "batchtopk"):
+        if self.kind == "jumprelu":
             return codes * (pre > self.threshold)
+        if self.kind == "batchtopk":
+            return codes * (codes >= self.threshold)
         return codes
 
     def encode(self, x: torch.Tensor) -> torch.Tensor:
@@ -129,7 +134,7 @@ class SparseAutoencoder(torch.nn.Module):
     def decode(self, codes: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
         """Codes (N, M) of the tokens ``x`` (N, D) (their normalisation's scale) -> the reconstruction (N, D)."""
         with torch.inference_mode():
-            shift, scale = self._shift_scale(x.float())
+            shift, _, scale = self._affine(x.float())
             return (codes @ self.W_dec + self.b_dec) * scale + shift
 
     def reconstruct(self, x: torch.Tensor) -> torch.Tensor:
@@ -138,7 +143,7 @@ class SparseAutoencoder(torch.nn.Module):
 
     def contribution(self, x: torch.Tensor, codes: torch.Tensor, latent: int) -> torch.Tensor:
         """What latent ``latent`` adds to each token's reconstruction (N, D): codes_i · W_dec[i] · s(x)."""
-        _, scale = self._shift_scale(x.float())
+        _, _, scale = self._affine(x.float())
         return codes[:, latent:latent + 1] * scale * self.W_dec[latent]
 
     def edit(self, x: torch.Tensor, changes: dict[int, float]) -> torch.Tensor:

@@ -95,3 +95,22 @@ def test_layers_and_hook_points_that_do_not_exist_are_named():
         hook_tokens(model, image(), 2, "residual")
     with pytest.raises(ValueError, match="Unknown hook point 'resid'! Expected one of residual, attention, mlp"):
         hook_tokens(model, image(), 0, "resid")
+
+
+def test_the_edited_pass_keeps_the_attention_it_used():
+    """The maps below the edited layer are the plain pass's, those above follow the edit; the output is the one the
+    pass without maps gives."""
+    model = tiny_models.tiny(0, depth=3)
+    direction = torch.nn.functional.normalize(torch.randn(model.cfg.embed_dim,
+                                                          generator=torch.Generator().manual_seed(3)), dim=0)
+    remove = lambda t: t - (t @ direction)[..., None] * direction                      # noqa: E731
+    with torch.inference_mode():
+        plain = model.forward_with_attention(image()).attention                       # (B, L, H, T, T)
+    output, maps = run_edited_at(model, image(), 1, "mlp", remove, attention=True)
+    torch.testing.assert_close(output, run_edited_at(model, image(), 1, "mlp", remove), rtol=1e-5, atol=1e-6)
+    assert len(maps) == 3
+    for l in (0, 1):
+        torch.testing.assert_close(maps[l], plain[:, l], rtol=1e-5, atol=1e-7)
+    assert not torch.allclose(maps[2], plain[:, 2], atol=1e-4)
+    _, same = run_edited_at(model, image(), 1, "mlp", lambda t: t, attention=True)
+    torch.testing.assert_close(same[2], plain[:, 2], rtol=1e-5, atol=1e-7)

@@ -69,6 +69,16 @@ def hook_tokens(model: VisionTransformer, x: torch.Tensor, layer: int, hook: str
     return HookRead(tokens, stream, layer, hook, layout, positions)
 
 
+def _edited(block, stream: torch.Tensor, positions: TokenPositions | None, step, hook: str,
+            edit: TokenEdit) -> torch.Tensor:
+    """The stream after ``block`` (whose plain ``step`` from ``stream`` is given) with ``hook``'s tokens edited."""
+    if hook == "residual":
+        return edit(step.out)
+    if hook == "mlp":
+        return block.step(stream, positions, heads=step.heads, mlp=edit(step.mlp_branch)).out
+    return block.step(stream, positions, heads=step.heads, attn_branch=edit(step.attn_branch)).out
+
+
 def continue_edited(model: VisionTransformer, stream: torch.Tensor, layer: int, hook: str, edit: TokenEdit,
                     positions: TokenPositions | None = None) -> torch.Tensor:
     """The stream entering block ``layer`` (B, T, D) -> the model's output (B, K) with the tokens at ``hook`` of that
@@ -82,20 +92,29 @@ def continue_edited(model: VisionTransformer, stream: torch.Tensor, layer: int, 
     last = len(model.blocks) - 1
     with torch.inference_mode():
         block = model.blocks[layer]
-        step = block.step(stream, positions)
-        if hook == "residual":
-            stream = edit(step.out)
-        elif hook == "mlp":
-            stream = block.step(stream, positions, heads=step.heads, mlp=edit(step.mlp_branch)).out
-        else:
-            stream = block.step(stream, positions, heads=step.heads, attn_branch=edit(step.attn_branch)).out
+        stream = _edited(block, stream, positions, block.step(stream, positions), hook, edit)
         for l in range(layer + 1, last + 1):
             stream = model.blocks[l].step(stream, positions, rows=rows if l == last else None).out
         return model.forward_head(stream)
 
 
-def run_edited_at(model: VisionTransformer, x: torch.Tensor, layer: int, hook: str, edit: TokenEdit) -> torch.Tensor:
+def run_edited_at(model: VisionTransformer, x: torch.Tensor, layer: int, hook: str, edit: TokenEdit,
+                  attention: bool = False):
     """Images (B, C, H, W) -> the model's output (B, K) with the tokens at ``hook`` of block ``layer`` replaced by
-    ``edit(tokens)``. The identity edit gives the model's own output."""
-    read = hook_tokens(model, x, layer, hook)
-    return continue_edited(model, read.stream, read.layer, hook, edit, read.positions)
+    ``edit(tokens)``. The identity edit gives the model's own output. ``attention``: ``(output, maps)`` instead, maps
+    every block's attention (B, H, T, T) as this pass used it (the explicit softmax; those below ``layer`` unchanged)."""
+    if not attention:
+        read = hook_tokens(model, x, layer, hook)
+        return continue_edited(model, read.stream, read.layer, hook, edit, read.positions)
+    refuse_swin(model, PURPOSE)
+    model.eval_layout(x, PURPOSE)
+    layer = check_hook(model, layer, hook)
+    maps = []
+    with torch.inference_mode():
+        positions = model.token_positions(x.shape[-2], x.shape[-1], x.device)
+        stream = model.embed(x)
+        for l, block in enumerate(model.blocks):
+            step = block.step(stream, positions, taps=("attn",))
+            maps.append(step.attn)
+            stream = _edited(block, stream, positions, step, hook, edit) if l == layer else step.out
+        return model.forward_head(stream), maps

@@ -19,14 +19,15 @@ from __future__ import annotations
 
 import string
 
+from ..concepts.texts import TEXTS as CONCEPTS   # a slice's texts, merged here until slices' texts are wired
 from .model import MODEL
 from .page import PAGE
 from .pictures import PICTURES
 
 LANGUAGES = ("en", "zh-CN")   # the order of the texts in every catalogue entry
 DEFAULT_LANGUAGE = "en"
-CATALOGUE: dict[str, tuple[str, str]] = {**PICTURES, **PAGE, **MODEL}
-if len(CATALOGUE) != len(PICTURES) + len(PAGE) + len(MODEL):  # a key in two parts would silently shadow one of them
+CATALOGUE: dict[str, tuple[str, str]] = {**PICTURES, **PAGE, **MODEL, **CONCEPTS}
+if len(CATALOGUE) != len(PICTURES) + len(PAGE) + len(MODEL) + len(CONCEPTS):  # a key in two parts would shadow one
     twice = (set(PICTURES) & set(PAGE)) | (set(PICTURES) & set(MODEL)) | (set(PAGE) & set(MODEL))
     raise RuntimeError(f"Keys in two parts of viz.i18n: {sorted(twice)}")
 

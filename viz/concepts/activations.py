@@ -233,7 +233,9 @@ def cache(loaded, folder: Path, out: Path, options: CacheOptions, processes: Pro
     shards = [(s, min(s + per_shard, count)) for s in range(0, count, per_shard)]
     fp = fingerprint(entries, loaded, options)
     out = Path(out)
-    if processes.main and not options.resume:
+    if options.resume:
+        _check_resumable(out, fp)
+    elif processes.main:
         shutil.rmtree(out, ignore_errors=True)
     distributed.barrier(processes)
     out.mkdir(parents=True, exist_ok=True)
@@ -278,15 +280,29 @@ def shard_name(s: int) -> str:
     return f"shard-{s:05d}.safetensors"
 
 
-def _complete(path: Path, fp: dict) -> bool:
-    """A shard file written by a run with this fingerprint (complete: it is renamed into place only when done)."""
-    if not path.is_file():
-        return False
+def _saved_fingerprint(path: Path) -> dict | None:
+    """The fingerprint a shard was written with (None for a damaged file, which is written again)."""
     try:
         with safe_open(path, framework="pt") as f:
-            return (f.metadata() or {}).get("fingerprint") == _key(fp)
-    except (OSError, ValueError, RuntimeError):   # a damaged file: written again
-        return False
+            return json.loads((f.metadata() or {}).get("fingerprint", "null"))
+    except (OSError, ValueError, RuntimeError):
+        return None
+
+
+def _check_resumable(out: Path, fp: dict) -> None:
+    """ValueError naming what differs when a shard in ``out`` was cached with other photos or settings."""
+    for path in sorted(out.glob("shard-*.safetensors")):
+        theirs = _saved_fingerprint(path)
+        if theirs is not None and theirs != fp:
+            changed = sorted(k for k in fp.keys() | theirs.keys() if theirs.get(k) != fp.get(k))
+            raise ValueError(f"Cannot resume: the activations in {out} were cached with other photos or settings "
+                             f"({', '.join(changed)} differ). Run again without --resume to start over, or pass the "
+                             f"same photos and options.")
+
+
+def _complete(path: Path, fp: dict) -> bool:
+    """A shard file written by a run with this fingerprint (complete: it is renamed into place only when done)."""
+    return path.is_file() and _saved_fingerprint(path) == fp
 
 
 class _ShardBuffer:

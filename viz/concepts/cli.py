@@ -152,12 +152,13 @@ def train_command(args: argparse.Namespace) -> int:
                    extra={"tokens": "patches", "grid": acts.info["grid"], "input_size": acts.info["input_size"],
                           "preprocess": acts.info["preprocess"], "folder": str(args.folder),
                           "photos": len(acts.photos), "held_out_photos": int(acts.held_out.sum())})
-    sae, logs = train.train(acts, train_options, info, train.input_statistics(train_moments))
+    trained = train.train(acts, train_options, info, train.input_statistics(train_moments))
+    sae = trained.sae
     t2 = time.perf_counter()
     sae.info.extra["training"] = {"library": f"overcomplete {_version('overcomplete')}", "epochs": args.epochs,
                                   "tokens_per_step": args.tokens_per_step, "lr": args.lr, "seed": args.seed,
                                   "crops": args.crops, "training_tokens": train_moments.count,
-                                  "aux_penalty": train_options.aux_penalty, "logs": logs}
+                                  "aux_penalty": train_options.aux_penalty, "logs": trained.logs}
     sae.save(args.out)
     measured = metrics.evaluate(sae, loaded, acts, args.folder, train_moments, args.batch_size, args.workers)
     (args.out / "metrics.json").write_text(json.dumps(measured, indent=2) + "\n")

@@ -142,10 +142,17 @@ def build(options: TrainOptions, d_model: int, batch: int):
     return sae.BatchTopKSAE(d_model, options.latents, top_k=options.k * batch, device=options.device)
 
 
+@dataclass
+class Trained:
+    sae: SparseAutoencoder               # the plain-torch form, normalisation included
+    logs: dict[str, list[float]]         # overcomplete's per epoch: avg_loss, r2, z_sparsity, dead_features, time_epoch
+    model: object                        # overcomplete's own model, in eval mode (it reads normalised tokens)
+    stats: InputStatistics
+
+
 def train(acts: Activations, options: TrainOptions, info: SaeInfo | None = None,
-          stats: InputStatistics | None = None) -> tuple[SparseAutoencoder, dict]:
-    """Train an SAE on the cached training tokens with overcomplete's loop -> (the SAE in its plain-torch form,
-    overcomplete's logs per epoch: avg_loss, r2, z_sparsity, dead_features, time_epoch)."""
+          stats: InputStatistics | None = None) -> Trained:
+    """Train an SAE on the cached training tokens with overcomplete's model, loss and loop."""
     sae = overcomplete_sae()
     from overcomplete.sae.losses import top_k_auxiliary_loss
 
@@ -163,9 +170,8 @@ def train(acts: Activations, options: TrainOptions, info: SaeInfo | None = None,
     with contextlib.redirect_stdout(sys.stderr if options.progress else io.StringIO()):   # its line per epoch
         logs = sae.train_sae(model, data, criterion, optimizer, scheduler, nb_epochs=options.epochs,
                              device=options.device)
-    return from_overcomplete(model, options.kind, options.k, stats, info), {k: list(map(float, v))
-                                                                          for k, v in logs.items()
-                                                                          if k in LOGGED}
+    return Trained(from_overcomplete(model, options.kind, options.k, stats, info),
+                   {k: list(map(float, v)) for k, v in logs.items() if k in LOGGED}, model, stats)
 
 
 LOGGED = ("avg_loss", "r2", "z_sparsity", "dead_features", "time_epoch")

@@ -115,6 +115,8 @@ def train_command(args: argparse.Namespace) -> int:
     from .sae import SaeInfo
 
     try:
+        if args.k > args.latents:
+            raise ValueError(f"--k must be at most --latents ({args.latents}) but got {args.k}.")
         train.overcomplete_sae()          # before the caching: say at once when the extra is missing
         device = pick_device(args.device, distributed.local_rank())
         dtype = pick_dtype(args.dtype)
@@ -127,8 +129,6 @@ def train_command(args: argparse.Namespace) -> int:
         train_options = train.TrainOptions(latents=args.latents, k=args.k, kind=args.kind, epochs=args.epochs,
                                            batch_size=args.tokens_per_step, lr=args.lr, seed=args.seed,
                                            device=device, progress=not args.quiet)
-        if args.k > args.latents:
-            raise ValueError(f"--k must be at most --latents ({args.latents}) but got {args.k}.")
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
@@ -150,7 +150,7 @@ def train_command(args: argparse.Namespace) -> int:
     fp = acts.info["fingerprint"]
     info = SaeInfo(acts.info["layer"], args.hook, acts.info["model"], args.weights, fp["weights_sha256"],
                    extra={"tokens": "patches", "grid": acts.info["grid"], "input_size": acts.info["input_size"],
-                          "preprocess": acts.info["preprocess"], "folder": str(args.folder),
+                          "preprocess": acts.info["preprocess"], "folder": str(args.folder.resolve()),
                           "photos": len(acts.photos), "held_out_photos": int(acts.held_out.sum())})
     trained = train.train(acts, train_options, info, train.input_statistics(train_moments))
     sae = trained.sae

@@ -76,7 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--epochs", type=positive, default=10, metavar="E", help="passes over the tokens (default: 10)")
     t.add_argument("--out", type=Path, required=True, metavar="DIR", help="output folder")
     g = t.add_argument_group("training")
-    g.add_argument("--lr", type=positive_float, default=5e-4, help="Adam's learning rate (default: 5e-4)")
+    g.add_argument("--lr", type=positive_float, default=1e-3, help="Adam's learning rate (default: 1e-3)")
     g.add_argument("--tokens-per-step", type=positive, default=1024, metavar="B",
                    help="tokens per training step (default: 1024)")
     g.add_argument("--holdout", type=fraction_open, default=0.1, metavar="SHARE",

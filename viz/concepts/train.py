@@ -58,7 +58,7 @@ class TrainOptions:
     kind: str = "topk"                  # TRAINED_KINDS
     epochs: int = 10
     batch_size: int = 1024              # tokens per step
-    lr: float = 5e-4                    # Adam's peak learning rate
+    lr: float = 1e-3                    # Adam's peak learning rate
     warmup: float = 0.05                # share of the steps warming the rate up (then cosine down to a tenth)
     aux_penalty: float = 0.1            # weight of the AuxK loss for dead latents (overcomplete's default)
     seed: int = 0

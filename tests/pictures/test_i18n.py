@@ -14,7 +14,8 @@ from allowed_english import NAMES, english_words
 from oracles import token_norm_plot
 from viz import i18n
 from viz.drawing import fonts, plots, render
-from viz.i18n import CATALOGUE, LANGUAGES, MODEL, PAGE, PICTURES, language, language_from_header, t, translations
+from viz.i18n import (CATALOGUE, CONCEPTS, LANGUAGES, MODEL, PAGE, PICTURES, language, language_from_header, t,
+                      translations)
 
 BARE = {"CLS", "logit", "Grad", "CAM", "EVA", "BEiT", "GELU", "QuickGELU", "SwiGLU", "LayerScale", "Pre", "Linear",
         "tanh", "LayerNorm", "qkv", "DINOv3"}   # names that are a whole text in both languages: a method, a family, a module
@@ -83,7 +84,7 @@ def test_translations_are_what_gr_I18n_takes():
         i18n_ = gr.I18n(**translations())
     assert set(i18n_.translations_dict) == {"en", "zh-CN"}
     assert i18n_.translations_dict["zh-CN"]["tab.rollout"] == "注意力展开"
-    assert set(i18n_.translations_dict["en"]) == set(PICTURES) | set(PAGE) | set(MODEL)
+    assert set(i18n_.translations_dict["en"]) == set(PICTURES) | set(PAGE) | set(MODEL) | set(CONCEPTS)
     assert not set(PICTURES) & set(PAGE) and not (set(PICTURES) | set(PAGE)) & set(MODEL)
     assert translations(["tab.model"]) == {"en": {"tab.model": "Model"}, "zh-CN": {"tab.model": "模型"}}
 

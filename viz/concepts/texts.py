@@ -15,7 +15,7 @@ TEXTS: dict[str, tuple[str, str]] = {
     "concepts.picture.top_title": ("{name}: its {count} strongest patches in the training folder (framed)",
                                    "{name}：训练文件夹中它激活最强的 {count} 个图块（方框标出）"),
     "concepts.picture.no_top": ("no top patches to show (top_patches.npz or the photo folder is missing)",
-                                "没有可显示的最强图块（缺少 top_patches.npz 或照片文件夹）"),
+                                "没有可显示的最强图块（缺少最强图块的文件或照片文件夹）"),
     "concepts.picture.no_fire": ("fires on no patch of the folder", "在文件夹的任何图块上都不激活"),
     "concepts.picture.rollout_before": ("rollout, the model as it is", "注意力展开：原模型"),
     "concepts.picture.rollout_after": ("rollout, {change}", "注意力展开：{change}"),
@@ -26,7 +26,7 @@ TEXTS: dict[str, tuple[str, str]] = {
     "concepts.hook.mlp": ("what the MLP adds", "MLP 的输出"),
     # --- the view's lines ----------------------------------------------------------------------------------------
     "concepts.change.off": ("{name} switched off", "关闭{name}"),
-    "concepts.change.scaled": ("{name} × {factor:g}", "{name} × {factor:g}"),
+    "concepts.change.scaled": ("{name} × {factor:g}", "{name}乘以 {factor:g}"),
     "concepts.line.sae": ("SAE on layer {layer} ({hook}): {latents} latents, {kind}{k}, from {source}",
                           "第 {layer} 层（{hook}）上的稀疏自编码器：{latents} 个潜变量，{kind}{k}，来源：{source}"),
     "concepts.line.patch": ("Latents active at patch ({row}, {col}), strongest first", "图块 ({row}, {col}) 上激活的潜变量，"

@@ -102,5 +102,5 @@ def translations(keys=None) -> dict[str, dict[str, str]]:
     return {lang: {k: v[i] for k, v in chosen.items()} for i, lang in enumerate(LANGUAGES)}
 
 
-__all__ = ["LANGUAGES", "DEFAULT_LANGUAGE", "CATALOGUE", "PICTURES", "PAGE", "MODEL", "language",
+__all__ = ["LANGUAGES", "DEFAULT_LANGUAGE", "CATALOGUE", "PICTURES", "PAGE", "MODEL", "CONCEPTS", "language",
            "language_from_header", "t", "fields", "translations"]

@@ -24,7 +24,9 @@ not change timings) unless ``--weights`` names a checkpoint. Every number comes 
 - high resolution (``bench.highres``, in a child process): a DINOv2 ViT-S/14 at 1022×1022 as the page analyses it,
   its ratio to the plain forward, a patch click, the bytes cached and the process's peak RSS.
 - a Swin (``bench.swin``): Swin-T's capture forward ÷ torchvision's ``swin_t``, its analysis ÷ its capture, a class map ÷
-  its plain forward.
+  its plain forward;
+- concepts (``bench.concepts``): caching a layer's tokens ÷ the plain forward, SAE training ÷ overcomplete's own loop,
+  the peak RSS while caching.
 
 Timings are medians of interleaved rounds after a warm-up (see ``bench.measure``).
 """
@@ -518,6 +520,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--no-gpu", action="store_true", help="skip the GPU rows (printed only when CUDA is present)")
     p.add_argument("--no-highres", action="store_true", help="skip the DINOv2 ViT-S/14 rows at 1022 (bench.highres)")
     p.add_argument("--only-highres", action="store_true", help="only the DINOv2 ViT-S/14 rows at 1022")
+    p.add_argument("--no-concepts", action="store_true", help="skip the SAE rows (bench.concepts)")
     return p.parse_args(argv)
 
 
@@ -567,6 +570,9 @@ def main(argv=None) -> None:
         rows += rotary_rows(args.rounds)
         from bench.swin import swin_rows       # Swin-T at 224 against torchvision's swin_t (bench/swin.py)
         rows += swin_rows(max(3, args.rounds // 2))
+        if not args.no_concepts:
+            from bench.concepts import concepts_rows   # SAEs: caching and training (bench/concepts.py)
+            rows += concepts_rows(max(2, args.rounds // 2))
         if not args.no_app:
             from viz.explorer import cached_bytes
             fill = cropped_photos(photos[0], state.ANALYSES_MEMORY // cached_bytes(result["analysis"]) + 4, tmp)

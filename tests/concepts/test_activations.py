@@ -59,8 +59,8 @@ def all_tokens(acts: Activations) -> dict[str, np.ndarray]:
     return {k: np.concatenate([p[k].numpy() for p in parts]) for k in parts[0]}
 
 
-@pytest.mark.parametrize("hook", ["residual", "mlp"])
-def test_the_shards_hold_each_photo_s_tokens_with_where_they_come_from(loaded, photos, tmp_path, hook):
+def test_the_shards_hold_each_photo_s_tokens_with_where_they_come_from(loaded, photos, tmp_path):
+    hook = "mlp"                                                           # (every hook point: test_hooks.py)
     acts = cache(loaded, photos, tmp_path / "acts", options(hook=hook))
     expected = expected_tokens(loaded, photos, hook)                       # (11, 3, 16, 16)
     got = all_tokens(acts)

@@ -98,14 +98,14 @@ def test_the_plain_form_encodes_as_overcomplete_s_model(planted_cache, trained):
                                torch.from_numpy(trained.stats.mean).float(), rtol=1e-5, atol=1e-5)
 
 
-def small_cache(tmp_path, photos: int = 60, per_shard: int = 7) -> Activations:
+def small_cache(tmp_path, photos: int = 30, per_shard: int = 7) -> Activations:
     tokens, _, _ = planted(photos=photos, patches=16, width=8, atoms=12, active=2)
     return Activations.load(write_cache(tmp_path / "cache", tokens, held_out(photos, 0.2), per_shard=per_shard))
 
 
 def test_batchtopk_trains_and_its_plain_form_applies_the_learnt_threshold(tmp_path):
     acts = small_cache(tmp_path)
-    result = train(acts, TrainOptions(latents=16, k=2, kind="batchtopk", epochs=2, batch_size=64, progress=False))
+    result = train(acts, TrainOptions(latents=16, k=2, kind="batchtopk", epochs=1, batch_size=64, progress=False))
     x = held_out_tokens(acts)
     with torch.no_grad():
         normalised = (x - torch.from_numpy(result.stats.mean).float()) * result.stats.scale

@@ -51,7 +51,7 @@ from ..dataset.distributed import Processes
 from ..dataset.files import ImageEntry, list_images
 from ..dataset.loader import collate, shard
 
-SHARD_MB = 64.0                 # tokens per shard file, in MB of float32
+SHARD_MB = 32.0                 # tokens per shard file, in MB of float32
 CROP_SCALE = (0.25, 1.0)        # a random crop's share of the photo's area
 CROP_RATIO = (3 / 4, 4 / 3)     # and its aspect ratio (width / height), drawn on a log scale
 INDEX = "index.json"
@@ -347,7 +347,7 @@ class _ShardBuffer:
         photos = torch.tensor(self.photos, dtype=torch.int32)
         per_photo = self.views * N
         tensors = {
-            "tokens": self.tokens[:self.filled].clone(),
+            "tokens": self.tokens[:self.filled],             # contiguous rows: no copy
             "photo": photos.repeat_interleave(per_photo),
             "view": torch.arange(self.views, dtype=torch.int16).repeat_interleave(N).repeat(len(self.photos)),
             "row": (torch.arange(N, dtype=torch.int16) // gw).repeat(self.views * len(self.photos)),

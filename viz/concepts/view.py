@@ -174,6 +174,7 @@ class PhotoConcepts:
     x: torch.Tensor                        # (1, 3, H, W) the model's input
     probabilities: np.ndarray              # (K,) the model's own (empty without classes)
     class_names: list[str]
+    unedited: tuple | None = None          # (output (1, K), rollout (gh, gw) or None) of the pass edits compare with
 
     @property
     def nbytes(self) -> int:
@@ -353,13 +354,19 @@ def edit(loaded, source: ConceptsSource, pc: PhotoConcepts, changes: dict[int, f
 
     editor = patch_edit(pc.num_prefix, change)
     layer, hook = sae.info.layer, sae.info.hook_point
-    before, maps_before = run_edited_at(model, x, layer, hook, lambda tokens: tokens, attention=True)
-    after, maps_after = run_edited_at(model, x, layer, hook, editor, attention=True)
     readout = READOUT_OF_POOL[model.cfg.global_pool]
-    rollouts = [None, None]
-    if readout != "map":
-        rollouts = [readout_rollout_map(fuse_heads(torch.cat(maps).float().cpu().numpy()), pc.num_prefix, pc.grid,
-                                        readout) for maps in (maps_before, maps_after)]
+
+    def rollout(maps) -> np.ndarray | None:
+        if readout == "map":                  # the probe's attention is not kept by these passes
+            return None
+        return readout_rollout_map(fuse_heads(torch.cat(maps).float().cpu().numpy()), pc.num_prefix, pc.grid, readout)
+
+    if pc.unedited is None:                   # the same arithmetic as the edited pass (explicit attention), once
+        output, maps = run_edited_at(model, x, layer, hook, lambda tokens: tokens, attention=True)
+        pc.unedited = (output.cpu(), rollout(maps))
+    before = pc.unedited[0].to(device)
+    after, maps_after = run_edited_at(model, x, layer, hook, editor, attention=True)
+    rollouts = [pc.unedited[1], rollout(maps_after)]
     removed_map = removed["norm"].reshape(pc.grid).float().cpu().numpy()
     if not loaded.labels:
         return Edited(changes, [], [], None, *rollouts, removed_map, np.zeros(0))

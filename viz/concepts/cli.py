@@ -173,9 +173,10 @@ def train_command(args: argparse.Namespace) -> int:
                                   "crops": args.crops, "training_tokens": train_moments.count,
                                   "aux_penalty": train_options.aux_penalty, "logs": trained.logs}
     sae.save(args.out)
-    measured = metrics.evaluate(sae, loaded, acts, args.folder, train_moments, args.batch_size, args.workers)
+    measured = metrics.evaluate(sae, loaded, acts, args.folder, train_moments, args.batch_size, args.workers,
+                                progress=not args.quiet)
     (args.out / "metrics.json").write_text(json.dumps(measured, indent=2) + "\n")
-    top_patches.top_patches(sae, acts).save(args.out / "top_patches.npz")
+    top_patches.top_patches(sae, acts, progress=not args.quiet).save(args.out / "top_patches.npz")
     t3 = time.perf_counter()
     if not args.quiet:
         print(f"cached {acts.tokens} tokens in {t1 - t0:.1f} s, trained in {t2 - t1:.1f} s, measured in "

@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 import torch
 from torch.utils.data import DataLoader
+from tqdm import tqdm
 
 from vit.inside.hooks import continue_edited, hook_tokens
 
@@ -152,7 +153,7 @@ def patch_edit(num_prefix: int, replace) -> callable:
 
 
 def spliced(sae: SparseAutoencoder, loaded, acts: Activations, folder: Path, mean: np.ndarray, batch_size: int = 16,
-            workers: int = 0) -> Spliced:
+            workers: int = 0, progress: bool = False) -> Spliced:
     """The model on the held-out photos (view 0) with the SAE spliced in at its layer and hook point, and with the
     patch tokens mean-ablated there: the mean KL from the model's own probabilities and the top-1 agreement."""
     if not loaded.labels:
@@ -169,7 +170,7 @@ def spliced(sae: SparseAutoencoder, loaded, acts: Activations, folder: Path, mea
     ablated = patch_edit(prefix, lambda patches: mean_tokens.expand_as(patches))
     kl = kl_mean = agree = 0.0
     count = 0
-    for batch in loader:
+    for batch in tqdm(loader, desc="spliced model", unit="batch", dynamic_ncols=True, disable=not progress):
         if not batch.indices:
             continue
         x = model_input(batch.pixels[:, 0], loaded.preprocess, device)
@@ -186,13 +187,13 @@ def spliced(sae: SparseAutoencoder, loaded, acts: Activations, folder: Path, mea
 
 
 def evaluate(sae: SparseAutoencoder, loaded, acts: Activations, folder: Path, train: Moments | None = None,
-             batch_size: int = 16, workers: int = 0) -> dict:
+             batch_size: int = 16, workers: int = 0, progress: bool = False) -> dict:
     """metrics.json's contents (see the module docstring)."""
     train = train or moments(acts, "train")
     r = reconstruction(sae, acts, train)
     l0 = r.active / r.count
     components = int(min(max(round(l0), 1), acts.d_model))
-    s = spliced(sae, loaded, acts, folder, train.mean, batch_size, workers)
+    s = spliced(sae, loaded, acts, folder, train.mean, batch_size, workers, progress)
     return {"fvu": r.fvu(), "l0": l0, "dead_fraction": float(1.0 - r.fired.mean()),
             "pca_fvu_at_l0": r.pca_fvu(components), "spliced": s.to_dict(), "pca_components": components,
             "held_out": {"photos": s.photos or int(acts.held_out.sum()), "tokens": r.count}, "notes": s.notes}

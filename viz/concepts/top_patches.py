@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from tqdm import tqdm
 
 from .activations import Activations
 from .sae import SparseAutoencoder
@@ -47,12 +48,14 @@ class TopPatches:
                         self.col[latent][keep].tolist(), self.activation[latent][keep].tolist()))
 
 
-def top_patches(sae: SparseAutoencoder, acts: Activations, top: int = TOP) -> TopPatches:
-    """Every latent's ``top`` strongest patches over view 0 of every photo of the cache."""
+def top_patches(sae: SparseAutoencoder, acts: Activations, top: int = TOP, progress: bool = False) -> TopPatches:
+    """Every latent's ``top`` strongest patches over view 0 of every photo of the cache (a progress bar over the
+    shards with ``progress``)."""
     M = sae.latents
     best = torch.zeros(M, top)                                 # activations, strongest first
     where = torch.full((M, top, 3), -1, dtype=torch.int64)     # photo, row, col
-    for part in acts.chunks("all", views=[0]):
+    for part in tqdm(acts.chunks("all", views=[0]), total=len(acts.shards), desc="top patches", unit="shard",
+                     dynamic_ncols=True, disable=not progress):
         place = torch.stack([part["photo"].long(), part["row"].long(), part["col"].long()], dim=1)   # (n, 3)
         for x, p in zip(part["tokens"].split(CHUNK), place.split(CHUNK)):
             codes = sae.encode(x).T                            # (M, n)

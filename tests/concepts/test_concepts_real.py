@@ -25,7 +25,7 @@ from viz.concepts.cli import main
 from viz.concepts.sae import SparseAutoencoder
 from viz.concepts.view import edit, open_concepts, photo_concepts, strongest
 
-pytestmark = pytest.mark.slow    # caching 25 photos × 8 views and training on 35,000 tokens: minutes on 2 cores
+pytestmark = pytest.mark.slow    # caching 24 photos × 8 views, training on 34,496 tokens: minutes on 2 cores
 
 LAYER, LATENTS, K = 6, 768, 16
 PHOTOS = Path(skimage.__file__).parent / "data"        # the photos scikit-image's wheel carries

@@ -17,6 +17,7 @@ Sums are float64 and streamed shard by shard; nothing grows with the folder.
 """
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -106,10 +107,13 @@ def reconstruction(sae: SparseAutoencoder, acts: Activations, train: Moments, wh
     components, mean = torch.from_numpy(components), torch.from_numpy(train.mean)
     r = Reconstruction(fired=np.zeros(sae.latents, dtype=bool), total=np.zeros(acts.d_model),
                        energy=np.zeros(acts.d_model))
+    device = sae.W_enc.device
     for part in acts.chunks(which):
         for x in part["tokens"].split(CHUNK):
-            codes = sae.encode(x)
-            x_hat = sae.decode(codes, x)
+            on = x.to(device)
+            codes = sae.encode(on)
+            x_hat = sae.decode(codes, on).cpu()
+            codes = codes.cpu()
             x64 = x.double()
             r.count += len(x)
             r.error += float(((x64 - x_hat.double()) ** 2).sum())
@@ -164,7 +168,7 @@ def spliced(sae: SparseAutoencoder, loaded, acts: Activations, folder: Path, mea
     entries = [ImageEntry(Path(folder) / acts.photos[i], acts.photos[i]) for i in photos]
     loader = DataLoader(PhotoViews(entries, loaded.preprocess, 0, 0), batch_size=batch_size, num_workers=workers,
                         collate_fn=collate)
-    sae = sae.to(device)
+    sae = copy.deepcopy(sae).to(device)          # the caller's stays where it is
     mean_tokens = torch.from_numpy(mean).float().to(device)
     reconstructed = patch_edit(prefix, sae.reconstruct)
     ablated = patch_edit(prefix, lambda patches: mean_tokens.expand_as(patches))

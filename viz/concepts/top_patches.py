@@ -58,7 +58,7 @@ def top_patches(sae: SparseAutoencoder, acts: Activations, top: int = TOP, progr
                      dynamic_ncols=True, disable=not progress):
         place = torch.stack([part["photo"].long(), part["row"].long(), part["col"].long()], dim=1)   # (n, 3)
         for x, p in zip(part["tokens"].split(CHUNK), place.split(CHUNK)):
-            codes = sae.encode(x).T                            # (M, n)
+            codes = sae.encode(x.to(sae.W_enc.device)).cpu().T     # (M, n)
             k = min(top, codes.shape[1])
             values, index = torch.topk(codes, k, dim=1)        # (M, k)
             merged = torch.cat([best, values], dim=1)

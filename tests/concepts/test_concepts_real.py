@@ -69,7 +69,7 @@ def numpy_sae(sae: SparseAutoencoder):
 def hooked(reference, inputs, replace):
     """timm's logits (photos, 1000) with block 6's patch tokens replaced by ``replace(patches (N, D) float64)``."""
     def hook(module, args, output):
-        patches = replace(output[0, 1:].double().numpy())
+        patches = np.ascontiguousarray(replace(output[0, 1:].double().numpy()))   # (a broadcast mean is read-only)
         return torch.cat([output[:, :1], torch.from_numpy(patches).float()[None]], dim=1)
 
     handle = reference.blocks[LAYER].register_forward_hook(hook)

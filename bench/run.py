@@ -26,6 +26,8 @@ not change timings) unless ``--weights`` names a checkpoint. Every number comes 
 - high resolution (``bench.highres``, in a child process): a DINOv2 ViT-S/14 at 1022×1022 as the page analyses it,
   its ratio to the plain forward, a patch click, the bytes cached and the process's peak RSS.
 - every other entry of ``bench.architectures`` (a Swin-T against torchvision's ``swin_t``): the same rows.
+- concepts (``bench.concepts``): caching a layer's tokens ÷ the plain forward, SAE training ÷ overcomplete's own loop,
+  the peak RSS while caching.
 
 Timings are medians of interleaved rounds after a warm-up (see ``bench.measure``).
 """
@@ -214,7 +216,7 @@ def rerender(events: PageEvents, session, a, rounds: int) -> list[Row]:
 # ---- 3. memory -------------------------------------------------------------------------------------------------
 
 def cache_rows(a) -> list[Row]:
-    from viz.explorer import cached_bytes
+    from viz.records import cached_bytes
 
     total = cached_bytes(a)
     T = a.num_prefix + a.grid[0] * a.grid[1]
@@ -432,7 +434,7 @@ def scaling(rounds: int) -> tuple[list[list[str]], list[Row]]:
     """The scaling table on the CPU, and the analysis ÷ capture-forward targets at 224 and 518."""
     from viz.analysis import analyze
     from viz.analysis.serve import ATTENTION_DTYPE
-    from viz.explorer import cached_bytes
+    from viz.records import cached_bytes
 
     cpu = torch.device("cpu")
     image = Image.fromarray(data.chelsea())
@@ -491,6 +493,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--no-gpu", action="store_true", help="skip the GPU rows (printed only when CUDA is present)")
     p.add_argument("--no-highres", action="store_true", help="skip the DINOv2 ViT-S/14 rows at 1022 (bench.highres)")
     p.add_argument("--only-highres", action="store_true", help="only the DINOv2 ViT-S/14 rows at 1022")
+    p.add_argument("--no-concepts", action="store_true", help="skip the SAE rows (bench.concepts)")
     return p.parse_args(argv)
 
 
@@ -542,8 +545,11 @@ def main(argv=None) -> None:
         for other in ENTRIES:
             if other.name != SERVED:
                 rows += entry_rows(other, max(3, args.rounds // 2))
+        if not args.no_concepts:
+            from bench.concepts import concepts_rows   # SAEs: caching and training (bench/concepts.py)
+            rows += concepts_rows(max(2, args.rounds // 2))
         if not args.no_app:
-            from viz.explorer import cached_bytes
+            from viz.records import cached_bytes
             fill = cropped_photos(photos[0], state.ANALYSES_MEMORY // cached_bytes(result["analysis"]) + 4, tmp)
             (tmp / "twins").mkdir()
             twins = [cropped_photos(photo, 1, tmp / "twins")[0] for photo in photos]

@@ -30,6 +30,8 @@ NAMES = {
     "x_norm_patchtokens",
     # Swin Transformers, and the page of the docs that defines their maps (docs/swin.md)
     "Swin", "docs", "md",
+    # concepts: sparse autoencoders, the divergence they are measured by, the command that installs their training
+    "SAE", "KL", "pip", "install", "attention", "explorer", "concepts", "overcomplete",
 }
 WORD = re.compile(r"[A-Za-z][A-Za-z0-9_]*[A-Za-z0-9]")
 

@@ -645,7 +645,7 @@ class Block(nn.Module):
 
     def step(self, x: torch.Tensor, positions: TokenPositions | None = None, taps: tuple[str, ...] = (),
              rows: torch.Tensor | None = None, heads: torch.Tensor | HeadEdit | None = None,
-             mlp: torch.Tensor | None = None) -> BlockStep:
+             mlp: torch.Tensor | None = None, attn_branch: torch.Tensor | None = None) -> BlockStep:
         """The block's computation, the one every pass runs (the plain forward, capture, the views inside the model,
         the explanations), with the pieces they read kept and the pieces they replace replaced:
 
@@ -659,8 +659,9 @@ class Block(nn.Module):
         ``taps``: what to keep beyond ``BlockStep``'s heads and branches (``TAPS``). ``rows``: the Tq tokens whose
         outputs are wanted (every token is still a key and a value; the readout's rows of a last block). ``heads``:
         a tensor (B, H, Tq, Dh) used instead of computing attention, or a function editing the computed heads
-        (ablation, patching). ``mlp``: (B, Tq, D) added instead of the MLP branch. Nothing given: the plain block,
-        on the fused attention kernel.
+        (ablation, patching). ``mlp``: (B, Tq, D) added instead of the MLP branch; ``attn_branch``: (B, Tq, D) added
+        instead of the attention branch (give its ``heads`` too, or they are computed for nothing). Nothing given:
+        the plain block, on the fused attention kernel.
         """
         unknown = set(taps) - set(TAPS)
         if unknown:
@@ -675,12 +676,14 @@ class Block(nn.Module):
         if rows is not None:
             x = x[:, rows]                                          # (B, Tq, D)
         if self.res_post_norm:                                      # timm's *_rpn: each norm after its branch
-            attn_branch = self.drop_path(self.ls1(self.norm1(self.attn.merge(heads))))
+            if attn_branch is None:
+                attn_branch = self.drop_path(self.ls1(self.norm1(self.attn.merge(heads))))
             x = x + attn_branch
             mlp_branch = self.drop_path(self.ls2(self.norm2(self.mlp(x)))) if mlp is None else mlp
             x = x + mlp_branch
         else:
-            attn_branch = self.drop_path(self.ls1(self.attn.merge(heads)))
+            if attn_branch is None:
+                attn_branch = self.drop_path(self.ls1(self.attn.merge(heads)))
             x = x + attn_branch
             mlp_branch = self.drop_path(self.ls2(self.mlp(self.norm2(x)))) if mlp is None else mlp
             x = x + mlp_branch

@@ -49,7 +49,7 @@ def test_a_folder_run_names_the_sub_folders_it_skips(tmp_path, capsys):
     from PIL import Image
 
     from viz.cli import skipped_note
-    from viz.dataset.files import list_images, skipped_folders
+    from viz.folders.files import list_images, skipped_folders
 
     photos = tmp_path / "photos"
     (photos / "two_objects").mkdir(parents=True)

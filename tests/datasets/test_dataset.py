@@ -18,8 +18,8 @@ from vit.image_file import open_image
 from vit.labels import imagenet_wnids
 from viz.analysis import analyze
 from viz.cli import main
-from viz.dataset.files import list_images
-from viz.dataset.loader import shard
+from viz.folders.files import list_images
+from viz.folders.loader import shard
 from viz.dataset.report import markdown, summary
 from viz.dataset.statistics import ExactSum, Statistics
 from viz.maps import windows

@@ -1,10 +1,10 @@
 """Protects how viz/ is sorted: three kinds of part, each importing only from the kinds before it, and no cycle
 among them (viz/__init__.py's list):
 
-- what every tab shares (records, cache, i18n, drawing, maps, analysis, panels, controls): none of them imports a
-  tab's slice or a front end;
+- what every tab shares (records, cache, i18n, drawing, maps, analysis, panels, controls, folders): none of them
+  imports a tab's slice or a front end;
 - one slice per tab of the page (rollout, attention, heads, ... compare): none imports a front end;
-- the front ends (explorer, cli, dataset, and the ``python -m viz.dynamics`` entry).
+- the front ends (explorer, cli, dataset, and the entries: ``python -m viz.dynamics``, every ``__main__.py``).
 
 Every import statement of every module counts, those inside functions included, relative ones resolved. The shared
 parts' own order is checked too: the import graph between viz's parts has no cycle.
@@ -16,15 +16,18 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 VIZ = REPO / "viz"
-SHARED = {"records", "cache", "i18n", "drawing", "maps", "analysis", "panels", "controls"}
+SHARED = {"records", "cache", "i18n", "drawing", "maps", "analysis", "panels", "controls", "folders"}
 SLICES = {"rollout", "attention", "heads", "query", "distance", "norms", "position", "model", "learn", "features",
-          "explain", "trust", "inside", "compare"}
+          "explain", "trust", "inside", "compare", "concepts"}
 FRONT_ENDS = {"explorer", "cli", "dataset", "dynamics", "__main__"}
 KIND = {**{p: 0 for p in SHARED}, **{p: 1 for p in SLICES}, **{p: 2 for p in FRONT_ENDS}}
 
 
 def part(path: Path) -> str:
-    """The part of viz a module belongs to: its sub-package, or its own name for a top-level module."""
+    """The part of viz a module belongs to: its sub-package, or its own name for a top-level module; a package's
+    ``__main__.py`` is an entry, a front end whatever package it is in."""
+    if path.name == "__main__.py":
+        return "__main__"
     return path.relative_to(VIZ).parts[0].removesuffix(".py")
 
 

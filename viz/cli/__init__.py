@@ -23,6 +23,7 @@ import numpy as np
 
 from .. import panels
 from ..maps.layout import layer_index
+from ..concepts.outputs import concepts_outputs, concepts_request
 from ..records import Analysis
 from .compare import run_comparison
 from .explain import explain_request, explanation_outputs
@@ -134,7 +135,8 @@ def main(argv: list[str] | None = None) -> int:
     from vit.device import pick_device, pick_dtype
 
     from ..analysis import model_arrays
-    from ..dataset import distributed, files, run
+    from ..dataset import run
+    from ..folders import distributed, files
 
     try:
         device = pick_device(args.device, distributed.local_rank())
@@ -146,6 +148,7 @@ def main(argv: list[str] | None = None) -> int:
         request = explain_request(args, loaded)
         inside = inside_request(args, loaded)
         features = features_request(args, loaded)
+        concepts = concepts_request(args, loaded)
         entries = files.list_images(args.images, loaded.labels)
         if not entries:
             raise ValueError("no images found in " + ", ".join(args.images))
@@ -184,8 +187,9 @@ def main(argv: list[str] | None = None) -> int:
             texts = zero_shot_entries(loaded, a, args.texts) if args.texts else None
             inside_files = inside_outputs(loaded, a, inside, args.lang, head_importance) if inside else None
             features_files = features_outputs(a, features, o) if features else None
+            concepts_files = concepts_outputs(loaded, concepts, a, o) if concepts else None
             write_image_result(entry.path, args.out / entry.name, a, model, o, args, decode_s, explained, texts,
-                               inside_files, preprocess, loaded.assumptions, features_files)
+                               inside_files, preprocess, loaded.assumptions, features_files, concepts_files)
 
     processes = distributed.start(device)
     try:

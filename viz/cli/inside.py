@@ -43,7 +43,7 @@ def inside_request(args: argparse.Namespace, loaded) -> InsideRequest | None:
 
     from ..explain.explainer import resolve_target
     from ..inside.job import check_views, reference_means, view_names
-    from ..dataset.files import list_images
+    from ..folders.files import list_images
 
     if not asked(args):
         return None

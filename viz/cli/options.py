@@ -83,6 +83,11 @@ cosine similarity of the --query patch's features to every patch's) in attention
 DIR/summary/features_pca_joint.png (one PCA fitted on all the photos' patches, the first photos coloured by it)
 and features_pca_joint.npz (mean, components, explained_variance_ratio, images, pcs).
 
+With --concepts SAE_DIR: concepts.png (the photo's 8 strongest latents of that SAE, each as a map over the photo
+with its strongest patches of the training folder beside it), concepts (8, gh, gw) and concept_ids (8,) in
+attention.npz, and "concepts": [{"latent", "mean", "max", "label"}] in result.json, strongest (mean over the
+patches) first; see docs/concepts.md.
+
 With several images (or --stats-only), DIR/summary/ holds statistics.json (images, mean_distance L x H,
 entropy L x H, prefix_share L, high_norm_share L, top1/top5 for a folder labelled by sub-folder, with their
 standard deviations over images), statistics.md, mean_distance.png, entropy.png, attention_shares.png and
@@ -233,6 +238,11 @@ def build_parser() -> argparse.ArgumentParser:
                         "summary/features_pca_joint.png, one PCA fitted on every photo's patches")
     g.add_argument("--features-layer", type=int, metavar="L",
                    help="layer whose output is read for --features (0-based, -1 the last: default)")
+    g = p.add_argument_group("concepts (sparse autoencoders)")
+    g.add_argument("--concepts", type=Path, metavar="DIR",
+                   help="an SAE folder (python -m viz.concepts train, sae-lens or ViT-Prisma): concepts.png (the 8 "
+                        "strongest latents' maps, their top patches beside them), concepts and concept_ids in "
+                        "attention.npz, \"concepts\" in result.json")
     g = p.add_argument_group("class-specific explanations")
     g.add_argument("--explain", metavar="METHODS",
                    help=f"comma-separated explanation methods, from: {', '.join(METHODS)}")

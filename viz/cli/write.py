@@ -20,14 +20,16 @@ def write_image_result(path: Path, folder: Path, a: Analysis, model: tuple[dict,
                        args: argparse.Namespace, decode_s: float, explained: tuple[dict, dict, dict] | None = None,
                        zero_shot: list[dict] | None = None, inside: tuple[dict, dict, dict] | None = None,
                        preprocess: dict | None = None, assumptions: list[str] | None = None,
-                       features: tuple[dict, dict, dict] | None = None) -> np.ndarray:
+                       features: tuple[dict, dict, dict] | None = None,
+                       concepts: tuple[dict, dict, list] | None = None) -> np.ndarray:
     """Render and write one analysed image's panels (with the model's own, ``model``: the result of
     ``model_panels``, and the explanations, ``explained``: ``explanation_outputs``), result.json and
     attention.npz; returns its mean distance (L, H).
 
     ``zero_shot``: [{"text", "probability"}, …] most probable first, written as result.json's "zero_shot";
     ``inside``: ``viz.cli.inside.inside_outputs``, written as result.json's "inside"; ``features``:
-    ``viz.cli.features.features_outputs``, written as result.json's "features".
+    ``viz.cli.features.features_outputs``, written as result.json's "features"; ``concepts``:
+    ``viz.concepts.outputs.concepts_outputs``, written as result.json's "concepts".
     ``preprocess``: how the photo became the model's input (``vit.LoadedModel.preprocess_record``: "mode",
     "resize", "crop", "interpolation", "mean", "std", …), written as result.json's "preprocess"; ``assumptions``:
     what the loader assumed rather than read (``vit.LoadedModel.assumptions``), result.json's "assumptions"."""
@@ -35,7 +37,7 @@ def write_image_result(path: Path, folder: Path, a: Analysis, model: tuple[dict,
     images, arrays = image_panels(a, o)
     t3 = time.perf_counter()
     images, arrays = {**images, **model[0]}, {**arrays, **model[1]}
-    for extra in (explained, inside, features):
+    for extra in (explained, inside, features, concepts):
         if extra is not None:
             images, arrays = {**images, **extra[0]}, {**arrays, **extra[1]}
     folder.mkdir(parents=True, exist_ok=True)
@@ -73,6 +75,8 @@ def write_image_result(path: Path, folder: Path, a: Analysis, model: tuple[dict,
         result["inside"] = inside[2]
     if features is not None:
         result["features"] = features[2]
+    if concepts is not None:
+        result["concepts"] = concepts[2]
     (folder / "result.json").write_text(json.dumps(result, indent=2) + "\n")
     return arrays["mean_distance"]
 

@@ -8,7 +8,6 @@ are never even kept for a whole batch (each block is reduced on the device as it
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import sys
 import time
@@ -25,15 +24,17 @@ from vit.architecture import stage_records
 
 from ..analysis import model_input
 from ..explain.explainer import explain_tensor
+from ..folders import distributed
+from ..folders.distributed import Processes
+from ..folders.files import ImageEntry
+from ..folders.identity import images_digest, weights_digest
+from ..folders.loader import image_loader, shard
 from ..maps.distance import uniform_distance
 from ..trust.chefer import SIGNS, black_pixel, chefer_hits
 from ..trust.dataset import image_scores, score_columns
 from ..trust.job import trust_check
-from . import distributed, features, report, state
+from . import features, report, state
 from .batch import capture_batch
-from .distributed import Processes
-from .files import ImageEntry
-from .loader import image_loader, shard
 from .statistics import CHEFER, FAITHFULNESS, Statistics, declared, uniform_entropy
 
 # (entry, its analysis, seconds to decode[, its viz.trust.TrustReport with RunOptions.faithfulness]) -> files
@@ -75,14 +76,9 @@ class RunResult:
 def fingerprint(entries: Sequence[ImageEntry], loaded, options: RunOptions, writes_images: bool) -> dict:
     """What a resumed run must share with the interrupted one: the images, the model and what the numbers
     depend on (not the batch size, the workers, the processes or the device)."""
-    listing = "\n".join(f"{e.path}\t{e.name}\t{e.label}" for e in entries)
-    tensors = hashlib.sha256()
-    state_dict = list(loaded.model.state_dict().values())
-    for tensor in state_dict[:2] + state_dict[-2:]:   # embeddings and head: a changed checkpoint file shows there
-        tensors.update(tensor.detach().float().cpu().numpy().tobytes())
     return json.loads(json.dumps({
-        "images": hashlib.sha256(listing.encode()).hexdigest(), "count": len(entries), "weights": options.weights,
-        "weights_sha256": tensors.hexdigest(), "input_size": list(loaded.preprocess.crop),
+        "images": images_digest(entries), "count": len(entries), "weights": options.weights,
+        "weights_sha256": weights_digest(loaded.model), "input_size": list(loaded.preprocess.crop),
         "preprocess": loaded.preprocess.to_dict(), "dtype": str(options.dtype),
         "norm_ratio": options.norm_ratio, "distance_renormalise": options.distance_renormalise,
         "per_image_files": writes_images, **_faithfulness_options(options), **_inside_options(options),

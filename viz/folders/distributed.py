@@ -2,7 +2,7 @@
 
 torchrun starts the same command N times and tells each process who it is through environment variables
 (``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``, ``MASTER_ADDR``/``MASTER_PORT``). Each process analyses its own share of
-the images (``viz.dataset.loader.shard``); the processes meet only at the start (resume) and at the end, where
+the images (``viz.folders.loader.shard``); the processes meet only at the start (resume) and at the end, where
 their statistics are added up with one all-reduce: ``gloo`` on CPUs, ``nccl`` between GPUs. Without torchrun
 (no ``WORLD_SIZE``) everything here is a no-op for one process.
 """

@@ -20,7 +20,8 @@ every block's matrix to block 0's grid:
     row · Â_last ··· Â_first(stage S) · M_{S−1} · Â_last(stage S−1) ··· M_0 · ··· Â_0        (a row over block 0)
 
 With Â = rownorm(0.5·A + 0.5·I) (heads fused) this is attention rollout (Abnar & Zuidema 2020) through the hierarchy;
-with I + mean_h((∂score/∂A ⊙ A)⁺) it is GAE (Chefer, Gur & Wolf 2021). docs/swin.md works both out on a Swin.
+with I + mean_h((∂score/∂A ⊙ A)⁺) it is GAE (Chefer, Gur & Wolf 2021; ``viz.explain.gae`` carries it through any
+blocks). docs/swin.md works both out on a Swin.
 """
 from __future__ import annotations
 
@@ -139,28 +140,10 @@ def rollout_step(fused: np.ndarray) -> np.ndarray:
     return a / a.sum(axis=-1, keepdims=True)
 
 
-def gae_step(attention: np.ndarray, attention_grad: np.ndarray) -> np.ndarray:
-    """A block's window attention and its gradient (nW, H, N, N) -> I + mean_h((∂score/∂A ⊙ A)⁺), window by window."""
-    attention, attention_grad = np.asarray(attention), np.asarray(attention_grad)
-    if attention.shape != attention_grad.shape or attention.ndim != 4:
-        raise ValueError(f"Wrong shapes! Expected attention and its gradient both (nW, H, N, N) but got "
-                         f"{attention.shape} and {attention_grad.shape}.")
-    step = np.maximum(attention * attention_grad, 0.0).mean(axis=1, dtype=np.float32)
-    np.einsum("...ii->...i", step)[...] += 1.0
-    return step
-
-
 def mean_row(grid: tuple[int, int]) -> np.ndarray:
     """(gh·gw,) 1/T each: the average pool's readout over a grid of tokens."""
     T = grid[0] * grid[1]
     return np.full(T, 1.0 / T, dtype=np.float32)
-
-
-def gae_map(attention: Sequence[np.ndarray], attention_grad: Sequence[np.ndarray], layouts: Sequence) -> np.ndarray:
-    """GAE through windows and merges (module docstring): window attention and gradients (nW, H, N, N) per block,
-    first block first, read by the mean of the last block's tokens -> (gh0, gw0) over block 0's tokens."""
-    steps = [(gae_step(a, g), layout) for a, g, layout in zip(attention, attention_grad, layouts)]
-    return carry(mean_row(tuple(layouts[-1].grid)), steps).reshape(tuple(layouts[0].grid))
 
 
 def token_distances(layout, token_size: float) -> np.ndarray:

@@ -105,11 +105,11 @@ class TrustJob:
     """Maps, curves and (optionally) sanity curves of ``methods`` for one image and target under one protocol, as a
     sequence of steps.
 
-    model: a ``VisionTransformer`` or ``vit.swin.SwinTransformer`` in eval mode (a Swin's curves use the pixel
-    protocols: token dropping does not apply to windows); x: one preprocessed image (1, C, H, W); target: a
-    ``Target`` (default: the top-1 class); methods: names of ``viz.explain.METHODS`` (default: every method this
-    model can run; the others are listed in ``job.unsupported``, an explicit unsupported one raises ValueError).
-    ``sanity``:
+    model: any model the explorer opens, in eval mode (one without one sequence of tokens, e.g. windows that tile the
+    grid, refuses "tokens" in one sentence and uses the pixel protocols: ``token_dropping_refusal``); x: one
+    preprocessed image (1, C, H, W); target: a ``Target`` (default: the top-1 class); methods: names of
+    ``viz.explain.METHODS`` (default: every method this model can run; the others are listed in
+    ``job.unsupported``, an explicit unsupported one raises ValueError). ``sanity``:
     also the cascading randomisation (L more steps per model pass family). ``protocol``: a key of
     ``viz.trust.protocols.PROTOCOLS``; ``points``: values per curve (``viz.trust.curves.fractions``; the CLI's
     --steps); ``seed``: of the randomisation and of ROAD's noise. ``rows_per_step``: rows of about one forward's
@@ -131,9 +131,9 @@ class TrustJob:
             raise ValueError(f"Wrong input shape! Expected one image (1, C, H, W) but got {tuple(x.shape)}.")
         if protocol not in PROTOCOLS:
             raise ValueError(f"Unknown protocol {protocol!r}! Expected one of {', '.join(PROTOCOLS)}.")
-        if protocol == "tokens" and token_dropping_refusal(model):
-            raise ValueError(token_dropping_refusal(model))
         size = tuple(x.shape[-2:])
+        if protocol == "tokens" and token_dropping_refusal(model, size):
+            raise ValueError(token_dropping_refusal(model, size))
         self.architecture = model.architecture(*size)
         self.fractions = fractions(points)
         self.model, self.labels, self.source = model, labels, source
@@ -226,7 +226,7 @@ class TrustJob:
         if self.to_map:
             if not self._probability_known():
                 items.append(("", "full", 0, self.N))
-            if self.protocol in PIXEL or self.model.cfg.global_pool == "token":
+            if self.protocol in PIXEL or self.architecture.readout == "cls":
                 items.append(("", "empty", 0, 0))
         return items
 

@@ -818,6 +818,20 @@ class VisionTransformer(nn.Module):
         return Architecture.plain(cfg.depth, cfg.num_heads, layout.grid, cfg.patch_size, layout.num_prefix,
                                   READOUT_OF_POOL[cfg.global_pool], cfg.family)
 
+    def patch_projection(self) -> tuple[str, int]:
+        """Where an explanation's graph starts (``vit.explain.passes``): the module whose output is every patch's
+        projection W·x + b, and the axis of its channels: ``patch_embed``'s (B, N, D)."""
+        return "patch_embed", -1
+
+    def gradcam_layer(self) -> str:
+        """The module whose output is Grad-CAM's activation (``vit.explain.gradient_pass``): the tokens the last
+        block's attention reads, its ``norm1`` (pytorch-grad-cam's ViT target layer), or with the norms after the
+        branches (``res_post_norm``) the stream entering it, the block before it (``norm_pre`` for one block)."""
+        last = len(self.blocks) - 1
+        if not self.cfg.res_post_norm:
+            return f"blocks.{last}.norm1"
+        return f"blocks.{last - 1}" if last else "norm_pre"
+
     def eval_layout(self, x: torch.Tensor, purpose: str) -> TokenLayout:
         """Token layout of images x (B, C, H, W) for a ``purpose`` ("Explanations", "Looking inside the model") that
         must see the model as it predicts: ValueError in training mode (dropout on) or for a wrong shape."""

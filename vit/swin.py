@@ -594,10 +594,23 @@ class SwinTransformer(nn.Module):
         """A Swin rotates nothing by position (``VisionTransformer.rotary_kernel``'s counterpart)."""
         return None
 
-    def forward_head(self, x: torch.Tensor) -> torch.Tensor:
-        """Last stage's tokens (B, gh, gw, C) -> logits (B, num_classes), or pooled features (B, C) without a head."""
+    def forward_head(self, x: torch.Tensor, return_probe: bool = False):
+        """Last stage's tokens (B, gh, gw, C) -> logits (B, num_classes), or pooled features (B, C) without a head;
+        with ``return_probe`` ``(output, None)``, as ``VisionTransformer.forward_head`` (an average pool has no probe)."""
         pooled = self.norm(x).mean(dim=(1, 2))                        # the average pool over the last stage
-        return self.head(self.head_drop(pooled))
+        output = self.head(self.head_drop(pooled))
+        return (output, None) if return_probe else output
+
+    def patch_projection(self) -> tuple[str, int]:
+        """Where an explanation's graph starts (``vit.explain.passes``): the module whose output is every patch's
+        projection W·x + b, and the axis of its channels: the patch convolution's (B, D, gh, gw), before the patch
+        LayerNorm (which has its relevance rule)."""
+        return "patch_embed.proj", 1
+
+    def gradcam_layer(self) -> str:
+        """The module whose output is Grad-CAM's activation (``vit.explain.gradient_pass``): the last block's
+        ``norm1``, pytorch-grad-cam's Swin target layer (``layers[-1].blocks[-1].norm1``)."""
+        return f"layers.{len(self.layers) - 1}.blocks.{len(self.layers[-1].blocks) - 1}.norm1"
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Images (B, C, H, W) -> logits (B, num_classes)."""

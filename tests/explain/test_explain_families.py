@@ -100,7 +100,7 @@ def test_attention_maps_read_the_same_query_as_the_readout_maps(family):
     np.testing.assert_allclose(e.map("rollout"), readout_rollout_map(fuse_heads(attn, "mean"), n, grid, query, probe),
                                rtol=1e-4, atol=1e-7)
     g = gradient_pass(model, x, ClassTarget(0))
-    A, G = g.attention[0].numpy(), g.attention_grad[0].numpy()
+    A, G = (torch.stack(blocks, dim=1)[0].numpy() for blocks in (g.attention, g.attention_grad))   # (L, H, T, T)
     R = np.eye(A.shape[-1], dtype=np.float32)
     for a, grad in zip(A, G):                                   # GAE by its definition, R ← R + mean_h((∇A⊙A)⁺)·R
         R = R + np.maximum(a * grad, 0).mean(axis=0) @ R

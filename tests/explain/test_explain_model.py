@@ -90,11 +90,12 @@ def test_every_pass_explains_the_models_own_logits(name):
         torch.testing.assert_close(p.output, logits, atol=1e-5, rtol=1e-5)
         torch.testing.assert_close(p.score, logits[:, 2], atol=1e-5, rtol=1e-5)
     T = model.cfg.num_prefix_tokens + 24
-    assert g.attention.shape == g.attention_grad.shape == (1, 2, 2, T, T)
+    attention = torch.stack(g.attention, dim=1)                     # (B, L, H, T, T): one sequence, so stackable
+    assert attention.shape == torch.stack(g.attention_grad, dim=1).shape == (1, 2, 2, T, T)
     assert g.tokens.shape == g.tokens_grad.shape == (1, T, 32)
     with torch.no_grad():
         attn = model.forward_with_attention(x).attention
-    torch.testing.assert_close(g.attention, attn, atol=1e-6, rtol=1e-5)
+    torch.testing.assert_close(attention, attn, atol=1e-6, rtol=1e-5)
 
 
 def test_the_model_is_left_as_it_was():
@@ -177,7 +178,7 @@ def test_each_blocks_gradient_is_the_derivative_through_that_block():
     model.fused_attn = False
     x = image().double()
     g = gradient_pass(model, x, ClassTarget(1))
-    T = g.attention.shape[-1]
+    T = g.attention[0].shape[-1]
     D = torch.randn(1, 2, T, T, generator=torch.Generator().manual_seed(5), dtype=torch.float64)
     eps = 1e-6
 
@@ -191,8 +192,8 @@ def test_each_blocks_gradient_is_the_derivative_through_that_block():
 
     for layer in range(3):
         numeric = (score_with(layer, 1) - score_with(layer, -1)) / (2 * eps)
-        assert numeric == pytest.approx(float((g.attention_grad[0, layer] * D[0]).sum()), rel=1e-5, abs=1e-9)
-    mirrored = float((g.attention_grad[0, 2] * D[0]).sum())
+        assert numeric == pytest.approx(float((g.attention_grad[layer][0] * D[0]).sum()), rel=1e-5, abs=1e-9)
+    mirrored = float((g.attention_grad[2][0] * D[0]).sum())
     assert (score_with(0, 1) - score_with(0, -1)) / (2 * eps) != pytest.approx(mirrored, rel=1e-3)
 
 

@@ -29,7 +29,6 @@ from safetensors.torch import save_file
 import vit
 from viz.explain.explainer import explain_map, explain_tensor
 from oracles import grad_rollout_matrix
-from viz.explain.arrays import read_out
 from vit.explain import ATTN_LRP, CP_LRP, ClassTarget, gradient_pass, relevance_pass
 from lrp_references import LRP_TOL, assert_close_relative, lxt_efficient, lxt_patched, per_patch
 
@@ -215,13 +214,13 @@ def test_grad_rollout_pairs_blocks_as_vit_explain_meant_and_not_as_it_does(timm_
     attentions, hooked = vit_explain_hooks(ref, x, cls)
     g = gradient_pass(ours, x, ClassTarget(cls))
     for layer in range(4):          # the hooks saw the gradients last block first
-        torch.testing.assert_close(g.attention[0, layer], attentions[layer], atol=1e-6, rtol=1e-5)
-        torch.testing.assert_close(g.attention_grad[0, layer], hooked[3 - layer], atol=1e-6, rtol=1e-4)
-        assert float((g.attention_grad[0, layer] - hooked[layer]).abs().max()) > 1e-3
+        torch.testing.assert_close(g.attention[layer][0], attentions[layer], atol=1e-6, rtol=1e-5)
+        torch.testing.assert_close(g.attention_grad[layer][0], hooked[3 - layer], atol=1e-6, rtol=1e-4)
+        assert float((g.attention_grad[layer][0] - hooked[layer]).abs().max()) > 1e-3
 
     def grad_rollout(grads) -> np.ndarray:
         A = torch.stack(attentions).numpy()
-        return read_out(grad_rollout_matrix(A, torch.stack(grads).numpy()), np.eye(17)[0], 1, (4, 4))
+        return (np.eye(17, dtype=np.float32)[0] @ grad_rollout_matrix(A, torch.stack(grads).numpy()))[1:].reshape(4, 4)
 
     ours_map = explain_tensor(ours, x, ClassTarget(cls), ["grad_rollout"]).map("grad_rollout")
     np.testing.assert_allclose(ours_map, grad_rollout(hooked[::-1]), atol=1e-6)

@@ -128,7 +128,7 @@ def test_every_method_handles_the_prefix_tokens_on_a_224x320_input(name):
     p = gradient_pass(model, x, ClassTarget(3))
     n = model.cfg.num_prefix_tokens
     assert e.num_prefix == n and e.grid == (14, 20)
-    R = gae_matrix(p.attention[0].numpy(), p.attention_grad[0].numpy())
+    R = gae_matrix(*(torch.stack(blocks, dim=1)[0].numpy() for blocks in (p.attention, p.attention_grad)))
     expected = {"registers": R[0], "distilled": 0.5 * (R[0] + R[1]), "avg_pool_no_cls": R.mean(axis=0)}[name]
     np.testing.assert_allclose(e.map("gae"), expected[n:].reshape(14, 20), rtol=1e-5, atol=1e-7)
     np.testing.assert_allclose(e.map("gradcam"), gradcam_values(p.tokens[0].numpy(), p.tokens_grad[0].numpy(), n, (14, 20)),

@@ -2,8 +2,8 @@
 target layer layers[-1].blocks[-1].norm1 and swinT_reshape_transform) on timm's Swin and on ours; GAE through
 windows and merges equals GAE of the dense re-implementation of the same network (global attention with the window
 mask, tests/dense_swin.py: the same relevance); AttnLRP and CP-LRP equal lxt's rules applied to timm's Swin v1, and
-are refused for Swin v2 in one sentence; the Swin table has every method but vit-explain's gradient rollout, which
-says why; every map lies on stage 0's patch grid."""
+are refused for Swin v2 in one sentence; a Swin has every method of the one table but vit-explain's gradient rollout,
+which says why from the description; every map lies on stage 0's patch grid."""
 from __future__ import annotations
 
 import importlib
@@ -21,12 +21,12 @@ from lrp_references import LRP_TOL, assert_close_relative, lxt_efficient, lxt_pa
 from swin_references import perturbed, pixels, save, small_swin, timm_swin
 from viz.explain.explainer import explain_map, explain_tensor
 from viz.explain.baselines import random_values
-from viz.explain.methods import METHODS, NOT_FOR_WINDOWS, WINDOW_METHODS, method_names, method_table
-from viz.explain.windows import windows_gradcam_values
+from viz.explain.gradcam import gradcam_values
+from viz.explain.grad_rollout import ONE_SEQUENCE
+from viz.explain.methods import METHODS, method_names, methods_for
 from vit.architecture import sum_up
 from viz.maps import windows as hierarchy
-from vit.explain import ATTN_LRP, CP_LRP, ClassTarget
-from vit.explain.windows import window_gradient_pass, window_relevance_pass
+from vit.explain import ATTN_LRP, CP_LRP, ClassTarget, gradient_pass, relevance_pass
 
 CAM_TOL = 1e-5       # the package's shown maps in [0, 1], and raw maps relative to their max (as for the ViT)
 
@@ -44,19 +44,19 @@ def timm_v1(tmp_path_factory):
     return ref, vit.load(path).model
 
 
-def test_the_swin_table_has_every_method_but_gradient_rollout(swin):
-    assert method_table(swin) is WINDOW_METHODS and list(WINDOW_METHODS) == [m for m in METHODS if m != "grad_rollout"]
-    for name, m in WINDOW_METHODS.items():       # the same kinds of map as the ViT's of the same name
-        assert (m.class_specific, m.signed) == (METHODS[name].class_specific, METHODS[name].signed), name
+def test_a_swin_has_every_method_but_gradient_rollout(swin):
+    architecture = swin.architecture(*swin.cfg.img_size)
+    assert methods_for(architecture) == [m for m in METHODS if m != "grad_rollout"]
     with pytest.raises(ValueError) as e:
-        method_names("gae,grad_rollout", WINDOW_METHODS)
-    assert str(e.value) == NOT_FOR_WINDOWS["grad_rollout"] and "use gae" in str(e.value)
+        method_names("gae,grad_rollout", architecture)
+    assert str(e.value) == ONE_SEQUENCE and "use gae" in str(e.value)
 
 
 def test_every_map_lies_on_the_patch_grid(photo):
     model = small_swin(1)
     e = explain_tensor(model, photo, ClassTarget(2))
-    assert sorted(e.maps) == sorted(WINDOW_METHODS) and e.grid == (16, 16) and e.num_prefix == 0
+    assert sorted(e.maps) == sorted(methods_for(model.architecture(*photo.shape[-2:])))
+    assert e.grid == (16, 16) and e.num_prefix == 0
     assert e.readout == "the mean of the last stage's tokens" and e.query == "mean"
     for name, m in e.maps.items():
         assert m.shape == (16, 16) and np.isfinite(m).all(), name
@@ -102,8 +102,8 @@ def test_gradcam_equals_pytorch_grad_cam(timm_v1, reference):
     np.testing.assert_allclose(native, raw, atol=CAM_TOL * raw.max())
     as_shown = scale_cam_image(scale_cam_image(native[None], (56, 56)))[0]     # the package's own display steps
     assert np.abs(as_shown - shown).max() <= CAM_TOL
-    p = window_gradient_pass(ours, x, ClassTarget(cls))
-    np.testing.assert_allclose(windows_gradcam_values(p.tokens[0], p.tokens_grad[0]), native, rtol=1e-5, atol=1e-7)
+    p = gradient_pass(ours, x, ClassTarget(cls))                                # tokens (1, 7·7, C)
+    np.testing.assert_allclose(gradcam_values(p.tokens[0], p.tokens_grad[0], 0, (7, 7)), native, rtol=1e-5, atol=1e-7)
 
 
 # --- GAE: the dense network's ---------------------------------------------------------------------------------
@@ -125,8 +125,8 @@ def test_gae_equals_the_dense_networks(swin, photo, cls):
     want = chain(stages, grids).reshape(16, 16).numpy()
     got = explain_map("gae", swin, photo, ClassTarget(cls))
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-6 * want.max())   # float32 against float64
-    p = window_gradient_pass(swin, photo, ClassTarget(cls))                     # the windows' gradients are the
-    for l, (g_win, g_dense, layout) in enumerate(zip(p.attention_grad, grads, p.layouts)):  # dense ones' windows
+    p = gradient_pass(swin, photo, ClassTarget(cls))                            # the windows' gradients are the
+    for l, (g_win, g_dense, layout) in enumerate(zip(p.attention_grad, grads, p.architecture.blocks)):  # dense ones
         np.testing.assert_allclose(hierarchy.expand(g_win[0].numpy() * p.attention[l][0].numpy(), layout),
                                    (g_dense[0] * maps[l][0]).detach().numpy(), atol=1e-6, err_msg=f"block {l}")
 
@@ -175,9 +175,9 @@ def test_lrp_equals_lxt_on_timms_swin(timm_v1, rule):
     timm_model, ours = timm_v1
     x, cls = pixels((56, 56), batch=1, seed=4), 1
     reference = lxt_relevance(timm_model, x, cls, rule)
-    got = window_relevance_pass(ours, x, ClassTarget(cls), ATTN_LRP if rule == "attnlrp" else CP_LRP).relevance[0]
+    got = relevance_pass(ours, x, ClassTarget(cls), ATTN_LRP if rule == "attnlrp" else CP_LRP).relevance[0]
     assert_close_relative(got, reference, LRP_TOL)
-    other = window_relevance_pass(ours, x, ClassTarget(cls), CP_LRP if rule == "attnlrp" else ATTN_LRP).relevance[0]
+    other = relevance_pass(ours, x, ClassTarget(cls), CP_LRP if rule == "attnlrp" else ATTN_LRP).relevance[0]
     assert float((other - reference).abs().max()) > 0.05 * float(reference.abs().max())   # the rules matter
     np.testing.assert_allclose(explain_map(rule, ours, x, ClassTarget(cls)), got.reshape(14, 14).numpy())
 
@@ -185,28 +185,33 @@ def test_lrp_equals_lxt_on_timms_swin(timm_v1, rule):
 def test_lrp_is_refused_for_swin_v2_in_one_sentence(photo):
     model = small_swin(2)
     with pytest.raises(ValueError) as e:
-        window_relevance_pass(model, photo, ClassTarget(0), ATTN_LRP)
+        relevance_pass(model, photo, ClassTarget(0), ATTN_LRP)
     assert str(e.value).startswith("AttnLRP and CP-LRP are not defined for Swin v2: lxt has no rule for its scaled "
                                    "cosine attention") and str(e.value).count(". ") == 0
     from viz.trust.job import unsupported
-    assert set(unsupported(model, list(WINDOW_METHODS))) == {"attnlrp", "cp_lrp"}
-    assert unsupported(small_swin(1), list(WINDOW_METHODS)) == {}
+    architecture = model.architecture(*model.cfg.img_size)
+    assert set(unsupported(model, methods_for(architecture))) == {"attnlrp", "cp_lrp"}
+    assert unsupported(small_swin(1), methods_for(architecture)) == {}
 
 
-def test_the_one_sequence_passes_refuse_a_swin(photo):
-    from vit.explain import gradient_pass, relevance_pass
+def test_the_passes_give_every_block_on_its_own_layout(photo):
+    """The one gradient pass on a Swin: each block's window attention and gradient (nW, H, N, N) as its description
+    says, Grad-CAM's tokens over the last stage; the relevance over stage 0's patches."""
     model = small_swin(1)
-    for run in (gradient_pass, relevance_pass):
-        with pytest.raises(ValueError, match="reads one sequence of tokens through every layer; this model's blocks "
-                                             "change grid or attend inside windows, so it has none"):
-            run(model, photo)
+    p = gradient_pass(model, photo, ClassTarget(0))
+    assert len(p.attention) == len(p.attention_grad) == p.architecture.depth == 6
+    for a, g, block in zip(p.attention, p.attention_grad, p.architecture.blocks):
+        assert a.shape == g.shape == (1, block.num_windows, block.heads, block.window_area, block.window_area)
+    last = p.architecture.blocks[-1]
+    assert p.tokens.shape == p.tokens_grad.shape == (1, last.grid[0] * last.grid[1], model.cfg.num_features)
+    assert relevance_pass(model, photo).relevance.shape == (1, 256)
 
 
 def test_relevance_sums_to_the_logit_up_to_the_biases(photo):
     """AttnLRP's conservation, checked loosely: the patches' relevance has the logit's sign and size (the biases and
     the LayerNorms' means keep their share)."""
     model = small_swin(1)
-    p = window_relevance_pass(model, photo, ClassTarget(1), ATTN_LRP)
+    p = relevance_pass(model, photo, ClassTarget(1), ATTN_LRP)
     assert p.relevance.shape == (1, 256)
     assert abs(float(p.relevance.sum()) - float(p.score[0])) < abs(float(p.score[0])) + 1.0
 
@@ -214,8 +219,8 @@ def test_relevance_sums_to_the_logit_up_to_the_biases(photo):
 def test_swin_parameters_are_untouched(photo):
     model = small_swin(1)
     before = {k: v.clone() for k, v in model.state_dict().items()}
-    window_gradient_pass(model, photo)
-    window_relevance_pass(model, photo)
+    gradient_pass(model, photo)
+    relevance_pass(model, photo)
     assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())
     assert all(p.grad is None for p in model.parameters())
 

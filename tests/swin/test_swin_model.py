@@ -129,5 +129,6 @@ def test_the_one_sequence_paths_refuse_a_swin_in_one_sentence(photo):
             call()
     for call in (lambda: forward_kept(model, photo, torch.zeros(1, 3, dtype=torch.long)),
                  lambda: forward_packed(model, photo, [[torch.arange(3)]])):
-        with pytest.raises(ValueError, match=r"^Token dropping does not apply to a Swin: .* pixel protocols"):
+        with pytest.raises(ValueError, match=r"^Token dropping does not apply to this model: its windows tile the "
+                                             r"whole grid .* pixel protocols"):
             call()

@@ -16,8 +16,9 @@ from vit.explain.perturb import cascading_randomization
 
 
 def test_token_dropping_is_refused_for_a_swin(photo):
-    with pytest.raises(ValueError, match=r"^Token dropping does not apply to a Swin: .* pixel protocols \(mean_colour, "
-                                         r"blur, road\)\.$"):
+    with pytest.raises(ValueError, match=r"^Token dropping does not apply to this model: its windows tile the whole "
+                                         r"grid and merging 2×2 groups of tokens between stages needs every group, .* "
+                                         r"pixel protocols \(mean_colour, blur, road\)\.$"):
         TrustJob(small_swin(1), photo)
 
 

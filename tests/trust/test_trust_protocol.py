@@ -25,14 +25,18 @@ EVIDENCE, AGAINST = (1, 6), (8,)
 
 
 def evidence_model() -> vit.VisionTransformer:
-    """2×5 patches, no blocks, mean pooling, 2 classes. Patch i becomes the token v_i·[1, −1] (v_i its mean red
-    value); the LayerNorm turns it into sign(v_i)·[1, −1] (0 for a black patch), the mean over the K kept patches
-    is c/K·[1, −1] with c = (#bright − #dark patches kept), and the head gives logits (A·c/K, 0): the class-0
-    probability is sigmoid(A·c/K), 1/2 when nothing is kept."""
-    model = vit.VisionTransformer(vit.ViTConfig(img_size=(16, 40), patch_size=8, embed_dim=2, depth=0, num_heads=1,
+    """2×5 patches, one block that adds nothing (its attention's and MLP's output projections are zero), mean
+    pooling, 2 classes. Patch i becomes the token v_i·[1, −1] (v_i its mean red value); the LayerNorm turns it into
+    sign(v_i)·[1, −1] (0 for a black patch), the mean over the K kept patches is c/K·[1, −1] with c = (#bright −
+    #dark patches kept), and the head gives logits (A·c/K, 0): the class-0 probability is sigmoid(A·c/K), 1/2
+    when nothing is kept."""
+    model = vit.VisionTransformer(vit.ViTConfig(img_size=(16, 40), patch_size=8, embed_dim=2, depth=1, num_heads=1,
                                                 mlp_dim=4, num_classes=2, class_token=False, global_pool="avg",
                                                 pos_embed_kind="none")).eval()
     with torch.no_grad():
+        for projection in (model.blocks[0].attn.proj, model.blocks[0].mlp.fc2):
+            projection.weight.zero_()
+            projection.bias.zero_()
         model.patch_embed.proj.weight.zero_()
         model.patch_embed.proj.weight[0, 0] = 1 / 64        # token[0] = mean red value of the patch
         model.patch_embed.proj.weight[1, 0] = -1 / 64       # token[1] = −token[0]

@@ -14,7 +14,9 @@ patches ``keep[b]``, and each kept patch keeps its own position, whatever the sc
 
 Every step of ``model.embed`` acts on each token alone (patch projection, + position, CLIP's norm_pre), so
 gathering after it equals embedding only the kept tokens. B differently perturbed copies of one photo run as
-one batch of B sequences of the same length.
+one batch of B sequences of the same length. A model without one sequence of tokens through every block (windows
+that tile the grid, merges between stages: ``Architecture.one_sequence``) has no token to drop, and
+``token_dropping_refusal`` says why from its description.
 """
 from __future__ import annotations
 
@@ -24,17 +26,35 @@ from typing import Iterator
 import torch
 import torch.nn as nn
 
+from ..architecture import Architecture
 from ..positions import TokenPositions
-from ..swin import SwinTransformer
 
-TOKEN_DROPPING_SWIN = ("Token dropping does not apply to a Swin: its windows tile the whole grid and patch merging "
-                       "needs every 2×2 group, so a Swin's faithfulness curves use the pixel protocols (mean_colour, "
-                       "blur, road).")
+READOUT_WORDS = {"mean": "the mean of its patch tokens", "map": "an attention-pooling probe over its patch tokens"}
 
 
-def token_dropping_refusal(model) -> str | None:
-    """Why ``forward_kept`` / ``forward_packed`` cannot run this model (one sentence), or None when they can."""
-    return TOKEN_DROPPING_SWIN if isinstance(model, SwinTransformer) else None
+def token_dropping_refusal(model, size: tuple[int, int] | None = None) -> str | None:
+    """Why ``forward_kept`` / ``forward_packed`` cannot run this model at ``size`` (H, W) (default: its own), in
+    one sentence from its description, or None when they can: dropping a patch needs one sequence of tokens
+    through every block (``Architecture.one_sequence``)."""
+    return _refusal(model.architecture(*(size or model.cfg.img_size)))
+
+
+def _refusal(architecture: Architecture) -> str | None:
+    """``token_dropping_refusal``'s sentence for a description."""
+    if architecture.one_sequence:
+        return None
+    return (f"Token dropping does not apply to this model: {_no_sequence(architecture)}, so it has no one sequence of "
+            f"tokens to leave a patch out of; its faithfulness curves use the pixel protocols (mean_colour, blur, "
+            f"road).")
+
+
+def _no_sequence(architecture: Architecture) -> str:
+    """What in the description breaks the one sequence of tokens, in words."""
+    blocks = architecture.blocks
+    reasons = ["its windows tile the whole grid"] if architecture.windowed else []
+    merges = dict.fromkeys(Architecture.merge_factor(a, b) for a, b in zip(blocks, blocks[1:]) if a.grid != b.grid)
+    reasons += [f"merging {fh}×{fw} groups of tokens between stages needs every group" for fh, fw in merges]
+    return " and ".join(reasons) or "its blocks do not all attend over the same tokens"
 
 
 def _positions_of(model, height: int, width: int, ids: torch.Tensor,
@@ -64,14 +84,14 @@ def _positions_of(model, height: int, width: int, ids: torch.Tensor,
     return TokenPositions(0, rope, rel_index, mask, coords, rel_coords)
 
 
-def _check_kept(model, layout, keeps: list[torch.Tensor]) -> None:
-    N = layout.grid[0] * layout.grid[1]
+def _check_kept(architecture: Architecture, keeps: list[torch.Tensor]) -> None:
+    N = architecture.grid[0] * architecture.grid[1]
     for keep in keeps:
         if keep.numel() and (int(keep.min()) < 0 or int(keep.max()) >= N):
-            raise ValueError(f"keep holds patch indices outside [0, {N}) for a {layout.grid[0]}×{layout.grid[1]} "
-                             f"grid: got {int(keep.min())}…{int(keep.max())}!")
-        if keep.numel() == 0 and model.cfg.global_pool != "token":
-            raise ValueError(f"A model with global_pool={model.cfg.global_pool!r} pools the patches, so it needs at "
+            raise ValueError(f"keep holds patch indices outside [0, {N}) for a {architecture.grid[0]}×"
+                             f"{architecture.grid[1]} grid: got {int(keep.min())}…{int(keep.max())}!")
+        if keep.numel() == 0 and architecture.readout != "cls":
+            raise ValueError(f"This model reads its answer from {READOUT_WORDS[architecture.readout]}, so it needs at "
                              f"least one kept patch; got none.")
 
 
@@ -83,16 +103,16 @@ def forward_kept(model, x: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
     -> output (B, num_classes) (or the embedding, as ``model(x)``). K = 0 keeps the prefix tokens alone, which
     only a model that reads a class token can classify: mean and MAP pooling have nothing to pool and raise.
     """
-    if token_dropping_refusal(model):
-        raise ValueError(token_dropping_refusal(model))
+    architecture = model.architecture(x.shape[-2], x.shape[-1])
+    if _refusal(architecture):
+        raise ValueError(_refusal(architecture))
     if keep.ndim != 2:
         raise ValueError(f"keep must be (B, K) patch indices but got shape {tuple(keep.shape)}!")
     B, K = keep.shape
     if x.shape[0] not in (1, B):
         raise ValueError(f"x must hold one image or one per row of keep ({B}) but holds {x.shape[0]}!")
-    layout = model.token_layout(x.shape[-2], x.shape[-1])
-    n = layout.num_prefix
-    _check_kept(model, layout, [keep])
+    n = architecture.num_prefix
+    _check_kept(architecture, [keep])
     keep = keep.to(x.device)
     ids = torch.cat([torch.arange(n, device=x.device).expand(B, n), keep + n], dim=1)   # (B, n + K) layout indices
     tokens = model.embed(x).expand(B, -1, -1)                                   # (B, T, D), positions added
@@ -115,14 +135,14 @@ def forward_packed(model, x: torch.Tensor, rows: list[list[torch.Tensor]]) -> to
     ``forward_kept`` on that sequence alone, up to float rounding. Shorter rows are padded; padding tokens
     attend only to padding and are never read. The head runs per sequence (pooling sees its own tokens).
     """
-    if token_dropping_refusal(model):
-        raise ValueError(token_dropping_refusal(model))
     if x.ndim != 4 or x.shape[0] != 1:
         raise ValueError(f"forward_packed takes one image (1, C, H, W) but got shape {tuple(x.shape)}!")
-    layout = model.token_layout(x.shape[-2], x.shape[-1])
-    n = layout.num_prefix
+    architecture = model.architecture(x.shape[-2], x.shape[-1])
+    if _refusal(architecture):
+        raise ValueError(_refusal(architecture))
+    n = architecture.num_prefix
     packed = [[torch.as_tensor(k, dtype=torch.long).reshape(-1).cpu() for k in row] for row in rows]
-    _check_kept(model, layout, [keep for row in packed for keep in row])
+    _check_kept(architecture, [keep for row in packed for keep in row])
     T = max(sum(n + keep.numel() for keep in row) for row in packed)            # the longest row's tokens
     ids = torch.zeros(len(rows), T, dtype=torch.long)                           # padding: a copy of token 0
     segment = torch.full((len(rows), T), -1, dtype=torch.long)                  # padding: segment −1
@@ -188,7 +208,7 @@ def randomize_block(model, index: int, seed: int = 0) -> None:
 
 def cascading_randomization(model, seed: int = 0) -> Iterator[tuple[int, object]]:
     """Yield ``(k, copy with the top k blocks randomised)`` for k = 1 … L, from the top block down (Adebayo et al.'s
-    cascading randomisation; a Swin's blocks in forward order across its stages, its patch mergings kept). One copy
+    cascading randomisation; a model of stages: its blocks in forward order across them, the merges kept). One copy
     is made and randomised one more block per step (the yielded model is the same object each time), so the whole
     cascade costs one copy of the weights; the caller's model is untouched."""
     randomized = copy.deepcopy(model).eval()

@@ -13,7 +13,6 @@ import numpy as np
 
 from .. import panels
 from ..explain import contrast, method_names
-from ..explain.methods import method_table
 from ..explain.panels import contrast_panel, explanation_panel, methods_row
 from ..records import Analysis
 from .inside import asked as inside_asked
@@ -50,7 +49,7 @@ def explain_request(args: argparse.Namespace, loaded) -> ExplainRequest | None:
                              "e.g. --explain gae,attention,random.")
         return None
     texts = getattr(args, "texts", None) or ()
-    methods = method_names(args.explain, method_table(loaded.model))   # a Swin: its own table
+    methods = method_names(args.explain, loaded.model.architecture(*loaded.model.cfg.img_size))
     chefer = None
     if args.protocol == "chefer2021":
         if loaded.text is not None or not loaded.labels:

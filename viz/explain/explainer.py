@@ -1,14 +1,16 @@
 """Explain an image for a target: the model passes of ``vit.explain``, then the formulas of ``viz.explain``.
 
-Every method of ``viz.explain.METHODS`` (a Swin's: ``WINDOW_METHODS``) has the same call signature here::
+Every method of ``viz.explain.METHODS`` has the same call signature here, for every architecture::
 
     explain_map(name, model, x, target) -> (gh, gw) numpy map
 
 and ``explain`` / ``explain_tensor`` compute several at once, running each family's model pass once per
 (image, target): one backward serves gae, grad_rollout and gradcam, AttnLRP and CP-LRP need one each,
 attention and rollout come from the gradient pass's attention (or one capture forward), random needs none.
-The result, an ``Explanation``, holds only the (gh, gw) maps, so it can be cached per (photo, model, target)
-and re-rendered (colour map, opacity, contrast) without the model.
+The passes and the formulas read the model's description (``vit.architecture``); a method that has no meaning
+for it is refused with its sentence (``viz.explain.methods.refusals``). The result, an ``Explanation``, holds
+only the (gh, gw) maps, so it can be cached per (photo, model, target) and re-rendered (colour map, opacity,
+contrast) without the model.
 """
 from __future__ import annotations
 
@@ -20,12 +22,10 @@ import torch
 from PIL import Image
 
 from vit.explain import RULE_SETS, ClassTarget, Target, TextTarget, class_target, gradient_pass, readout, relevance_pass
-from vit.explain.windows import window_gradient_pass, window_relevance_pass
 
 from ..explain.arrays import ExplainArrays
 from ..explain.explanation import Explanation
-from ..explain.methods import FAMILIES, Family, families_of, method_names, method_table, served_by
-from ..explain.windows import WindowArrays
+from ..explain.methods import FAMILIES, METHODS, Family, families_of, method_names, methods_for, served_by
 
 
 def _numpy(t: torch.Tensor) -> np.ndarray:
@@ -34,7 +34,8 @@ def _numpy(t: torch.Tensor) -> np.ndarray:
 
 def _gradient(model, x: torch.Tensor, target: Target, family: Family) -> tuple[torch.Tensor, dict]:
     p = gradient_pass(model, x, target)
-    return p.output, dict(attention=_numpy(p.attention[0]), attention_grad=_numpy(p.attention_grad[0]),
+    return p.output, dict(attention=[_numpy(a[0]) for a in p.attention],
+                          attention_grad=[_numpy(g[0]) for g in p.attention_grad],
                           tokens=_numpy(p.tokens[0]), tokens_grad=_numpy(p.tokens_grad[0]),
                           probe=None if p.probe is None else p.probe[0])
 
@@ -45,39 +46,21 @@ def _relevance(model, x: torch.Tensor, target: Target, family: Family) -> tuple[
 
 
 def _attention(model, x: torch.Tensor, target: Target, family: Family) -> tuple[torch.Tensor, dict]:
+    maps = []
     with torch.inference_mode():
-        capture = model.forward_with_attention(x)
-    probe = None if capture.probe_attention is None else capture.probe_attention[0]   # (H, T) "map" pooling
-    return capture.output, {"attention": _numpy(capture.attention[0]), "probe": probe}
+        for tokens, attention, *_ in model.blocks_with_attention(x):   # each block's map on its own layout
+            maps.append(_numpy(attention[0]))
+        output, probe = model.forward_head(tokens, return_probe=True)
+    return output, {"attention": maps, "probe": None if probe is None else probe[0]}   # probe: (H, T) "map" pooling
 
 
 def _none(model, x: torch.Tensor, target: Target, family: Family) -> tuple[None, dict]:
     return None, {}
 
 
-def _windows(model, x: torch.Tensor, target: Target, family: Family) -> tuple[torch.Tensor, dict]:
-    p = window_gradient_pass(model, x, target)
-    return p.output, {"windows": WindowArrays(p.layouts, [_numpy(a[0]) for a in p.attention],
-                                              [_numpy(g[0]) for g in p.attention_grad], _numpy(p.tokens[0]),
-                                              _numpy(p.tokens_grad[0]))}
-
-
-def _window_relevance(model, x: torch.Tensor, target: Target, family: Family) -> tuple[torch.Tensor, dict]:
-    p = window_relevance_pass(model, x, target, RULE_SETS[family.rules])
-    return p.output, {"relevance": {family.rules: _numpy(p.relevance[0])}}
-
-
-def _window_attention(model, x: torch.Tensor, target: Target, family: Family) -> tuple[torch.Tensor, dict]:
-    with torch.inference_mode():
-        capture = model.forward_with_attention(x)
-    return capture.output, {"windows": WindowArrays(capture.layouts, [_numpy(a[0]) for a in capture.attention])}
-
-
 # a family's model pass (viz.explain.Family.model_pass) -> (model, x (1, C, H, W), target, family) -> (output,
 # ExplainArrays fields)
-PASSES: dict[str, Callable] = {"gradient": _gradient, "relevance": _relevance, "attention": _attention, "none": _none,
-                               "windows": _windows, "window_relevance": _window_relevance,
-                               "window_attention": _window_attention}
+PASSES: dict[str, Callable] = {"gradient": _gradient, "relevance": _relevance, "attention": _attention, "none": _none}
 assert {f.model_pass for f in FAMILIES.values()} <= set(PASSES), "every family of viz.explain.FAMILIES needs a pass here"
 
 
@@ -95,12 +78,14 @@ def concrete_target(target: Target, output: torch.Tensor, labels: Sequence[str])
 
 def explain_tensor(model, x: torch.Tensor, target: Target | None = None, methods: Sequence[str] | str | None = None,
                    labels: Sequence[str] = ()) -> Explanation:
-    """One preprocessed image (1, C, H, W) -> ``Explanation`` with the maps of ``methods`` (default: all) and
-    of every other method the same passes serve. ``target`` defaults to the top-1 class; ``labels`` name it."""
-    table = method_table(model)                            # a Swin's methods go through its windows
-    names = method_names(list(table) if methods is None else methods, table)
+    """One preprocessed image (1, C, H, W) -> ``Explanation`` with the maps of ``methods`` (default: every method
+    this model's architecture has) and of every other method the same passes serve. ``target`` defaults to the
+    top-1 class; ``labels`` name it. ValueError (its sentence) for a method that has no meaning for the model."""
     if x.ndim != 4 or x.shape[0] != 1:
         raise ValueError(f"Wrong input shape! Expected one image (1, C, H, W) but got {tuple(x.shape)}.")
+    architecture = model.architecture(x.shape[-2], x.shape[-1])
+    available = methods_for(architecture)
+    names = method_names(available if methods is None else methods, architecture)
     x = x.to(next(model.parameters()).device)
     layout = model.token_layout(x.shape[-2], x.shape[-1])
     target = ClassTarget() if target is None else target
@@ -108,7 +93,7 @@ def explain_tensor(model, x: torch.Tensor, target: Target | None = None, methods
         raise ValueError("This model has no classifier head (a backbone: its output is features, not classes), so a "
                          "class target has nothing to explain! Give a Target that scores its features.")
     ran, fields, relevance, output, timings = ["none"], {}, {}, None, {}
-    for family in families_of(names, table):
+    for family in families_of(names):
         t0 = time.perf_counter()
         out, got = PASSES[FAMILIES[family].model_pass](model, x, target, FAMILIES[family])
         timings[family] = time.perf_counter() - t0
@@ -126,8 +111,9 @@ def explain_tensor(model, x: torch.Tensor, target: Target | None = None, methods
     ro = readout(model, layout, fields.pop("probe", None))   # "map" pooling: the probe's row of this image
     arrays = ExplainArrays(num_prefix=layout.num_prefix, grid=tuple(layout.grid),
                            readout=None if ro.weights is None else _numpy(ro.weights), relevance=relevance,
-                           query=ro.query, **fields)
-    maps = {m.name: np.asarray(m.formula(arrays), dtype=np.float32) for m in table.values() if m.family in ran}
+                           query=ro.query, architecture=architecture, **fields)
+    maps = {n: np.asarray(METHODS[n].formula(arrays), dtype=np.float32) for n in available
+            if METHODS[n].family in ran}
     timings["formulas"] = time.perf_counter() - t0
     with torch.no_grad():
         score, probability = float(target.score(output)[0]), float(target.probability(output)[0])

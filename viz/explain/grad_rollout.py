@@ -27,26 +27,43 @@ the gradient version), and any prefix count and grid shape work (it assumes one 
 """
 from __future__ import annotations
 
+from typing import Sequence
+
 import numpy as np
 
 from ..maps.rollout import discard_lowest, with_residual
-from .arrays import ExplainArrays, chain_row, row_to_grid
+from ..maps.source import rollout_rows
+from .arrays import BlockSteps, ExplainArrays
 
 DEFAULT_DISCARD_RATIO = 0.9  # vit-explain's default for gradient rollout
+ONE_SEQUENCE = ("vit-explain's gradient-weighted rollout is defined for one sequence of tokens through every block (its "
+                "discard ranks the entries of one (T, T) matrix per block over the same tokens); this model's blocks "
+                "change grid or attend inside windows, so use gae, the gradient-weighted map through any blocks and "
+                "merges.")
 
 
-def gradient_fused(attention: np.ndarray, attention_grad: np.ndarray) -> np.ndarray:
-    """(L, H, T, T) attention and gradient -> (L, T, T): (mean over heads of A ⊙ ∂score/∂A)⁺, block by block."""
-    attention, attention_grad = np.asarray(attention), np.asarray(attention_grad)
-    if attention.shape != attention_grad.shape or attention.ndim != 4:
-        raise ValueError(f"Wrong shapes! Expected attention and its gradient both (L, H, T, T) but got "
-                         f"{attention.shape} and {attention_grad.shape}.")
-    return np.maximum((attention * attention_grad).mean(axis=1, dtype=np.float32), 0.0)
+def gradient_fused(attention: Sequence[np.ndarray], attention_grad: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """Every block's (H, T, T) attention and gradient, first block first (e.g. (L, H, T, T) arrays) -> (T, T) each:
+    (mean over heads of A ⊙ ∂score/∂A)⁺."""
+    if len(attention) != len(attention_grad):
+        raise ValueError(f"Expected the attention and its gradient of the same blocks but got {len(attention)} and "
+                         f"{len(attention_grad)} blocks.")
+    fused = []
+    for A, G in zip(attention, attention_grad):
+        A, G = np.asarray(A), np.asarray(G)
+        if A.shape != G.shape or A.ndim != 3:
+            raise ValueError(f"Wrong shapes! Expected a block's attention and its gradient both (H, T, T) but got "
+                             f"{A.shape} and {G.shape}.")
+        fused.append(np.maximum((A * G).mean(axis=0, dtype=np.float32), 0.0))
+    return fused
 
 
 def grad_rollout_map(arrays: ExplainArrays, discard_ratio: float = DEFAULT_DISCARD_RATIO) -> np.ndarray:
-    """Gradient-weighted rollout of the patches -> (gh, gw): the readout's row of R, without forming R."""
+    """Gradient-weighted rollout of the patches -> (gh, gw): the readout's row of R, without forming R. ValueError
+    (``ONE_SEQUENCE``) for arrays of a model without one sequence of tokens."""
     attention, grad, readout = arrays.need("attention", "attention_grad", "readout")
+    if not arrays.description.one_sequence:
+        raise ValueError(ONE_SEQUENCE)
     protect = arrays.protected()
     steps = [with_residual(discard_lowest(fused, discard_ratio, protect)) for fused in gradient_fused(attention, grad)]
-    return row_to_grid(chain_row(steps, readout), arrays.num_prefix, arrays.grid)
+    return arrays.on_patch_grid(rollout_rows(BlockSteps(steps, arrays.description.blocks), readout))

@@ -1,19 +1,20 @@
 """THE tables of explanation methods and of the model passes they need: every method by name, each one entry;
 every family of methods (one model pass) one record.
 
-A method names its ``family`` and the formula that turns that pass's arrays into a (gh, gw) map. The runner
-(``viz.explain.explainer``) gives every method the same call signature,
+A method names its ``family`` and the formula that turns that pass's arrays into a (gh, gw) map over the photo's
+patch grid. The runner (``viz.explain.explainer``) gives every method the same call signature,
 ``explain_map(name, model, x, target) -> (gh, gw)``, runs each family's pass once per (image, target) and
 evaluates every formula of that family (and of the families it also serves) on it, so one backward serves gae,
-grad_rollout, gradcam, attention and rollout together.
+grad_rollout, gradcam, attention and rollout together. Every model runs the same passes and formulas: they read
+the model's description (``vit.architecture``), whatever its blocks and merges are.
+
+A method that has no meaning for some architectures names what it needs of the description (``Requirement``:
+e.g. vit-explain's gradient rollout needs one sequence of tokens) and says why in one sentence where that is
+missing (``refusals``); ``methods_for`` lists the methods a description has.
 
 A new method whose family exists is one entry in ``METHODS``. A new family is one ``Family`` record in
 ``FAMILIES``; a new kind of model pass is one function in ``viz.explain.explainer.PASSES`` (and its model side
 in ``vit.explain``).
-
-A Swin's methods are the same names in their own table, ``WINDOW_METHODS``, whose families run the Swin passes
-(``vit.explain.windows``) and whose formulas go through windows and merges (``viz.explain.windows``);
-``method_table(model)`` picks a model's table. What a Swin has no entry for says why in ``NOT_FOR_WINDOWS``.
 """
 from __future__ import annotations
 
@@ -22,13 +23,14 @@ from typing import Callable
 
 import numpy as np
 
+from vit.architecture import Architecture
+
 from .arrays import ExplainArrays
 from .baselines import attention_map, random_map, rollout_map
 from .gae import gae_map
-from .grad_rollout import grad_rollout_map
+from .grad_rollout import ONE_SEQUENCE, grad_rollout_map
 from .gradcam import gradcam_map
 from .lrp import attnlrp_map, cp_lrp_map
-from .windows import windows_attention_map, windows_gae_map, windows_gradcam_map, windows_rollout_map
 
 
 @dataclass(frozen=True)
@@ -48,23 +50,21 @@ class Family:
 
 
 FAMILIES: dict[str, Family] = {f.name: f for f in [
-    Family("gradient", "one forward and one backward of the plain model (attention and norm1 gradients)",
-           "gradient", serves=("attention",)),
+    Family("gradient", "one forward and one backward of the plain model (every block's attention and Grad-CAM's "
+           "activation, with their gradients)", "gradient", serves=("attention",)),
     Family("attnlrp", "one forward and one backward with the AttnLRP rules", "relevance", rules="attnlrp"),
     Family("cp_lrp", "one forward and one backward with the CP-LRP rules", "relevance", rules="cp_lrp"),
     Family("attention", "one forward with attention capture, no backward (also served by the gradient pass)",
            "attention"),
     Family("none", "no model pass", "none"),
-    # a Swin's (vit.explain.windows): the same passes through windows and patch merging
-    Family("windows", "one forward and one backward of the Swin (every block's window attention and the last block's "
-           "norm1, with their gradients)", "windows", serves=("window_attention",)),
-    Family("window_attnlrp", "one forward and one backward of the Swin with the AttnLRP rules", "window_relevance",
-           rules="attnlrp"),
-    Family("window_cp_lrp", "one forward and one backward of the Swin with the CP-LRP rules", "window_relevance",
-           rules="cp_lrp"),
-    Family("window_attention", "one forward of the Swin with window-attention capture, no backward (also served by "
-           "its gradient pass)", "window_attention"),
 ]}
+
+
+@dataclass(frozen=True)
+class Requirement:
+    """What a method needs of a model's description, and why it has no meaning without it (one sentence)."""
+    holds: Callable[[Architecture], bool]
+    why: str
 
 
 @dataclass(frozen=True)
@@ -77,6 +77,11 @@ class Method:
     reference: str                                     # where it is defined
     class_specific: bool                               # does the map change with the target?
     signed: bool = False                               # negative values mean evidence against: diverging colours
+    requires: Requirement | None = None                # what it needs of the architecture (None: any)
+
+    def refusal(self, architecture: Architecture) -> str | None:
+        """Why the method has no meaning for this architecture (one sentence), or None when it has."""
+        return None if self.requires is None or self.requires.holds(architecture) else self.requires.why
 
 
 METHODS: dict[str, Method] = {m.name: m for m in [
@@ -89,9 +94,10 @@ METHODS: dict[str, Method] = {m.name: m for m in [
            "Ali et al. 2022, XAI for Transformers: Better Explanations through Conservative Propagation (ICML)",
            True, signed=True),
     Method("grad_rollout", "gradient", grad_rollout_map, "gradient-weighted rollout (vit-explain, fixed)",
-           "jacobgil/vit-explain, vit_grad_rollout.py, with its issues #6 and #16 fixed", True),
+           "jacobgil/vit-explain, vit_grad_rollout.py, with its issues #6 and #16 fixed", True,
+           requires=Requirement(lambda architecture: architecture.one_sequence, ONE_SEQUENCE)),
     Method("gradcam", "gradient", gradcam_map, "Grad-CAM on the last block's norm1 tokens",
-           "Selvaraju et al. 2017, Grad-CAM (ICCV); pytorch-grad-cam's ViT recipe", True),
+           "Selvaraju et al. 2017, Grad-CAM (ICCV); pytorch-grad-cam's ViT and Swin recipes", True),
     Method("attention", "attention", attention_map, "attention of the readout, last block, mean of heads",
            "Dosovitskiy et al. 2021; Caron et al. 2021 (DINO)", False),
     Method("rollout", "attention", rollout_map, "attention rollout",
@@ -100,55 +106,40 @@ METHODS: dict[str, Method] = {m.name: m for m in [
 ]}
 
 
-# A Swin's methods: the same names, maps over stage 0's patch grid (docs/swin.md defines them).
-WINDOW_METHODS: dict[str, Method] = {m.name: m for m in [
-    Method("gae", "windows", windows_gae_map, "GAE through windows and patch merging",
-           "Chefer, Gur & Wolf 2021 (ICCV), through the hierarchy as docs/swin.md defines it", True),
-    Method("attnlrp", "window_attnlrp", attnlrp_map, "AttnLRP relevance",
-           "Achtibat et al. 2024, AttnLRP (ICML); lxt's rules on the Swin v1 blocks", True, signed=True),
-    Method("cp_lrp", "window_cp_lrp", cp_lrp_map, "CP-LRP relevance (no relevance through the softmax)",
-           "Ali et al. 2022 (ICML); lxt's rules on the Swin v1 blocks", True, signed=True),
-    Method("gradcam", "windows", windows_gradcam_map, "Grad-CAM on the last stage's norm1 tokens",
-           "Selvaraju et al. 2017, Grad-CAM (ICCV); pytorch-grad-cam's Swin recipe", True),
-    Method("attention", "window_attention", windows_attention_map,
-           "attention of the average pool, last block, mean of heads", "Liu et al. 2021 (Swin); the mean of the last "
-           "stage's query rows", False),
-    Method("rollout", "window_attention", windows_rollout_map, "attention rollout through windows and patch merging",
-           "Abnar & Zuidema 2020 (ACL), through the hierarchy as docs/swin.md defines it", False),
-    Method("random", "none", random_map, "random baseline (seeded uniform)", "a uniform map, seed 0", False),
-]}
-NOT_FOR_WINDOWS = {   # methods of METHODS with no Swin entry, and why
-    "grad_rollout": "vit-explain's gradient-weighted rollout is defined for one sequence of tokens with a CLS row; for "
-                    "a Swin use gae, the gradient-weighted map through windows and patch merging.",
-}
+def refusals(names: list[str], architecture: Architecture) -> dict[str, str]:
+    """{method: why} for the named methods that have no meaning for this architecture (one sentence each, from
+    its description), in the order given."""
+    return {n: why for n in names if (why := METHODS[n].refusal(architecture)) is not None}
 
 
-def method_table(model) -> dict[str, Method]:
-    """The methods a model has: ``WINDOW_METHODS`` for a Swin, ``METHODS`` for every ViT."""
-    return WINDOW_METHODS if getattr(model.cfg, "family", "") == "swin" else METHODS
+def methods_for(architecture: Architecture) -> list[str]:
+    """Every method of ``METHODS`` that has a meaning for this architecture, in the table's order."""
+    return [n for n in METHODS if METHODS[n].refusal(architecture) is None]
 
 
-def method_names(text: str | list[str] | tuple[str, ...], table: dict[str, Method] = METHODS) -> list[str]:
+def method_names(text: str | list[str] | tuple[str, ...], architecture: Architecture | None = None) -> list[str]:
     """"gae,attnlrp" or a list -> checked method names in the given order, duplicates dropped.
 
-    Raises ValueError listing every method that exists for an unknown name (``table``: a model's, see
-    ``method_table``; a method a Swin has no entry for says why).
+    Raises ValueError listing every method that exists for an unknown name; with an ``architecture`` (a model's
+    description), ValueError saying why (``refusals``) for a method that has no meaning for it.
     """
     names = [n.strip() for n in text.split(",")] if isinstance(text, str) else [str(n).strip() for n in text]
     names = list(dict.fromkeys(n for n in names if n))
-    if table is WINDOW_METHODS and any(n in NOT_FOR_WINDOWS for n in names):
-        raise ValueError(" ".join(NOT_FOR_WINDOWS[n] for n in names if n in NOT_FOR_WINDOWS))
-    unknown = [n for n in names if n not in table]
+    unknown = [n for n in names if n not in METHODS]
     if unknown or not names:
         raise ValueError(f"Unknown explanation method{'s' if len(unknown) > 1 else ''} "
-                         f"{', '.join(map(repr, unknown)) or '(none given)'}! Expected names from: {', '.join(table)}.")
+                         f"{', '.join(map(repr, unknown)) or '(none given)'}! Expected names from: "
+                         f"{', '.join(METHODS)}.")
+    refused = {} if architecture is None else refusals(names, architecture)
+    if refused:
+        raise ValueError(" ".join(refused.values()))
     return names
 
 
-def families_of(names: list[str], table: dict[str, Method] = METHODS) -> list[str]:
+def families_of(names: list[str]) -> list[str]:
     """The model passes the methods need, in FAMILIES order: a family another wanted family serves is dropped
     (the gradient pass serves "attention")."""
-    wanted = {table[n].family for n in names}
+    wanted = {METHODS[n].family for n in names}
     served = {s for f in wanted for s in FAMILIES[f].serves}
     return [f for f in FAMILIES if f in wanted and f not in served]
 

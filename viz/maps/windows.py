@@ -14,13 +14,14 @@ different windows (a masked pair keeps the e^−100-small weight it really had).
 window by window (``rows_through``), never forming the (T, T) matrix. Between stages a row comes down to the finer
 grid through the merge's adjoint (``vit.architecture.share_down``): each merged token's value shared equally by the
 tokens it was merged from (the assumption rollout already makes for the heads of a block, which it averages), so a
-row keeps its total and a distribution stays one. ``carry`` takes a row over the last block's tokens down through
-every block's matrix to block 0's grid:
+row keeps its total and a distribution stays one. ``viz.maps.source.rollout_rows`` takes a row over the last block's
+tokens down through every block's matrix to block 0's grid, whatever the blocks are:
 
     row · Â_last ··· Â_first(stage S) · M_{S−1} · Â_last(stage S−1) ··· M_0 · ··· Â_0        (a row over block 0)
 
 With Â = rownorm(0.5·A + 0.5·I) (heads fused) this is attention rollout (Abnar & Zuidema 2020) through the hierarchy;
-with I + mean_h((∂score/∂A ⊙ A)⁺) it is GAE (Chefer, Gur & Wolf 2021). docs/swin.md works both out on a Swin.
+with I + mean_h((∂score/∂A ⊙ A)⁺) it is GAE (Chefer, Gur & Wolf 2021; ``viz.explain.gae`` carries it through any
+blocks). docs/swin.md works both out on a Swin.
 """
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ from typing import NamedTuple, Sequence
 
 import numpy as np
 
-from vit.architecture import BlockLayout, share_down
+from vit.architecture import BlockLayout
 
 from .layout import layer_index
 from .rollout import FUSIONS
@@ -105,22 +106,6 @@ def through_columns(windows: np.ndarray, columns: np.ndarray, layout) -> np.ndar
     return out
 
 
-def carry(rows: np.ndarray, steps: Sequence[tuple[np.ndarray, object]], finest: tuple[int, int] | None = None
-          ) -> np.ndarray:
-    """Rows (…, T_last) over the last block's grid -> (…, T_0) over the first block's: ``rows`` times every step's
-    expanded matrix from the last block down (``steps``: (windows (nW, N, N), layout) per block, first block first),
-    the merge's adjoint (``vit.architecture.share_down``) where the grid changes; ``finest``: a grid to share the
-    result down to at the end (a map that started above block 0)."""
-    out = np.asarray(rows, dtype=np.float32)
-    grid = tuple(steps[-1][1].grid)
-    for windows, layout in reversed(steps):
-        if grid != tuple(layout.grid):                                # crossed a patch merging
-            out = share_down(out, grid, tuple(layout.grid))
-            grid = tuple(layout.grid)
-        out = rows_through(out, windows, layout)
-    return out if finest is None or tuple(finest) == grid else share_down(out, grid, tuple(finest))
-
-
 def fuse_windows(attention: np.ndarray, fusion: str = "mean") -> np.ndarray:
     """(nW, H, N, N) -> (nW, N, N): heads combined by mean, max or min."""
     if fusion not in FUSIONS:
@@ -139,28 +124,10 @@ def rollout_step(fused: np.ndarray) -> np.ndarray:
     return a / a.sum(axis=-1, keepdims=True)
 
 
-def gae_step(attention: np.ndarray, attention_grad: np.ndarray) -> np.ndarray:
-    """A block's window attention and its gradient (nW, H, N, N) -> I + mean_h((∂score/∂A ⊙ A)⁺), window by window."""
-    attention, attention_grad = np.asarray(attention), np.asarray(attention_grad)
-    if attention.shape != attention_grad.shape or attention.ndim != 4:
-        raise ValueError(f"Wrong shapes! Expected attention and its gradient both (nW, H, N, N) but got "
-                         f"{attention.shape} and {attention_grad.shape}.")
-    step = np.maximum(attention * attention_grad, 0.0).mean(axis=1, dtype=np.float32)
-    np.einsum("...ii->...i", step)[...] += 1.0
-    return step
-
-
 def mean_row(grid: tuple[int, int]) -> np.ndarray:
     """(gh·gw,) 1/T each: the average pool's readout over a grid of tokens."""
     T = grid[0] * grid[1]
     return np.full(T, 1.0 / T, dtype=np.float32)
-
-
-def gae_map(attention: Sequence[np.ndarray], attention_grad: Sequence[np.ndarray], layouts: Sequence) -> np.ndarray:
-    """GAE through windows and merges (module docstring): window attention and gradients (nW, H, N, N) per block,
-    first block first, read by the mean of the last block's tokens -> (gh0, gw0) over block 0's tokens."""
-    steps = [(gae_step(a, g), layout) for a, g, layout in zip(attention, attention_grad, layouts)]
-    return carry(mean_row(tuple(layouts[-1].grid)), steps).reshape(tuple(layouts[0].grid))
 
 
 def token_distances(layout, token_size: float) -> np.ndarray:

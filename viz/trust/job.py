@@ -36,12 +36,11 @@ import torch
 from vit.explain import RULE_SETS, ClassTarget, Target
 from vit.explain.perturb import cascading_randomization, forward_kept, forward_packed, token_dropping_refusal
 from vit.explain.rules import rule_view, without_parameter_grads
-from vit.model import PatchEmbed
 
 from ..explain.explainer import concrete_target, explain_tensor
 from ..cache import Cache
 from ..explain.arrays import ExplainArrays
-from ..explain.methods import FAMILIES, METHODS, families_of, method_names, method_table, served_by
+from ..explain.methods import FAMILIES, METHODS, families_of, method_names, methods_for, refusals, served_by
 from .curves import KINDS, POINTS, Faithfulness, fractions, keep_sets, removed_counts
 from .protocols import PIXEL, PROTOCOLS, fill, perturbed, protocol_list
 from .report import MethodTrust, TrustReport
@@ -65,16 +64,21 @@ def cache_key(photo: str, model: str, target_index: int, method: str, protocol: 
     return (photo, model, int(target_index), method, protocol, int(seed), int(points))
 
 
-def unsupported(model, names: Sequence[str]) -> dict[str, str]:
-    """{method: why} for the methods this model cannot run: an LRP method on a model with a module its rules do
-    not reproduce (named in the reason, e.g. q/k norms). Builds the rule views, runs nothing."""
-    out, table = {}, method_table(model)
+def unsupported(model, names: Sequence[str], size: tuple[int, int] | None = None) -> dict[str, str]:
+    """{method: why} for the methods this model cannot run at ``size`` (H, W) (default: its own), in the order
+    given: a method that has no meaning for its description (``viz.explain.methods.refusals``), an LRP method on a
+    model with a module its rules do not reproduce (named in the reason, e.g. q/k norms). Builds the rule views,
+    runs nothing."""
+    refused = refusals(list(names), model.architecture(*(size or model.cfg.img_size)))
+    start = model.patch_projection()[0]                     # the relevance pass starts its graph there
+    out = {}
     for name in names:
-        rules = FAMILIES[table[name].family].rules
-        if rules is not None:
+        rules = FAMILIES[METHODS[name].family].rules
+        if name in refused:
+            out[name] = refused[name]
+        elif rules is not None:
             try:
-                rule_view(without_parameter_grads(model), RULE_SETS[rules],
-                          lambda n, m: m if isinstance(m, PatchEmbed) else None)   # the pass starts its graph there
+                rule_view(without_parameter_grads(model), RULE_SETS[rules], lambda n, m: m if n == start else None)
             except ValueError as error:
                 out[name] = str(error)
     return out
@@ -101,11 +105,11 @@ class TrustJob:
     """Maps, curves and (optionally) sanity curves of ``methods`` for one image and target under one protocol, as a
     sequence of steps.
 
-    model: a ``VisionTransformer`` or ``vit.swin.SwinTransformer`` in eval mode (a Swin's curves use the pixel
-    protocols: token dropping does not apply to windows); x: one preprocessed image (1, C, H, W); target: a
-    ``Target`` (default: the top-1 class); methods: names of ``viz.explain.METHODS`` (a Swin's: ``WINDOW_METHODS``;
-    default: every method this model can run; the others are listed in ``job.unsupported``, an explicit unsupported
-    one raises ValueError). ``sanity``:
+    model: any model the explorer opens, in eval mode (one without one sequence of tokens, e.g. windows that tile the
+    grid, refuses "tokens" in one sentence and uses the pixel protocols: ``token_dropping_refusal``); x: one
+    preprocessed image (1, C, H, W); target: a ``Target`` (default: the top-1 class); methods: names of
+    ``viz.explain.METHODS`` (default: every method this model can run; the others are listed in
+    ``job.unsupported``, an explicit unsupported one raises ValueError). ``sanity``:
     also the cascading randomisation (L more steps per model pass family). ``protocol``: a key of
     ``viz.trust.protocols.PROTOCOLS``; ``points``: values per curve (``viz.trust.curves.fractions``; the CLI's
     --steps); ``seed``: of the randomisation and of ROAD's noise. ``rows_per_step``: rows of about one forward's
@@ -127,16 +131,17 @@ class TrustJob:
             raise ValueError(f"Wrong input shape! Expected one image (1, C, H, W) but got {tuple(x.shape)}.")
         if protocol not in PROTOCOLS:
             raise ValueError(f"Unknown protocol {protocol!r}! Expected one of {', '.join(PROTOCOLS)}.")
-        if protocol == "tokens" and token_dropping_refusal(model):
-            raise ValueError(token_dropping_refusal(model))
+        size = tuple(x.shape[-2:])
+        if protocol == "tokens" and token_dropping_refusal(model, size):
+            raise ValueError(token_dropping_refusal(model, size))
+        self.architecture = model.architecture(*size)
         self.fractions = fractions(points)
         self.model, self.labels, self.source = model, labels, source
         self.x = x.to(next(model.parameters()).device)
         self.extra = {k: np.asarray(v, dtype=np.float32) for k, v in (maps or {}).items()}
-        self.table = method_table(model)     # a Swin's methods: the same names through its windows
         self.names = [] if self.extra and not methods and methods is not None else \
-            method_names(list(self.table) if methods is None else methods, self.table)
-        self.unsupported = unsupported(model, self.names)
+            method_names(methods_for(self.architecture) if methods is None else methods)
+        self.unsupported = unsupported(model, self.names, size)
         if self.unsupported and methods is not None:
             raise ValueError(" ".join(self.unsupported.values()))
         self.names = [n for n in self.names if n not in self.unsupported]
@@ -185,8 +190,8 @@ class TrustJob:
     def _groups(self, names: list[str]) -> list[list[str]]:
         """The methods a single model pass serves together (one backward for gae, grad_rollout and gradcam)."""
         groups = []
-        for family in families_of(names, self.table):
-            group = [n for n in names if self.table[n].family in served_by(family)]
+        for family in families_of(names):
+            group = [n for n in names if METHODS[n].family in served_by(family)]
             if group and FAMILIES[family].runs_model:
                 groups.append(group)
         if any(not self._runs_model(n) for n in names):
@@ -194,11 +199,11 @@ class TrustJob:
         return groups
 
     def _runs_model(self, name: str) -> bool:
-        return FAMILIES[self.table[name].family].runs_model
+        return FAMILIES[METHODS[name].family].runs_model
 
     def _methods_to_map(self) -> list[str]:
         """The methods whose map this job computes itself (none when a source job computed them)."""
-        return [] if self.source is not None else [n for n in self.to_map if n in self.table]
+        return [] if self.source is not None else [n for n in self.to_map if n in METHODS]
 
     def _probability_known(self) -> bool:
         """Whether the whole photo's probability is known without a forward of its own: from the top-1 forward,
@@ -221,7 +226,7 @@ class TrustJob:
         if self.to_map:
             if not self._probability_known():
                 items.append(("", "full", 0, self.N))
-            if self.protocol in PIXEL or self.model.cfg.global_pool == "token":
+            if self.protocol in PIXEL or self.architecture.readout == "cls":
                 items.append(("", "empty", 0, 0))
         return items
 
@@ -256,7 +261,7 @@ class TrustJob:
         (a forward, or a forward + backward for the gradient and LRP methods) or ``rows_per_step`` packed rows."""
         total, done = self.total(), 0
         if self.source is not None:
-            self.maps.update({n: self.source.maps[n] for n in self.to_map if n in self.table})
+            self.maps.update({n: self.source.maps[n] for n in self.to_map if n in METHODS})
             self.probability = self.source.probability
         for group in self._groups(self._methods_to_map()):
             maps, probability = self._explain(self.model, group)
@@ -294,7 +299,7 @@ class TrustJob:
         """The maps of ``group`` and the target's probability on the whole photo (None: no model pass ran)."""
         if not any(self._runs_model(n) for n in group):         # no model pass: the formula alone
             arrays = ExplainArrays(num_prefix=self.layout.num_prefix, grid=tuple(self.layout.grid))
-            return {n: np.asarray(self.table[n].formula(arrays), dtype=np.float32) for n in group}, None
+            return {n: np.asarray(METHODS[n].formula(arrays), dtype=np.float32) for n in group}, None
         e = explain_tensor(model, self.x, self.target, group, self.labels)
         return {n: e.map(n) for n in group}, e.probability
 
@@ -361,7 +366,7 @@ class TrustJob:
                 methods[name] = MethodTrust(name, m.map, m.faithfulness, tuple(self.rho[name]))
         if self.cache is not None and isinstance(self.target, ClassTarget):
             for name, m in methods.items():
-                if name in self.table:
+                if name in METHODS:
                     self.cache.put(self._key(name), m)
         return TrustReport(self.target.describe(), self.probability,
                            {n: methods[n] for n in self.names + list(self.extra)}, methods["random"].faithfulness,

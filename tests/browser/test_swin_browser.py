@@ -7,18 +7,21 @@ why they need one sequence of tokens, Explain draws GAE through the windows, Tru
 sideways scrolling. Screenshots go to tests/artifacts/ (git-ignored)."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 import vit
 from PIL import Image
 from playwright.sync_api import Page
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from browser_setup import ARTIFACTS, TIMEOUT_MS, TOP1, app_in_browser, open_tab
 from swin_references import small_swin
 from viz.analysis import analyze
 from viz.i18n import t
 from viz.panels import query_label
+from viz.panels.select import window_note
 from viz.controls import AnalysisKey, Controls, Session
 from viz.heads.view import heads_view
 
@@ -46,13 +49,26 @@ def _thumbnail_centre(server, lang: str, narrow: bool, layer: int, head: int) ->
     return (x0 + x1) / 2, (y0 + y1) / 2, image.width
 
 
+def _layer_note(server, lang: str, layer: int) -> str:
+    """What the Attention tab says of ``layer``'s tokens and windows (its stage, grid, token size and windows)."""
+    a = analyze(vit.load(server["weights"]), Image.open(REPO / "examples" / "chelsea.jpg").convert("RGB"))
+    note = window_note(a, layer, lang)
+    assert note is not None and a.architecture.block(layer).window is not None, note
+    return note
+
+
 def _open(page: Page, tab: str, lang: str) -> None:
     open_tab(page, tab, lang)
 
 
 def _text(page: Page, elem_id: str, expected: str) -> None:
-    page.wait_for_function("([id, text]) => { const e = document.querySelector('#' + id);"
-                           " return e !== null && e.innerText.includes(text); }", arg=[elem_id, expected])
+    """Wait until the element ``elem_id`` says ``expected``; the failure shows what it said instead."""
+    try:
+        page.wait_for_function("([id, text]) => { const e = document.querySelector('#' + id);"
+                               " return e !== null && e.innerText.includes(text); }", arg=[elem_id, expected])
+    except PlaywrightTimeout:
+        shown = page.evaluate("id => document.querySelector('#' + id)?.innerText ?? null", elem_id)
+        raise AssertionError(f"#{elem_id} never said {expected!r}; it says {shown!r}") from None
 
 
 def _tour(server, locale: str, viewport: dict, shots: str) -> None:
@@ -74,11 +90,11 @@ def _tour(server, locale: str, viewport: dict, shots: str) -> None:
         shown = page.locator("#heads-image img").first
         scale = shown.bounding_box()["width"] / natural
         shown.click(position={"x": x * scale, "y": y * scale})
-        said = t("note.head_info", lang, layer=4, head=1, distance=0, entropy=0, share=0, maximum=0).split(":")[0]
+        said = t("note.head_info", lang, layer=4, head=1, distance=0, entropy=0, share=0, maximum=0)
+        said = re.split("[:：]", said)[0]                # the text before the numbers, in either language's colon
         _text(page, "heads-info", said)
         _open(page, "attention", lang)
-        _text(page, "attention-note", t("note.layer_windows", lang, stage=2, grid="4×4", window="4×4", shift=0,
-                                        pixels=8)[:30])
+        _text(page, "attention-note", _layer_note(server, lang, 4))
         _open(page, "heads", lang)
         page.screenshot(path=str(ARTIFACTS / f"swin-{shots}-heads.png"), full_page=True)
         _open(page, "query", lang)

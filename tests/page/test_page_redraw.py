@@ -9,6 +9,7 @@ import app_server  # noqa: F401  (gives this process its own GRADIO_TEMP_DIR bef
 from vit_explorer import api, views
 from vit_explorer.controls import CONTROLS, ControlValues
 from vit_explorer.tabs import attention, heads, query, rollout
+from viz import explorer
 
 AUGREG = "vit_tiny_patch16_224.augreg_in21k_ft_in1k.safetensors"
 VIEWS = {"rollout": (rollout, "rollout_view"), "attention": (attention, "attention_view"),
@@ -44,11 +45,14 @@ def session(real_weights_dir, cat, tmp_path_factory):
 
 @pytest.fixture
 def drawn(monkeypatch) -> list[str]:
-    """The views drawn, in order (each tab's view function counted once per call)."""
+    """The views drawn, in order (each view counted once per call, whether a tab redraws it or ``viz.explorer``
+    draws it for a new photo)."""
     calls = []
     for name, (tab, function) in VIEWS.items():
         original = getattr(tab, function)
-        monkeypatch.setattr(tab, function, lambda *a, _n=name, _f=original, **k: calls.append(_n) or _f(*a, **k))
+        counted = lambda *a, _n=name, _f=original, **k: calls.append(_n) or _f(*a, **k)  # noqa: E731
+        monkeypatch.setattr(tab, function, counted)
+        monkeypatch.setattr(explorer, function, counted)
     return calls
 
 

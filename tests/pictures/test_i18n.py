@@ -52,6 +52,16 @@ def test_every_control_of_the_page_has_a_label_and_a_help_text():
         assert key in CATALOGUE and f"about.{key.split('.')[1]}" in CATALOGUE or key == "tab.model"
 
 
+def test_no_section_and_tab_share_a_name_in_either_language():
+    """A section of the page and a tab are both buttons of role "tab": with one name a visitor (and a screen reader)
+    could not tell which one they are pressing."""
+    from vit_explorer.tabs import SECTIONS, TAB_IDS
+
+    for lang in LANGUAGES:
+        names = [t(f"section.{s}", lang) for s in SECTIONS] + [t(f"tab.{tab}", lang) for tab in TAB_IDS]
+        assert len(set(names)) == len(names), (lang, sorted(n for n in names if names.count(n) > 1))
+
+
 def test_pictures_say_layer_never_block():
     for key, (english, _) in PICTURES.items():
         assert not re.search(r"\bblock|\bBlock|\b[LB](?!2 norm)\d", english), key   # "L2 norm" is a norm

@@ -24,6 +24,7 @@ from viz.explain.view import explain_view, explanations, methods_view
 from viz.heads.view import heads_view
 from viz.learn.view import STEPS, learn_step
 from viz.norms.view import norms_grid_panel, token_norm_curves_panel
+from viz.position.view import position_panel
 from viz.query.view import query_views
 from viz.rollout.view import rollout_view
 
@@ -89,7 +90,7 @@ def pictures(page: dict, lang: str) -> dict:
         "distance": lambda: distance_view(a, lang, True),
         "norms": lambda: norms_grid_panel(a, lang=lang, narrow=True),
         "norm curves": lambda: token_norm_curves_panel(a, lang=lang, narrow=True),
-        "position": lambda: page["served"].position(lang, True),
+        "position": lambda: position_panel(page["served"].arrays, lang=lang, narrow=True),
         "explain": lambda: explain_view(a, page["explained"], "gae", None, 0.6, lang, True)[0],
         "explain, signed": lambda: explain_view(a, page["explained"], "attnlrp", None, 0.6, lang, True)[0],
         "explain, contrast": lambda: explain_view(a, page["explained"], "gae", page["explained"], 0.6, lang,

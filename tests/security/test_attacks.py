@@ -27,8 +27,7 @@ from skimage import data
 from bench.app_process import AppProcess
 from canaries import CANARY_BYTES, FifoCanary
 from raw_queue import FILE_MARK, Answer, RawClient
-from viz.i18n import t
-from viz.i18n.page import PAGE
+from viz.i18n import CATALOGUE, t
 
 pytestmark = pytest.mark.slow        # two served apps, hundreds of events
 
@@ -197,7 +196,7 @@ def human(text: str | None) -> bool:
     same sentences): never a Python error's text."""
     if text is None:
         return True
-    for key, texts in PAGE.items():
+    for key, texts in CATALOGUE.items():
         if not key.startswith("message."):
             continue
         for template in texts:

@@ -9,7 +9,6 @@ import numpy as np
 import torch
 
 from dense_swin import chain, dense_forward
-from viz.maps import windows as hierarchy
 from viz.maps.source import rollout_rows
 from viz.maps.windows import Windows, WindowedAttention, mean_row
 
@@ -65,14 +64,13 @@ def test_the_hand_built_two_stage_case():
                      [0.015625, 0.015625, 0.015625, 0.015625]])
     np.testing.assert_allclose(got, want, rtol=1e-6)
     # each step on its own, as the docstring works it out
-    row = hierarchy.carry(hierarchy.mean_row((2, 2)), [(hierarchy.rollout_step(stage1[:, 0]), layouts[2])])
-    np.testing.assert_allclose(row, [0.625, 0.125, 0.125, 0.125], rtol=1e-6)
-    after_block1 = hierarchy.carry(hierarchy.mean_row((2, 2)), [(hierarchy.rollout_step(block1[:, 0]), layouts[1]),
-                                                                 (hierarchy.rollout_step(stage1[:, 0]), layouts[2])])
-    np.testing.assert_allclose(after_block1.reshape(4, 4), [[0.15625, 0.125, 0.0625, 0.03125],
-                                                            [0.125, 0.109375, 0.046875, 0.03125],
-                                                            [0.0625, 0.046875, 0.046875, 0.03125],
-                                                            [0.03125] * 4], rtol=1e-6)
+    row = rollout_map([stage1], layouts[2:])
+    np.testing.assert_allclose(row.ravel(), [0.625, 0.125, 0.125, 0.125], rtol=1e-6)
+    after_block1 = rollout_map([block1, stage1], layouts[1:])
+    np.testing.assert_allclose(after_block1, [[0.15625, 0.125, 0.0625, 0.03125],
+                                              [0.125, 0.109375, 0.046875, 0.03125],
+                                              [0.0625, 0.046875, 0.046875, 0.03125],
+                                              [0.03125] * 4], rtol=1e-6)
 
 
 def test_rollout_of_a_network_is_the_dense_definition(swin, photo):

@@ -30,7 +30,7 @@ PAGE: dict[str, tuple[str, str]] = {
     # the sections the tabs are grouped in (vit_explorer.tabs.SECTIONS)
     "section.look": ("Where it looks", "看哪里"),
     "section.why": ("Why this class", "为什么是这个类别"),
-    "section.inside": ("Inside the model", "模型内部"),
+    "section.inside": ("Inside the model", "深入模型"),
     "section.learn": ("Learn and compare", "学习与比较"),
     "label.top5": ("Top-5 classes", "前 5 个类别"),
     "label.model": ("Model", "模型"),

@@ -1,0 +1,239 @@
+"""THE estimator of a job's peak memory, from its shapes, before it runs: what the page's server admits within its
+budget (``vit_explorer.budget``), and what decides the largest input size each job accepts (``largest_side``).
+
+A job's peak is the most memory it holds at once above what the server holds at rest (the model and the caches):
+for the page's jobs, a sum of a few terms of the model's shapes at one input, each counted in float32 bytes
+
+- ``attention``: every block's attention, Σ_blocks heads·queries·keys (L·H·T² for a ViT: what a gradient pass keeps
+  with its gradient, and a relevance pass with its rules),
+- ``layer``: the largest block's attention, heads·queries·keys (what one block's softmax holds),
+- ``square``: one T×T matrix (a rollout's head-fused layer, an explanation's chain of them),
+- ``stream``: every block's tokens, Σ_blocks T·D (the residual stream an analysis keeps, the inside views' passes),
+- ``activation``: the largest block's working set, T·(3·D + M) (queries, keys and values, the MLP's hidden layer),
+- ``photo``: the model's input, H·W·3,
+
+weighted per job (``COEFFICIENTS``), plus a constant (the pictures at display size, the allocator's working set) and,
+for the jobs that copy the model (the sanity check's randomised copies), its parameters. The weights are what the
+code holds at its peak, rounded up, and ``tests/load/test_peaks.py`` holds every job's estimate to the peak measured
+in a process of its own (RSS from /proc, at small and medium sizes on the AugReg ViT-Ti and a ViT-S/16: never below
+it, at most ``TOLERANCE`` above it).
+
+    shape = Shape.of(model, 448, 448, params=served.nbytes)
+    of("explain", shape, families=("gradient", "attnlrp"))      # bytes
+    largest_side("explain", model, 6 * 2**30)                   # the largest square input that fits 6 GB
+
+The jobs (``JOBS``): an analysis (its forward pass and every tab's first pictures), a redraw (a rollout control:
+every layer's head-fused matrix recomputed), each family of explanation passes and the Explain tab's every method,
+the trust check (fast or thorough, with or without the sanity check), the inside views (the views, an ablation,
+patching), a comparison, the depth animation, the dense features, the guided walk, a training run's snapshots and
+CLIP's zero-shot scores.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Callable, Literal
+
+F32 = 4
+MB = 2**20
+TOLERANCE = (1.6, 96 * MB)        # tests/load: measured <= estimate <= 1.6 · measured + 96 MB
+
+Job = Literal["analysis", "render", "explain", "trust", "inside", "compare", "animation", "features", "walk",
+              "snapshots", "zero_shot"]
+JOBS: tuple[str, ...] = Job.__args__
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What a job's memory follows, for one model at one input (the terms of the module docstring, in elements),
+    and the input itself."""
+    height: int                   # the model's input, pixels
+    width: int
+    tokens: int                   # T (a Swin: its first stage's, the most it has)
+    depth: int                    # blocks
+    attention: int                # Σ_blocks heads·queries·keys
+    layer: int                    # the largest block's heads·queries·keys
+    stream: int                   # Σ_blocks T·D (+ the embedding's)
+    activation: int               # the largest block's T·(3·D + M)
+    params: int = 0               # bytes of the model's parameters (the served model's, what a copy costs)
+
+    @property
+    def square(self) -> int:
+        return self.tokens * self.tokens
+
+    @property
+    def photo(self) -> int:
+        return self.height * self.width * 3
+
+    @classmethod
+    def of(cls, model, height: int, width: int, params: int | None = None) -> "Shape":
+        """The shape of ``model`` (a ``vit`` VisionTransformer or SwinTransformer) at an input of height×width."""
+        cfg = model.cfg
+        if params is None:
+            params = sum(p.numel() * p.element_size() for p in model.parameters())
+        if getattr(cfg, "family", "") == "swin":
+            return _swin_shape(cfg, height, width, params)
+        layout = model.token_layout(height, width)
+        T, L, H, D, M = layout.num_tokens, cfg.depth, cfg.num_heads, cfg.embed_dim, cfg.mlp_dim
+        return cls(height, width, T, L, L * H * T * T, H * T * T, (L + 1) * T * D, T * (3 * D + M), params)
+
+    @classmethod
+    def of_config(cls, cfg, height: int, width: int, params: int = 0) -> "Shape":
+        """The shape of a ViT config at height×width, without a model (square grids of whole patches)."""
+        P = cfg.patch_size
+        T = cfg.num_prefix_tokens + (height // P) * (width // P)
+        L, H, D, M = cfg.depth, cfg.num_heads, cfg.embed_dim, cfg.mlp_dim
+        return cls(height, width, T, L, L * H * T * T, H * T * T, (L + 1) * T * D, T * (3 * D + M), params)
+
+
+def _swin_shape(cfg, height: int, width: int, params: int) -> Shape:
+    """A Swin's shape: each stage's tokens attend within windows of W² keys."""
+    P = cfg.patch_size
+    gh, gw = height // P, width // P
+    windows = cfg.window_size if isinstance(cfg.window_size, tuple) else (cfg.window_size,) * len(cfg.depths)
+    attention = layer = stream = activation = 0
+    for s, (blocks, heads) in enumerate(zip(cfg.depths, cfg.num_heads)):
+        T = max(1, (gh >> s) * (gw >> s))
+        D = cfg.embed_dim * 2**s
+        keys = min(T, windows[s] ** 2)
+        attention += blocks * heads * T * keys
+        layer = max(layer, heads * T * keys)
+        stream += blocks * T * D
+        activation = max(activation, int(T * (3 + cfg.mlp_ratio) * D))
+    return Shape(height, width, gh * gw, sum(cfg.depths), attention, layer, stream + gh * gw * cfg.embed_dim,
+                 activation, params)
+
+
+@dataclass(frozen=True)
+class Terms:
+    """How much of each term a job holds at its peak (module docstring): float32 copies, and a constant in bytes."""
+    constant: float = 0.0         # bytes
+    attention: float = 0.0
+    layer: float = 0.0
+    square: float = 0.0
+    stream: float = 0.0
+    activation: float = 0.0
+    photo: float = 0.0
+    params: float = 0.0           # copies of the model's parameters (bytes, not float32 elements)
+
+    def bytes(self, s: Shape) -> int:
+        held = sum(getattr(self, f.name) * getattr(s, f.name) for f in fields(self)
+                   if f.name not in ("constant", "params"))
+        return int(self.constant + F32 * held + self.params * s.params)
+
+
+# What each job holds at its peak. A redraw: the rollout's head-fused layer, the copy its discard sorts and the rows
+# it is recomputed from (viz.analysis.recompute: 16 MB of rows of every head, twice). An analysis: the capture's
+# stream and chunk of rows (viz.analysis.capture), then its first pictures (a redraw). A gradient pass: every
+# block's attention in the graph, its gradient, both stacked, and GAE's product of the two (vit.explain.passes,
+# viz.explain.gae); a relevance pass: the rules' attention kept for the backward.
+COEFFICIENTS: dict[str, Terms] = {
+    "render": Terms(constant=24 * MB, square=3.0, layer=0.5, photo=2.0),
+    "analysis": Terms(constant=48 * MB, square=3.0, layer=1.0, stream=1.0, activation=2.0, photo=2.0),
+    "gradient": Terms(constant=48 * MB, attention=4.5, square=2.0, activation=3.0),
+    "attnlrp": Terms(constant=40 * MB, attention=1.5, layer=2.0, activation=4.0),
+    "cp_lrp": Terms(constant=40 * MB, attention=1.5, layer=2.0, activation=4.0),
+    "attention": Terms(constant=32 * MB, attention=1.5, square=2.0, activation=2.0),
+    "none": Terms(constant=16 * MB),
+    "windows": Terms(constant=48 * MB, attention=4.5, square=2.0, activation=3.0),
+    "window_attnlrp": Terms(constant=40 * MB, attention=1.5, layer=2.0, activation=4.0),
+    "window_cp_lrp": Terms(constant=40 * MB, attention=1.5, layer=2.0, activation=4.0),
+    "window_attention": Terms(constant=32 * MB, attention=1.5, square=2.0, activation=2.0),
+    "perturbed": Terms(constant=32 * MB, layer=2.0, activation=4.0, photo=8.0),     # a trust step's forward
+    "sanity": Terms(params=2.0),                                                      # the randomised copies
+    "inside": Terms(constant=48 * MB, attention=2.0, stream=4.0, activation=4.0),
+    "ablation": Terms(constant=48 * MB, layer=2.0, stream=4.0, activation=4.0),
+    "patching": Terms(constant=64 * MB, attention=2.0, stream=8.0, activation=4.0),
+    "animation": Terms(constant=48 * MB, square=3.0, layer=0.5, photo=2.0),
+    "features": Terms(constant=32 * MB, stream=2.0, square=0.0, photo=2.0),
+    "walk": Terms(constant=32 * MB, layer=2.0, stream=1.0, activation=4.0, photo=4.0),
+    "snapshots": Terms(constant=64 * MB, layer=2.0, stream=2.0, activation=4.0, params=2.0),
+    "zero_shot": Terms(constant=48 * MB, activation=4.0, params=1.0),
+}
+FAMILY_NAMES = ("gradient", "attnlrp", "cp_lrp", "attention", "none", "windows", "window_attnlrp", "window_cp_lrp",
+                "window_attention")
+
+
+def family(s: Shape, name: str) -> int:
+    """The peak of one family of explanation passes (``viz.explain.FAMILIES``) and its formulas."""
+    if name not in FAMILY_NAMES:
+        raise ValueError(f"Unknown family of explanation passes {name!r}! Expected one of {FAMILY_NAMES}.")
+    return COEFFICIENTS[name].bytes(s)
+
+
+def explain(s: Shape, families: tuple[str, ...] = ("gradient", "attnlrp", "cp_lrp")) -> int:
+    """Every method's map for one target, family after family (each family's passes freed before the next)."""
+    return max(family(s, f) for f in families)
+
+
+def trust(s: Shape, protocols: tuple[str, ...] = ("tokens",), sanity: bool = False,
+          families: tuple[str, ...] = ("gradient", "attnlrp", "cp_lrp")) -> int:
+    """A trust check: each method's map (its family's passes), then its curves a forward at a time; with the sanity
+    check, the maps of randomised copies of the model."""
+    steps = max(explain(s, families), COEFFICIENTS["perturbed"].bytes(s))
+    return steps + (COEFFICIENTS["sanity"].bytes(s) if sanity else 0)
+
+
+def inside(s: Shape, part: Literal["views", "ablation", "patching"] = "views") -> int:
+    """The inside views (the lens, DLA, head importance), an ablation, or patching from a second photo."""
+    return COEFFICIENTS["inside" if part == "views" else part].bytes(s)
+
+
+def compare(s: Shape, other: Shape | None = None) -> int:
+    """A comparison: model B's analysis at its own input, and both models' rollouts on the photo."""
+    other = s if other is None else other
+    return analysis(other) + COEFFICIENTS["render"].bytes(s)
+
+
+def analysis(s: Shape) -> int:
+    return COEFFICIENTS["analysis"].bytes(s)
+
+
+def render(s: Shape) -> int:
+    return COEFFICIENTS["render"].bytes(s)
+
+
+def features(s: Shape, second: bool = False) -> int:
+    """The dense features (PCA, similarity), with a second photo's analysis when one is matched."""
+    return COEFFICIENTS["features"].bytes(s) + (analysis(s) if second else 0)
+
+
+PEAKS: dict[str, Callable[..., int]] = {
+    "analysis": analysis, "render": render, "explain": explain, "trust": trust, "inside": inside,
+    "compare": compare, "features": features,
+    **{job: (lambda job: lambda s: COEFFICIENTS[job].bytes(s))(job)
+       for job in ("animation", "walk", "snapshots", "zero_shot")},
+}
+assert set(PEAKS) == set(JOBS), "every job needs its estimate"
+
+
+def of(job: str, s: Shape, **options) -> int:
+    """THE estimate: the peak bytes of ``job`` (one of ``JOBS``) on ``s``, with the job's ``options``."""
+    if job not in PEAKS:
+        raise ValueError(f"Unknown job {job!r}! Expected one of {JOBS}.")
+    return PEAKS[job](s, **options)
+
+
+def largest_side(job: str, model, budget: int, params: int | None = None, smallest: int | None = None,
+                 **options) -> int | None:
+    """The largest square input, in whole patches, at which ``job`` fits ``budget`` bytes on ``model``, from one
+    patch up to the model's own side (or ``smallest``) and beyond while it fits; None when not even one patch does.
+    A Swin only at its own size."""
+    cfg = model.cfg
+    if getattr(cfg, "family", "") == "swin":
+        side = cfg.img_size[0]
+        return side if of(job, Shape.of(model, side, side, params), **options) <= budget else None
+    P = cfg.patch_size
+
+    def fits(patches: int) -> bool:
+        side = patches * P
+        return of(job, Shape.of_config(cfg, side, side, params or 0), **options) <= budget
+
+    if not fits(1):
+        return None
+    low, high = 1, 2
+    while fits(high) and high < 4096:
+        low, high = high, high * 2
+    while high - low > 1:                         # fits(low), not fits(high): every term grows with the side
+        mid = (low + high) // 2
+        low, high = (mid, high) if fits(mid) else (low, mid)
+    return low * P

@@ -5,8 +5,11 @@ The kinds are Gradio's concurrency groups (``vit_explorer.events``: "model", "re
 per heavy job), and any other event its own. Each has a ``limits.Queue``: how many of its events may wait, all
 visitors together; how many one visitor's address may have waiting or running (so a flood of new browser sessions
 from one address fills its own share, not the queue: another visitor is served after at most a few of its jobs);
-how many one browser session may have (one heavy job per visitor). A refusal says when to try again, from how long
-the event's function has taken so far and how much waits before it ("busy, try again in about N s").
+how many one browser session may have (one heavy job per visitor); and the bytes of the bodies one address has
+waiting (``Limits.queued_bytes_per_client``). Within a kind the addresses take turns (``_take_turns``): a new event
+waits behind the events of lower rounds only, so a visitor's first event is served after at most one event of each
+other address, however many one address has queued. A refusal says when to try again, from how long the event's
+function has taken so far and how much waits before it ("busy, try again in about N s").
 
 Nothing is created for a refused event: its function is found without looking the session up (Gradio's lookup makes
 a session for a new id). The visitor's address is the connection's, or the one a trusted proxy names (uvicorn's
@@ -32,6 +35,15 @@ def address_of(request) -> str:
     return getattr(client, "host", None) or "unknown"
 
 
+def body_bytes(request) -> int:
+    """The bytes of a request's body (its Content-Length; what a waiting event holds in memory)."""
+    headers = getattr(request, "headers", None)
+    try:
+        return int(headers.get("content-length", 0)) if headers is not None else 0
+    except ValueError:
+        return 0
+
+
 class FairQueue(queueing.Queue):
     """Gradio's queue, with ``push`` refusing what would overfill a kind of work (module docstring)."""
 
@@ -39,13 +51,31 @@ class FairQueue(queueing.Queue):
         fn = self.blocks.fns.get(body.fn_index) if body.fn_index is not None else None
         if fn is not None and body.session_hash:
             address = address_of(request)
-            refusal = self.refusal(fn, body.session_hash, address, self._language(body.session_hash, request))
+            refusal = self.refusal(fn, body.session_hash, address, self._language(body.session_hash, request), request)
             if refusal is not None:
                 return False, refusal, "error"
             owned_by = getattr(self.blocks.state_holder, "owned_by", None)
             if owned_by is not None:
                 owned_by(body.session_hash, address)
-        return await super().push(body, request, username)
+        joined = await super().push(body, request, username)
+        if joined[0]:
+            self._take_turns(joined[1])
+        return joined
+
+    def _take_turns(self, event_id: str) -> None:
+        """Put a new event where the visitors' addresses take turns: its round is how many events of its address
+        already wait in its kind's queue, and it waits behind every event of a lower or equal round only (a flood
+        from one address queues behind the first event of each other address)."""
+        event = self.event_ids_to_events.get(event_id)
+        queue = self.event_queue_per_concurrency_id.get(getattr(event, "concurrency_id", None))
+        if event is None or queue is None or event not in queue.queue:
+            return
+        waiting = queue.queue
+        waiting.remove(event)
+        address = address_of(event.request)
+        event.round = sum(1 for e in waiting if address_of(e.request) == address)
+        at = next((i for i, e in enumerate(waiting) if getattr(e, "round", 0) > event.round), len(waiting))
+        waiting.insert(at, event)
 
     def log_message(self, event_id, log, title, level, duration=10, visible=True):
         """A warning or note of a running event, said as a visitor reads it (``door.readable``: no long echo)."""
@@ -61,7 +91,7 @@ class FairQueue(queueing.Queue):
         return [e for job in self.active_jobs if job for e in job
                 if e.alive and (kind is None or e.concurrency_id == kind)]
 
-    def refusal(self, fn, session: str, address: str, lang: str) -> str | None:
+    def refusal(self, fn, session: str, address: str, lang: str, request=None) -> str | None:
         """The sentence that refuses ``fn`` for ``session`` from ``address``, or None when it may join."""
         kind = fn.concurrency_id
         rules = limits.QUEUES.get(kind, limits.OTHER_QUEUE)
@@ -76,7 +106,9 @@ class FairQueue(queueing.Queue):
         if len(mine) >= rules.per_session:
             return t("message.busy_session", lang, seconds=self.seconds(fn, kind, len(mine)))
         theirs = [e for e in (*waiting, *running) if address_of(e.request) == address]
-        if len(theirs) >= rules.per_client:
+        if len(theirs) >= rules.per_client or \
+                sum(body_bytes(e.request) for e in waiting if address_of(e.request) == address) + \
+                body_bytes(request) > limits.LIMITS.queued_bytes_per_client:
             return t("message.busy_address", lang, seconds=self.seconds(fn, kind, len(theirs)))
         if len(waiting) >= rules.waiting:
             return t("message.busy", lang, seconds=self.seconds(fn, kind, len(waiting)))

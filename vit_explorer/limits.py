@@ -42,13 +42,13 @@ class Queue:
 
 # the kinds of work (Gradio's concurrency groups, vit_explorer.events and vit_explorer.heavy), and any other event
 QUEUES: dict[str, Queue] = {
-    "model": Queue(waiting=32, per_client=4, per_session=4),         # analyses, explanations, walks: one at a time
-    "render": Queue(waiting=32, per_client=8, per_session=6),        # redraws from a cached analysis, four at once
+    "model": Queue(waiting=96, per_client=48, per_session=4),        # analyses, explanations, walks: one at a time
+    "render": Queue(waiting=64, per_client=24, per_session=6),       # redraws from a cached analysis, four at once
     "trust": Queue(waiting=8, per_client=2, per_session=1),          # the heavy jobs (vit_explorer.heavy)
     "inside": Queue(waiting=8, per_client=2, per_session=1),
     "compare": Queue(waiting=8, per_client=2, per_session=1),
 }
-OTHER_QUEUE = Queue(waiting=64, per_client=8, per_session=4)          # the page's own small events (its language…)
+OTHER_QUEUE = Queue(waiting=64, per_client=16, per_session=4)         # the page's own small events (its language…)
 HEAVY_KINDS = ("trust", "inside", "compare")                         # one of these at a time per browser tab
 
 
@@ -57,15 +57,16 @@ class Limits:
     """The values a server runs with (module docstring)."""
     public: bool = False
     max_memory: int = 0                       # bytes of jobs' peaks at once; 0: not set (``memory_default``)
-    json_bytes: int = 16 * MB                 # one JSON request body (an event and its inline photo)
-    inline_photo_bytes: int = 10 * MB         # a photo sent inline (a data: URL) in an event: within json_bytes
+    json_bytes: int = 8 * MB                  # one JSON request body (an event and its inline photo)
+    inline_photo_bytes: int = 5 * MB          # a photo sent inline (a data: URL) in an event: within json_bytes
+    queued_bytes_per_client: int = 64 * MB    # the bodies of one address's events waiting in the queue
     upload_bytes: int = MAX_BYTES + MB        # one upload request: one photo at the largest size and its framing
     upload_files: int = 4                     # files in one upload request (the page sends one)
     upload_bytes_per_client: int = 256 * MB   # bytes one address may upload in ``upload_window`` seconds
     upload_window: float = 600.0
     unused_upload_seconds: float = 300.0      # an upload no session uses is deleted after this (public)
     closed_session_seconds: float = 600.0     # a closed browser tab is forgotten after this, with its uploads (public)
-    sessions_memory: int = 256 * MB           # the browser tabs' state (Gradio copies the page's config for each)
+    sessions_memory: int = 48 * MB            # the browser tabs' state: ~0.4 MB each (Gradio copies the page's config)
     instant_per_second: float = 10.0          # events that skip the queue, per address (a bucket of instant_burst)
     instant_burst: int = 40
     echo_chars: int = 60                      # a visitor's text repeated in a message: at most this many characters

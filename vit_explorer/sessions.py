@@ -97,7 +97,8 @@ class Sessions(StateHolder):
     def _busy(self) -> set[str]:
         """Sessions with an event waiting or running (never forgotten)."""
         queue = getattr(getattr(self, "blocks", None), "_queue", None)
-        return set(getattr(queue, "pending_event_ids_session", {}) or {})
+        pending = dict(getattr(queue, "pending_event_ids_session", {}) or {})
+        return {session for session, events in pending.items() if events}
 
     def _make_room(self, keep: str) -> None:
         budget = limits.LIMITS.sessions_memory

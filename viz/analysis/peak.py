@@ -6,7 +6,8 @@ for the page's jobs, a sum of a few terms of the model's shapes at one input, ea
 
 - ``attention``: every block's attention, Σ_blocks heads·queries·keys (L·H·T² for a ViT: what a gradient pass keeps
   with its gradient, and a relevance pass with its rules),
-- ``layer``: the largest block's attention, heads·queries·keys (what one block's softmax holds),
+- ``layer``: the largest block's attention, heads·queries·keys (what one block's softmax holds), and ``chunk``: as
+  much of it as is computed at once (64 MB at most),
 - ``square``: one T×T matrix (a rollout's head-fused layer, an explanation's chain of them),
 - ``stream``: every block's tokens, Σ_blocks T·D (the residual stream an analysis keeps, the inside views' passes),
 - ``activation``: the largest block's working set, T·(3·D + M) (queries, keys and values, the MLP's hidden layer),
@@ -35,6 +36,7 @@ from typing import Callable, Literal
 
 F32 = 4
 MB = 2**20
+CHUNK = 16 * MB                   # float32 elements computed together at most (viz.analysis.capture.CHUNK_BYTES / 4)
 TOLERANCE = (1.6, 96 * MB)        # tests/load: measured <= estimate <= 1.6 · measured + 96 MB
 
 Job = Literal["analysis", "render", "explain", "trust", "inside", "compare", "animation", "features", "walk",
@@ -59,6 +61,12 @@ class Shape:
     @property
     def square(self) -> int:
         return self.tokens * self.tokens
+
+    @property
+    def chunk(self) -> int:
+        """One block's attention as far as it is computed at once: ``layer``, at most ``CHUNK`` elements (the capture's
+        rows, the columns a redraw asks for, 64 MB of float32 at a time)."""
+        return min(self.layer, CHUNK)
 
     @property
     def photo(self) -> int:
@@ -109,6 +117,7 @@ class Terms:
     constant: float = 0.0         # bytes
     attention: float = 0.0
     layer: float = 0.0
+    chunk: float = 0.0
     square: float = 0.0
     stream: float = 0.0
     activation: float = 0.0
@@ -121,32 +130,36 @@ class Terms:
         return int(self.constant + F32 * held + self.params * s.params)
 
 
-# What each job holds at its peak. A redraw: the rollout's head-fused layer, the copy its discard sorts and the rows
-# it is recomputed from (viz.analysis.recompute: 16 MB of rows of every head, twice). An analysis: the capture's
-# stream and chunk of rows (viz.analysis.capture), then its first pictures (a redraw). A gradient pass: every
-# block's attention in the graph, its gradient, both stacked, and GAE's product of the two (vit.explain.passes,
-# viz.explain.gae); a relevance pass: the rules' attention kept for the backward.
+# What each job holds at its peak, in copies of each term, fitted to the peaks measured on the AugReg ViT-Ti (224 to
+# 640 px) and a ViT-S/16 (224, 384) and rounded up (tests/load/test_peaks.py). A redraw: every layer's head-fused matrix
+# recomputed in turn, the copies the discard sorts and the residual makes (viz.maps.source.residual_step), the columns
+# asked for a chunk at a time (viz.maps.source.COLUMNS_BYTES). An analysis: the capture's stream and chunk of rows
+# (viz.analysis.capture), then its first pictures (a redraw's work). A gradient pass: every block's attention in the
+# graph, its gradient, both stacked, and GAE's product of the two (vit.explain.passes, viz.explain.gae); a relevance
+# pass: the rules' activations of every block; the attention family: every block's attention captured. The inside
+# views: one forward and one backward with every block's attention and the stream kept (vit.inside); patching: two
+# photos' streams.
 COEFFICIENTS: dict[str, Terms] = {
-    "render": Terms(constant=24 * MB, square=3.0, layer=0.5, photo=2.0),
-    "analysis": Terms(constant=48 * MB, square=3.0, layer=1.0, stream=1.0, activation=2.0, photo=2.0),
-    "gradient": Terms(constant=48 * MB, attention=4.5, square=2.0, activation=3.0),
-    "attnlrp": Terms(constant=40 * MB, attention=1.5, layer=2.0, activation=4.0),
-    "cp_lrp": Terms(constant=40 * MB, attention=1.5, layer=2.0, activation=4.0),
-    "attention": Terms(constant=32 * MB, attention=1.5, square=2.0, activation=2.0),
+    "render": Terms(constant=16 * MB, square=8.0, chunk=1.0, stream=1.0),
+    "analysis": Terms(constant=48 * MB, square=8.0, chunk=1.0, stream=3.0),
+    "gradient": Terms(constant=48 * MB, attention=4.0, square=12.0),
+    "attnlrp": Terms(constant=32 * MB, square=1.5, stream=8.0),
+    "cp_lrp": Terms(constant=32 * MB, square=1.5, stream=8.0),
+    "attention": Terms(constant=32 * MB, attention=1.8, square=2.0),
     "none": Terms(constant=16 * MB),
-    "windows": Terms(constant=48 * MB, attention=4.5, square=2.0, activation=3.0),
-    "window_attnlrp": Terms(constant=40 * MB, attention=1.5, layer=2.0, activation=4.0),
-    "window_cp_lrp": Terms(constant=40 * MB, attention=1.5, layer=2.0, activation=4.0),
-    "window_attention": Terms(constant=32 * MB, attention=1.5, square=2.0, activation=2.0),
-    "perturbed": Terms(constant=32 * MB, layer=2.0, activation=4.0, photo=8.0),     # a trust step's forward
-    "sanity": Terms(params=2.0),                                                      # the randomised copies
-    "inside": Terms(constant=48 * MB, attention=2.0, stream=4.0, activation=4.0),
-    "ablation": Terms(constant=48 * MB, layer=2.0, stream=4.0, activation=4.0),
-    "patching": Terms(constant=64 * MB, attention=2.0, stream=8.0, activation=4.0),
-    "animation": Terms(constant=48 * MB, square=3.0, layer=0.5, photo=2.0),
-    "features": Terms(constant=32 * MB, stream=2.0, square=0.0, photo=2.0),
-    "walk": Terms(constant=32 * MB, layer=2.0, stream=1.0, activation=4.0, photo=4.0),
-    "snapshots": Terms(constant=64 * MB, layer=2.0, stream=2.0, activation=4.0, params=2.0),
+    "windows": Terms(constant=48 * MB, attention=4.0, square=12.0),
+    "window_attnlrp": Terms(constant=32 * MB, square=1.5, stream=8.0),
+    "window_cp_lrp": Terms(constant=32 * MB, square=1.5, stream=8.0),
+    "window_attention": Terms(constant=32 * MB, attention=1.8, square=2.0),
+    "thorough": Terms(constant=16 * MB, layer=2.0),                                  # a pixel protocol's batch, more
+    "sanity": Terms(constant=16 * MB, params=2.0),                                   # the randomised copies, more
+    "inside": Terms(constant=48 * MB, attention=1.0, square=8.0, stream=12.0),
+    "ablation": Terms(constant=40 * MB, attention=0.5, square=2.0),
+    "patching": Terms(constant=48 * MB, attention=0.5, stream=20.0),
+    "animation": Terms(constant=40 * MB, square=4.0, chunk=1.0),
+    "features": Terms(constant=16 * MB, stream=1.0),
+    "walk": Terms(constant=32 * MB, attention=0.8, square=12.0, stream=4.0),
+    "snapshots": Terms(constant=64 * MB, square=8.0, chunk=1.0, stream=3.0, params=2.0),
     "zero_shot": Terms(constant=48 * MB, activation=4.0, params=1.0),
 }
 FAMILY_NAMES = ("gradient", "attnlrp", "cp_lrp", "attention", "none", "windows", "window_attnlrp", "window_cp_lrp",
@@ -167,10 +180,10 @@ def explain(s: Shape, families: tuple[str, ...] = ("gradient", "attnlrp", "cp_lr
 
 def trust(s: Shape, protocols: tuple[str, ...] = ("tokens",), sanity: bool = False,
           families: tuple[str, ...] = ("gradient", "attnlrp", "cp_lrp")) -> int:
-    """A trust check: each method's map (its family's passes), then its curves a forward at a time; with the sanity
-    check, the maps of randomised copies of the model."""
-    steps = max(explain(s, families), COEFFICIENTS["perturbed"].bytes(s))
-    return steps + (COEFFICIENTS["sanity"].bytes(s) if sanity else 0)
+    """A trust check: each method's map (its family's passes), then its curves a forward at a time (a pixel protocol
+    a batch of whole images); with the sanity check, the maps of randomised copies of the model."""
+    more = COEFFICIENTS["thorough"].bytes(s) if any(p != "tokens" for p in protocols) else 0
+    return explain(s, families) + more + (COEFFICIENTS["sanity"].bytes(s) if sanity else 0)
 
 
 def inside(s: Shape, part: Literal["views", "ablation", "patching"] = "views") -> int:
@@ -179,9 +192,9 @@ def inside(s: Shape, part: Literal["views", "ablation", "patching"] = "views") -
 
 
 def compare(s: Shape, other: Shape | None = None) -> int:
-    """A comparison: model B's analysis at its own input, and both models' rollouts on the photo."""
+    """A comparison: model B's analysis at its own input, and both models' rollouts on the photo's pixels."""
     other = s if other is None else other
-    return analysis(other) + COEFFICIENTS["render"].bytes(s)
+    return analysis(other) + COEFFICIENTS["animation"].bytes(s)
 
 
 def analysis(s: Shape) -> int:

@@ -35,7 +35,7 @@ from gradio.utils import get_upload_folder
 
 from viz.i18n import language, t
 
-from . import limits
+from . import limits, sessions
 
 log = logging.getLogger(__name__)
 LONG_NUMBER = 16              # digits a message repeats of a number at most (then "…")
@@ -109,10 +109,20 @@ def uploaded_photo(path: str | None) -> str:
         if any(Path(real).is_relative_to(folder) for folder in upload_folders()):
             try:
                 if stat.S_ISREG(os.stat(real).st_mode):
+                    used(str(path), real)
                     return real
             except OSError:                               # gone, or unreadable: the same answer
                 pass
     raise Refusal("message.photo_not_uploaded")
+
+
+def used(*paths: str) -> None:
+    """The running event's session uses these uploaded files: they stay while the session is remembered
+    (``vit_explorer.sessions``)."""
+    holder, session = sessions.current(), sessions.current_session()
+    if holder is not None and session is not None:
+        for path in paths:
+            holder.used(session, path)
 
 
 def inline_photo(url: str, cache_dir: str) -> str:
@@ -124,7 +134,9 @@ def inline_photo(url: str, cache_dir: str) -> str:
     limit = limits.LIMITS.inline_photo_bytes
     if size > limit:
         raise Refusal("message.photo_too_large", size=size / 2**20, limit=limit / 2**20)
-    return processing_utils.save_base64_to_cache(url, cache_dir)
+    saved = processing_utils.save_base64_to_cache(url, cache_dir)
+    used(saved, os.path.realpath(saved))
+    return saved
 
 
 # ---- every event -----------------------------------------------------------------------------------------------
@@ -161,6 +173,7 @@ class Explorer(gr.Blocks):
     async def process_api(self, block_fn, inputs, state=None, *args, **kwargs):
         lang = self._language(state)
         typed = TYPED.set(tuple(long_texts(inputs)))     # what every message of this event must not repeat whole
+        session = sessions.SESSION.set(kwargs.get("session_hash"))   # whose uploads the photo inputs use
         try:
             if not_finite(inputs):
                 raise Refusal("message.not_a_number")
@@ -176,6 +189,7 @@ class Explorer(gr.Blocks):
             raise Refusal("message.bad_request", lang) from None
         finally:
             TYPED.reset(typed)
+            sessions.SESSION.reset(session)
 
     def _language(self, state) -> str:
         """The visitor's page language, from the session's state (English when there is none yet)."""

@@ -24,6 +24,7 @@ import threading
 import time
 import tracemalloc
 from collections import Counter
+from contextvars import ContextVar
 
 from gradio.context import LocalContext
 from gradio.state_holder import SessionState, StateHolder
@@ -34,6 +35,7 @@ from . import limits
 
 log = logging.getLogger(__name__)
 SWEEP_SECONDS = 15.0             # how often closed sessions and unused uploads are looked for
+SESSION: ContextVar[str | None] = ContextVar("session", default=None)   # the session whose event is being processed
 
 
 def holds_work(state: SessionState) -> bool:
@@ -228,6 +230,6 @@ def current() -> Sessions | None:
 
 
 def current_session() -> str | None:
-    """The session id of the event running in this thread (None outside an event)."""
-    request = LocalContext.request.get(None)
-    return getattr(request, "session_hash", None)
+    """The session id of the event being processed (``SESSION``, set by ``door.Explorer.process_api`` while its inputs
+    are read and its handler runs; None outside an event)."""
+    return SESSION.get() or getattr(LocalContext.request.get(None), "session_hash", None)

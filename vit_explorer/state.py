@@ -17,6 +17,8 @@ Handlers here raise ``gr.Error`` with a message for people: the API shows it as 
 """
 from __future__ import annotations
 
+import dataclasses
+import re
 import sys
 import threading
 from dataclasses import dataclass, field
@@ -204,12 +206,34 @@ def explain_key(key: tuple[str, str, str, Pick]) -> Explained:
 
     def one_family(model, x, target, methods, labels):
         (family,) = families_of(methods, method_table(model))
-        if (need := peak.family(shape, family)) > limits.LIMITS.memory:
-            raise ValueError(too_large(served, shape, methods[0], need, "en"))
+        if peak.family(shape, family) > limits.LIMITS.memory:
+            raise ValueError(TOO_LARGE)               # said in the visitor's language by ``explained``
         with MODEL_TURN:
             return explain_tensor(model, x, target, methods, labels)
 
     return explanations(one_family, loaded.model, x, pick.resolve(loaded), loaded.labels)
+
+
+def method_name(method: str, lang: str) -> str:
+    """A method's name as its title begins ("GAE" of "GAE: gradient × attention, over the layers")."""
+    return re.split("[:：]", t(f"method_title.{method}", lang))[0]
+
+
+TOO_LARGE = "\0too large"          # what an explanation records for a method left out for its memory
+
+
+def said_in(e: Explained, key: AnalysisKey, lang: str) -> Explained:
+    """The explanation with the methods left out for their memory saying why in ``lang`` (``too_large``)."""
+    if TOO_LARGE not in e.failed.values():
+        return e
+    served = model_of(key)
+    a = ANALYSES.get(key)
+    shape = peak.Shape.of(served.loaded.model, *served.loaded.preprocess.to_tensor(a.image).shape[-2:],
+                          params=served.nbytes)
+    table = method_table(served.loaded.model)
+    failed = {m: too_large(served, shape, m, peak.family(shape, table[m].family), lang) if why == TOO_LARGE else why
+              for m, why in e.failed.items()}
+    return dataclasses.replace(e, failed=failed)
 
 
 def too_large(served: ServedModel, shape, method: str, need: int, lang: str) -> str:
@@ -223,8 +247,8 @@ def too_large(served: ServedModel, shape, method: str, need: int, lang: str) -> 
     advice = [t("advice.smaller_size", lang, side=side)] if side is not None and cost.follows_size(
         served.loaded.config) else []
     if fits:
-        advice.append(t("advice.other_methods", lang, methods=", ".join(t(f"method_title.{m}", lang) for m in fits)))
-    return t("message.method_too_large", lang, method=t(f"method_title.{method}", lang),
+        advice.append(t("advice.other_methods", lang, methods="; ".join(method_name(m, lang) for m in fits)))
+    return t("message.method_too_large", lang, method=method_name(method, lang),
              side=max(shape.height, shape.width), need=need / 2**30, budget=budget / 2**30,
              advice=" ".join(advice) or t("message.memory_no_advice", lang))
 
@@ -360,6 +384,6 @@ def explained(key: AnalysisKey, pick: Pick, lang: str = "en") -> Explained:
     """The cached explanation for (photo, model, preprocessing) and pick; a class the model lacks, or texts on a
     checkpoint without a text tower, is a gr.Error in the visitor's language."""
     try:
-        return EXPLANATIONS.get((*key, pick))
+        return said_in(EXPLANATIONS.get((*key, pick)), key, lang)
     except ValueError as err:
         raise gr.Error(t("message.target_failed", lang, error=err), print_exception=False) from None

@@ -151,13 +151,24 @@ def test_the_first_visitors_work_outlives_150_new_sessions(served, photos):
         assert no_photo not in warnings_of(redrawn(served, visitor))
         tab = next(d for d in served.events() if not d["queue"] and not d["inputs"])     # a tab select
         language = next(d for d in served.events() if d["api_name"] == "initial_language")
-        refused = 0
+        statuses = []
+
+        def instant(count: int) -> None:
+            with RawClient(served.url) as flood:
+                for _ in range(count):
+                    flood.session = os.urandom(6).hex()
+                    statuses.append(flood.direct(tab["id"], []).status)
+
+        threads = [threading.Thread(target=instant, args=(25,)) for _ in range(6)]   # 150 at once, six at a time
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=120)
+        assert len(statuses) == 150 and {200, 429} == set(statuses), set(statuses)   # beyond a burst: told to wait
         with RawClient(served.url) as flood:
             for _ in range(150):
                 flood.session = os.urandom(6).hex()
-                refused += flood.direct(tab["id"], []).status == 429
                 assert flood.call(language["id"], []).success
-        assert refused > 0                       # more instant events than a burst: the address waits
         answer = redrawn(served, visitor)
         assert answer.success and no_photo not in warnings_of(answer), warnings_of(answer)
         with served.visitor("203.0.113.9") as flood:
@@ -202,8 +213,8 @@ def test_one_address_cannot_fill_a_kind_of_work(served, photos):
         photo = uploaded(flood[0], photos["cat"])
         joined = [client.join(event["id"], served.baseline(event, photo)) for client in flood]
         refused = [a for a in joined if a.status != 200]
-        assert 3 <= len(refused) <= 4 and all("try again in about" in a.detail for a in refused), \
-            [a.detail for a in refused]
+        assert 1 <= len(refused) <= 3 and all("try again in about" in a.detail for a in refused), \
+            [a.detail for a in refused]                     # (some of its first analyses may already be done)
         with served.visitor("198.51.100.9") as visitor:
             assert visitor.join(event["id"], served.baseline(event, uploaded(visitor, photos["cat"]))).status == 200
             visitor.close()
@@ -331,9 +342,12 @@ def test_uploads_go_with_their_session_and_unused_ones_within_seconds(served, ph
     photo it used with it; a photo no session used goes after unused_upload_seconds."""
     from vit_explorer.sessions import SWEEP_SECONDS
 
+    folder = photos["cat"].parent
+    for name, pixels in (("unused", data.rocket()[::-1]), ("closed", data.astronaut()[::-1])):   # no one else's
+        Image.fromarray(pixels).save(folder / f"{name}.jpg", quality=91)
     with served.visitor("198.51.100.11") as visitor:
-        unused = Path(visitor.upload(photos["rocket"]))
-        photo = uploaded(visitor, photos["astronaut"])
+        unused = Path(visitor.upload(folder / "unused.jpg"))
+        photo = uploaded(visitor, folder / "closed.jpg")
         with httpx.stream("GET", f"{served.url}gradio_api/heartbeat/{visitor.session}", timeout=30) as beat:
             analysed(served, visitor, photo)
             next(beat.iter_lines())                             # the page is open…
@@ -387,7 +401,10 @@ def test_the_heaviest_jobs_at_the_largest_size_keep_the_peak_within_the_budget(s
     said = {name: warnings_of(answer) + ([answer.error] if answer.error else []) for name, answer in answers.items()}
     assert all(answer.completed for answer in answers.values()), said
     refused = [name for name, texts in said.items() if any("more than this server allows" in x for x in texts)]
-    assert "explain_1" in refused, said              # every family of passes is far beyond 768 MB there
+    assert {"look_inside", "trust"} <= set(refused), said
+    explained = json.dumps(answers["explain_1"].output, ensure_ascii=False)     # GAE's passes are left out, and why
+    assert "GAE at" in explained and "more than this server allows" in explained and "AttnLRP;" in explained, \
+        explained[:2000]
     for texts in said.values():
         assert not any("could not handle" in x for x in texts), said
     print(f"largest side {side} px, peak growth {grew:.0f} MB of a {BUDGET_MB} MB budget; refused: {refused}")

@@ -140,8 +140,8 @@ class Terms:
 # views: one forward and one backward with every block's attention and the stream kept (vit.inside); patching: two
 # photos' streams.
 COEFFICIENTS: dict[str, Terms] = {
-    "render": Terms(constant=16 * MB, square=8.0, chunk=1.0, stream=1.0),
-    "analysis": Terms(constant=48 * MB, square=8.0, chunk=1.0, stream=3.0),
+    "render": Terms(constant=16 * MB, square=5.0, chunk=1.0, stream=1.0),
+    "analysis": Terms(constant=52 * MB, square=5.0, chunk=1.0, stream=3.0),
     "gradient": Terms(constant=48 * MB, attention=4.0, square=12.0),
     "attnlrp": Terms(constant=32 * MB, square=1.5, stream=8.0),
     "cp_lrp": Terms(constant=32 * MB, square=1.5, stream=8.0),
@@ -151,15 +151,16 @@ COEFFICIENTS: dict[str, Terms] = {
     "window_attnlrp": Terms(constant=32 * MB, square=1.5, stream=8.0),
     "window_cp_lrp": Terms(constant=32 * MB, square=1.5, stream=8.0),
     "window_attention": Terms(constant=32 * MB, attention=1.8, square=2.0),
-    "thorough": Terms(constant=16 * MB, layer=2.0),                                  # a pixel protocol's batch, more
+    "thorough": Terms(constant=32 * MB, layer=2.0, photo=60.0),     # more: a pixel protocol's batch, ROAD's solves
     "sanity": Terms(constant=16 * MB, params=2.0),                                   # the randomised copies, more
     "inside": Terms(constant=48 * MB, attention=1.0, square=8.0, stream=12.0),
     "ablation": Terms(constant=40 * MB, attention=0.5, square=2.0),
     "patching": Terms(constant=48 * MB, attention=0.5, stream=20.0),
-    "animation": Terms(constant=40 * MB, square=4.0, chunk=1.0),
+    "animation": Terms(constant=40 * MB, square=2.0, chunk=1.0),
+    "comparison": Terms(constant=16 * MB, square=1.0, chunk=1.0),                    # beside B's analysis
     "features": Terms(constant=16 * MB, stream=1.0),
     "walk": Terms(constant=32 * MB, attention=0.8, square=12.0, stream=4.0),
-    "snapshots": Terms(constant=64 * MB, square=8.0, chunk=1.0, stream=3.0, params=2.0),
+    "snapshots": Terms(constant=64 * MB, square=5.0, chunk=1.0, stream=3.0, params=2.0),
     "zero_shot": Terms(constant=48 * MB, activation=4.0, params=1.0),
 }
 FAMILY_NAMES = ("gradient", "attnlrp", "cp_lrp", "attention", "none", "windows", "window_attnlrp", "window_cp_lrp",
@@ -194,7 +195,7 @@ def inside(s: Shape, part: Literal["views", "ablation", "patching"] = "views") -
 def compare(s: Shape, other: Shape | None = None) -> int:
     """A comparison: model B's analysis at its own input, and both models' rollouts on the photo's pixels."""
     other = s if other is None else other
-    return analysis(other) + COEFFICIENTS["animation"].bytes(s)
+    return analysis(other) + COEFFICIENTS["comparison"].bytes(s)
 
 
 def analysis(s: Shape) -> int:

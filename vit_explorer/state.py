@@ -205,9 +205,11 @@ def explain_key(key: tuple[str, str, str, Pick]) -> Explained:
     shape = peak.Shape.of(loaded.model, *x.shape[-2:], params=served.nbytes)
 
     def one_family(model, x, target, methods, labels):
-        (family,) = families_of(methods, method_table(model))
-        if peak.family(shape, family) > limits.LIMITS.memory:
-            raise ValueError(TOO_LARGE)               # said in the visitor's language by ``explained``
+        table = method_table(model)
+        if all(m in table for m in methods):          # (a method the model has not: explain_tensor says why)
+            (family,) = families_of(methods, table)
+            if peak.family(shape, family) > limits.LIMITS.memory:
+                raise ValueError(TOO_LARGE)           # said in the visitor's language by ``explained``
         with MODEL_TURN:
             return explain_tensor(model, x, target, methods, labels)
 

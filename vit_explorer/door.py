@@ -13,7 +13,8 @@ the server cannot read gets one human message in the visitor's language, never a
 - **What the page cannot read** (a payload of the wrong shape, event data that is not what the event sends, a value
   no component accepts): one message, and the error is logged on the server for whoever runs it.
 - **Echoes**: a message never repeats more than ``Limits.echo_chars`` characters of what a visitor typed, nor a
-  number of more than ``LONG_NUMBER`` digits (``readable``: every error and warning of an event passes it).
+  number of more than ``LONG_NUMBER`` digits, nor (on a public server) where a file lies on the server (``readable``:
+  every error and warning of an event passes it).
 
 ``Refusal`` is the gr.Error these raise: a catalogue message, said in the language of the visitor's page.
 The models' guard is ``vit_explorer.state.model_source``; the limits on heavy jobs are ``vit_explorer.heavy``.
@@ -41,6 +42,7 @@ log = logging.getLogger(__name__)
 LONG_NUMBER = 16              # digits a message repeats of a number at most (then "…")
 MESSAGE_CHARS = 3000          # the longest message said, whatever it repeats
 TYPED: ContextVar[tuple[str, ...]] = ContextVar("typed", default=())   # the running event's long texts
+SERVER_PATH = re.compile(r"(?<![\w.:/~-])(?:/[\w.@+~-]+)+/([\w.@+~-]+)")      # /a/b/name -> name (not a URL's)
 
 
 class Refusal(gr.Error):
@@ -69,11 +71,14 @@ def shortened(text: str) -> str:
 def readable(message: str, typed: tuple[str, ...] | None = None) -> str:
     """A message as a visitor reads it: each long text of theirs it repeats (``typed``, default the running event's,
     ``TYPED``) cut to ``Limits.echo_chars`` characters, any other run of more than twice that many characters
-    without a space cut too, numbers to ``LONG_NUMBER`` digits, the whole to ``MESSAGE_CHARS``."""
+    without a space cut too, numbers to ``LONG_NUMBER`` digits, the whole to ``MESSAGE_CHARS``; on a public server
+    a path of the server's said by its file's name alone."""
     limit = limits.LIMITS.echo_chars
     for text in sorted(TYPED.get() if typed is None else typed, key=len, reverse=True):
         if len(text) > limit and text in message:
             message = message.replace(text, shortened(text))
+    if limits.LIMITS.public:                      # a server path says where things lie: its file's name is enough
+        message = SERVER_PATH.sub(lambda m: m.group(1), message)
     message = re.sub(r"\S{%d,}" % (2 * limit + 1), lambda m: shortened(m.group()), message)
     message = re.sub(r"\d{%d,}" % (LONG_NUMBER + 1), lambda m: m.group()[:LONG_NUMBER] + "…", message)
     return message if len(message) <= MESSAGE_CHARS else message[:MESSAGE_CHARS] + "…"

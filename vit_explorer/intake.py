@@ -32,7 +32,7 @@ from viz.i18n import language_from_header, t
 from . import limits
 
 UPLOAD_ROUTE = "/gradio_api/upload"
-INSTANT_ROUTES = ("/gradio_api/run/", "/gradio_api/api/")
+INSTANT_ROUTES = ("/gradio_api/run/", "/gradio_api/api/", "/gradio_api/component_server")
 BODY_METHODS = ("POST", "PUT", "PATCH")
 ADDRESSES_KEPT = 10_000           # addresses remembered for the per-address limits (the oldest forgotten first)
 

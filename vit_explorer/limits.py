@@ -70,6 +70,8 @@ class Limits:
     instant_per_second: float = 10.0          # events that skip the queue, per address (a bucket of instant_burst)
     instant_burst: int = 40
     echo_chars: int = 60                      # a visitor's text repeated in a message: at most this many characters
+    typed_text_chars: int = 300               # one of CLIP's typed texts (it reads 77 tokens of it)
+    typed_texts: int = 32                     # CLIP's typed texts scored or explained at once
 
     @property
     def memory(self) -> int:

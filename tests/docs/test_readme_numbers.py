@@ -271,6 +271,7 @@ def test_the_limits_of_a_public_server():
             f"one per page, {_app_constant('QUEUE_MAX', 'heavy')} waiting in all",
         "large redraws (an analysis of more than 1,200 tokens)": "one at a time",
         "what a message repeats of a visitor's text": f"{L.echo_chars} characters, numbers 16 digits",
+        "CLIP's typed texts": f"{L.typed_text_chars} characters each (CLIP reads 77 tokens), {L.typed_texts} at once",
     }
     for limit, text in said.items():
         assert text in rows[limit], (limit, rows[limit], text)

@@ -340,13 +340,17 @@ def test_server_paths_in_every_text_input_open_nothing_and_show_nothing(server, 
     for answer in answers.values():
         assert all(human(text) for text in said(answer)), said(answer)
     if server.public:
-        def seen(name: str) -> tuple:           # what came back, the typed text itself left out (it may be echoed)
-            answer = answers[event, name]
-            texts = [text.replace(strings[name], "<typed>") for text in said(answer)]
+        def seen(name: str) -> tuple:           # what came back, the typed text itself left out (it may be echoed,
+            answer = answers[event, name]       # a path by its file's name alone)
+            texts = [text.replace(strings[name], "<typed>").replace(Path(strings[name]).name, "<typed>")
+                     for text in said(answer)]
             return answer.status, answer.success, texts
 
         for event in {e for e, _ in answers}:
             assert seen("secret") == seen("missing"), event
+        for answer in answers.values():         # no message says where anything lies on the server
+            for text in said(answer):
+                assert str(bait.folder) not in text and os.path.realpath(server.app.temp_dir) not in text, text
         refused = t("message.models_listed_only", "en")
         for event in ("page_analyze", "analyze", "switch_model", "compare", "open_snapshots"):
             assert refused in said(answers[event, "fifo"]), (event, said(answers[event, "fifo"]))

@@ -225,6 +225,26 @@ def test_one_address_cannot_fill_a_kind_of_work(served, photos):
             client.close()
 
 
+def test_large_redraws_from_one_page_leave_the_renderers_to_everyone(served, photos):
+    """Four rollout redraws of an analysis at the largest size, from one page at once, held every renderer: another
+    visitor's opacity move waited minutes. One large redraw runs at a time; the others are told to try again."""
+    side = _largest_side(served)
+    event = served.named("discard_ratio_changed")
+    opacity = served.named("opacity_changed")
+    with served.visitor("198.51.100.30", timeout=600) as big, served.visitor("198.51.100.31", timeout=120) as small:
+        analysed(served, big, uploaded(big, photos["coffee"]), {"input-size": side})
+        analysed(served, small, uploaded(small, photos["cat"]))
+        joined = [big.join(event["id"], served.baseline(event, values={"control.discard": 0.5 + i / 10}))
+                  for i in range(4)]
+        time.sleep(0.5)
+        moved = small.call(opacity["id"], served.baseline(opacity, values={"control.opacity": 0.3}))
+        finished = [big.wait(answer) for answer in joined if answer.status == 200]
+    assert moved.success and not warnings_of(moved) and moved.seconds < 30, (moved.seconds, warnings_of(moved))
+    busy = t("message.large_redraw_busy", "en")
+    told = [a for a in finished if busy in warnings_of(a)]
+    assert len(told) >= 2, [warnings_of(a) for a in finished]
+
+
 # ---- a job whose visitor has gone stops ---------------------------------------------------------------------------
 
 def _idle_within(served: Served, seconds: float) -> float:

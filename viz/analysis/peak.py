@@ -140,27 +140,29 @@ class Terms:
 # views: one forward and one backward with every block's attention and the stream kept (vit.inside); patching: two
 # photos' streams.
 COEFFICIENTS: dict[str, Terms] = {
-    "render": Terms(constant=16 * MB, square=5.0, chunk=1.0, stream=1.0),
-    "analysis": Terms(constant=52 * MB, square=5.0, chunk=1.0, stream=3.0),
-    "gradient": Terms(constant=48 * MB, attention=4.0, square=12.0),
-    "attnlrp": Terms(constant=32 * MB, square=1.5, stream=8.0),
-    "cp_lrp": Terms(constant=32 * MB, square=1.5, stream=8.0),
-    "attention": Terms(constant=32 * MB, attention=1.8, square=2.0),
+    "render": Terms(constant=24 * MB, square=5.0, chunk=1.2, stream=1.2),
+    "analysis": Terms(constant=64 * MB, square=5.0, chunk=1.2, stream=3.0),
+    "gradient": Terms(constant=64 * MB, attention=4.2, square=12.0),
+    "attnlrp": Terms(constant=40 * MB, square=1.5, stream=9.0),
+    "cp_lrp": Terms(constant=40 * MB, square=1.5, stream=9.0),
+    "attention": Terms(constant=40 * MB, attention=1.9, square=2.0),
     "none": Terms(constant=16 * MB),
-    "windows": Terms(constant=48 * MB, attention=4.0, square=12.0),
-    "window_attnlrp": Terms(constant=32 * MB, square=1.5, stream=8.0),
-    "window_cp_lrp": Terms(constant=32 * MB, square=1.5, stream=8.0),
-    "window_attention": Terms(constant=32 * MB, attention=1.8, square=2.0),
-    "thorough": Terms(constant=32 * MB, layer=2.0, photo=60.0),     # more: a pixel protocol's batch, ROAD's solves
-    "sanity": Terms(constant=16 * MB, params=2.0),                                   # the randomised copies, more
-    "inside": Terms(constant=48 * MB, attention=1.0, square=8.0, stream=12.0),
-    "ablation": Terms(constant=40 * MB, attention=0.5, square=2.0),
-    "patching": Terms(constant=48 * MB, attention=0.5, stream=20.0),
-    "animation": Terms(constant=40 * MB, square=2.0, chunk=1.0),
-    "comparison": Terms(constant=16 * MB, square=1.0, chunk=1.0),                    # beside B's analysis
-    "features": Terms(constant=16 * MB, stream=1.0),
-    "walk": Terms(constant=32 * MB, attention=0.8, square=12.0, stream=4.0),
-    "snapshots": Terms(constant=64 * MB, square=5.0, chunk=1.0, stream=3.0, params=2.0),
+    "windows": Terms(constant=64 * MB, attention=4.2, square=12.0),
+    "window_attnlrp": Terms(constant=40 * MB, square=1.5, stream=9.0),
+    "window_cp_lrp": Terms(constant=40 * MB, square=1.5, stream=9.0),
+    "window_attention": Terms(constant=40 * MB, attention=1.9, square=2.0),
+    "thorough": Terms(constant=40 * MB, layer=2.0, photo=60.0),     # more: a pixel protocol's batch, ROAD's solves
+    "sanity": Terms(constant=24 * MB, params=2.0),                                   # the randomised copies, more
+    "inside": Terms(constant=56 * MB, attention=1.1, square=8.0, stream=12.0),
+    "ablation": Terms(constant=48 * MB, attention=0.5, square=2.0),
+    "patching": Terms(constant=56 * MB, attention=0.5, stream=20.0),
+    "animation": Terms(constant=56 * MB, square=2.0, chunk=1.2),
+    "comparison": Terms(constant=24 * MB, square=1.2, chunk=1.2),                    # beside B's analysis
+    "features": Terms(constant=24 * MB, stream=1.2),
+    "capture": Terms(constant=24 * MB, chunk=1.2, stream=3.0),                       # a second photo's forward pass
+    "curves": Terms(constant=16 * MB, layer=1.0),                                    # a trust check's, beside its maps
+    "walk": Terms(constant=40 * MB, attention=0.9, square=12.0, stream=4.0),
+    "snapshots": Terms(constant=80 * MB, square=5.0, chunk=1.2, stream=3.0, params=2.0),
     "zero_shot": Terms(constant=48 * MB, activation=4.0, params=1.0),
 }
 FAMILY_NAMES = ("gradient", "attnlrp", "cp_lrp", "attention", "none", "windows", "window_attnlrp", "window_cp_lrp",
@@ -184,7 +186,8 @@ def trust(s: Shape, protocols: tuple[str, ...] = ("tokens",), sanity: bool = Fal
     """A trust check: each method's map (its family's passes), then its curves a forward at a time (a pixel protocol
     a batch of whole images); with the sanity check, the maps of randomised copies of the model."""
     more = COEFFICIENTS["thorough"].bytes(s) if any(p != "tokens" for p in protocols) else 0
-    return explain(s, families) + more + (COEFFICIENTS["sanity"].bytes(s) if sanity else 0)
+    return (explain(s, families) + COEFFICIENTS["curves"].bytes(s) + more
+            + (COEFFICIENTS["sanity"].bytes(s) if sanity else 0))
 
 
 def inside(s: Shape, part: Literal["views", "ablation", "patching"] = "views") -> int:
@@ -207,8 +210,8 @@ def render(s: Shape) -> int:
 
 
 def features(s: Shape, second: bool = False) -> int:
-    """The dense features (PCA, similarity), with a second photo's analysis when one is matched."""
-    return COEFFICIENTS["features"].bytes(s) + (analysis(s) if second else 0)
+    """The dense features (PCA, similarity), with a second photo's forward pass when one is matched."""
+    return COEFFICIENTS["features"].bytes(s) + (COEFFICIENTS["capture"].bytes(s) if second else 0)
 
 
 PEAKS: dict[str, Callable[..., int]] = {

@@ -19,8 +19,7 @@ import threading
 from contextlib import contextmanager
 from typing import Callable
 
-from vit.explain.perturb import token_dropping_refusal
-from viz.analysis import peak
+from viz.analysis import cost, peak
 from viz.analysis.windows import is_swin
 from viz.explain.methods import families_of, method_table
 from viz.i18n import t
@@ -28,6 +27,7 @@ from viz.i18n import t
 from . import heavy, state
 from .budget import BUDGET, Need
 from .door import Refusal
+from .tabs.trust import FAST, protocols_for
 
 LARGE_REDRAW_TOKENS = 1200       # a redraw of an analysis with more tokens (a ViT-B/16 above 544 px) is a large one
 LARGE_REDRAW = threading.Semaphore(1)
@@ -55,10 +55,10 @@ def session_shape(values: dict) -> tuple[object, peak.Shape] | None:
 def sizes_advice(job: str, served, lang: str, budget: int, **options) -> str | None:
     """"Choose N px or less": the largest square input (in patches) at which ``job`` fits ``budget``, when the
     model can run at other sizes and one fits (None otherwise)."""
-    side = peak.largest_side(job, served.loaded.model, budget, params=served.nbytes, **options)
-    if side is None:
+    if not cost.follows_size(served.loaded.config):          # a Swin, a relative position bias: its own size only
         return None
-    return t("advice.smaller_size", lang, side=side)
+    side = peak.largest_side(job, served.loaded.model, budget, params=served.nbytes, **options)
+    return None if side is None else t("advice.smaller_size", lang, side=side)
 
 
 def need(job: str, served, shape: peak.Shape, lang: str, **options) -> Need:
@@ -105,33 +105,34 @@ def explanation(values: dict) -> Need | None:
     if found is None or (values.get("open_tab") not in (None, "explain")):
         return None
     served, shape = found
-    lang = values.get("lang", "en")
-    families = fitting_families(served, shape) or (min(families_of(list(method_table(served.loaded.model)),
-                                                                    method_table(served.loaded.model)),
-                                                       key=lambda f: peak.family(shape, f)),)
-    return need("explain", served, shape, lang, families=families)
+    return explaining(served, shape, values.get("lang", "en"))
 
 
-def fitting_families(served, shape: peak.Shape) -> tuple[str, ...]:
-    """The families of explanation passes this model has whose peak fits the budget at ``shape``."""
+def explaining(served, shape: peak.Shape, lang: str) -> Need:
+    """Every method's map: the families of passes that fit the budget (or, when none does, the cheapest, refused
+    with what would fit)."""
     table = method_table(served.loaded.model)
-    return tuple(f for f in families_of(list(table), table) if peak.family(shape, f) <= BUDGET.capacity)
+    families = families_of(list(table), table)
+    fitting = tuple(f for f in families if peak.family(shape, f) <= BUDGET.capacity)
+    return need("explain", served, shape, lang,
+                families=fitting or (min(families, key=lambda f: peak.family(shape, f)),))
 
 
 def trust(values: dict) -> Need | None:
+    """The trust check: every method's map, then its curves; what would fit instead is the check without the sanity
+    check, the fast one, or a smaller size."""
     found = session_shape(values)
     if found is None:
         return None
     served, shape = found
     lang = values.get("lang", "en")
-    depth = values.get("trust_depth") or "fast"
-    protocols = ("tokens",) if depth == "fast" and token_dropping_refusal(served.loaded.model) is None else \
-        ("mean_colour",) if depth == "fast" else ("tokens", "mean_colour", "blur", "road")
+    protocols = protocols_for(served.loaded.model, values.get("trust_depth") or FAST)
     sanity = bool(values.get("trust_sanity"))
     base = need("trust", served, shape, lang, protocols=protocols, sanity=sanity)
     cheaper = [(t("advice.without_sanity", lang), dict(protocols=protocols, sanity=False))] if sanity else []
     if len(protocols) > 1:
-        cheaper.append((t("advice.fast_check", lang), dict(protocols=protocols[:1], sanity=False)))
+        cheaper.append((t("advice.fast_check", lang), dict(protocols=protocols_for(served.loaded.model, FAST),
+                                                            sanity=False)))
 
     def advice(lang: str, budget: int) -> str | None:
         said = [text for text, options in cheaper if peak.of("trust", shape, **options) <= budget]
@@ -141,6 +142,8 @@ def trust(values: dict) -> Need | None:
 
 
 def inside(part: str) -> Callable[[dict], Need | None]:
+    """The Inside tab's ``part``: the views (a forward and a backward, then head importance a layer at a time), an
+    ablation, or patching from a second photo."""
     def inside_need(values: dict) -> Need | None:
         found = session_shape(values)
         if found is None or is_swin(found[0].loaded.model):
@@ -161,6 +164,7 @@ def comparison(values: dict) -> Need | None:
 
 
 def animation(values: dict) -> Need | None:
+    """The animation: a map per layer at the animation's size."""
     found = session_shape(values)
     if found is None or is_swin(found[0].loaded.model):
         return None
@@ -168,6 +172,7 @@ def animation(values: dict) -> Need | None:
 
 
 def features(values: dict) -> Need | None:
+    """The Features tab (when it is open): one layer's patch features, and a second photo's forward pass."""
     found = session_shape(values)
     if found is None or values.get("open_tab") not in (None, "features"):
         return None
@@ -176,6 +181,7 @@ def features(values: dict) -> Need | None:
 
 
 def walk(values: dict) -> Need | None:
+    """The Learn tab (when it is open): the guided walk, the model's modules one by one on the photo."""
     found = session_shape(values)
     if found is None or values.get("open_tab") not in (None, "learn"):
         return None
@@ -189,6 +195,7 @@ def open_tab(values: dict) -> Need | None:
 
 
 def snapshots(values: dict) -> Need | None:
+    """A training run's snapshots on the photo, one model at a time (sized as the session's model)."""
     found = session_shape(values)
     if found is None or not values.get("snapshots"):
         return None
@@ -196,6 +203,7 @@ def snapshots(values: dict) -> Need | None:
 
 
 def zero_shot(values: dict) -> Need | None:
+    """CLIP's scores of the typed texts."""
     found = session_shape(values)
     return None if found is None else need("zero_shot", *found, values.get("lang", "en"))
 
@@ -208,9 +216,7 @@ def api_explanation(values: dict) -> Need | None:
     if not values.get("photo"):
         return None
     served = state.served(values.get("model") or state.model_choices()[0], "en", values.get("preprocess") or "own")
-    shape = shape_of(served)
-    families = fitting_families(served, shape) or ("gradient",)
-    return need("explain", served, shape, "en", families=families)
+    return explaining(served, shape_of(served), "en")
 
 
 CONTROLS = "vit_explorer.views.on_control.<locals>.control_changed"

@@ -10,8 +10,8 @@ state holding an object: nothing analysed, only the page's language or open tab)
 then sessions with work, taking first from the visitor's address that holds the most. A session whose event is
 waiting or running is never forgotten. A flood of new ids forgets the flood.
 
-A browser tab that was closed (its heartbeat ended) is forgotten after ``Limits.closed_session_seconds`` on a public
-server (Gradio keeps it an hour), and the photos it used go with it: an upload is deleted once no session remembered
+A browser tab that was closed (its heartbeat ended, and no event of it came since) is forgotten after
+``Limits.closed_session_seconds`` on a public server (Gradio keeps it an hour), and the photos it used go with it: an upload is deleted once no session remembered
 uses it, or after ``Limits.unused_upload_seconds`` when none ever did (Gradio's own ``delete_cache`` keeps the rest
 of its cache, the pictures sent to visitors, an hour). Which session used which upload is said by the door
 (``used``, called by ``vit_explorer.door.uploaded_photo``).
@@ -69,7 +69,7 @@ class Sessions(StateHolder):
         self.weight = 400 * 2**10            # bytes of one session's config copy (measured in ``set_blocks``)
         self.owners: dict[str, str] = {}      # session -> the visitor's address that made it (``vit_explorer.fair``)
         self.uploads: dict[str, set[str]] = {}  # session -> the uploaded files it used
-        self.closed_since: dict[str, float] = {}
+        self.closed_since: dict[str, float] = {}  # session -> when it was first seen closed (time.time())
         self.forgotten = 0                   # sessions forgotten to make room (what a test reads)
         self._lock = threading.RLock()
         self._swept = 0.0
@@ -185,7 +185,7 @@ class Sessions(StateHolder):
 
     def delete_all_expired_state(self) -> None:
         super().delete_all_expired_state()
-        now = time.monotonic()
+        now = time.time()
         if now - self._swept < SWEEP_SECONDS:
             return
         self._swept = now
@@ -194,14 +194,20 @@ class Sessions(StateHolder):
     def sweep(self, now: float | None = None) -> None:
         """Forget the sessions closed for longer than ``Limits.closed_session_seconds`` (public servers), and delete the
         uploads nobody uses."""
-        now = time.monotonic() if now is None else now
+        now = time.time() if now is None else now
         if limits.LIMITS.public:
             with self._lock:
                 for sid, state in list(self.session_data.items()):
-                    if getattr(state, "is_closed", False):
-                        self.closed_since.setdefault(sid, now)
+                    if not getattr(state, "is_closed", False):
+                        continue
+                    since = self.closed_since.setdefault(sid, now)
+                    used = self.time_last_used.get(sid)
+                    if used is not None and used.timestamp() > since:     # used again since: the page came back
+                        state.is_closed = False
+                        self.closed_since.pop(sid)
+                busy = self._busy()
                 expired = [sid for sid, since in self.closed_since.items()
-                           if now - since > limits.LIMITS.closed_session_seconds and sid not in self._busy()]
+                           if now - since > limits.LIMITS.closed_session_seconds and sid not in busy]
             for sid in expired:
                 self.forget(sid)
         upload_set = getattr(getattr(self, "blocks", None), "upload_file_set", set())

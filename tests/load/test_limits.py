@@ -197,6 +197,30 @@ def test_new_sessions_push_out_the_ones_without_work_first(monkeypatch):
     assert sessions.holds_work(holder.session_data["visitor"])
 
 
+def test_a_closed_page_goes_with_its_uploads_unless_it_comes_back(tmp_path, monkeypatch):
+    with gr.Blocks() as demo:
+        work = gr.State(None)
+    holder = sessions.Sessions()
+    holder.set_blocks(demo)
+    monkeypatch.setattr(limits.LIMITS, "public", True)
+    monkeypatch.setattr(limits.LIMITS, "closed_session_seconds", 5)
+    photos = {}
+    for page in ("left", "back"):
+        holder[page][work._id] = SimpleNamespace(key=page)
+        photos[page] = tmp_path / f"{page}.jpg"
+        photos[page].write_bytes(b"a photo")
+        holder.used(page, str(photos[page]))
+        holder.session_data[page].is_closed = True                    # its heartbeat ended
+    started = time.time()
+    holder.sweep(started)                                             # both seen closed
+    time.sleep(0.05)
+    holder["back"]                                                    # an event of the page that came back
+    holder.sweep(started + 10)
+    assert "left" not in holder.session_data and not photos["left"].exists()
+    assert "back" in holder.session_data and photos["back"].exists()
+    assert not holder.session_data["back"].is_closed
+
+
 # ---- bodies, echoes, the environment ----------------------------------------------------------------------------
 
 @pytest.mark.parametrize("split", [1, 3, 7, 1000])

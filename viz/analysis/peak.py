@@ -140,8 +140,8 @@ class Terms:
 # views: one forward and one backward with every block's attention and the stream kept (vit.inside); patching: two
 # photos' streams.
 COEFFICIENTS: dict[str, Terms] = {
-    "render": Terms(constant=24 * MB, square=5.0, chunk=1.2, stream=1.2),
-    "analysis": Terms(constant=64 * MB, square=5.0, chunk=1.2, stream=3.0),
+    "render": Terms(constant=32 * MB, square=5.0, chunk=1.2, stream=1.2),
+    "analysis": Terms(constant=72 * MB, square=5.0, chunk=1.2, stream=3.0),
     "gradient": Terms(constant=64 * MB, attention=4.2, square=12.0),
     "attnlrp": Terms(constant=40 * MB, square=1.5, stream=9.0),
     "cp_lrp": Terms(constant=40 * MB, square=1.5, stream=9.0),
@@ -156,12 +156,12 @@ COEFFICIENTS: dict[str, Terms] = {
     "inside": Terms(constant=56 * MB, attention=1.1, square=8.0, stream=12.0),
     "ablation": Terms(constant=48 * MB, attention=0.5, square=2.0),
     "patching": Terms(constant=56 * MB, attention=0.5, stream=20.0),
-    "animation": Terms(constant=56 * MB, square=2.0, chunk=1.2),
-    "comparison": Terms(constant=24 * MB, square=1.2, chunk=1.2),                    # beside B's analysis
+    "animation": Terms(constant=72 * MB, square=2.0, chunk=1.2),
+    "comparison": Terms(constant=32 * MB, square=1.2, chunk=1.2),                    # beside B's analysis
     "features": Terms(constant=24 * MB, stream=1.2),
     "capture": Terms(constant=24 * MB, chunk=1.2, stream=3.0),                       # a second photo's forward pass
     "curves": Terms(constant=16 * MB, layer=1.0),                                    # a trust check's, beside its maps
-    "walk": Terms(constant=40 * MB, attention=0.9, square=12.0, stream=4.0),
+    "walk": Terms(constant=48 * MB, attention=0.9, square=12.0, stream=4.0),
     "snapshots": Terms(constant=80 * MB, square=5.0, chunk=1.2, stream=3.0, params=2.0),
     "zero_shot": Terms(constant=48 * MB, activation=4.0, params=1.0),
 }

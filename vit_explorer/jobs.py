@@ -19,6 +19,8 @@ import threading
 from contextlib import contextmanager
 from typing import Callable
 
+import gradio as gr
+
 from viz.analysis import cost, peak
 from viz.analysis.windows import is_swin
 from viz.explain.methods import families_of, method_table
@@ -270,7 +272,10 @@ def admitted(fn: Callable, values: dict):
         yield
         return
     heavy.check()
-    found = JOBS[name](values)
+    try:
+        found = JOBS[name](values)
+    except gr.Error:                      # what the handler itself meets first, and says its own way (a bad model)
+        found = None
     lang = values.get("lang", "en") if isinstance(values.get("lang"), str) else "en"
     if found is None:
         yield

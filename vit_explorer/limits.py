@@ -1,23 +1,27 @@
 """Every limit that keeps one visitor from taking a server down, in one place (docs/app.md, "The limits of a public
 server", lists each with its default and how to raise it).
 
-A server for this machine alone keeps only the limits that protect it from a mistake (the memory of a job, the size
-of a request body); a server others can reach (``public``: ``--public``, ``--host 0.0.0.0``, ``--share``) keeps them
-all. ``LIMITS`` holds the values the server runs with (``vit_explorer.server`` sets them at start-up).
+Every server keeps the limits that also protect it from a mistake or a runaway client (the memory budget, request
+bodies, the queues, sessions in bytes, echoes); a server others can reach (``public``: ``--public``, ``--host
+0.0.0.0``, ``--share``) keeps as well those aimed at strangers: uploads per address, instant events per address,
+closed sessions and unused uploads deleted within minutes, no server path in a message. ``LIMITS`` holds the values
+the server runs with (``vit_explorer.server`` sets them at start-up, ``VIT_EXPLORER_LIMITS`` raises any).
 
 What each limit bounds, and where it is kept:
 
 - **memory** (``max_memory``, ``--max-memory``): the memory every job running at once may need at its peak, above
   what the server holds at rest (the model and the caches): ``vit_explorer.budget`` admits a job only when its peak,
   estimated from its shapes (``viz.analysis.peak``), fits;
-- **request bodies** (``json_bytes``, ``upload_bytes``, ``upload_files``, ``upload_bytes_per_client``):
-  ``vit_explorer.intake``, before a body is read into memory;
+- **request bodies** (``json_bytes``, ``inline_photo_bytes``, ``upload_bytes``, ``upload_files``,
+  ``upload_bytes_per_client``): ``vit_explorer.intake``, before a body is read into memory;
 - **sessions** (``sessions_memory``, ``closed_session_seconds``): ``vit_explorer.sessions``, bounded in bytes, the
   sessions that hold an analysis kept before those that hold nothing;
 - **uploads on disk** (``unused_upload_seconds``): ``vit_explorer.sessions``, deleted with their sessions;
-- **queues** (``QUEUES``): ``vit_explorer.fair``, per kind of work, for all visitors and per visitor's address;
+- **queues** (``QUEUES``, ``queued_bytes_per_client``): ``vit_explorer.fair``, per kind of work, for all visitors,
+  per visitor's address and per page;
 - **events that skip the queue** (``instant_per_second``, ``instant_burst``): ``vit_explorer.intake``, per address;
-- **echoes** (``echo_chars``): ``vit_explorer.door``, what a message repeats of a visitor's text.
+- **echoes** (``echo_chars``, ``typed_text_chars``, ``typed_texts``): ``vit_explorer.door``, what a message repeats
+  of a visitor's text, and how much of CLIP's typed texts is read.
 """
 from __future__ import annotations
 

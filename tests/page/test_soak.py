@@ -1,4 +1,4 @@
-"""Protects a long-running server's memory: 300 analyses in a row through the API, each from a new session and
+"""Protects a long-running server's memory: over 300 analyses in a row through the API, each from a new session and
 of 60 different photos, leave the serving process's RSS flat after warm-up (the median of its last samples
 within 40 MB of the first ones: one transient allocation read at a sample is not a leak); the cache of analyses (shared by
 all sessions) stays within its bytes, the dropped analyses really freed; the per-session state is bounded in bytes

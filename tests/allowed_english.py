@@ -16,8 +16,8 @@ NAMES = {
     "Abnar", "Zuidema", "Darcet", "Petsiuk", "Chefer", "Adebayo", "ROAD", "Rong", "nostalgebraist", "Elhage", "Meng",
     "Heimersheim", "Nanda", "AUC",
     # units, keys, commands and their options, configuration names
-    "CPU", "MB", "float16", "float32", "bfloat16", "Ctrl", "python", "app", "py", "share", "weights", "class",
-    "pos_embed_kind", "none",
+    "CPU", "MB", "GB", "float16", "float32", "bfloat16", "Ctrl", "python", "app", "py", "share", "weights", "class",
+    "pos_embed_kind", "none", "max", "memory",
     # what the loader assumed: libraries, data sets, activations, and the code that gives the real value
     "Hugging", "Face", "Hub", "OpenAI", "LAION", "DataComp", "ImageNet", "JSON", "timm", "open_clip", "load",
     "num_heads", "mlp_act", "img_size", "gelu", "quick_gelu", "gelu_tanh", "clip_quickgelu", "preprocess", "labels",

@@ -21,7 +21,7 @@ from typing import Callable
 
 import gradio as gr
 
-from . import api, heavy, state, views
+from . import api, heavy, jobs, state, views
 from .assets import NARROW_SCREEN_JS, SET_LOCALE_JS
 from .controls import CONTROLS
 from .controls import NAMES as CONTROL_NAMES
@@ -56,7 +56,8 @@ class Page:
         """``fn`` as an event's dict(fn=, inputs=, outputs=). Its inputs are the components named like its
         parameters (or ``inputs``, names), the parameter ``controls`` standing for every control; Gradio fills in
         its gr.Request, gr.SelectData and gr.Progress parameters itself. ``heavy_group``: a heavy job of that group
-        (``vit_explorer.heavy``): its group's settings and the validator that keeps its limits come with it."""
+        (``vit_explorer.heavy``): its group's settings come with it. Every handler runs within the memory budget
+        (``vit_explorer.jobs.admitted``: its job's peak estimated before it runs)."""
         outputs = list(outputs)
         signature, hints = inspect.signature(fn), typing.get_type_hints(fn)
         special = [p for p in signature.parameters.values() if _gradio_fills(p, hints)]
@@ -84,23 +85,27 @@ class Page:
 
         if inspect.isgeneratorfunction(fn):
             def handler(*args):                  # a step at a time: Gradio stops here when the job is cancelled
-                steps = fn(**values_of(args))
-                while True:
-                    try:
-                        next(steps)
-                    except StopIteration as finished:
-                        result = finished.value or {}
-                        break
-                    except gr.Error as err:
-                        gr.Warning(str(err.message))
-                        result = {}
-                        break
-                    yield event_outputs({})
+                values = values_of(args)
+                try:
+                    with jobs.admitted(fn, values):
+                        steps = fn(**values)
+                        while True:
+                            try:
+                                next(steps)
+                            except StopIteration as finished:
+                                result = finished.value or {}
+                                break
+                            yield event_outputs({})
+                except gr.Error as err:
+                    gr.Warning(str(err.message))
+                    result = {}
                 yield event_outputs(result)
         else:
             def handler(*args):
+                values = values_of(args)
                 try:
-                    result = fn(**values_of(args))
+                    with jobs.admitted(fn, values):
+                        result = fn(**values)
                 except gr.Error as err:
                     gr.Warning(str(err.message))
                     result = {}
@@ -110,9 +115,10 @@ class Page:
         handler.__annotations__ = {p.name: hints[p.name] for p in special if p.name in hints}
         handler.__name__ = handler.__qualname__ = getattr(fn, "__name__", "handler")
         handler.__doc__ = fn.__doc__
+        handler.job = jobs.name_of(fn)          # what it runs: its entry in vit_explorer.jobs
         event = dict(fn=handler, inputs=[self[n] for n in names], outputs=[self[n] for n in outputs])
         if heavy_group is not None:
-            event.update(heavy.event(heavy_group), validator=heavy.door(names))
+            event.update(heavy.event(heavy_group))
         return event
 
 
@@ -154,9 +160,9 @@ def declare(page: Page, demo: gr.Blocks) -> None:
     private = dict(api_visibility="private")
 
     # the API: /analyze (the page's first 15 outputs, in their historical order) and /explain
-    page["api_analyze"].click(api.analyze, [page[n] for n in api.ANALYZE_INPUTS], [page[n] for n in api.API_OUTPUTS],
-                              api_name="analyze", **model_work)
-    page["api_explain"].click(api.explain, [page[n] for n in api.EXPLAIN_INPUTS],
+    page["api_analyze"].click(jobs.api_job(api.analyze), [page[n] for n in api.ANALYZE_INPUTS],
+                              [page[n] for n in api.API_OUTPUTS], api_name="analyze", **model_work)
+    page["api_explain"].click(jobs.api_job(api.explain), [page[n] for n in api.EXPLAIN_INPUTS],
                               [page[n] for n in api.EXPLAIN_OUTPUTS], api_name="explain", **model_work)
 
     # the photo, the model, the preprocessing and the language: every view, then the open lazy tab

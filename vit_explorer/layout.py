@@ -15,6 +15,7 @@ from viz.i18n import t
 from . import events, state, views
 from .components import Picture, PhotoInput, note, picture
 from .door import Explorer
+from .site import examples_by_name
 from .tabs import SECTIONS, TABS
 from .texts import I18N
 
@@ -52,8 +53,9 @@ def build_app(default_model: str) -> gr.Blocks:
                                              height=260))
                 photos = state.example_photos()     # right under the photo: on the first screen of a phone too
                 if photos:
-                    gr.Examples(photos, inputs=page["photo"], cache_examples=False, api_visibility="private",
-                                label=i18n("label.examples"), examples_per_page=8, elem_id="examples")
+                    examples_by_name(gr.Examples(photos, inputs=page["photo"], cache_examples=False,
+                                                 api_visibility="private", label=i18n("label.examples"),
+                                                 examples_per_page=8, elem_id="examples"), photos)
             with gr.Column(scale=3, min_width=300):
                 page.add("top5", gr.Label(num_top_classes=5, label=i18n("label.top5"), elem_id="top5"))
                 page.add("summary", gr.Markdown(elem_id="summary"))

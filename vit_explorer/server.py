@@ -2,7 +2,7 @@
 start-up messages (no model, no Chinese font), and Gradio's launch with the queue and the limits set.
 
     python app.py [--weights PATH | --model NAME] [--host 127.0.0.1] [--port 7860] [--share] [--public]
-                  [--device auto] [--max-tokens N]
+                  [--device auto] [--max-tokens N] [--max-memory SIZE]
 
 ``main(argv)`` is that command (``app.py`` calls it; an installed package can name it as its console command).
 """
@@ -24,7 +24,7 @@ from viz.analysis.cost import LOCAL_MAX_TOKENS
 from viz.i18n.fonts import missing_font_message
 from viz.i18n import LANGUAGES, t
 
-from . import state
+from . import fair, limits, sessions, state
 from .assets import CSS, HEAD
 from .layout import build_app
 from .site import MIDDLEWARE
@@ -55,7 +55,19 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help=f"the most tokens one analysis may have: the input size control goes up to it (default "
                         f"{LOCAL_MAX_TOKENS:,} on a server for this machine alone; on one others can reach, as many "
                         f"as keep one analysis within a quarter of the analyses' memory)")
+    p.add_argument("--max-memory", type=memory_arg, metavar="SIZE",
+                   help=f"the memory the jobs running at once may need at their peaks, above what the server holds at "
+                        f"rest, such as 6G or 512M (default {limits.PUBLIC_MAX_MEMORY / 2**30:.0f}G on a server others "
+                        f"can reach, three quarters of this machine's memory on one for it alone): a job that would "
+                        f"need more is refused with a sentence saying what would fit")
     return p.parse_args(argv)
+
+
+def memory_arg(text: str) -> int:
+    try:
+        return limits.memory_arg(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
 
 
 def tokens_arg(text: str) -> int:
@@ -77,6 +89,13 @@ def main(argv: list[str] | None = None) -> None:
     # the size control's range depends on it (launch sets it again for a server started from Python)
     state.SETTINGS.any_model = only_this_machine(args.host, args.share) and not args.public
     state.SETTINGS.max_tokens = args.max_tokens
+    limits.LIMITS.public = not state.SETTINGS.any_model
+    try:
+        limits.apply_environment()
+    except ValueError as err:
+        sys.exit(f"Cannot start: {err}")
+    if args.max_memory:
+        limits.LIMITS.max_memory = args.max_memory
     try:
         demo = build_app(source)
     except (ValueError, OSError) as err:
@@ -137,21 +156,27 @@ def only_this_machine(host: str, share: bool) -> bool:
 
 
 def launch(demo: gr.Blocks, host: str, port: int, share: bool = False, public: bool = False, **kwargs):
-    """Serve with the queue set up: model work one at a time, re-renders alongside; bounded session memory; every
-    event through the queue (no direct REST calls that would skip its limits); the page named in link previews and
-    its documents served (``vit_explorer.site``). A public server (``public``, or one others can reach) loads only
-    the models in its list and shows no Python error text. Says once, at start, where the page is (and how to share
-    it: ``--share``, not Gradio's own advice) and when Chinese pictures will come with English labels (no CJK font
-    on this machine)."""
+    """Serve with the queue set up: model work one at a time, re-renders alongside, every kind of work's queue
+    bounded for all visitors and per visitor (``vit_explorer.fair``); sessions bounded in bytes, the ones with work
+    kept first, uploads deleted with them (``vit_explorer.sessions``); request bodies, uploads and instant events
+    bounded before they are read (``vit_explorer.intake``); every event through the queue (no direct REST calls that
+    would skip its limits); the page named in link previews and its documents served (``vit_explorer.site``). A
+    public server (``public``, or one others can reach) loads only the models in its list, shows no Python error text
+    and keeps every limit of ``vit_explorer.limits``. Says once, at start, where the page is (and how to share it:
+    ``--share``, not Gradio's own advice) and when Chinese pictures will come with English labels (no CJK font on this
+    machine)."""
     return_freed_memory_to_the_os()
     if (message := missing_font_message()) is not None:
         print(message, file=sys.stderr)
     state.SETTINGS.any_model = only_this_machine(host, share) and not public
+    limits.LIMITS.public = not state.SETTINGS.any_model
     demo.queue(default_concurrency_limit=1, api_open=False)
+    fair.install(demo)
     quiet, wait = kwargs.pop("quiet", False), not kwargs.pop("prevent_thread_lock", False)
-    result = demo.launch(server_name=host, server_port=port, share=share, state_session_capacity=state.MAX_SESSIONS,
-                         max_file_size=MAX_BYTES, show_error=state.SETTINGS.any_model, css=CSS, head=HEAD, i18n=I18N,
-                         quiet=True, prevent_thread_lock=True, app_kwargs={"middleware": MIDDLEWARE}, **kwargs)
+    result = demo.launch(server_name=host, server_port=port, share=share, max_file_size=MAX_BYTES,
+                         show_error=state.SETTINGS.any_model, css=CSS, head=HEAD, i18n=I18N, quiet=True,
+                         prevent_thread_lock=True, app_kwargs={"middleware": MIDDLEWARE}, **kwargs)
+    sessions.install(demo)
     if not quiet:
         print(running_lines(demo.local_url, demo.share_url, share), flush=True)
     if wait:

@@ -1,9 +1,12 @@
 """What the server adds around Gradio's page: the page's own name and description in its HTML (link previews read
-the first ``og:title``, which Gradio's page template sets to "Gradio"), and the documents the page's texts link to,
-``docs/NAME.md``, served as text from the project's docs (a clone's, or an installed copy's share/ folder).
+the first ``og:title``, which Gradio's page template sets to "Gradio"), the documents the page's texts link to,
+``docs/NAME.md``, served as text from the project's docs (a clone's, or an installed copy's share/ folder), and the
+example photos' thumbnails, ``examples/NAME``, so that the page's config names them without saying where the server
+keeps them (``examples_by_name``).
 
-One ASGI middleware (``app_kwargs={"middleware": MIDDLEWARE}`` for ``gr.Blocks.launch``): only the page itself and
-the listed documents pass through it; everything else goes to Gradio untouched.
+Two ASGI middlewares (``app_kwargs={"middleware": MIDDLEWARE}`` for ``gr.Blocks.launch``): first the intake
+(``vit_explorer.intake``: request bodies, uploads and instant events bounded), then this one: only the page itself,
+the listed documents and the example photos pass through it; everything else goes to Gradio untouched.
 """
 from __future__ import annotations
 
@@ -12,10 +15,13 @@ import sys
 from pathlib import Path
 
 from starlette.middleware import Middleware
-from starlette.responses import PlainTextResponse, Response
+from starlette.responses import FileResponse, PlainTextResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from viz.i18n import t
+
+from .intake import INTAKE
+from .state import example_photos
 
 DOCS = ("explain", "inside", "maps", "trust", "app", "tutorial")   # the documents the page links to (docs/NAME.md)
 DOCS_DIR = next((d for d in (Path(__file__).resolve().parent.parent / "docs",                            # a clone
@@ -49,8 +55,33 @@ def document(name: str) -> Response:
     return PlainTextResponse((DOCS_DIR / f"{name}.md").read_text(encoding="utf-8"))
 
 
+EXAMPLES_ROUTE = "/examples/"
+
+
+def examples_by_name(examples, photos: list[str]) -> None:
+    """The example photos in the page's config (a ``gr.Examples``'s samples) by their names, their thumbnails served
+    from ``examples/NAME``: Gradio lists each with its copy's path in the server's upload folder. A click on one still
+    sends the photo itself (Gradio looks the sample up by its index)."""
+    names = {Path(p).name for p in photos}
+    for sample in examples.dataset.samples:
+        for value in sample:
+            if isinstance(value, dict) and Path(str(value.get("path", ""))).name in names:
+                name = Path(value["path"]).name
+                value.update(path=name, url=EXAMPLES_ROUTE + name)
+
+
+def example_photo(name: str, photos: list[str]) -> Response:
+    """An example photo by its name, for a name among ``photos``; 404 for any other (nothing is read from a visitor's
+    path)."""
+    found = {Path(p).name: p for p in photos}
+    if name not in found:
+        return PlainTextResponse("Not found.", status_code=404)
+    return FileResponse(found[name])
+
+
 class SiteMiddleware:
-    """The page's HTML with its own name (``with_preview``), and ``GET docs/NAME.md`` (``document``)."""
+    """The page's HTML with its own name (``with_preview``), ``GET docs/NAME.md`` (``document``) and ``GET
+    examples/NAME`` (``example_photo``)."""
 
     def __init__(self, app: ASGIApp):
         self.app = app
@@ -61,6 +92,9 @@ class SiteMiddleware:
         local = path[len(root):] if root and path.startswith(root) else path
         if local.startswith("/docs/") and local.endswith(".md") and scope.get("method") == "GET":
             await document(local[len("/docs/"):-len(".md")])(scope, receive, send)
+            return
+        if local.startswith(EXAMPLES_ROUTE) and scope.get("method") == "GET":
+            await example_photo(local[len(EXAMPLES_ROUTE):], example_photos())(scope, receive, send)
             return
         if local not in ("/", "") or scope.get("method") != "GET":
             await self.app(scope, receive, send)
@@ -84,4 +118,4 @@ class SiteMiddleware:
         await self.app(scope, receive, keep)
 
 
-MIDDLEWARE = [Middleware(SiteMiddleware)]
+MIDDLEWARE = [INTAKE, Middleware(SiteMiddleware)]

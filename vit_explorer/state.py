@@ -6,7 +6,7 @@ target), guided walks, snapshot series, trust checks and the inside views. The p
 is part of every key: the same photo through another preprocessing is another input, never another visitor's
 analysis. A value dropped to make room is computed again when someone needs it, so memory stays bounded however
 many people are on the page. Each browser tab keeps only a light ``Session`` (which analysis, what was clicked) in
-``gr.State``; Gradio keeps at most ``MAX_SESSIONS`` of them.
+``gr.State``; ``vit_explorer.sessions`` keeps them within their bytes.
 
 The model's turn (``MODEL_TURN``): every path that runs a model holds it while the model runs, one at a time,
 and never for more than about one analysis: a whole analysis, explanation, guided walk, zero-shot scoring,
@@ -17,6 +17,8 @@ Handlers here raise ``gr.Error`` with a message for people: the API shows it as 
 """
 from __future__ import annotations
 
+import dataclasses
+import re
 import sys
 import threading
 from dataclasses import dataclass, field
@@ -36,11 +38,15 @@ from viz.analysis.serve import ServedModel, analyze_photo, serve
 from viz.cache import Cache, nbytes
 from viz.i18n import t
 from viz.records import Analysis
+from viz.analysis import peak
 from viz.controls import AnalysisKey, Session
+from viz.explain.methods import METHODS, methods_for
 from viz.explain.view import Explained, explanations
 from viz.records import cached_bytes
 
-MAX_SESSIONS = 100              # browser sessions remembered (~100 KB each: Gradio copies the page config per session)
+from . import heavy, limits
+
+REFUSED_KEPT = 100              # browser sessions whose last refused photo is remembered (``REFUSED``)
 ANALYSES_MEMORY = 200 * 2**20   # bytes of analyses kept for re-rendering, shared by all sessions (ViT-B/16: 14 MB each)
 MODELS_MEMORY = 800 * 2**20     # bytes of loaded checkpoints (ViT-B/16: 346 MB; the newest always stays)
 EXPLANATIONS_MEMORY = 32 * 2**20  # every method's map per (photo, model, preprocessing, target): a few kB each
@@ -76,14 +82,23 @@ SETTINGS = Settings()
 
 class ModelTurn:
     """The model's turn: ``with MODEL_TURN:`` around a model run. Re-entrant (a handler holding it may call code
-    that takes it again); ``taken`` counts how often it was taken (what a test of the promise reads)."""
+    that takes it again); ``taken`` counts how often it was taken (what a test of the promise reads). Every turn is a
+    step at which a job whose visitor has gone stops (``heavy.Stopped``, before the model runs): while it waits for
+    the turn, and when it gets it."""
 
     def __init__(self):
         self._lock = threading.RLock()
         self.taken = 0
 
     def __enter__(self):
-        self._lock.acquire()
+        heavy.check()
+        while not self._lock.acquire(timeout=1.0):
+            heavy.check()
+        try:
+            heavy.check()
+        except heavy.Stopped:
+            self._lock.release()
+            raise
         self.taken += 1
         return self
 
@@ -117,14 +132,19 @@ def model_of(key: AnalysisKey) -> ServedModel:
 
 
 def token_budget(cfg) -> int:
-    """The most tokens one analysis may have on this server (``Settings.max_tokens``)."""
+    """The most tokens one analysis may have on this server (``Settings.max_tokens``): on a server for this machine
+    alone ``LOCAL_MAX_TOKENS``; on one others can reach, as many as keep what it keeps within a quarter of the
+    analyses' memory and its peak (the forward pass and the first pictures, ``viz.analysis.peak``) within the memory
+    budget. The heavier views say which sizes they accept (``vit_explorer.jobs``)."""
     if SETTINGS.max_tokens is not None:
         return SETTINGS.max_tokens
     if SETTINGS.any_model:                       # a server for this machine alone
         return LOCAL_MAX_TOKENS
     side = cfg.patch_size
     while cost.tokens_at(cfg, side + cfg.patch_size) <= LOCAL_MAX_TOKENS and \
-            cost.kept_bytes(cfg, side + cfg.patch_size) <= ANALYSES_MEMORY // 4:
+            cost.kept_bytes(cfg, side + cfg.patch_size) <= ANALYSES_MEMORY // 4 and \
+            peak.analysis(peak.Shape.of_config(cfg, side + cfg.patch_size, side + cfg.patch_size)) <= \
+            limits.LIMITS.memory:
         side += cfg.patch_size
     return cost.tokens_at(cfg, side)
 
@@ -173,14 +193,65 @@ class Pick:
 
 
 def explain_key(key: tuple[str, str, str, Pick]) -> Explained:
-    """(photo, model source, preprocessing, pick) -> every method's map for that target (each model pass once)."""
+    """(photo, model source, preprocessing, pick) -> every method's map for that target (each family of model passes
+    once, each in its own model turn: a job whose visitor has gone stops between them). A family whose peak memory
+    could never fit the server's budget at this input is left out, its methods saying why and what would fit (a
+    smaller size, the methods that do)."""
     *analysed, pick = key
     analysed = AnalysisKey(*analysed)
-    loaded = model_of(analysed).loaded
+    served = model_of(analysed)
+    loaded = served.loaded
     a = ANALYSES.get(analysed)
     x = loaded.preprocess.to_tensor(a.image)
-    with MODEL_TURN:
-        return explanations(explain_tensor, loaded.model, x, pick.resolve(loaded), loaded.labels)
+    shape = peak.Shape.of(loaded.model, *x.shape[-2:], params=served.nbytes)
+
+    def one_family(model, x, target, methods, labels):
+        architecture = model.architecture(*x.shape[-2:])  # (a method without meaning here: explain_tensor says why)
+        if any(peak.family(shape, METHODS[m].family) > limits.LIMITS.memory for m in methods
+               if m in METHODS and METHODS[m].refusal(architecture) is None):
+            raise ValueError(TOO_LARGE)                   # said in the visitor's language by ``explained``
+        with MODEL_TURN:
+            return explain_tensor(model, x, target, methods, labels)
+
+    return explanations(one_family, loaded.model, x, pick.resolve(loaded), loaded.labels)
+
+
+def method_name(method: str, lang: str) -> str:
+    """A method's name as its title begins ("GAE" of "GAE: gradient × attention, over the layers")."""
+    return re.split("[:：]", t(f"method_title.{method}", lang))[0]
+
+
+TOO_LARGE = "\0too large"          # what an explanation records for a method left out for its memory
+
+
+def said_in(e: Explained, key: AnalysisKey, lang: str) -> Explained:
+    """The explanation with the methods left out for their memory saying why in ``lang`` (``too_large``)."""
+    if TOO_LARGE not in e.failed.values():
+        return e
+    served = model_of(key)
+    a = ANALYSES.get(key)
+    shape = peak.Shape.of(served.loaded.model, *served.loaded.preprocess.to_tensor(a.image).shape[-2:],
+                          params=served.nbytes)
+    failed = {m: too_large(served, shape, m, peak.family(shape, METHODS[m].family), lang) if why == TOO_LARGE
+              else why for m, why in e.failed.items()}
+    return dataclasses.replace(e, failed=failed)
+
+
+def too_large(served: ServedModel, shape, method: str, need: int, lang: str) -> str:
+    """Why a method is left out at this input: its peak, the budget, and what would fit (a smaller size, the methods
+    whose passes fit)."""
+    family = METHODS[method].family
+    budget = limits.LIMITS.memory
+    side = peak.largest_side("explain", served.loaded.model, budget, params=served.nbytes, families=(family,))
+    fits = [m for m in methods_for(served.loaded.model.architecture(shape.height, shape.width))
+            if peak.family(shape, METHODS[m].family) <= budget]
+    advice = [t("advice.smaller_size", lang, side=side)] if side is not None and cost.follows_size(
+        served.loaded.config) else []
+    if fits:
+        advice.append(t("advice.other_methods", lang, methods="; ".join(method_name(m, lang) for m in fits)))
+    return t("message.method_too_large", lang, method=method_name(method, lang),
+             side=max(shape.height, shape.width), need=need / 2**30, budget=budget / 2**30,
+             advice=" ".join(advice) or t("message.memory_no_advice", lang))
 
 
 EXPLANATIONS = Cache(explain_key, EXPLANATIONS_MEMORY, weigh=lambda e: e.nbytes)
@@ -320,6 +391,6 @@ def explained(key: AnalysisKey, pick: Pick, lang: str = "en") -> Explained:
     """The cached explanation for (photo, model, preprocessing) and pick; a class the model lacks, or texts on a
     checkpoint without a text tower, is a gr.Error in the visitor's language."""
     try:
-        return EXPLANATIONS.get((*key, pick))
+        return said_in(EXPLANATIONS.get((*key, pick)), key, lang)
     except ValueError as err:
         raise gr.Error(t("message.target_failed", lang, error=err), print_exception=False) from None

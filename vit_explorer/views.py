@@ -100,7 +100,7 @@ def page_analyze(request: gr.Request, photo, model, controls: ControlValues, ses
     except ImageFileError as err:
         who = getattr(request, "session_hash", None) or ""
         if state.REFUSED.get(who) != str(photo):                  # Gradio may report one upload twice: say it once
-            if len(state.REFUSED) > state.MAX_SESSIONS:
+            if len(state.REFUSED) > state.REFUSED_KEPT:
                 state.REFUSED.clear()
             state.REFUSED[who] = str(photo)
             gr.Warning(str(err))
@@ -199,11 +199,14 @@ def cost_line(served: ServedModel, side: int, a: Analysis | None, lang: str) -> 
 
 
 def size_cost(input_size, session, current_model, lang):
-    """The input size slider moving: the cost of that size, before anything runs."""
+    """The input size slider moving: the cost of that size, before anything runs (the model the page shows, through
+    the models' guard, before any photo)."""
     if session is None:
-        served = state.MODELS.get(str(current_model).strip())
+        served = state.served(current_model, language(lang))
+        state.sized(served, input_size, language(lang))       # a size the model cannot take is said, not costed
         return {"input_cost": cost_line(served, input_size, None, language(lang))}
     served = state.model_of(session.key._replace(size=0))
+    state.sized(served, input_size, language(lang))
     a = state.ANALYSES.get(session.key) if session.key in state.ANALYSES else None    # never a model run here
     return {"input_cost": cost_line(served, input_size, a, language(lang))}
 

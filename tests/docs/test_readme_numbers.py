@@ -210,6 +210,12 @@ def _app_constant(name: str, module: str = "state") -> int:
     raise AssertionError(f"vit_explorer/{module}.py has no {name}")
 
 
+def _limit(name: str) -> int:
+    """A limit's default (``vit_explorer.limits.Limits``; that module imports no Gradio)."""
+    from vit_explorer.limits import Limits
+    return getattr(Limits(), name)
+
+
 def _analysis_bytes(name: str, side: int, **overrides) -> int:
     """What the server caches for one analysis of this model at side×side (``viz.analysis.cost.kept_bytes``, which
     tests/page/test_page_input_size.py holds equal to ``viz.records.cached_bytes`` of the analysis itself)."""
@@ -226,7 +232,8 @@ def test_memory_and_limits():
     quote = quoted(r"\(`ANALYSES_MEMORY` = (\d+) MB in `vit_explorer/state.py`:\s+(\d+)\s+ViT-B/16\s+or (\d+) "
                    r"ViT-Ti\s+analyses at 224, (\d+) of a ViT-S/14 at 1022\)", APP)[0]
     assert quote == (str(budget // MB), str(budget // b16), str(budget // ti16), str(budget // s14))
-    assert quoted(r"Gradio keeps at most `MAX_SESSIONS` = (\d+)", APP) == [(str(_app_constant("MAX_SESSIONS")),)]
+    assert quoted(r"the sessions too \(`sessions_memory` = (\d+) MB\)", APP) == [
+        (str(_limit("sessions_memory") // MB),)]
     assert quoted(r"one heavy job per visitor, at most (\d+) waiting in all", APP) == \
         [(str(_app_constant("QUEUE_MAX", "heavy")),)]
     assert quoted(r"the limits are (\d+) MB and (\d+) megapixels", APP) == [(str(MAX_BYTES // MB),
@@ -234,3 +241,55 @@ def test_memory_and_limits():
     assert quoted(r"the top (\d+) principal components", MAPS) == [("28",)]
     assert filters_panel.__defaults__[0] == 28
     assert quoted(r"DINO's (\d+) % mask outline", APP) == [(f"{100 * panels.MapOptions().share:.0f}",)]
+
+
+def test_the_limits_of_a_public_server():
+    """docs/app.md's table of limits says each default as vit_explorer.limits (and its neighbours) hold it, and the
+    explanation's peaks as viz.analysis.peak estimates them."""
+    from viz.analysis import peak
+    from vit_explorer import limits
+
+    L, MB = limits.Limits(), 2**20
+    table = APP[0][APP[0].index("### The limits of a public server"):APP[0].index("### What a public server is")]
+    rows = {row.split("|")[1].strip(): row.split("|")[2].strip() for row in table.splitlines()
+            if row.startswith("| ") and not row.startswith("| limit")}
+    said = {
+        "the memory of the jobs running at once, each job's peak estimated from its shapes before it runs":
+            f"{limits.PUBLIC_MAX_MEMORY // 2**30} GB on a public server",
+        "one JSON request body (an event, an inline photo)": f"{L.json_bytes // MB} MB, refused with 413",
+        "a photo sent inline (a `data:` URL)": f"{L.inline_photo_bytes // MB} MB",
+        "one upload request": f"{L.upload_bytes // MB} MB (one photo at the {MAX_BYTES // MB} MB limit",
+        "files in one upload request": f"{L.upload_files} (the page sends one)",
+        "uploads from one address": f"{L.upload_bytes_per_client // MB} MB in {L.upload_window / 60:.0f} minutes",
+        "an upload no session uses": f"deleted after {L.unused_upload_seconds / 60:.0f} minutes",
+        "a closed page's session, and the photos it used": f"after {L.closed_session_seconds / 60:.0f} minutes",
+        "the pages' sessions": f"{L.sessions_memory // MB} MB, about {L.sessions_memory // (400 * 2**10) // 10 * 10} "
+                               f"pages",
+        "events that skip the queue (a tab opened)": f"{L.instant_per_second:.0f} a second per address, in bursts of "
+                                                     f"{L.instant_burst}",
+        "events waiting per kind of work: analyses and explanations / redraws / each heavy job":
+            " / ".join(str(getattr(limits.QUEUES[k], "waiting")) for k in ("model", "render", "trust")) + " in all, " +
+            " / ".join(str(limits.QUEUES[k].per_client) for k in ("model", "render", "trust")) + " per address, " +
+            " / ".join(str(limits.QUEUES[k].per_session) for k in ("model", "render", "trust")) + " per page",
+        "the bodies of one address's waiting events": f"{L.queued_bytes_per_client // MB} MB",
+        "heavy jobs (trust checks, looks inside, comparisons, animations, snapshots)":
+            f"one per page, {_app_constant('QUEUE_MAX', 'heavy')} waiting in all",
+        "large redraws (an analysis of more than 1,200 tokens)": "one at a time",
+        "what a message repeats of a visitor's text": f"{L.echo_chars} characters, numbers 16 digits",
+        "CLIP's typed texts": f"{L.typed_text_chars} characters each (CLIP reads 77 tokens), {L.typed_texts} at once",
+    }
+    for limit, text in said.items():
+        assert text in rows[limit], (limit, rows[limit], text)
+    assert _app_constant("LARGE_REDRAW_TOKENS", "jobs") == 1200 and _app_constant("LONG_NUMBER", "door") == 16
+    assert all(len(set(q.__dict__) & {"waiting", "per_client", "per_session"}) == 3 for q in limits.QUEUES.values())
+    assert limits.QUEUES["inside"] == limits.QUEUES["compare"] == limits.QUEUES["trust"]
+    tiny = vit.VisionTransformer(vit.variant("vit_ti_16"))
+    gradient = {side: peak.family(peak.Shape.of(tiny, side, side), "gradient") / 2**30 for side in (640, 1232)}
+    budget = limits.PUBLIC_MAX_MEMORY
+    side = peak.largest_side("explain", tiny, budget, families=("gradient",))
+    lrp = peak.largest_side("explain", tiny, budget, families=("attnlrp", "cp_lrp"))
+    assert quoted(r"gradient pass needs about ([\d.]+) GB at 640×640 and ([\d.]+) GB at\s+1232×1232: on a (\d+) GB "
+                  r"budget GAE, gradient rollout and Grad-CAM run up to (\d+)×", APP) == [
+        (f"{gradient[640]:.1f}", f"{gradient[1232]:.1f}", f"{budget // 2**30}", str(side))]
+    assert lrp >= 1232 > side
+

@@ -1,8 +1,8 @@
-"""Protects a long-running server's memory: 300 analyses in a row through the API, each from a new session and
+"""Protects a long-running server's memory: over 300 analyses in a row through the API, each from a new session and
 of 60 different photos, leave the serving process's RSS flat after warm-up (the median of its last samples
 within 40 MB of the first ones: one transient allocation read at a sample is not a leak); the cache of analyses (shared by
-all sessions) stays within its bytes, the dropped analyses really freed; the light per-session state is bounded
-by Gradio's LRU of sessions (``state_session_capacity=vit_explorer.state.MAX_SESSIONS``)."""
+all sessions) stays within its bytes, the dropped analyses really freed; the per-session state is bounded in bytes
+(``vit_explorer.sessions``: ``Limits.sessions_memory``), the least recently used sessions forgotten first."""
 from __future__ import annotations
 
 import gc
@@ -14,7 +14,7 @@ from gradio_client import Client
 from PIL import Image, ImageOps
 from skimage import data
 
-from vit_explorer import state
+from vit_explorer import limits, state
 from vit_explorer.layout import build_app
 from vit_explorer.server import launch
 from viz.cache import Cache
@@ -27,7 +27,9 @@ from viz.records import cached_bytes
 
 pytestmark = pytest.mark.slow   # a 300-analysis soak against a server process
 
-WARM_UP = state.MAX_SESSIONS  # 100: Gradio's sessions and the cache of analyses (48 ViT-Ti) full, malloc steady
+# the sessions' memory full (~0.4 MB each: Gradio's copy of the page's config) and the cache of analyses (48 ViT-Ti),
+# malloc steady
+WARM_UP = limits.Limits().sessions_memory // (400 * 2**10) + 20
 ANALYSES = WARM_UP + 200
 MAX_GROWTH_MB = 40   # between the median of the first five samples and of the last five
 SAMPLES = 5          # a leak raises every later sample; a transient allocation still held when one is read, one
@@ -77,10 +79,11 @@ def test_analyses_beyond_the_budget_and_sessions_beyond_capacity_are_dropped_and
     """The production caches, made small: room for 3 ViT-Ti analyses (4.1 MB each) and 4 sessions."""
     cache = Cache(state.analyze_key, 14 * 2**20, weigh=cached_bytes)
     monkeypatch.setattr(state, "ANALYSES", cache)
-    monkeypatch.setattr(state, "MAX_SESSIONS", 4)
     demo = build_app(str(real_weights_dir / AUGREG))
     port = free_port()
     launch(demo, "127.0.0.1", port, prevent_thread_lock=True, quiet=True)
+    sessions = demo.state_holder
+    monkeypatch.setattr(limits.LIMITS, "sessions_memory", int(4.5 * sessions.weight))   # room for 4 sessions
     try:
         analyses, hashes = [], []
         for photo in photos[:6]:
@@ -93,7 +96,7 @@ def test_analyses_beyond_the_budget_and_sessions_beyond_capacity_are_dropped_and
         assert [k[0] for k in cache.keys()] == [_session_state(demo, h).key[0] for h in hashes[3:]]
         alive = [ref() is not None for ref in analyses]
         assert alive == [False] * 3 + [True] * 3, "a dropped analysis (its attention maps) is still in memory"
-        assert demo.state_session_capacity == 4 and len(demo.state_holder.session_data) <= 4
+        assert sessions.total() <= limits.LIMITS.sessions_memory and len(sessions.session_data) <= 4
         kept = [_session_state(demo, h) is not None for h in hashes]
         assert kept == [False] * 2 + [True] * 4  # the least recently used sessions went first
     finally:

@@ -20,8 +20,8 @@ from canaries import FifoCanary
 from raw_queue import FILE_MARK, RawClient
 from vit_explorer import events, state
 from vit_explorer.door import Refusal, inline_photo, not_finite, uploaded_photo
+from vit_explorer.limits import LIMITS
 from vit_explorer.texts import I18N
-from vit.image_file import MAX_BYTES
 from viz.i18n import t
 
 REFUSED = t("message.photo_not_uploaded", "en")
@@ -61,13 +61,17 @@ def test_anything_else_gets_one_message_whatever_it_names(uploads, tmp_path):
         assert not inside.opened.is_set() and not outside.opened.is_set()
 
 
-def test_an_inline_photo_over_the_upload_limit_is_refused_before_it_is_written(uploads):
+def test_an_inline_photo_over_its_limit_is_refused_before_it_is_written(uploads):
+    """An inline photo travels inside an event's JSON body, so its limit lies within the body's."""
     small = "data:image/png;base64," + base64.b64encode(b"\x89PNG\r\n\x1a\n small").decode()
     saved = inline_photo(small, str(uploads))
     assert Path(saved).read_bytes() == b"\x89PNG\r\n\x1a\n small"
     before = sorted(uploads.rglob("*"))
-    too_large = "data:image/png;base64," + "A" * (MAX_BYTES // 3 * 4 + 8)      # one byte over, and a little
-    with pytest.raises(Refusal, match="The photo is too large: 50.0 MB, the limit is 50 MB"):
+    limit = LIMITS.inline_photo_bytes
+    assert limit * 4 // 3 + 2**10 < LIMITS.json_bytes                     # base64 and the event around it fit a body
+    too_large = "data:image/png;base64," + "A" * (limit // 3 * 4 + 8)     # one byte over, and a little
+    with pytest.raises(Refusal, match=f"The photo is too large: {limit / 2**20:.1f} MB, the limit is "
+                                      f"{limit / 2**20:.0f} MB"):
         inline_photo(too_large, str(uploads))
     assert sorted(uploads.rglob("*")) == before
 

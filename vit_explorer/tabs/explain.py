@@ -11,6 +11,7 @@ from viz.explain.methods import DEFAULT_METHOD
 from viz.i18n import t
 
 from .. import state
+from ..limits import LIMITS
 from ..components import note, picture
 from ..state import Pick
 from viz.explain.view import explain_view, methods_view
@@ -69,9 +70,10 @@ def pick(target) -> Pick | None:
 
 
 def typed(texts: str | None) -> list[str]:
-    """The CLIP box's texts: one per line or separated by commas."""
+    """The CLIP box's texts: one per line or separated by commas, each at most ``Limits.typed_text_chars`` long
+    (CLIP reads 77 tokens of it) and at most ``Limits.typed_texts`` of them."""
     parts = (texts or "").replace("\n", ",").split(",")
-    return [p.strip() for p in parts if p.strip()]
+    return [p.strip()[:LIMITS.typed_text_chars] for p in parts if p.strip()][:LIMITS.typed_texts]
 
 
 def explain(session, method, target, contrast, texts, use_text, opacity, lang, narrow=False):

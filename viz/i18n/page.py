@@ -162,6 +162,58 @@ PAGE: dict[str, tuple[str, str]] = {
     "message.heavy_queue_full": (
         "The server is busy with other visitors' long jobs. Try again in a minute.",
         "服务器正忙于其他访客的较长任务。请一分钟后再试。"),
+    # the limits of a public server (vit_explorer.limits): memory, queues, request bodies, uploads
+    "message.job_stopped": ("Stopped: the page that asked for this has gone or cancelled it.",
+                            "已停止：请求它的页面已关闭或取消了它。"),
+    "message.busy": ("The server is busy with this kind of work: try again in about {seconds} s.",
+                     "服务器正忙于这类工作：请约 {seconds} 秒后再试。"),
+    "message.busy_address": (
+        "Your address already has several requests of this kind waiting: try again in about {seconds} s.",
+        "你的地址已有多个同类请求在排队：请约 {seconds} 秒后再试。"),
+    "message.busy_session": (
+        "This page already has several requests of this kind waiting: try again in about {seconds} s.",
+        "本页面已有多个同类请求在排队：请约 {seconds} 秒后再试。"),
+    "message.memory_refused": (
+        "{job} would need about {need:.1f} GB of memory at its peak, more than this server allows at once "
+        "({budget:.1f} GB). {advice}",
+        "{job}在峰值时约需 {need:.1f} GB 内存，超过本服务器同时允许的 {budget:.1f} GB。{advice}"),
+    "message.memory_no_advice": ("Run it on your own machine (python app.py --max-memory …).",
+                                 "请在你自己的电脑上运行（python app.py --max-memory …）。"),
+    "message.memory_busy": ("The server's memory is taken by other visitors' work: try again in about {seconds} s.",
+                            "服务器的内存正被其他访客的工作占用：请约 {seconds} 秒后再试。"),
+    "message.large_redraw_busy": (
+        "Another large redraw is running: try again in a few seconds (or choose a smaller input size).",
+        "另一个大尺寸重绘正在运行：请几秒后再试（或选择更小的输入尺寸）。"),
+    "message.method_too_large": (
+        "{method} at {side} px would need about {need:.1f} GB of memory, more than this server allows at once "
+        "({budget:.1f} GB). {advice}",
+        "{method}在 {side} 像素时约需 {need:.1f} GB 内存，超过本服务器同时允许的 {budget:.1f} GB。{advice}"),
+    "message.body_too_large": ("This request is too large ({size:.1f} MB): the limit is {limit:.0f} MB.",
+                               "这个请求太大（{size:.1f} MB）：上限是 {limit:.0f} MB。"),
+    "message.upload_too_many_files": ("Send at most {limit} files in one upload.",
+                                      "一次上传最多发送 {limit} 个文件。"),
+    "message.uploads_per_client": (
+        "Your address has uploaded {limit:.0f} MB in the last {minutes:.0f} minutes, this server's limit: try "
+        "again in about {seconds:.0f} s.",
+        "你的地址在最近 {minutes:.0f} 分钟内已上传 {limit:.0f} MB，达到本服务器的上限：请约 {seconds:.0f} 秒后再试。"),
+    "message.too_fast": ("Too many requests from your address: try again in about {seconds:.0f} s.",
+                         "你的地址请求过于频繁：请约 {seconds:.0f} 秒后再试。"),
+    "advice.smaller_size": ("It fits at an input size of {side} px or less.",
+                            "输入尺寸为 {side} 像素或更小时可以运行。"),
+    "advice.other_methods": ("At this size these methods fit: {methods}.", "在这个尺寸下可以运行的方法：{methods}。"),
+    "advice.without_sanity": ("It fits without the sanity check.", "不做健全性检验时可以运行。"),
+    "advice.fast_check": ("The fast check fits.", "快速检验可以运行。"),
+    "job.analysis": ("An analysis at {side} px", "{side} 像素的分析"),
+    "job.render": ("Redrawing the maps at {side} px", "{side} 像素的重绘"),
+    "job.explain": ("Explaining at {side} px", "{side} 像素的解释"),
+    "job.trust": ("This trust check at {side} px", "{side} 像素的这次可信度检验"),
+    "job.inside": ("Looking inside at {side} px", "{side} 像素的模型内部查看"),
+    "job.compare": ("This comparison at {side} px", "{side} 像素的这次比较"),
+    "job.animation": ("The animation at {side} px", "{side} 像素的动画"),
+    "job.features": ("The dense features at {side} px", "{side} 像素的稠密特征"),
+    "job.walk": ("The guided walk at {side} px", "{side} 像素的分步讲解"),
+    "job.snapshots": ("The snapshots at {side} px", "{side} 像素的训练快照"),
+    "job.zero_shot": ("Zero-shot scoring at {side} px", "{side} 像素的零样本打分"),
     "message.preprocess_unknown": ("Unknown preprocessing {choice!r}: expected one of {choices}.",
                                    "未知的预处理方式 {choice!r}：应为 {choices} 之一。"),
     "message.no_analysis": (

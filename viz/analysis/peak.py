@@ -1,0 +1,244 @@
+"""THE estimator of a job's peak memory, from its shapes, before it runs: what the page's server admits within its
+budget (``vit_explorer.budget``), and what decides the largest input size each job accepts (``largest_side``).
+
+A job's peak is the most memory it holds at once above what the server holds at rest (the model and the caches):
+for the page's jobs, a sum of a few terms of the model's shapes at one input, each counted in float32 bytes
+
+- ``attention``: every block's attention, Σ_blocks heads·queries·keys (L·H·T² for a ViT: what a gradient pass keeps
+  with its gradient, and a relevance pass with its rules),
+- ``layer``: the largest block's attention, heads·queries·keys (what one block's softmax holds), and ``chunk``: as
+  much of it as is computed at once (64 MB at most),
+- ``square``: one T×T matrix (a rollout's head-fused layer, an explanation's chain of them),
+- ``stream``: every block's tokens, Σ_blocks T·D (the residual stream an analysis keeps, the inside views' passes),
+- ``activation``: the largest block's working set, T·(3·D + M) (queries, keys and values, the MLP's hidden layer),
+- ``photo``: the model's input, H·W·3,
+
+weighted per job (``COEFFICIENTS``), plus a constant (the pictures at display size, the allocator's working set) and,
+for the jobs that copy the model (the sanity check's randomised copies), its parameters. The weights are what the
+code holds at its peak, rounded up, and ``tests/load/test_peaks.py`` holds every job's estimate to the peak measured
+in a process of its own (RSS from /proc, at small and medium sizes on the AugReg ViT-Ti and a ViT-S/16: never below
+it, at most ``TOLERANCE`` above it).
+
+    shape = Shape.of(model, 448, 448, params=served.nbytes)
+    of("explain", shape, families=("gradient", "attnlrp"))      # bytes
+    largest_side("explain", model, 6 * 2**30)                   # the largest square input that fits 6 GB
+
+The jobs (``JOBS``): an analysis (its forward pass and every tab's first pictures), a redraw (a rollout control:
+every layer's head-fused matrix recomputed), each family of explanation passes and the Explain tab's every method,
+the trust check (fast or thorough, with or without the sanity check), the inside views (the views, an ablation,
+patching), a comparison, the depth animation, the dense features, the guided walk, a training run's snapshots and
+CLIP's zero-shot scores.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Callable, Literal
+
+from .cost import follows_size
+
+F32 = 4
+MB = 2**20
+CHUNK = 16 * MB                   # float32 elements computed together at most (viz.analysis.capture.CHUNK_BYTES / 4)
+TOLERANCE = (1.6, 96 * MB)        # tests/load: measured <= estimate <= 1.6 · measured + 96 MB
+
+Job = Literal["analysis", "render", "explain", "trust", "inside", "compare", "animation", "features", "walk",
+              "snapshots", "zero_shot"]
+JOBS: tuple[str, ...] = Job.__args__
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What a job's memory follows, for one model at one input (the terms of the module docstring, in elements),
+    and the input itself."""
+    height: int                   # the model's input, pixels
+    width: int
+    tokens: int                   # T: the first block's (after a merge a block has fewer)
+    depth: int                    # blocks
+    attention: int                # Σ_blocks heads·queries·keys
+    layer: int                    # the largest block's heads·queries·keys
+    stream: int                   # Σ_blocks T·D (+ the embedding's)
+    activation: int               # the largest block's T·(3·D + M)
+    params: int = 0               # bytes of the model's parameters (the served model's, what a copy costs)
+
+    @property
+    def square(self) -> int:
+        return self.tokens * self.tokens
+
+    @property
+    def chunk(self) -> int:
+        """One block's attention as far as it is computed at once: ``layer``, at most ``CHUNK`` elements (the capture's
+        rows, the columns a redraw asks for, 64 MB of float32 at a time)."""
+        return min(self.layer, CHUNK)
+
+    @property
+    def photo(self) -> int:
+        return self.height * self.width * 3
+
+    @classmethod
+    def of(cls, model, height: int, width: int, params: int | None = None) -> "Shape":
+        """The shape of ``model`` at an input of height×width, read from its description (``model.architecture``):
+        each block's tokens, heads and keys (its window's, or every token's). A block's width is the config's
+        ``embed_dim`` times the merges its tokens went through per axis (``token_size / patch_size``: a 2×2 merge
+        doubles it), its MLP ``mlp_dim / embed_dim`` times wider (the config's ``mlp_ratio`` where it says that)."""
+        cfg = model.cfg
+        if params is None:
+            params = sum(p.numel() * p.element_size() for p in model.parameters())
+        arch = model.architecture(height, width)
+        ratio = getattr(cfg, "mlp_ratio", None) or cfg.mlp_dim / cfg.embed_dim
+        attention = layer = activation = 0
+        stream = arch.blocks[0].num_tokens * cfg.embed_dim                 # the embedding's tokens
+        for b in arch.blocks:
+            T, D = b.num_tokens, cfg.embed_dim * b.token_size // arch.patch_size
+            attention += b.heads * T * b.window_area
+            layer = max(layer, b.heads * T * b.window_area)
+            stream += T * D
+            activation = max(activation, round(T * (3 + ratio) * D))
+        return cls(height, width, arch.blocks[0].num_tokens, arch.depth, attention, layer, stream, activation, params)
+
+    @classmethod
+    def of_config(cls, cfg, height: int, width: int, params: int = 0) -> "Shape":
+        """The shape of a ViT config at height×width, without a model (square grids of whole patches)."""
+        P = cfg.patch_size
+        T = cfg.num_prefix_tokens + (height // P) * (width // P)
+        L, H, D, M = cfg.depth, cfg.num_heads, cfg.embed_dim, cfg.mlp_dim
+        return cls(height, width, T, L, L * H * T * T, H * T * T, (L + 1) * T * D, T * (3 * D + M), params)
+
+
+@dataclass(frozen=True)
+class Terms:
+    """How much of each term a job holds at its peak (module docstring): float32 copies, and a constant in bytes."""
+    constant: float = 0.0         # bytes
+    attention: float = 0.0
+    layer: float = 0.0
+    chunk: float = 0.0
+    square: float = 0.0
+    stream: float = 0.0
+    activation: float = 0.0
+    photo: float = 0.0
+    params: float = 0.0           # copies of the model's parameters (bytes, not float32 elements)
+
+    def bytes(self, s: Shape) -> int:
+        held = sum(getattr(self, f.name) * getattr(s, f.name) for f in fields(self)
+                   if f.name not in ("constant", "params"))
+        return int(self.constant + F32 * held + self.params * s.params)
+
+
+# What each job holds at its peak, in copies of each term, fitted to the peaks measured on the AugReg ViT-Ti (224 to
+# 640 px) and a ViT-S/16 (224, 384) and rounded up (tests/load/test_peaks.py). A redraw: every layer's head-fused matrix
+# recomputed in turn, the copies the discard sorts and the residual makes (viz.maps.source.residual_step), the columns
+# asked for a chunk at a time (viz.maps.source.COLUMNS_BYTES). An analysis: the capture's stream and chunk of rows
+# (viz.analysis.capture), then its first pictures (a redraw's work). A gradient pass: every block's attention in the
+# graph, its gradient, both stacked, and GAE's product of the two (vit.explain.passes, viz.explain.gae); a relevance
+# pass: the rules' activations of every block; the attention family: every block's attention captured. The inside
+# views: one forward and one backward with every block's attention and the stream kept (vit.inside); patching: two
+# photos' streams.
+COEFFICIENTS: dict[str, Terms] = {
+    "render": Terms(constant=32 * MB, square=5.0, chunk=1.2, stream=1.2),
+    "analysis": Terms(constant=72 * MB, square=5.0, chunk=1.2, stream=3.0),
+    "gradient": Terms(constant=64 * MB, attention=4.2, square=12.0),
+    "attnlrp": Terms(constant=40 * MB, square=1.5, stream=9.0),
+    "cp_lrp": Terms(constant=40 * MB, square=1.5, stream=9.0),
+    "attention": Terms(constant=40 * MB, attention=1.9, square=2.0),
+    "none": Terms(constant=16 * MB),
+    "thorough": Terms(constant=40 * MB, layer=2.0, photo=60.0),     # more: a pixel protocol's batch, ROAD's solves
+    "sanity": Terms(constant=24 * MB, params=2.0),                                   # the randomised copies, more
+    "inside": Terms(constant=56 * MB, attention=1.1, square=8.0, stream=12.0),
+    "ablation": Terms(constant=48 * MB, attention=0.5, square=2.0),
+    "patching": Terms(constant=56 * MB, attention=0.5, stream=20.0),
+    "animation": Terms(constant=72 * MB, square=2.0, chunk=1.2),
+    "comparison": Terms(constant=32 * MB, square=1.2, chunk=1.2),                    # beside B's analysis
+    "features": Terms(constant=24 * MB, stream=1.2),
+    "capture": Terms(constant=24 * MB, chunk=1.2, stream=3.0),                       # a second photo's forward pass
+    "curves": Terms(constant=16 * MB, layer=1.0),                                    # a trust check's, beside its maps
+    "walk": Terms(constant=48 * MB, attention=0.9, square=12.0, stream=4.0),
+    "snapshots": Terms(constant=80 * MB, square=5.0, chunk=1.2, stream=3.0, params=2.0),
+    "zero_shot": Terms(constant=48 * MB, activation=4.0, params=1.0),
+}
+FAMILY_NAMES = ("gradient", "attnlrp", "cp_lrp", "attention", "none")     # viz.explain.methods.FAMILIES
+
+
+def family(s: Shape, name: str) -> int:
+    """The peak of one family of explanation passes (``viz.explain.methods.FAMILIES``) and its formulas."""
+    if name not in FAMILY_NAMES:
+        raise ValueError(f"Unknown family of explanation passes {name!r}! Expected one of {FAMILY_NAMES}.")
+    return COEFFICIENTS[name].bytes(s)
+
+
+def explain(s: Shape, families: tuple[str, ...] = ("gradient", "attnlrp", "cp_lrp")) -> int:
+    """Every method's map for one target, family after family (each family's passes freed before the next)."""
+    return max(family(s, f) for f in families)
+
+
+def trust(s: Shape, protocols: tuple[str, ...] = ("tokens",), sanity: bool = False,
+          families: tuple[str, ...] = ("gradient", "attnlrp", "cp_lrp")) -> int:
+    """A trust check: each method's map (its family's passes), then its curves a forward at a time (a pixel protocol
+    a batch of whole images); with the sanity check, the maps of randomised copies of the model."""
+    more = COEFFICIENTS["thorough"].bytes(s) if any(p != "tokens" for p in protocols) else 0
+    return (explain(s, families) + COEFFICIENTS["curves"].bytes(s) + more
+            + (COEFFICIENTS["sanity"].bytes(s) if sanity else 0))
+
+
+def inside(s: Shape, part: Literal["views", "ablation", "patching"] = "views") -> int:
+    """The inside views (the lens, DLA, head importance), an ablation, or patching from a second photo."""
+    return COEFFICIENTS["inside" if part == "views" else part].bytes(s)
+
+
+def compare(s: Shape, other: Shape | None = None) -> int:
+    """A comparison: model B's analysis at its own input, and both models' rollouts on the photo's pixels."""
+    other = s if other is None else other
+    return analysis(other) + COEFFICIENTS["comparison"].bytes(s)
+
+
+def analysis(s: Shape) -> int:
+    return COEFFICIENTS["analysis"].bytes(s)
+
+
+def render(s: Shape) -> int:
+    return COEFFICIENTS["render"].bytes(s)
+
+
+def features(s: Shape, second: bool = False) -> int:
+    """The dense features (PCA, similarity), with a second photo's forward pass when one is matched."""
+    return COEFFICIENTS["features"].bytes(s) + (COEFFICIENTS["capture"].bytes(s) if second else 0)
+
+
+PEAKS: dict[str, Callable[..., int]] = {
+    "analysis": analysis, "render": render, "explain": explain, "trust": trust, "inside": inside,
+    "compare": compare, "features": features,
+    **{job: (lambda job: lambda s: COEFFICIENTS[job].bytes(s))(job)
+       for job in ("animation", "walk", "snapshots", "zero_shot")},
+}
+assert set(PEAKS) == set(JOBS), "every job needs its estimate"
+
+
+def of(job: str, s: Shape, **options) -> int:
+    """THE estimate: the peak bytes of ``job`` (one of ``JOBS``) on ``s``, with the job's ``options``."""
+    if job not in PEAKS:
+        raise ValueError(f"Unknown job {job!r}! Expected one of {JOBS}.")
+    return PEAKS[job](s, **options)
+
+
+def largest_side(job: str, model, budget: int, params: int | None = None, smallest: int | None = None,
+                 **options) -> int | None:
+    """The largest square input, in whole patches, at which ``job`` fits ``budget`` bytes on ``model``, from one
+    patch up to the model's own side (or ``smallest``) and beyond while it fits; None when not even one patch does.
+    A model that cannot change its size (``viz.analysis.cost.follows_size``) only at its own size."""
+    cfg = model.cfg
+    if not follows_size(cfg):
+        side = cfg.img_size[0]
+        return side if of(job, Shape.of(model, side, side, params), **options) <= budget else None
+    P = cfg.patch_size
+
+    def fits(patches: int) -> bool:
+        side = patches * P
+        return of(job, Shape.of_config(cfg, side, side, params or 0), **options) <= budget
+
+    if not fits(1):
+        return None
+    low, high = 1, 2
+    while fits(high) and high < 4096:
+        low, high = high, high * 2
+    while high - low > 1:                         # fits(low), not fits(high): every term grows with the side
+        mid = (low + high) // 2
+        low, high = (mid, high) if fits(mid) else (low, mid)
+    return low * P

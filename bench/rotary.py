@@ -30,7 +30,7 @@ def rotary_rows(rounds: int, device: torch.device = torch.device("cpu")) -> list
     import vit
 
     torch.manual_seed(0)
-    reference = timm.create_model("vit_small_patch16_dinov3", global_pool="token").eval()
+    reference = timm.create_model("vit_small_patch16_dinov3").eval()
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "vit_small_patch16_dinov3.safetensors"
         save_file({k: v.contiguous() for k, v in reference.state_dict().items()}, str(path))

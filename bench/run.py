@@ -393,7 +393,7 @@ def curve_flops(cfg, lengths: list[int]) -> float:
         attention = 2 * L * L * D
         macs += L * rest + attention                                       # the first block, QKV shared
         macs += (blocks - 2) * (L * (qkv + rest) + attention)              # the blocks between
-        if cfg.global_pool == "token":                                     # the last: one query, K and V of all
+        if cfg.readout == "cls":                                     # the last: one query, K and V of all
             macs += (L - 1) * 2 * D * D + (qkv + rest) + 2 * L * D
         else:
             macs += L * (qkv + rest) + attention

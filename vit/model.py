@@ -7,19 +7,19 @@ The module layout follows timm's ``VisionTransformer`` so that checkpoints map o
       -> prepend prefix tokens [CLS, (DIST), (REG × R)]          -> (B, T, D), T = prefix + N
       -> + position embeddings (resampled to the input's grid)
       -> L × Block: x = x + DropPath(MHSA(LN(x)));  x = x + DropPath(MLP(LN(x)))
-      -> LayerNorm -> pool (CLS token or mean of patches) -> [pre-logits Linear+Tanh] -> head
+      -> LayerNorm -> readout (vit.readout: CLS token, mean of patches, …) -> [pre-logits Linear+Tanh] -> head
 
 The other ViT families people use are the same network with a few features switched on, one config
 field each (the defaults are the plain ViT above, whose code path is unchanged):
 
     CLIP image tower   norm_pre (LayerNorm before the blocks), mlp_act="quick_gelu", patch_bias=False,
                        proj_dim (bias-free projection into the image–text space: model(x) is the embedding)
-    SigLIP image tower class_token=False, global_pool="map" (a learnt probe query attends over the patches)
+    SigLIP image tower class_token=False, readout="map" (a learnt probe query attends over the patches)
     EVA-02             rope (rotary q/k), mlp_act="swiglu" with mlp_norm, k_bias=False (q and v biases only)
-    BEiT               pos_embed_kind="none", rel_pos_bias (per block), layer_scale, global_pool="avg",
+    BEiT               pos_embed_kind="none", rel_pos_bias (per block), layer_scale, readout="mean",
                        k_bias=False
     timm's relpos ViTs pos_embed_kind="none", rel_pos_mlp (a bias from an MLP on log-spaced offsets), layer_scale
-                       or res_post_norm (the norms after each branch: *_rpn), global_pool="avg" or CLS
+                       or res_post_norm (the norms after each branch: *_rpn), readout="mean" or CLS
     parallel blocks    parallel=2 (timm's *_18x2: two attentions side by side, then two MLPs), held as one block
                        of 2·H heads of width head_dim = D/H and one MLP of 2·mlp_dim units (the branch norms'
                        affine parts folded into the projections when the checkpoint is read)
@@ -43,6 +43,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from .readout import READOUT_NAMES, Readout, kind as readout_kind
 from .positions import (ROPE_AXES, ROPE_COORDS, TokenPositions, apply_rope, attention_bias, mixed_rope_tables,
                         num_relative_positions, patch_coordinates, relative_log_coords, relative_position_index,
                         rope_angles, rope_tables, rotary_kernel)
@@ -64,13 +65,21 @@ class ViTConfig:
     mlp_dim: int = 3072            # hidden width of each block's MLP (usually 4·D)
     qkv_bias: bool = True          # bias on the query/key/value projection
     class_token: bool = True       # prepend a learnable [CLS] token
-    distilled: bool = False        # prepend DeiT's distillation token and add a distillation head
+    distilled: bool = False        # prepend DeiT's distillation token (readout "distilled" reads it through head_dist)
     num_reg_tokens: int = 0        # register tokens (Darcet et al. 2023) after CLS/DIST
     pos_embed_prefix: bool = True  # position embeddings cover the prefix tokens too (False: patches only, timm's no_embed_class)
+    pos_embed_registers: bool = False  # with pos_embed_prefix, the registers get one too (timm's so150m; DINOv2's do not)
     layer_scale: bool = False      # per-channel learnable residual scale (CaiT/DINOv2 LayerScale)
     layer_norm_eps: float = 1e-6   # LayerNorm epsilon (1e-6 for Google/timm/torchvision, 1e-12 for Hugging Face)
-    global_pool: str = "token"     # "token": classify from CLS; "avg": mean of patch tokens; "map": attention pooling (SigLIP)
-    fc_norm: bool = False          # with "avg": LayerNorm after pooling instead of before (timm's fc_norm)
+    # Which tokens the head reads (vit.readout): "cls", "mean" of the patches, "mean_all" tokens, "cls_mean" (CLS and
+    # the mean of the patches side by side), "map" / "map_all" (a learnt probe's attention pooling, SigLIP / PE),
+    # "distilled" (DeiT: the mean of the CLS head and the DIST head); None: "distilled" for a distillation token, "cls"
+    # with a CLS token, else "mean"
+    readout: Readout | None = None
+    fc_norm: bool = False          # a pooled readout: LayerNorm after pooling instead of before (timm's fc_norm)
+    final_norm: bool = True        # a LayerNorm after the last block (False: InternViT, PE spatial/lang read it raw)
+    pool_heads: int | None = None  # heads of the MAP probe's attention (PE: 8); None: num_heads
+    pool_mlp_dim: int | None = None  # hidden width of the MAP pool's MLP; None: mlp_dim
     representation_size: int | None = None  # width of the pre-logits Linear+Tanh layer; None: no such layer
     drop_rate: float = 0.0         # dropout on position-embedded tokens, in MLPs and before the head
     attn_drop_rate: float = 0.0    # dropout on attention probabilities
@@ -131,17 +140,29 @@ class ViTConfig:
         if self.head_dim is None and self.embed_dim % self.num_heads:
             raise ValueError(f"embed_dim must be divisible by num_heads! Expected a multiple of {self.num_heads} "
                              f"but got {self.embed_dim}!")
-        if self.global_pool not in ("token", "avg", "map"):
-            raise ValueError(f"global_pool must be 'token', 'avg' or 'map' but got {self.global_pool!r}!")
-        if self.global_pool == "token" and not self.class_token:
-            raise ValueError("global_pool='token' needs class_token=True!")
+        if self.readout is None:
+            default = "distilled" if self.distilled else "cls" if self.class_token else "mean"
+            object.__setattr__(self, "readout", default)
+        if self.readout not in READOUT_NAMES:
+            raise ValueError(f"readout must be one of {list(READOUT_NAMES)} but got {self.readout!r}!")
+        read = readout_kind(self.readout)
+        if read.class_token and not self.class_token:
+            raise ValueError(f"readout={self.readout!r} reads {read.description}: it needs class_token=True!")
+        if self.readout == "distilled" and not self.distilled:
+            raise ValueError("readout='distilled' reads the distillation token's head: it needs distilled=True!")
+        if self.fc_norm and not read.pooled:
+            raise ValueError(f"fc_norm normalises a pooled vector; readout={self.readout!r} pools nothing!")
+        if self.pos_embed_registers and not self.pos_embed_prefix:
+            raise ValueError("pos_embed_registers gives the registers a row of the position table, which needs "
+                             "pos_embed_prefix=True (the prefix tokens' rows)!")
         if self.mlp_act not in MLP_ACTIVATIONS:
             raise ValueError(f"mlp_act must be one of {sorted(MLP_ACTIVATIONS)} but got {self.mlp_act!r}!")
         if self.proj_dim and self.num_classes:
             raise ValueError(f"proj_dim (an image–text projection) and a classifier head are exclusive! Got "
                              f"proj_dim={self.proj_dim} and num_classes={self.num_classes}; set one of them to 0.")
-        if self.global_pool == "map" and self.mlp_act == "swiglu":
-            raise ValueError("global_pool='map' uses a plain MLP in its pooling head; mlp_act='swiglu' is not supported with it!")
+        if read.probe and self.mlp_act == "swiglu":
+            raise ValueError(f"readout={self.readout!r} uses a plain MLP in its pooling head; mlp_act='swiglu' is not "
+                             f"supported with it!")
         if self.rope and self.attention_head_dim % 4:
             raise ValueError(f"rope needs a head width divisible by 4 but got {self.attention_head_dim}!")
         if self.rope_coords not in ROPE_COORDS or self.rope_axes not in ROPE_AXES:
@@ -181,6 +202,14 @@ class ViTConfig:
         return int(self.class_token) + int(self.distilled) + self.num_reg_tokens
 
     @property
+    def num_pos_prefix(self) -> int:
+        """Prefix tokens with a row of the position table: CLS and DIST with ``pos_embed_prefix`` (and the registers
+        with ``pos_embed_registers``)."""
+        if not self.pos_embed_prefix:
+            return 0
+        return int(self.class_token) + int(self.distilled) + (self.num_reg_tokens if self.pos_embed_registers else 0)
+
+    @property
     def family(self) -> str:
         """The family these features make: "dinov3", "eva02", "rope_vit", "beit", "relpos", "parallel", "naflex",
         "siglip", "clip" or "vit" (names defaults and descriptions)."""
@@ -196,7 +225,7 @@ class ViTConfig:
             return "parallel"
         if self.pos_embed_grid is not None:
             return "naflex"
-        if self.global_pool == "map":
+        if self.readout == "map":
             return "siglip"
         if self.norm_pre or self.proj_dim:
             return "clip"
@@ -688,8 +717,8 @@ class AttentionPool(nn.Module):
     def __init__(self, cfg: ViTConfig):
         super().__init__()
         D = cfg.embed_dim
-        self.num_heads = cfg.num_heads
-        self.head_dim = D // cfg.num_heads
+        self.num_heads = cfg.pool_heads or cfg.num_heads
+        self.head_dim = D // self.num_heads
         self.scale = self.head_dim ** -0.5
         self.fused_attn = True
         self.latent = nn.Parameter(torch.zeros(1, 1, D))  # the probe: one query vector shared by every image
@@ -697,7 +726,7 @@ class AttentionPool(nn.Module):
         self.kv = nn.Linear(D, 2 * D)
         self.proj = nn.Linear(D, D)
         self.norm = nn.LayerNorm(D, eps=cfg.layer_norm_eps)
-        self.mlp = Mlp(dataclasses.replace(cfg, mlp_norm=False))
+        self.mlp = Mlp(dataclasses.replace(cfg, mlp_norm=False, mlp_dim=cfg.pool_mlp_dim or cfg.mlp_dim))
 
     def forward(self, x: torch.Tensor, return_attn: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Tokens (B, N, D) -> (pooled (B, D), the probe's attention over the N tokens (B, H, N) if return_attn)."""
@@ -722,7 +751,8 @@ class AttentionCapture(NamedTuple):
     output: torch.Tensor                     # (B, K) logits; (B, E) image embedding (proj_dim); (B, D) without head
     attention: torch.Tensor                  # (B, L, H, T, T) softmax attention every block used
     token_norms: torch.Tensor | None         # (B, L, T) L2 norm of every token after each block, when asked
-    probe_attention: torch.Tensor | None     # (B, H, T) "map" pooling: the probe's attention (0 on prefix tokens)
+    probe_attention: torch.Tensor | None     # (B, H', T) "map" / "map_all" pooling: the probe's attention (H' its
+                                             # own heads; "map": 0 on prefix tokens)
 
 
 class VisionTransformer(nn.Module):
@@ -744,18 +774,20 @@ class VisionTransformer(nn.Module):
         self.norm_pre = nn.LayerNorm(D, eps=cfg.layer_norm_eps) if cfg.norm_pre else nn.Identity()
         rates = [cfg.drop_path_rate * i / max(cfg.depth - 1, 1) for i in range(cfg.depth)]
         self.blocks = nn.ModuleList([Block(cfg, r) for r in rates])
-        use_fc_norm = cfg.global_pool == "avg" and cfg.fc_norm
-        self.norm = nn.Identity() if use_fc_norm else nn.LayerNorm(D, eps=cfg.layer_norm_eps)
+        self.norm = nn.LayerNorm(D, eps=cfg.layer_norm_eps) if cfg.final_norm and not cfg.fc_norm else nn.Identity()
         self.cls_norm = nn.LayerNorm(D, eps=cfg.layer_norm_eps) if cfg.prefix_norm else None  # DINOv3's untied norm
-        self.attn_pool = AttentionPool(cfg) if cfg.global_pool == "map" else None
-        self.fc_norm = nn.LayerNorm(D, eps=cfg.layer_norm_eps) if use_fc_norm else nn.Identity()
+        self.attn_pool = AttentionPool(cfg) if readout_kind(cfg.readout).probe else None
+        pooled = D * readout_kind(cfg.readout).width                # what the head reads: D, or 2·D for cls_mean
+        self.fc_norm = nn.LayerNorm(pooled, eps=cfg.layer_norm_eps) if cfg.fc_norm else nn.Identity()
         R = cfg.representation_size
-        self.pre_logits = nn.Sequential(nn.Linear(D, R), nn.Tanh()) if R else nn.Identity()
+        self.pre_logits = nn.Sequential(nn.Linear(pooled, R), nn.Tanh()) if R else nn.Identity()
         self.head_drop = nn.Dropout(cfg.drop_rate)
-        width = R or D
+        width = R or pooled
         self.proj = nn.Linear(width, cfg.proj_dim, bias=False) if cfg.proj_dim else nn.Identity()  # CLIP
         self.head = nn.Linear(width, cfg.num_classes) if cfg.num_classes else nn.Identity()
-        self.head_dist = nn.Linear(width, cfg.num_classes) if cfg.distilled and cfg.num_classes else None
+        # DeiT: the distillation token's own head (an identity on a backbone, whose output is then the mean of both)
+        self.head_dist = None if cfg.readout != "distilled" else \
+            nn.Linear(width, cfg.num_classes) if cfg.num_classes else nn.Identity()
         self.apply(_init_weights)
         learned_pos = self.pos_embed if cfg.pos_embed_kind == "learned" else None
         for p in (self.cls_token, self.dist_token, self.reg_token, learned_pos):
@@ -765,9 +797,8 @@ class VisionTransformer(nn.Module):
             nn.init.trunc_normal_(self.attn_pool.latent, std=D ** -0.5)
 
     def _pos_len(self, grid: tuple[int, int]) -> int:
-        """Rows of the position table: the patches and, with ``pos_embed_prefix``, CLS/DIST (registers never get one)."""
-        cfg = self.cfg
-        return grid[0] * grid[1] + (cfg.num_prefix_tokens - cfg.num_reg_tokens if cfg.pos_embed_prefix else 0)
+        """Rows of the position table: the patches and the prefix tokens that have one (``num_pos_prefix``)."""
+        return grid[0] * grid[1] + self.cfg.num_pos_prefix
 
     def sincos_table(self, grid: tuple[int, int]) -> torch.Tensor:
         """(1, [CLS, DIST] + gh·gw, D): zero rows for the prefix tokens (as MAE), the 2-D sine-cosine table after."""
@@ -884,7 +915,8 @@ class VisionTransformer(nn.Module):
             raise ValueError(f"Wrong number of channels! Expected {self.cfg.in_chans} but got {C}!")
         layout = self.token_layout(H, W)
         x = self.patch_embed(x)  # (B, N, D)
-        with_pos = [t.expand(B, -1, -1) for t in (self.cls_token, self.dist_token) if t is not None]
+        placed = (self.cls_token, self.dist_token, self.reg_token if self.cfg.pos_embed_registers else None)
+        with_pos = [t.expand(B, -1, -1) for t in placed if t is not None]
         pos = self.resampled_pos_embed(layout.grid)
         if pos is None:                                  # pos_embed_kind "none": positions act inside attention, if at all
             x = torch.cat(with_pos + [x], dim=1)        # (B, [CLS, DIST] + N, D)
@@ -892,38 +924,50 @@ class VisionTransformer(nn.Module):
             x = torch.cat(with_pos + [x], dim=1) + pos  # (B, [CLS, DIST] + N, D)
         else:
             x = torch.cat(with_pos + [x + pos], dim=1)
-        if self.reg_token is not None:  # registers go after CLS/DIST, without position embedding
+        if self.reg_token is not None and not self.cfg.pos_embed_registers:  # after CLS/DIST, without a position
             n = len(with_pos)
             x = torch.cat([x[:, :n], self.reg_token.expand(B, -1, -1), x[:, n:]], dim=1)  # (B, T, D)
         return self.norm_pre(self.pos_drop(x))
 
     def forward_head(self, x: torch.Tensor, return_probe: bool = False):
         """Final tokens (B, T, D) -> logits (B, num_classes), the image embedding (B, proj_dim) of a CLIP tower,
-        or pooled features (B, D) when there is neither.
+        or pooled features (B, D) when there is neither, read out as ``cfg.readout`` says (``vit.readout``).
 
-        With ``return_probe``: ``(output, probe)``, the MAP probe's attention (B, H, T) for "map" pooling (it
-        attends over the patch tokens only, as timm's attn_pool, so it reads 0 on the prefix), else None.
+        With ``return_probe``: ``(output, probe)``, the MAP probe's attention (B, H, T) for "map" / "map_all" pooling
+        ("map" attends over the patch tokens only, as timm's attn_pool, so it reads 0 on the prefix), else None.
         """
-        n = self.cfg.num_prefix_tokens
-        x = self.norm(x) if self.cls_norm is None else self.final_norm(x)
-        probe = None
-        if self.attn_pool is not None:
-            pooled, probe = self.attn_pool(x[:, n:], return_probe)  # probe: (B, H, N)
-            probe = F.pad(probe, (n, 0)) if probe is not None else None  # (B, H, T)
-        elif self.cfg.global_pool == "avg":
-            pooled = x[:, n:].mean(dim=1)                            # (B, D) mean of patch tokens
-        else:
-            pooled = x[:, 0]                                         # (B, D) the CLS token
-        features = self.head_drop(self.pre_logits(self.fc_norm(pooled)))
+        pooled, probe = self.pool(x, return_probe)
+        features = self.head_drop(self.pre_logits(pooled))
         logits = self.head(self.proj(features))                      # proj: CLIP's image projection
         if self.head_dist is not None:  # DeiT: average the class and distillation heads at inference
-            dist_logits = self.head_dist(self.head_drop(self.pre_logits(x[:, 1])))
+            dist_logits = self.head_dist(self.head_drop(self.pre_logits(self.final_norm(x[:, 1:2])[:, 0])))
             logits = (logits + dist_logits) / 2
         return (logits, probe) if return_probe else logits
 
+    def pool(self, x: torch.Tensor, return_probe: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Final tokens (B, T, D) -> (what the head reads (B, D), or (B, 2D) for "cls_mean"; the MAP probe's attention
+        (B, H, T) with ``return_probe``, else None): the final norm, the readout, and fc_norm after pooling."""
+        n, readout = self.cfg.num_prefix_tokens, self.cfg.readout
+        x = self.final_norm(x)
+        probe = None
+        if self.attn_pool is not None:
+            pooled, probe = self.attn_pool(x if readout == "map_all" else x[:, n:], return_probe)  # probe: (B, H, N)
+            if probe is not None and readout == "map":
+                probe = F.pad(probe, (n, 0))                         # (B, H, T)
+        elif readout == "mean":
+            pooled = x[:, n:].mean(dim=1)                            # (B, D) mean of patch tokens
+        elif readout == "mean_all":
+            pooled = x.mean(dim=1)                                   # (B, D) mean of every token
+        elif readout == "cls_mean":
+            pooled = torch.cat([x[:, 0], x[:, n:].mean(dim=1)], dim=-1)   # (B, 2D) CLS beside the patches' mean
+        else:
+            pooled = x[:, 0]                                         # (B, D) the CLS token
+        return self.fc_norm(pooled), probe
+
     def final_norm(self, x: torch.Tensor) -> torch.Tensor:
-        """The last tokens (B, T, D) normalised as ``forward_head`` reads them: ``norm`` on every token, or with
-        DINOv3's untied norms (``prefix_norm``) ``cls_norm`` on the prefix tokens and ``norm`` on the patches."""
+        """The last tokens (B, T, D) normalised as ``forward_head`` reads them: ``norm`` on every token (an identity
+        without ``final_norm``, or with ``fc_norm`` after pooling), or with DINOv3's untied norms (``prefix_norm``)
+        ``cls_norm`` on the prefix tokens and ``norm`` on the patches."""
         if self.cls_norm is None:
             return self.norm(x)
         n = self.cfg.num_prefix_tokens

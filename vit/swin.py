@@ -135,7 +135,7 @@ class SwinConfig:
 
     # What the ViT code paths ask of a config (a Swin is read out from the mean of its last stage's tokens).
     family = "swin"
-    global_pool = "avg"
+    readout = "mean"
     num_prefix_tokens = 0
 
     def describe(self) -> str:

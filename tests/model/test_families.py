@@ -78,7 +78,7 @@ def test_timm_siglip_map_pooling_and_probe_attention(tmp_path):
     ref = randomize_(timm.create_model("vit_base_patch16_siglip_224", depth=2, embed_dim=64, num_heads=4,
                                        img_size=64))
     loaded = check_timm(ref, tmp_path, (64, 64), "siglip", num_heads=4)
-    assert not loaded.config.class_token and loaded.config.global_pool == "map"
+    assert not loaded.config.class_token and loaded.config.readout == "map"
     assert loaded.preprocess.mean == (0.5, 0.5, 0.5)
     x = images(2, (64, 64))
     seen = []
@@ -120,7 +120,7 @@ def test_timm_beit_relative_position_bias(tmp_path):
     loaded = check_timm(ref, tmp_path, (64, 64), "beit")
     cfg = loaded.config
     assert cfg.pos_embed_kind == "none" and loaded.model.pos_embed is None and cfg.rel_pos_bias
-    assert cfg.num_heads == 4 and cfg.layer_scale and cfg.global_pool == "avg" and not cfg.k_bias
+    assert cfg.num_heads == 4 and cfg.layer_scale and cfg.readout == "mean" and not cfg.k_bias
     with pytest.raises(ValueError, match="relative position bias learnt on the 4×4 grid"):
         loaded.model(images(1, (96, 64)))
 

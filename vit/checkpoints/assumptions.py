@@ -40,6 +40,9 @@ ASSUMED: dict[str, str] = {  # Assumption.key -> the sentence; viz/i18n/page.py 
                   "SigLIP 2 towers with tanh GELU need " + _how("mlp_act", '"gelu_tanh"') + ".",
     "rope_grid": "The rotary embedding is not in the file: EVA-02's, its angles scaled to the {grid} grid timm's "
                  "EVA-02 models were trained on, assumed.",
+    "readout_timm": "Which tokens the head reads is not in the file: {description} assumed (readout \"{readout}\"), "
+                    "the default of timm's {family} models (global_pool='{pool}'); a model trained reading another, "
+                    "such as {family}'s own CLS feature, needs " + _how("readout", '"cls"') + ".",
     "rotary_family": "The rotary position embedding is not in the file: {family}'s assumed, as its tensors are "
                      "{family}'s; if it is another model, give its timm name as \"architecture\" in a sidecar JSON "
                      "beside the file.",

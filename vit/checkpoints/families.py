@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from ..readout import from_timm, kind as readout_kind
 from ..preprocess import IMAGENET_MEAN, IMAGENET_STD, INCEPTION_MEAN, INCEPTION_STD, Preprocess
 from .assumptions import Assumption, described
 from .pipelines import timm_preprocess
@@ -56,11 +57,14 @@ class Family:
     config: dict                  # ViTConfig fields of its rotation and norms
     preprocess: Preprocess        # its timm pretrained_cfg's (Meta's files: ``meta_dinov3_preprocess``)
     heads: dict = field(default_factory=dict)   # heads by width where 64 dims per head is wrong
+    timm_pool: str | None = None  # timm's default global_pool where it is not the tensors' (DINOv3: 'avg'; its own
+                                  # files and transformers' read the CLS token)
 
 
 DINOV3 = Family("DINOv3", dict(rope=True, rope_coords="centered", rope_temperature=100.0, rope_half=True,
                                rope_axes="ij", rope_ref_grid=None, rope_mixed=False, layer_norm_eps=1e-5),
-                timm_preprocess(_TIMM_DINOV3), heads={192: 3, 1280: 20, 4096: 32})   # ViT-H+ 20, 7B 32 of 128
+                timm_preprocess(_TIMM_DINOV3), heads={192: 3, 1280: 20, 4096: 32},   # ViT-H+ 20, 7B 32 of 128
+                timm_pool="avg")
 ROPE_AXIAL = Family("RoPE-ViT (axial)", dict(rope=True, rope_temperature=100.0, rope_axes="xy", rope_coords="index",
                                             rope_half=False, rope_mixed=False, rope_ref_grid=None),
                     timm_preprocess(_TIMM_ROPE_VIT))
@@ -85,12 +89,13 @@ HOW_TO_NAME = ('name its timm architecture: a sidecar JSON beside the file (the 
 
 
 def architecture_fields(name: str) -> dict:
-    """ViTConfig fields a timm architecture name fixes about positions: a rotary family's rotation, or
-    ``{"rope": False}`` for timm's other ViTs and DeiTs (EVA-02's rotation shows in its tensors: nothing)."""
+    """ViTConfig fields a timm architecture name fixes about positions: a rotary family's rotation (and its readout
+    where timm's default is not what the tensors show: DINOv3's mean of the patches), or ``{"rope": False}`` for
+    timm's other ViTs and DeiTs (EVA-02's rotation shows in its tensors: nothing)."""
     arch = name.split(".")[0]
     for pattern, family in TIMM_ARCHITECTURES:
         if re.fullmatch(pattern, arch):
-            return dict(family.config)
+            return {**family.config, **({"readout": from_timm(family.timm_pool)} if family.timm_pool else {})}
     if arch.startswith(("vit_", "deit")):
         return {"rope": False}
     return {}
@@ -201,6 +206,11 @@ def _with(family: Family | None, state: dict, given: dict, read: dict, fmt: str,
     sentences = []
     if said and family is not None:
         sentences.append(Assumption("rotary_family", family=family.name))
+    if family is not None and family.timm_pool and fmt == "timm" and "readout" not in given:
+        readout = from_timm(family.timm_pool)                  # a file saved by timm pools as timm's model does
+        convention["readout"] = readout
+        sentences.append(Assumption("readout_timm", description=readout_kind(readout).description, readout=readout,
+                                    family=family.name, pool=family.timm_pool))
     if preprocess is not None:     # taken only where no metadata gives one: say where it came from
         sentences.append(Assumption("preprocess", source=source, family=family.name, **described(preprocess)))
     return Identified(family, {k: v for k, v in read.items() if k not in given}, convention, preprocess,

@@ -35,6 +35,7 @@ from .pipelines import huggingface_preprocess, huggingface_processor_name, open_
 from .timm_names import architecture_config, naflex_architecture, plain_mlp_activation
 from .swin_formats import huggingface_swin_config, timm_swin_config
 from ..clip.tokenizer import Tokenizer
+from ..readout import TIMM_POOLS, from_timm
 from ..preprocess import Preprocess
 
 HF_ACTIVATIONS = {"gelu": "gelu", "quick_gelu": "quick_gelu", "gelu_pytorch_tanh": "gelu_tanh",
@@ -93,6 +94,9 @@ def _read_vit_folder(folder: Path, hf: dict) -> HuggingFaceFolder:
     if hf.get("hidden_act", "gelu") != "gelu":
         raise ValueError(f"{folder}: hidden_act {hf['hidden_act']!r} is not supported! Expected 'gelu' (exact GELU).")
     config = _encoder_config(hf, default_eps=1e-12)
+    if hf["model_type"] == "deit":   # the class says whether the distillation token has a head of its own
+        with_teacher = "DeiTForImageClassificationWithTeacher" in (hf.get("architectures") or ())
+        config["readout"] = "distilled" if with_teacher else "cls"
     state = _read_weights(folder)
     if hf["model_type"] == "vit_mae":  # ViTMAEForPreTraining: the encoder; its decoder reconstructs masked patches
         state = {k: v for k, v in state.items() if not k.startswith("decoder.")}
@@ -110,8 +114,8 @@ def _read_beit_folder(folder: Path, hf: dict) -> HuggingFaceFolder:
 def _read_dinov2_folder(folder: Path, hf: dict) -> HuggingFaceFolder:
     """DINOv2 (Dinov2Model, and its registers variant): layer scale, registers without position embedding, SwiGLU for
     the giant; the registers variant resizes its position table with antialiasing, as Meta's register models do.
-    The classifiers (Dinov2ForImageClassification) read the CLS token and the mean of the patches together, a
-    readout this explorer does not draw: their backbone opens when asked for without the head (num_classes=0)."""
+    The classifiers (Dinov2ForImageClassification) read the CLS token and the mean of the patches side by side: their
+    head, 2·D wide, says so (``infer.readout_fields``)."""
     config = _encoder_config(hf, default_eps=1e-6)
     config["mlp_act"] = "swiglu" if hf.get("use_swiglu_ffn") else _activation(folder, hf)
     if hf["model_type"] == "dinov2_with_registers":
@@ -202,6 +206,8 @@ def _read_timm_folder(folder: Path, timm_cfg: dict) -> HuggingFaceFolder:
     model_args = timm_cfg.get("model_args") or {}
     if isinstance(model_args.get("num_heads"), int):  # push_to_hub(model_args=...) writes what it was made with
         config["num_heads"] = model_args["num_heads"]
+    if model_args.get("global_pool") in TIMM_POOLS:   # how the saved model was made to pool
+        config["readout"] = from_timm(model_args["global_pool"], bool(model_args.get("pool_include_prefix")))
     preprocess = None
     if "input_size" in pretrained:  # else the architecture's own config, which only timm knows: the loader's default
         patch = re.search(r"_patch(\d+)", arch) if arch.startswith("naflexvit_") else None
@@ -253,12 +259,12 @@ def _open_clip_timm_config(folder: Path, vision: dict, crop: tuple[int, int]) ->
         raise ValueError(f"{folder}: open_clip's timm_proj {proj!r}{' with a bias' if proj == 'linear' else ''} is "
                          f"not supported! Expected 'none' or a bias-free 'linear' projection.")
     pool = vision.get("timm_pool", "avg")
-    if pool not in ("map", "avg", "token"):
+    if pool not in TIMM_POOLS:
         raise ValueError(f"{folder}: open_clip's timm_pool {pool!r} is not supported! Expected 'map', 'avg' or "
                          f"'token'.")
     config = {**architecture_config(name), "img_size": crop}
     if pool != "map":  # map pooling shows in its tensors (attn_pool); the others do not
-        config["global_pool"] = pool
+        config["readout"] = TIMM_POOLS[pool]
     return config
 
 

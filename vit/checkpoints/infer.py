@@ -90,19 +90,14 @@ def infer_config(sd: dict, **overrides) -> ViTConfig:
             fields.update(rope=True, rope_ref_grid=EVA02_ROPE_REF_GRID)
     if fields["norm_pre"]:  # a CLIP tower
         fields.update(layer_norm_eps=CLIP_LAYER_NORM_EPS)
-    if "attn_pool.latent" in sd:
-        fields.update(global_pool="map")
-    elif "fc_norm.weight" in sd:
-        fields.update(global_pool="avg", fc_norm=True)
-    elif not class_token:
-        fields.update(global_pool="avg")
+    fields.update(readout_fields(sd, int(D)))
     if "pos_embed" in sd:
         fields.update(_pos_embed_fields(sd, class_token + distilled, int(P), overrides))
     else:
         fields.update(pos_embed_kind="none", **_grid_without_pos_embed(sd, int(P), overrides))
     table = sd.get("blocks.0.attn.relative_position_bias_table")  # BEiT's table has one column per head
     pooled_classifier = not class_token and fields["num_classes"] > 0 and not fields["num_reg_tokens"] \
-        and fields.get("global_pool") == "avg" and not fields.get("fc_norm")
+        and fields.get("readout") == "mean" and not fields.get("fc_norm")
     fields["num_heads"] = int(table.shape[1]) if table is not None else \
         default_num_heads(int(D), class_token, pooled_classifier)
     if rel_mlp is not None:                                        # the MLP has one output per head
@@ -113,6 +108,28 @@ def infer_config(sd: dict, **overrides) -> ViTConfig:
     if unknown:
         raise ValueError(f"Unknown config fields {sorted(unknown)}! Expected some of {sorted(known)}.")
     return ViTConfig(**{**fields, **overrides})
+
+
+def readout_fields(sd: dict, D: int) -> dict:
+    """The readout the tensors show (``vit.readout``): a MAP probe (attn_pool; its MLP's width), a LayerNorm after
+    pooling (fc_norm: the mean of the patches), a head 2·D wide ([CLS, mean of the patches], DINOv2's
+    classifiers), a distillation head (DeiT), no CLS token (the mean of the patches); {} where nothing says (a CLS
+    token: the model's default readout)."""
+    if "attn_pool.latent" in sd:
+        fc1 = sd.get("attn_pool.mlp.fc1.weight")
+        return dict(readout="map", **({"pool_mlp_dim": int(fc1.shape[0])} if fc1 is not None else {}))
+    if "fc_norm.weight" in sd:
+        return dict(readout="mean", fc_norm=True)
+    head = sd.get("head.weight")
+    if head is not None and "pre_logits.0.weight" not in sd and head.shape[1] == 2 * D and "cls_token" in sd:
+        return dict(readout="cls_mean")
+    if "head_dist.weight" in sd:
+        return dict(readout="distilled")
+    if "cls_token" not in sd:
+        return dict(readout="mean")
+    if "dist_token" in sd and head is not None:      # a distillation token without its head: DeiT's CLS classifier
+        return dict(readout="cls")
+    return {}
 
 
 def _parallel_fields(sd: dict, D: int, heads: int, overrides: dict) -> dict:
@@ -177,7 +194,7 @@ def _grid_mismatch(n: int, grid: tuple[int, int], img_size) -> str:
 
 
 def _prefix_with_pos(cfg: ViTConfig) -> int:
-    return int(cfg.class_token) + int(cfg.distilled) if cfg.pos_embed_prefix else 0
+    return cfg.num_pos_prefix
 
 
 def _pos_embed_fields(sd: dict, n_prefix: int, P: int, overrides: dict) -> dict:
@@ -211,8 +228,8 @@ NAFLEX_RESIZING = {
     (False, 0, False, "map"): dict(pos_embed_interp="bilinear", pos_embed_ar_preserving=False,   # *_siglip
                                    mlp_act="gelu_tanh"),
     (False, 1, True, "map"): dict(pos_embed_interp="bicubic", pos_embed_ar_preserving=False),    # base_map, so150m2
-    (False, 1, True, "avg"): dict(pos_embed_interp="bicubic", pos_embed_ar_preserving=False),    # so150m2 gap
-    (False, 4, True, "avg"): None,                                                                # base_gap, par_gap
+    (False, 1, True, "mean"): dict(pos_embed_interp="bicubic", pos_embed_ar_preserving=False),   # so150m2 gap
+    (False, 4, True, "mean"): None,                                                               # base_gap, par_gap
 }
 
 
@@ -252,7 +269,7 @@ def _naflex_facts(sd: dict, given: dict) -> dict:
                          "supported; every model here ends with one.")
     table = next(v for k, v in sd.items() if k.endswith("embeds.pos_embed"))      # (1, h, w, D)
     regs = next((int(v.shape[1]) for k, v in sd.items() if k.endswith("embeds.reg_token")), 0)
-    pool = "map" if "attn_pool.latent" in keys else "avg" if "fc_norm.weight" in keys else "token"
+    pool = "map" if "attn_pool.latent" in keys else "mean" if "fc_norm.weight" in keys else "cls"
     layer_scale = "blocks.0.ls1.gamma" in keys
     facts = dict(pos_embed_grid=tuple(table.shape[1:3]), pos_embed_prefix=False, pos_embed_antialias=True,
                  img_size=(NAFLEX_IMG_SIZE, NAFLEX_IMG_SIZE))

@@ -290,7 +290,6 @@ def _build(raw: dict, source: str, meta: _Meta, overrides: dict) -> LoadedModel:
     cfg = infer_config(state, **{**convention, **read})
     if meta.activation and "mlp_act" not in read and cfg.mlp_act != "swiglu":
         cfg = dataclasses.replace(cfg, mlp_act=meta.activation)
-    _refuse_two_token_classifier(state, cfg, source)
     said = [*meta.assumptions, *_config_assumptions(state, cfg, fmt, read, meta, openai_file)]
     state = _fit_pos_embed(state, cfg, checkpoint_grid(state, cfg))
     loaded = _finish(state, cfg, source, meta, fmt, overrides, said)
@@ -340,22 +339,11 @@ def _config_assumptions(state: dict, cfg: ViTConfig, fmt: str, read: dict, meta:
         said.append(Assumption("rope_grid", grid="×".join(map(str, cfg.rope_ref_grid))))
     if "img_size" not in read and cfg.pos_embed_kind == "learned" and "pos_embed" in state:
         if cfg.pos_embed_grid is None:
-            prefix = int(cfg.class_token) + int(cfg.distilled) if cfg.pos_embed_prefix else 0
+            prefix = cfg.num_pos_prefix
             said.append(assumptions.img_size(cfg, int(state["pos_embed"].shape[1]) - prefix))
         else:   # a NaFlex model: its input is a budget of patches, the table has a grid of its own
             said.append(assumptions.naflex_size(cfg, fmt))
     return said + assumptions.family_facts(cfg, fmt, read)
-
-
-def _refuse_two_token_classifier(state: dict, cfg: ViTConfig, source: str) -> None:
-    """Dinov2ForImageClassification's head reads [CLS token, mean of the patch tokens] (2D inputs): not a readout
-    this model has. Its backbone is what opens (``num_classes=0``)."""
-    head = state.get("head.weight")
-    if head is not None and cfg.representation_size is None and head.shape[1] == 2 * cfg.embed_dim:
-        raise ValueError(f"{source}: its classifier reads the CLS token and the mean of the patch tokens side by side "
-                         f"({head.shape[1]} = 2 × {cfg.embed_dim} inputs, as Dinov2ForImageClassification), a readout "
-                         f"this explorer does not draw! Open its backbone without the classifier instead: "
-                         f"vit.load(..., num_classes=0), or {{\"config\": {{\"num_classes\": 0}}}} in a sidecar JSON.")
 
 
 def _build_text(state: dict, source: str, meta: _Meta, defaults: dict) -> TextTower:
@@ -399,7 +387,7 @@ def _fit_pos_embed(state: dict, cfg: ViTConfig, old_grid: tuple[int, int]) -> di
     """Resample the checkpoint's position embeddings when the model is built for another grid."""
     if "pos_embed" not in state or tuple(old_grid) == cfg.pos_grid:
         return state
-    num_prefix = int(cfg.class_token) + int(cfg.distilled) if cfg.pos_embed_prefix else 0
+    num_prefix = cfg.num_pos_prefix
     if cfg.pos_embed_kind == "sincos2d":  # a fixed table is computed for the new grid, not resized
         table = sincos_2d_position_embedding(cfg.grid, cfg.embed_dim)
         return {**state, "pos_embed": torch.cat([table.new_zeros(num_prefix, cfg.embed_dim), table]).unsqueeze(0)}

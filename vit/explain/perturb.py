@@ -70,8 +70,8 @@ def _check_kept(model, layout, keeps: list[torch.Tensor]) -> None:
         if keep.numel() and (int(keep.min()) < 0 or int(keep.max()) >= N):
             raise ValueError(f"keep holds patch indices outside [0, {N}) for a {layout.grid[0]}×{layout.grid[1]} "
                              f"grid: got {int(keep.min())}…{int(keep.max())}!")
-        if keep.numel() == 0 and model.cfg.global_pool != "token":
-            raise ValueError(f"A model with global_pool={model.cfg.global_pool!r} pools the patches, so it needs at "
+        if keep.numel() == 0 and model.cfg.readout not in ("cls", "distilled"):
+            raise ValueError(f"A model with readout={model.cfg.readout!r} reads the patches, so it needs at "
                              f"least one kept patch; got none.")
 
 

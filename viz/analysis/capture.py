@@ -36,6 +36,7 @@ from PIL import Image
 
 from vit.device import forward_precision
 from vit.model import attention_rows
+from vit.readout import token_weights
 from vit.swin import refuse_swin
 
 from ..maps.readout import heads_query
@@ -44,7 +45,6 @@ from . import postprocess
 from .recompute import RecomputedAttention
 
 _TORCH_DTYPES = {np.dtype(np.float32): torch.float32, np.dtype(np.float16): torch.float16}
-READOUT_OF_POOL = {"token": "cls", "map": "map", "avg": "mean"}  # ViTConfig.global_pool -> Analysis.readout
 CHUNK_BYTES = 64 * 2**20    # float32 probabilities of one block reduced together: B·H·rows·T·4 bytes at most
 FUSED_BYTES = 16 * 2**20    # on demand: the head-fused copies (3·L·T² in the kept dtype) are kept below this
 DISTANCE_BYTES = 32 * 2**20  # a layout's T×T pixel distances are kept for every block of a capture below this
@@ -64,7 +64,7 @@ class Captured:
     entropy: np.ndarray | None = None     # (B, L, H) nats; with statistics=True
     key_mass: np.ndarray | None = None    # (B, L, T) share of each block's attention per key token; statistics=True
     mean_distance_renormalised: np.ndarray | None = None  # (B, L, H) rows renormalised over patches; when asked
-    readout: str = "cls"                  # the maps' query: "cls", "map" (SigLIP's probe) or "mean" (of the patches)
+    readout: str = "cls"                  # the maps' query: the model's readout (vit.readout: "cls", "mean", "map", …)
     probe_attention: np.ndarray | None = None  # (B, H, T) float32, the MAP probe's attention; "map" readout only
     stream: np.ndarray | None = None      # (B, L + 1, T, D) the residual stream in the cache dtype; kept when asked
     final_norm: FinalNorm | None = None   # the model's last LayerNorm (None when it has none); with the stream
@@ -172,7 +172,8 @@ def capture(model, x: torch.Tensor, attention_dtype=np.float32, statistics: bool
         out["stream"] = torch.empty(B, L + 1, T, model.cfg.embed_dim, device=device, dtype=kept)
     if on_demand:
         out.update(readout_rows=torch.zeros(B, L, H, T, **f32), logsumexp=torch.empty(B, L, H, T, **f32))
-    query = heads_query(READOUT_OF_POOL[model.cfg.global_pool])
+    query = heads_query(model.cfg.readout)
+    weights = None if query in ("cls", "mean") else torch.from_numpy(token_weights(query, T, P)).to(device)
     fused_kernel = on_demand and not keep_fused and query == "cls" and not statistics and not distance_renormalise
     if fused_kernel:
         del out["mean_distance"]                  # left to the first view that asks (module docstring)
@@ -199,6 +200,8 @@ def capture(model, x: torch.Tensor, attention_dtype=np.float32, statistics: bool
                 out["readout_rows"][:, i] = p[:, :, 0]
             elif query == "mean" and stop > P:
                 out["readout_rows"][:, i] += p[:, :, max(P - start, 0):].sum(dim=2)
+            elif weights is not None:                                  # the readout's weighted rows
+                out["readout_rows"][:, i] += torch.einsum("c,bhck->bhk", weights[start:stop], p)
         if statistics:
             out["entropy"][:, i] += postprocess.entropy_sum(p)
             out["key_mass"][:, i] += postprocess.key_mass_sum(p)
@@ -274,7 +277,7 @@ def capture(model, x: torch.Tensor, attention_dtype=np.float32, statistics: bool
                     fused={f: host[f"fused_{f}"] for f in ("mean", "max", "min") if f"fused_{f}" in host},
                     entropy=host.get("entropy"), key_mass=host.get("key_mass"),
                     mean_distance_renormalised=host.get("mean_distance_renormalised"),
-                    readout=READOUT_OF_POOL[model.cfg.global_pool], probe_attention=host.get("probe_attention"),
+                    readout=model.cfg.readout, probe_attention=host.get("probe_attention"),
                     stream=host.get("stream"), final_norm=final_norm(model) if "stream" in host else None,
                     readout_rows=host.get("readout_rows"), logsumexp=host.get("logsumexp"),
                     timings={"forward": t1 - t0, "to_numpy": t2 - t1})

@@ -73,6 +73,10 @@ PAGE: dict[str, tuple[str, str]] = {
         "图像塔需要 mlp_act=\"gelu_tanh\"" + _how_zh("mlp_act", '"gelu_tanh"') + "。"),
     "assumption.rope_grid": (ASSUMED["rope_grid"],
         "文件中没有旋转位置编码：假定为 EVA-02 的，其角度按 timm 的 EVA-02 模型训练时的 {grid} 网格缩放。"),
+    "assumption.readout_timm": (ASSUMED["readout_timm"],
+        "文件中没有分类头读取哪些词元：假定为 readout \"{readout}\"，即 timm 中 {family} 模型的默认设置"
+        "（global_pool='{pool}'）；以别的读取方式训练的模型（例如 {family} 自己的 CLS 特征）需要 readout=\"cls\""
+        + _how_zh("readout", '"cls"') + "。"),
     "assumption.rotary_family": (ASSUMED["rotary_family"],
         "文件中没有旋转位置编码：假定为 {family} 的，因为它的张量就是 {family} 的；若它是别的模型，请在文件旁的同名 JSON "
         "文件中用 \"architecture\" 给出它在 timm 中的名字。"),
@@ -422,9 +426,12 @@ PAGE: dict[str, tuple[str, str]] = {
         "{readout}.",
         "**{method}** 解释 **{target}**：概率 {probability:.1%}，得分 {score:.3f}；{grid} 的热力图，读取自 {readout}。"),
     "readout.cls": ("the CLS token", "CLS 词元"),
-    "readout.map": ("the MAP probe's attention (mean of heads)", "MAP 探针的注意力（各头平均）"),
+    "readout.map": ("the MAP probe's attention over the patch tokens", "MAP 探针对图块词元的注意力"),
+    "readout.map_all": ("the MAP probe's attention over all tokens", "MAP 探针对所有词元的注意力"),
     "readout.mean": ("the mean of the patch tokens", "图块词元的均值"),
-    "readout.distilled": ("the mean of {readout} and the distillation token", "{readout}与蒸馏词元的平均"),
+    "readout.mean_all": ("the mean of all tokens (prefix tokens included)", "所有词元（含前置词元）的均值"),
+    "readout.cls_mean": ("the CLS token and the mean of the patch tokens side by side", "CLS 词元与图块词元的均值并列"),
+    "readout.distilled": ("the mean of the CLS token's and the distillation token's heads", "CLS 词元与蒸馏词元两个头的平均"),
     "explain.contrast": (" Contrast: minus **{other}**.", " 对比：减去 **{other}**。"),
     "message.target_failed": ("Nothing to explain for that target: {error}", "无法解释这个目标：{error}"),
     "message.explain_failed": ("This model cannot be explained this way: {error}", "这个模型不能用这种方式解释：{error}"),

@@ -22,8 +22,11 @@ from typing import Protocol, Sequence
 
 import numpy as np
 
+from vit.readout import token_weights
+
 from .attention import without_tokens
 from .layout import layer_index
+from .readout import query_row
 from .rollout import FUSIONS, discard_lowest, fuse_heads, with_residual
 
 COLUMNS_BYTES = 64 * 2**20     # columns of every head asked for together when summing a row's kept mass
@@ -49,8 +52,8 @@ class AttentionSource(Protocol):
         may write into."""
 
     def readout_rows(self) -> np.ndarray:
-        """(L, H, T): each head's row of the per-layer query (``viz.maps.readout.heads_query``): the CLS row, or the
-        mean of the patch rows for models without a CLS token."""
+        """(L, H, T): each head's row of the per-layer query (``viz.maps.readout.heads_query``): the CLS row, the
+        mean of the patch rows for models without a CLS token, … (the readout's weighted rows)."""
 
 
 class HeldAttention:
@@ -90,7 +93,9 @@ class HeldAttention:
         num_prefix = self._layout[0]
         if self.query == "cls":
             return np.asarray(self.attention[:, :, 0, :], dtype=np.float32)
-        return self.attention[:, :, num_prefix:, :].mean(axis=2, dtype=np.float32)
+        if self.query == "mean":
+            return self.attention[:, :, num_prefix:, :].mean(axis=2, dtype=np.float32)
+        return query_row(self.attention, self.query, num_prefix)
 
 
 def check_head(head: int, heads: int) -> None:
@@ -122,12 +127,17 @@ def kept_column(source: AttentionSource, layer: int, head: int | None, key: int,
     return out
 
 
-def mean_patch_row(source: AttentionSource, layer: int, head: int | None, keep: np.ndarray | None = None) -> np.ndarray:
-    """(T,): the mean of the (kept) patch rows, each renormalised over the kept keys: a mean-pooled model's query."""
+def query_row_of(source: AttentionSource, layer: int, head: int | None, query: str,
+                 keep: np.ndarray | None = None) -> np.ndarray:
+    """(T,): a per-block query's row (``viz.maps.readout.query_row``: the mean of the (kept) patch rows of a
+    mean-pooled model, …) from the rows it weighs, each renormalised over the kept keys."""
     num_prefix, grid = source.layout(layer)
     T = num_prefix + grid[0] * grid[1]
-    patches = np.arange(num_prefix, T) if keep is None else keep[keep >= num_prefix]
-    return kept_rows(source, layer, head, patches, keep).mean(axis=0)
+    queries = np.arange(T) if keep is None else keep
+    weights = token_weights(query, queries.size, num_prefix)
+    used = np.flatnonzero(weights)
+    rows = kept_rows(source, layer, head, queries[used], keep)
+    return weights[used] @ rows
 
 
 def residual_step(source: AttentionSource, layer: int, fusion: str, discard_ratio: float, keep: np.ndarray,

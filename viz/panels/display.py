@@ -171,7 +171,7 @@ def attention_map_panel(a: Analysis, layer: int = -1, head: int | None = None, m
     threshold mask (e.g. 0.6) outlined; ``shared_scale``: one colour scale for every layer (the min and max
     over all layers), so layers can be compared colour for colour."""
     drop = artifact_drop(a, mask_artifacts, norm_ratio)
-    if a.readout == "map":
+    if a.readout in ("map", "map_all"):
         layers = (attention_of(a, layer, head, drop) * uniform_tokens(a, drop))[None]
         values = layers[0]
     else:

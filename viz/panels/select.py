@@ -20,7 +20,7 @@ from ..maps import distance, embeddings, norms, readout
 from ..maps.attention import without_tokens
 from ..maps.layout import layer_index, patch_token, to_grid
 from ..maps.rollout import kept_tokens
-from ..maps.source import check_head, kept_column, kept_rows, mean_patch_row, rollout_columns, rollout_rows
+from ..maps.source import check_head, kept_column, kept_rows, query_row_of, rollout_columns, rollout_rows
 from ..records import Analysis, ModelArrays
 
 
@@ -47,14 +47,15 @@ def _kept(a: Analysis, drop: np.ndarray | None) -> np.ndarray | None:
 
 
 def readout_rows_of(a: Analysis, head: int | None = None, drop: np.ndarray | None = None) -> np.ndarray:
-    """Every layer's query row (``viz.maps.readout.heads_query``: the CLS row, or the mean of the patch rows) of one
+    """Every layer's query row (``viz.maps.readout.heads_query``: the CLS row, the mean of the patch rows, …) of one
     head or the mean of heads -> (L, T) float32, renormalised over the kept tokens when ``drop`` (gh, gw) is given
     (the mean of the patch rows then reads only the kept patches)."""
     if head is not None:
         check_head(head, a.heads)
     keep = _kept(a, drop)
-    if keep is not None and readout.heads_query(a.readout) == "mean":
-        return np.stack([mean_patch_row(a.maps, layer, head, keep) for layer in range(a.depth)])
+    query = readout.heads_query(a.readout)
+    if keep is not None and query != "cls":
+        return np.stack([query_row_of(a.maps, layer, head, query, keep) for layer in range(a.depth)])
     rows = a.maps.readout_rows()                                                    # (L, H, T)
     rows = rows.mean(axis=1) if head is None else rows[:, head]
     return rows if keep is None else without_tokens(rows, keep)
@@ -63,7 +64,7 @@ def readout_rows_of(a: Analysis, head: int | None = None, drop: np.ndarray | Non
 def readout_rows_all(a: Analysis, drop: np.ndarray | None = None) -> np.ndarray:
     """Every layer's and head's query row -> (L, H, T) float32, as ``readout_rows_of`` for each head."""
     keep = _kept(a, drop)
-    if keep is not None and readout.heads_query(a.readout) == "mean":
+    if keep is not None and readout.heads_query(a.readout) != "cls":
         return np.stack([readout_rows_of(a, h, drop) for h in range(a.heads)], axis=1)
     rows = a.maps.readout_rows()
     return rows if keep is None else without_tokens(rows, keep)
@@ -71,7 +72,7 @@ def readout_rows_all(a: Analysis, drop: np.ndarray | None = None) -> np.ndarray:
 
 def rollout_of(a: Analysis, fusion: str = "mean", discard_ratio: float = 0.0, start_layer: int = 0,
                mask_artifacts: bool = False, norm_ratio: float = 3.0, stop_layer: int | None = None) -> np.ndarray:
-    """Rollout of the analysis' query (CLS, MAP probe or mean of patches) over the patches (gh, gw), optionally
+    """Rollout of the analysis' query (CLS, MAP probe, mean of patches, …) over the patches (gh, gw), optionally
     without the high-norm tokens (they read 0): ``viz.maps.readout.readout_rollout_map``, one layer's head-fused
     matrix at a time. ``stop_layer``: roll out the layers up to this one only (inclusive; default: all)."""
     drop = artifact_drop(a, mask_artifacts, norm_ratio)
@@ -81,10 +82,10 @@ def rollout_of(a: Analysis, fusion: str = "mean", discard_ratio: float = 0.0, st
         weights, protect = np.zeros(keep.size, dtype=np.float32), (0,)
         weights[0] = 1.0
     else:
-        p = readout.fuse_probe(a.probe_attention, fusion)[keep] if a.readout == "map" else None
+        p = readout.fuse_probe(a.probe_attention, fusion)[keep] if a.readout in ("map", "map_all") else None
         weights = readout.readout_weights(keep.size, a.num_prefix, a.readout,
                                           None if p is None else p / max(p.sum(), 1e-12))
-        protect = ()
+        protect = readout.protected(weights, a.num_prefix, a.readout)
     T = a.num_prefix + a.grid[0] * a.grid[1]
     out = np.zeros(T, dtype=np.float32)
     out[keep] = rollout_rows(a.maps, weights, fusion, discard_ratio, start_layer, keep, protect, stop_layer)
@@ -96,13 +97,13 @@ def attention_of(a: Analysis, layer: int = -1, head: int | None = None,
     """The analysis' query's attention over the patches in one layer (gh, gw); the MAP probe's after the last.
     ``drop`` (gh, gw) bool: tokens removed as keys (and as queries of the mean), rows renormalised."""
     readout.check_readout(a.readout, a.probe_attention, a.num_prefix, a.grid)
-    if a.readout != "map":
+    if a.readout not in ("map", "map_all"):
         layer = layer_index(layer, a.depth)
         if head is not None:
             check_head(head, a.heads)
         keep = _kept(a, drop)
-        if keep is not None and a.readout == "mean":
-            return to_grid(mean_patch_row(a.maps, layer, head, keep), a.num_prefix, a.grid)
+        if keep is not None and a.readout != "cls":
+            return to_grid(query_row_of(a.maps, layer, head, a.readout, keep), a.num_prefix, a.grid)
         rows = a.maps.readout_rows()[layer]                                          # (H, T)
         row = rows.mean(axis=0) if head is None else rows[head]
         return to_grid(row if keep is None else without_tokens(row, keep), a.num_prefix, a.grid)
@@ -181,7 +182,7 @@ def rollout_caption(a: Analysis, lang: str = "en") -> str:
 
 def attention_caption(a: Analysis, layer: int = -1, head: int | None = None, lang: str = "en") -> str:
     """E.g. "CLS, layer 11, mean of heads"; the MAP probe reads after the last layer, whatever ``layer``."""
-    if a.readout == "map":
+    if a.readout in ("map", "map_all"):
         return t("caption.probe", lang, layer=a.depth - 1,
                  heads=t("name.mean_heads", lang) if head is None else t("name.head", lang, head=head % a.heads))
     return t("caption.attention", lang, query=query_label(a.readout, lang), where=where_name(a, layer, head, lang))

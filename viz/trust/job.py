@@ -221,7 +221,7 @@ class TrustJob:
         if self.to_map:
             if not self._probability_known():
                 items.append(("", "full", 0, self.N))
-            if self.protocol in PIXEL or self.model.cfg.global_pool == "token":
+            if self.protocol in PIXEL or self.model.cfg.readout in ("cls", "distilled"):
                 items.append(("", "empty", 0, 0))
         return items
 

@@ -51,6 +51,7 @@ from .positions import (ROPE_AXES, ROPE_COORDS, TokenPositions, apply_rope, atte
 
 POS_EMBED_KINDS = ("learned", "sincos2d", "none")
 POS_EMBED_INTERPOLATIONS = ("bicubic", "bilinear")
+NORM_KINDS = ("layernorm", "rmsnorm")
 
 
 @dataclass(frozen=True)
@@ -71,6 +72,7 @@ class ViTConfig:
     pos_embed_registers: bool = False  # with pos_embed_prefix, the registers get one too (timm's so150m; DINOv2's do not)
     layer_scale: bool = False      # per-channel learnable residual scale (CaiT/DINOv2 LayerScale)
     layer_norm_eps: float = 1e-6   # LayerNorm epsilon (1e-6 for Google/timm/torchvision, 1e-12 for Hugging Face)
+    norm_kind: str = "layernorm"   # every norm a LayerNorm, or "rmsnorm" (AIMv2: x / rms(x) · γ, no centring, no shift)
     # Which tokens the head reads (vit.readout): "cls", "mean" of the patches, "mean_all" tokens, "cls_mean" (CLS and
     # the mean of the patches side by side), "map" / "map_all" (a learnt probe's attention pooling, SigLIP / PE),
     # "distilled" (DeiT: the mean of the CLS head and the DIST head); None: "distilled" for a distillation token, "cls"
@@ -93,6 +95,8 @@ class ViTConfig:
     pos_embed_antialias: bool = False
     # Features of the other ViT families (CLIP, SigLIP, EVA-02, BEiT); the defaults are the plain ViT.
     patch_bias: bool = True          # bias in the patch-embedding convolution (CLIP has none)
+    patch_norm: bool = False         # a norm on each patch embedding, before the positions (AIMv2)
+    linear_bias: bool = True         # biases on attention's output projection and the MLP's Linears (AIMv2: none)
     norm_pre: bool = False           # LayerNorm on the tokens before the first block (CLIP's ln_pre)
     k_bias: bool = True              # with qkv_bias, a key bias too; False: query and value biases only (BEiT, EVA-02)
     rel_pos_bias: bool = False       # BEiT: each block learns a bias per head and (query, key) offset, added to q·kᵀ/√d
@@ -102,6 +106,7 @@ class ViTConfig:
     rope_coords: str = "index"       # "index": patch row and column; "centered": DINOv3's centres in [-1, 1] per axis
     rope_axes: str = "ij"            # the axis turning the first half of the planes: "ij" rows, "xy" columns (RoPE-ViT)
     rope_half: bool = False          # rotate channel c with c + Dh/2 (DINOv3) instead of neighbouring channel pairs
+    rope_offset: float = 0.0         # added to the patch indices before any rescaling (Perception Encoder: 1)
     rope_mixed: bool = False         # RoPE-Mixed: frequencies learnt per block and head (attn.rope_freqs), axes mixed
     prefix_norm: bool = False        # DINOv3's untied final norm: CLS and registers get their own LayerNorm (cls_norm)
     attn_norm: bool = False          # LayerNorm on the heads' output before attn.proj (EVA-02 CLIP's sub-LN)
@@ -109,7 +114,8 @@ class ViTConfig:
     # "swiglu" (EVA-02: SiLU(x·W_g) ⊙ x·W_x, each mlp_dim wide)
     mlp_act: str = "gelu"
     mlp_norm: bool = False           # LayerNorm on the MLP's hidden units before fc2 (EVA-02's scale_mlp)
-    proj_dim: int | None = None      # CLIP: width of the bias-free projection into the image–text space, model(x)'s output
+    proj_dim: int | None = None      # CLIP: width of the projection into the image–text space, model(x)'s output
+    proj_bias: bool = False          # that projection's bias (open_clip's timm towers without timm_proj: timm's head)
     # timm's relative-position ViTs (vit_relpos_*, vit_srelpos_*), timm's parallel blocks, NaFlex (SigLIP 2, timm's
     # NaFlexViT); the defaults are the plain ViT.
     rel_pos_mlp: bool = False        # each block's q·kᵀ bias from an MLP on the offsets' log coordinates (any grid)
@@ -129,6 +135,8 @@ class ViTConfig:
             object.__setattr__(self, "rope_ref_grid", tuple(int(s) for s in self.rope_ref_grid))
         if self.pos_embed_grid is not None:
             object.__setattr__(self, "pos_embed_grid", tuple(int(s) for s in self.pos_embed_grid))
+        if self.norm_kind not in NORM_KINDS:
+            raise ValueError(f"norm_kind must be one of {NORM_KINDS} but got {self.norm_kind!r}!")
         if self.pos_embed_interp not in POS_EMBED_INTERPOLATIONS:
             raise ValueError(f"pos_embed_interp must be one of {POS_EMBED_INTERPOLATIONS} but got "
                              f"{self.pos_embed_interp!r}!")
@@ -288,6 +296,13 @@ def resize_position_grid(table: torch.Tensor, grid: tuple[int, int], mode: str =
     return out[:, :, :gh, :gw]
 
 
+def make_norm(cfg: ViTConfig, dim: int) -> nn.Module:
+    """The family's norm over ``dim`` channels: a LayerNorm, or an RMSNorm (``norm_kind``), with ``layer_norm_eps``."""
+    if cfg.norm_kind == "rmsnorm":
+        return nn.RMSNorm(dim, eps=cfg.layer_norm_eps)
+    return nn.LayerNorm(dim, eps=cfg.layer_norm_eps)
+
+
 class TokenLayout(NamedTuple):
     """How the T tokens of a forward pass are laid out: ``num_prefix`` tokens, then a gh×gw patch grid (row-major)."""
     num_prefix: int
@@ -306,6 +321,7 @@ class PatchEmbed(nn.Module):
         self.patch_size = cfg.patch_size
         self.proj = nn.Conv2d(cfg.in_chans, cfg.embed_dim, kernel_size=cfg.patch_size, stride=cfg.patch_size,
                               bias=cfg.patch_bias)
+        self.norm = make_norm(cfg, cfg.embed_dim) if cfg.patch_norm else nn.Identity()   # AIMv2
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         B, C, H, W = x.shape
@@ -313,8 +329,8 @@ class PatchEmbed(nn.Module):
             P = self.patch_size
             raise ValueError(f"Input size {H}×{W} is not divisible by the patch size {P}! "
                              f"Expected height and width that are multiples of {P}, e.g. {H // P * P or P}×{W // P * P or P}.")
-        x = self.proj(x)                     # (B, D, gh, gw)
-        return x.flatten(2).transpose(1, 2)  # (B, N, D) with N = gh·gw, row-major
+        x = self.proj(x)                                # (B, D, gh, gw)
+        return self.norm(x.flatten(2).transpose(1, 2))  # (B, N, D) with N = gh·gw, row-major
 
 
 class Attention(nn.Module):
@@ -345,8 +361,8 @@ class Attention(nn.Module):
         # timm's vit_relpos: the same table computed for any grid by an MLP (module names as timm's RelPosMlp)
         self.rel_pos = RelativePositionMlp(cfg) if cfg.rel_pos_mlp else None
         self.attn_drop = nn.Dropout(cfg.attn_drop_rate)
-        self.norm = nn.LayerNorm(inner, eps=cfg.layer_norm_eps) if cfg.attn_norm else nn.Identity()
-        self.proj = nn.Linear(inner, D)
+        self.norm = make_norm(cfg, inner) if cfg.attn_norm else nn.Identity()
+        self.proj = nn.Linear(inner, D, bias=cfg.linear_bias)
         self.proj_drop = nn.Dropout(cfg.drop_rate)
         self.rope_half = cfg.rope_half  # DINOv3 rotates channel c with c + Dh/2, the others neighbouring pairs
         # RoPE-Mixed: this block's learnt frequencies (x, y) per head and plane
@@ -566,11 +582,11 @@ class Mlp(nn.Module):
 
     def __init__(self, cfg: ViTConfig):
         super().__init__()
-        self.fc1 = nn.Linear(cfg.embed_dim, cfg.mlp_dim)
+        self.fc1 = nn.Linear(cfg.embed_dim, cfg.mlp_dim, bias=cfg.linear_bias)
         self.act = MLP_ACTIVATIONS[cfg.mlp_act]()
         self.drop1 = nn.Dropout(cfg.drop_rate)
-        self.norm = nn.LayerNorm(cfg.mlp_dim, eps=cfg.layer_norm_eps) if cfg.mlp_norm else nn.Identity()
-        self.fc2 = nn.Linear(cfg.mlp_dim, cfg.embed_dim)
+        self.norm = make_norm(cfg, cfg.mlp_dim) if cfg.mlp_norm else nn.Identity()
+        self.fc2 = nn.Linear(cfg.mlp_dim, cfg.embed_dim, bias=cfg.linear_bias)
         self.drop2 = nn.Dropout(cfg.drop_rate)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -582,12 +598,12 @@ class SwiGLU(nn.Module):
 
     def __init__(self, cfg: ViTConfig):
         super().__init__()
-        self.fc1_g = nn.Linear(cfg.embed_dim, cfg.mlp_dim)  # the gate
-        self.fc1_x = nn.Linear(cfg.embed_dim, cfg.mlp_dim)  # the value it gates
+        self.fc1_g = nn.Linear(cfg.embed_dim, cfg.mlp_dim, bias=cfg.linear_bias)  # the gate
+        self.fc1_x = nn.Linear(cfg.embed_dim, cfg.mlp_dim, bias=cfg.linear_bias)  # the value it gates
         self.act = nn.SiLU()
         self.drop1 = nn.Dropout(cfg.drop_rate)
-        self.norm = nn.LayerNorm(cfg.mlp_dim, eps=cfg.layer_norm_eps) if cfg.mlp_norm else nn.Identity()
-        self.fc2 = nn.Linear(cfg.mlp_dim, cfg.embed_dim)
+        self.norm = make_norm(cfg, cfg.mlp_dim) if cfg.mlp_norm else nn.Identity()
+        self.fc2 = nn.Linear(cfg.mlp_dim, cfg.embed_dim, bias=cfg.linear_bias)
         self.drop2 = nn.Dropout(cfg.drop_rate)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -645,10 +661,10 @@ class Block(nn.Module):
     def __init__(self, cfg: ViTConfig, drop_path: float, causal: bool = False):
         super().__init__()
         self.res_post_norm = cfg.res_post_norm
-        self.norm1 = nn.LayerNorm(cfg.embed_dim, eps=cfg.layer_norm_eps)
+        self.norm1 = make_norm(cfg, cfg.embed_dim)
         self.attn = Attention(cfg, causal)
         self.ls1 = LayerScale(cfg.embed_dim) if cfg.layer_scale else nn.Identity()
-        self.norm2 = nn.LayerNorm(cfg.embed_dim, eps=cfg.layer_norm_eps)
+        self.norm2 = make_norm(cfg, cfg.embed_dim)
         self.mlp = SwiGLU(cfg) if cfg.mlp_act == "swiglu" else Mlp(cfg)
         self.ls2 = LayerScale(cfg.embed_dim) if cfg.layer_scale else nn.Identity()
         self.drop_path = DropPath(drop_path)
@@ -725,8 +741,9 @@ class AttentionPool(nn.Module):
         self.q = nn.Linear(D, D)
         self.kv = nn.Linear(D, 2 * D)
         self.proj = nn.Linear(D, D)
-        self.norm = nn.LayerNorm(D, eps=cfg.layer_norm_eps)
-        self.mlp = Mlp(dataclasses.replace(cfg, mlp_norm=False, mlp_dim=cfg.pool_mlp_dim or cfg.mlp_dim))
+        self.norm = make_norm(cfg, D)
+        self.mlp = Mlp(dataclasses.replace(cfg, mlp_norm=False, mlp_dim=cfg.pool_mlp_dim or cfg.mlp_dim,
+                                          linear_bias=True))
 
     def forward(self, x: torch.Tensor, return_attn: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Tokens (B, N, D) -> (pooled (B, D), the probe's attention over the N tokens (B, H, N) if return_attn)."""
@@ -771,19 +788,19 @@ class VisionTransformer(nn.Module):
         else:                                    # "none": the tokens carry no absolute position (BEiT: relative biases)
             self.pos_embed = None
         self.pos_drop = nn.Dropout(cfg.drop_rate)
-        self.norm_pre = nn.LayerNorm(D, eps=cfg.layer_norm_eps) if cfg.norm_pre else nn.Identity()
+        self.norm_pre = make_norm(cfg, D) if cfg.norm_pre else nn.Identity()
         rates = [cfg.drop_path_rate * i / max(cfg.depth - 1, 1) for i in range(cfg.depth)]
         self.blocks = nn.ModuleList([Block(cfg, r) for r in rates])
-        self.norm = nn.LayerNorm(D, eps=cfg.layer_norm_eps) if cfg.final_norm and not cfg.fc_norm else nn.Identity()
-        self.cls_norm = nn.LayerNorm(D, eps=cfg.layer_norm_eps) if cfg.prefix_norm else None  # DINOv3's untied norm
+        self.norm = make_norm(cfg, D) if cfg.final_norm and not cfg.fc_norm else nn.Identity()
+        self.cls_norm = make_norm(cfg, D) if cfg.prefix_norm else None  # DINOv3's untied norm
         self.attn_pool = AttentionPool(cfg) if readout_kind(cfg.readout).probe else None
         pooled = D * readout_kind(cfg.readout).width                # what the head reads: D, or 2·D for cls_mean
-        self.fc_norm = nn.LayerNorm(pooled, eps=cfg.layer_norm_eps) if cfg.fc_norm else nn.Identity()
+        self.fc_norm = make_norm(cfg, pooled) if cfg.fc_norm else nn.Identity()
         R = cfg.representation_size
         self.pre_logits = nn.Sequential(nn.Linear(pooled, R), nn.Tanh()) if R else nn.Identity()
         self.head_drop = nn.Dropout(cfg.drop_rate)
         width = R or pooled
-        self.proj = nn.Linear(width, cfg.proj_dim, bias=False) if cfg.proj_dim else nn.Identity()  # CLIP
+        self.proj = nn.Linear(width, cfg.proj_dim, bias=cfg.proj_bias) if cfg.proj_dim else nn.Identity()  # CLIP
         self.head = nn.Linear(width, cfg.num_classes) if cfg.num_classes else nn.Identity()
         # DeiT: the distillation token's own head (an identity on a backbone, whose output is then the mean of both)
         self.head_dist = None if cfg.readout != "distilled" else \
@@ -851,7 +868,7 @@ class VisionTransformer(nn.Module):
             coords = patch_coordinates(layout.grid, device)
         elif cfg.rope:
             rope = rope_tables(layout.grid, cfg.attention_head_dim, cfg.rope_ref_grid, cfg.rope_temperature,
-                               device, cfg.rope_coords, cfg.rope_axes, cfg.rope_half)
+                               device, cfg.rope_coords, cfg.rope_axes, cfg.rope_half, cfg.rope_offset)
         rel_index = relative_position_index(layout.grid, layout.num_prefix, device) if relative else None
         rel_coords = relative_log_coords(layout.grid, device) if cfg.rel_pos_mlp else None
         return TokenPositions(layout.num_prefix, rope, rel_index, coords=coords, rel_coords=rel_coords)
@@ -879,7 +896,8 @@ class VisionTransformer(nn.Module):
                                   coords[:, 1, None] * b.attn.rope_freqs[1][:, None] for b in self.blocks])
             return rotary_kernel(angles.detach().float())                        # angles (L, H, N, Dh/2)
         Dh = cfg.attention_head_dim
-        angles = rope_angles(grid, Dh, cfg.rope_ref_grid, cfg.rope_temperature, None, cfg.rope_coords, cfg.rope_axes)
+        angles = rope_angles(grid, Dh, cfg.rope_ref_grid, cfg.rope_temperature, None, cfg.rope_coords, cfg.rope_axes,
+                             cfg.rope_offset)
         if axis != "both":                                                        # the first Dh/4 planes: rows for "ij"
             first = (axis == "rows") == (cfg.rope_axes == "ij")
             angles = angles[:, :Dh // 4] if first else angles[:, Dh // 4:]

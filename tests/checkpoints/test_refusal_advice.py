@@ -732,6 +732,64 @@ def text_tower_vocabulary(tmp_path, monkeypatch):
         assert_close(loaded.text.model(tokens), ref.get_text_features(input_ids=tokens).pooler_output)
 
 
+# --- a named timm architecture, built by timm (vit/checkpoints/timm_library.py) ---------------------------------
+
+def timm_folder(folder: Path, model, architecture: str, model_args: dict | None) -> Path:
+    """A timm Hub folder: the weights and a config.json naming ``architecture`` (with ``model_args`` when given)."""
+    folder.mkdir()
+    write_safetensors(model, folder / "model.safetensors")
+    (folder / "config.json").write_text(json.dumps({"architecture": architecture,
+                                                    **({"model_args": model_args} if model_args else {})}))
+    return folder
+
+
+@case("The file names timm's {}, whose tokens are {} wide, but its tensors are {} wide:",
+      "model_args must be a JSON object (timm.create_model's arguments)")
+def named_but_made_otherwise(tmp_path, monkeypatch):
+    """A folder naming timm's ViT-S/16 whose tensors are a shrunk one's: refused; advice: the arguments it was made
+    with (as timm's save_for_hf records them), in the folder's config.json or a sidecar's "model_args"."""
+    ref = small_timm()                                   # vit_tiny_patch16_224 at 32 px: 192 wide
+    made = {"depth": 2, "img_size": 32, "num_classes": 4}
+    folder = timm_folder(tmp_path / "hub", ref, "vit_small_patch16_224", None)
+    with pytest.raises(ValueError, match=r"names timm's vit_small_patch16_224, whose tokens are 384 wide, but its "
+                                         r"tensors are 192 wide.*model_args"):
+        vit.load(folder)
+    (folder / "config.json").write_text(json.dumps({"architecture": "vit_tiny_patch16_224", "model_args": made}))
+    same_as(vit.load(folder), ref)
+    path = write_safetensors(ref, tmp_path / "bare.safetensors")
+    _sidecar(path, architecture="vit_tiny_patch16_224", model_args=[2])
+    with pytest.raises(ValueError, match="model_args must be a JSON object"):
+        vit.load(path)
+    _sidecar(path, architecture="vit_tiny_patch16_224", model_args=made)
+    same_as(vit.load(path), ref)
+
+
+@case("(timm's {} with global_pool={})", "timm's MLP activation {} is not one this explorer builds!",
+      "timm's gated MLP with {} is not one this explorer builds!", "timm's rotary embedding {} (in pixels",
+      "which this explorer's ViT does not build: it cannot open it as the model it is.")
+def named_with_what_is_not_built(tmp_path, monkeypatch):
+    """Other clear refusals (no advice: timm makes another model than this explorer's ViT): a pooling that is not a
+    readout, a SiLU MLP, a gated GELU MLP, a rotation over time as well, q/k norms; each named, with the arguments
+    it was made with, in a timm Hub folder. Without those arguments the same tensors open as timm's model."""
+    torch.manual_seed(0)
+    for arch, args, message in (
+            ("vit_small_patch16_224", {"global_pool": "avgmax"}, r"global_pool='avgmax' is not a readout"),
+            ("vit_small_patch16_224", {"act_layer": "silu"}, "activation SiLU is not one this explorer builds"),
+            ("vit_giant_patch14_dinov2", {"act_layer": "gelu", "embed_dim": 384, "num_heads": 6},
+             "gated MLP with GELU is not one"),
+            ("vit_small_patch16_rope_224", {"rope_type": "mrope", "rope_grid_indexing": "ij"},
+             "RotaryEmbeddingMRope .* is not one this explorer builds"),
+            ("vit_small_patch16_224", {"qk_norm": True}, r"normalises queries and keys \(qk_norm\)")):
+        ref = randomize_(timm.create_model(arch, depth=1, img_size=32, num_classes=3, **args))
+        folder = timm_folder(tmp_path / f"{len(list(tmp_path.iterdir()))}", ref, arch,
+                             {"depth": 1, "img_size": 32, **args})
+        with pytest.raises(ValueError, match=message):
+            vit.load(folder)
+    ref = randomize_(timm.create_model("vit_small_patch16_224", depth=1, img_size=32, num_classes=3))
+    same_as(vit.load(timm_folder(tmp_path / "plain", ref, "vit_small_patch16_224", {"depth": 1, "img_size": 32})),
+            ref)
+
+
 # --- timm's relative-position, parallel-block and NaFlex ViTs, SigLIP 2's NaFlex tower ---------------------------
 
 def timm_family(name: str, **kw):

@@ -232,8 +232,7 @@ def test_position_free_files_never_ask_for_an_image_size(tmp_path):
 
 def test_what_was_identified_is_said_and_what_was_named_is_not(tmp_path):
     """A bare timm DINOv3 file: its rotation, its readout, its heads and its preprocessing were the family's, and the
-    loader says so; named in a sidecar with its own preprocessing, only the heads' count (the family's table) is
-    said."""
+    loader says so; named in a sidecar with its own preprocessing, nothing is assumed: timm builds it and says."""
     torch.manual_seed(0)
     path = save_timm(randomize_(timm.create_model("vit_small_patch16_dinov3", depth=1)), tmp_path)
     keys = [a.key for a in vit.load(path).assumptions]
@@ -241,7 +240,7 @@ def test_what_was_identified_is_said_and_what_was_named_is_not(tmp_path):
     (tmp_path / "model.json").write_text(json.dumps({"architecture": "vit_small_patch16_dinov3.lvd1689m",
                                                      "preprocess": {"timm": {"input_size": [3, 256, 256],
                                                                              "crop_pct": 1.0}}}))
-    assert [a.key for a in vit.load(path).assumptions] == ["heads_known"]
+    assert [a.key for a in vit.load(path).assumptions] == []
 
 
 def test_dinov3_by_hub_name_from_the_offline_cache(tmp_path, monkeypatch):

@@ -40,6 +40,9 @@ ASSUMED: dict[str, str] = {  # Assumption.key -> the sentence; viz/i18n/page.py 
                   "SigLIP 2 towers with tanh GELU need " + _how("mlp_act", '"gelu_tanh"') + ".",
     "rope_grid": "The rotary embedding is not in the file: EVA-02's, its angles scaled to the {grid} grid timm's "
                  "EVA-02 models were trained on, assumed.",
+    "timm_table": "timm is not installed: what timm's {name} is (its heads, norms, rotation and readout) was read "
+                  "from this explorer's own table of timm's architectures, not from timm; with timm installed "
+                  "(pip install timm) it is read from timm itself and the load is checked against timm's model.",
     "readout_timm": "Which tokens the head reads is not in the file: {description} assumed (readout \"{readout}\"), "
                     "the default of timm's {family} models (global_pool='{pool}'); a model trained reading another, "
                     "such as {family}'s own CLS feature, needs " + _how("readout", '"cls"') + ".",

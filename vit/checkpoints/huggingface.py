@@ -32,10 +32,11 @@ from pathlib import Path
 from . import assumptions
 from .files import read_file, regular_file
 from .pipelines import huggingface_preprocess, huggingface_processor_name, open_clip_preprocess, timm_preprocess
-from .timm_names import architecture_config, naflex_architecture, plain_mlp_activation
+from .timm_library import TimmArchitecture
+from .timm_names import Named, architecture_config, named, plain_mlp_activation
 from .swin_formats import huggingface_swin_config, timm_swin_config
 from ..clip.tokenizer import Tokenizer
-from ..readout import TIMM_POOLS, from_timm
+from ..readout import TIMM_POOLS
 from ..preprocess import Preprocess
 
 HF_ACTIVATIONS = {"gelu": "gelu", "quick_gelu": "quick_gelu", "gelu_pytorch_tanh": "gelu_tanh",
@@ -46,7 +47,8 @@ BEIT_TYPES = ("beit", "data2vec-vision")                  # relative position bi
 DINOV2_TYPES = ("dinov2", "dinov2_with_registers")        # layer scale, registers, SwiGLU for the giant
 SWIN_TYPES = ("swin", "swinv2")
 SUPPORTED_TYPES = (*VIT_TYPES, *BEIT_TYPES, *DINOV2_TYPES, *CLIP_TYPES, "dinov3_vit", *SWIN_TYPES)
-OPEN_CLIP_TIMM_PROJECTIONS = ("none", "linear")  # open_clip's timm_proj: none, or a bias-free Linear (proj_bias false)
+OPEN_CLIP_TIMM_PROJECTIONS = ("none", "linear", None)  # open_clip's timm_proj: none, a bias-free Linear, or (null)
+                                                       # timm's own head, with its bias
 
 
 @dataclass(frozen=True)
@@ -60,6 +62,7 @@ class HuggingFaceFolder:
     tokenizer: Tokenizer | None = None                # the folder's own CLIP tokenizer files, when it has them
     activation: str | None = None   # a plain MLP's activation named by a timm architecture (a gated MLP's tensors win)
     assumptions: tuple = ()         # what the folder does not say (``vit.checkpoints.assumptions.Assumption``)
+    timm: TimmArchitecture | None = None   # the timm architecture it names, as timm builds it (None without timm)
 
 
 def read_folder(folder: Path) -> HuggingFaceFolder:
@@ -202,12 +205,10 @@ def _read_timm_folder(folder: Path, timm_cfg: dict) -> HuggingFaceFolder:
     """A timm Hub folder: config.json {"architecture", "num_classes", "pretrained_cfg": {...}} + the weights."""
     arch = str(timm_cfg["architecture"])
     pretrained = timm_cfg.get("pretrained_cfg") or {}
-    config = {**architecture_config(arch), **naflex_architecture(arch)}
+    state = _read_weights(folder)
     model_args = timm_cfg.get("model_args") or {}
-    if isinstance(model_args.get("num_heads"), int):  # push_to_hub(model_args=...) writes what it was made with
-        config["num_heads"] = model_args["num_heads"]
-    if model_args.get("global_pool") in TIMM_POOLS:   # how the saved model was made to pool
-        config["readout"] = from_timm(model_args["global_pool"], bool(model_args.get("pool_include_prefix")))
+    name = named(arch, model_args, state) if not arch.startswith("swin") else None
+    config = dict(name.fields) if name else {}
     preprocess = None
     if "input_size" in pretrained:  # else the architecture's own config, which only timm knows: the loader's default
         patch = re.search(r"_patch(\d+)", arch) if arch.startswith("naflexvit_") else None
@@ -215,10 +216,10 @@ def _read_timm_folder(folder: Path, timm_cfg: dict) -> HuggingFaceFolder:
         config["img_size"] = preprocess.crop
     config.update(timm_swin_config(arch))   # a Swin's window: {} for other models
     labels = pretrained.get("label_names") or timm_cfg.get("label_names")
-    state = _read_weights(folder)
     fmt = "timm-naflex" if "embeds.proj.weight" in state else "timm"     # NaFlexViT keeps its embeddings apart
     return HuggingFaceFolder(state, config, list(labels) if labels else None, preprocess, fmt,
-                             activation=plain_mlp_activation(arch))
+                             activation=name and name.activation, assumptions=name.said if name else (),
+                             timm=name and name.timm)
 
 
 def _read_open_clip_folder(folder: Path, oc: dict) -> HuggingFaceFolder:
@@ -238,8 +239,12 @@ def _read_open_clip_folder(folder: Path, oc: dict) -> HuggingFaceFolder:
         raise FileNotFoundError(f"{folder}: no {' or '.join(names)} beside open_clip_config.json.")
     timm_name = vision.get("timm_model_name")
     if timm_name:
-        return HuggingFaceFolder(read_file(weights), _open_clip_timm_config(folder, vision, crop), None, preprocess,
-                                 "open-clip-timm", activation=plain_mlp_activation(timm_name))
+        state = read_file(weights)
+        config, name = _open_clip_timm_config(folder, vision, crop, state)
+        if vision.get("timm_proj", "linear") is None:   # timm's own head is the projection into the shared space
+            state = {re.sub(r"^((module\.)?visual\.)trunk\.head\.", r"\1head.proj.", k): v for k, v in state.items()}
+        return HuggingFaceFolder(state, config, None, preprocess, "open-clip-timm", activation=name.activation,
+                                 assumptions=name.said, timm=name.timm)
     act = "quick_gelu" if model_cfg.get("quick_gelu") else "gelu"
     config = {"mlp_act": act, "img_size": crop}
     if "width" in vision:  # open_clip's VisionTransformer: heads = width / head_width
@@ -247,25 +252,31 @@ def _read_open_clip_folder(folder: Path, oc: dict) -> HuggingFaceFolder:
     return HuggingFaceFolder(read_file(weights), config, None, preprocess, "openai-clip", {"mlp_act": act})
 
 
-def _open_clip_timm_config(folder: Path, vision: dict, crop: tuple[int, int]) -> dict:
-    """ViTConfig fields of open_clip's timm image tower; ValueError for one that is not a ViT this explorer opens."""
+def _open_clip_timm_config(folder: Path, vision: dict, crop: tuple[int, int], state: dict) -> tuple[dict, Named]:
+    """ViTConfig fields of open_clip's timm image tower, and what its timm name says (timm's own model of it, made as
+    open_clip's TimmModel makes it); ValueError for one that is not a ViT this explorer opens."""
     name = str(vision["timm_model_name"])
-    if plain_mlp_activation(name) is None and not architecture_config(name):
+    if plain_mlp_activation(name) is None and not architecture_config(name) and not name.startswith("eva02_"):
         raise ValueError(f"{folder}: open_clip's image tower is timm's {name!r}, which is not a ViT this explorer "
                          f"opens! Expected a timm ViT (vit_*, deit*, eva02_*) such as SigLIP's "
                          f"vit_base_patch16_siglip_224.")
     proj = vision.get("timm_proj", "linear")
     if proj not in OPEN_CLIP_TIMM_PROJECTIONS or (proj == "linear" and vision.get("timm_proj_bias")):
         raise ValueError(f"{folder}: open_clip's timm_proj {proj!r}{' with a bias' if proj == 'linear' else ''} is "
-                         f"not supported! Expected 'none' or a bias-free 'linear' projection.")
+                         f"not supported! Expected 'none', none at all (timm's head projects) or a bias-free "
+                         f"'linear' projection.")
     pool = vision.get("timm_pool", "avg")
     if pool not in TIMM_POOLS:
         raise ValueError(f"{folder}: open_clip's timm_pool {pool!r} is not supported! Expected 'map', 'avg' or "
                          f"'token'.")
-    config = {**architecture_config(name), "img_size": crop}
+    # open_clip's TimmModel: timm's head is the projection (timm_proj null), none (timm_proj 'none'), or a Linear
+    # after a headless trunk (timm_proj 'linear', its pooling reset)
+    args = {"global_pool": pool, "num_classes": 0}
+    found = named(name, args, {k: v for k, v in state.items() if "head." not in k}, "visual.trunk.")
+    config = {**found.fields, "img_size": crop}
     if pool != "map":  # map pooling shows in its tensors (attn_pool); the others do not
-        config["readout"] = TIMM_POOLS[pool]
-    return config
+        config.setdefault("readout", TIMM_POOLS[pool])
+    return config, found
 
 
 def _encoder_config(hf: dict, default_eps: float) -> dict:

@@ -72,11 +72,15 @@ def infer_config(sd: dict, **overrides) -> ViTConfig:
         num_classes=int(sd["head.weight"].shape[0]) if "head.weight" in sd else 0,
         representation_size=int(sd["pre_logits.0.weight"].shape[0]) if "pre_logits.0.weight" in sd else None,
         patch_bias="patch_embed.proj.bias" in sd,
+        patch_norm="patch_embed.norm.weight" in sd,                 # AIMv2: a norm on the patch embeddings
+        linear_bias="blocks.0.attn.proj.bias" in sd,                # AIMv2: no bias after attention, nor in the MLP
+        norm_kind="rmsnorm" if "blocks.0.norm1.weight" in sd and "blocks.0.norm1.bias" not in sd else "layernorm",
         norm_pre="norm_pre.weight" in sd,
         rel_pos_bias="blocks.0.attn.relative_position_bias_table" in sd,
         attn_norm="blocks.0.attn.norm.weight" in sd,
         mlp_norm="blocks.0.mlp.norm.weight" in sd,
         proj_dim=int(sd["proj.weight"].shape[0]) if "proj.weight" in sd else None,
+        proj_bias="proj.bias" in sd,
         prefix_norm="cls_norm.weight" in sd,                     # DINOv3's untied norm of CLS and registers
     )
     if rel_mlp is not None and "blocks.0.attn.rel_pos.mlp.fc2.bias" not in sd:
@@ -198,24 +202,31 @@ def _prefix_with_pos(cfg: ViTConfig) -> int:
 
 
 def _pos_embed_fields(sd: dict, n_prefix: int, P: int, overrides: dict) -> dict:
-    """img_size and pos_embed_prefix from the number of position embeddings (square grid unless img_size given)."""
+    """img_size, pos_embed_prefix and pos_embed_registers from the number of position embeddings (a square grid
+    unless img_size is given): a row for CLS/DIST, none for the prefix (timm's no_embed_class: register models), or
+    a row for every prefix token, the registers too (timm's so150m)."""
     total = sd["pos_embed"].shape[1]
-    if "pos_embed_prefix" in overrides:
-        candidates = [(overrides["pos_embed_prefix"], total - (n_prefix if overrides["pos_embed_prefix"] else 0))]
-    else:  # timm's no_embed_class: position embeddings for patches only (register models)
-        candidates = [(True, total - n_prefix), (False, total)]
+    registers = int(sd["reg_token"].shape[1]) if "reg_token" in sd else 0
+    layouts = [dict(pos_embed_prefix=True, pos_embed_registers=False), dict(pos_embed_prefix=False,
+                                                                           pos_embed_registers=False)]
+    if registers:
+        layouts.append(dict(pos_embed_prefix=True, pos_embed_registers=True))
+    given = {k: overrides[k] for k in ("pos_embed_prefix", "pos_embed_registers") if k in overrides}
+    layouts = [layout for layout in layouts if all(layout[k] == v for k, v in given.items())] or [given]
+    candidates = [(layout, total - (n_prefix + (registers if layout.get("pos_embed_registers") else 0)
+                                    if layout.get("pos_embed_prefix", True) else 0)) for layout in layouts]
     table = overrides.get("pos_embed_grid")   # NaFlex: the table's own grid, whatever the input size
     if "img_size" in overrides:
         size = overrides["img_size"]
         gh, gw = (size, size) if isinstance(size, int) else size
-        for prefix, n in candidates:  # the prefix layout that fits the given size, or a square to resample from
-            if n == (gh // P) * (gw // P) or math.isqrt(n) ** 2 == n or (table and n == table[0] * table[1]):
-                return dict(pos_embed_prefix=prefix)
+        for layout, n in candidates:  # the prefix layout that fits the given size, or a square to resample from
+            if n == (gh // P) * (gw // P) or math.isqrt(max(n, 0)) ** 2 == n or (table and n == table[0] * table[1]):
+                return layout
         raise ValueError(_grid_mismatch(candidates[0][1], (gh // P, gw // P), (gh, gw)))
-    for prefix, n in candidates:
+    for layout, n in candidates:
         side = math.isqrt(max(n, 0))
         if n > 0 and side * side == n:
-            return dict(pos_embed_prefix=prefix, img_size=(side * P, side * P))
+            return dict(**layout, img_size=(side * P, side * P))
     raise ValueError(f"Cannot infer the image size from {total} position embeddings (not a square grid plus "
                      f"{n_prefix} prefix tokens). Pass img_size=(H, W), e.g. in a sidecar JSON.")
 

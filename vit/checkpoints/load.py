@@ -29,15 +29,18 @@ from .files import CHECKPOINT_SUFFIXES, OWN_FORMAT, OWN_VERSION, read_file
 from .huggingface import read_folder as read_huggingface_folder
 from .infer import checkpoint_grid, format_facts, infer_config
 from .pipelines import source_preprocess
+from .timm_library import TimmArchitecture
+from .timm_names import Named, named
 from .swin_formats import detect_swin, infer_swin_config, swin_filter_fn, window_from_buffers
 from ..clip import TextTower, TextTransformer, Tokenizer, bundled_tokenizer, infer_text_config
 from ..labels import default_labels, imagenet_labels
 from ..model import ViTConfig, VisionTransformer, sincos_2d_position_embedding, variant
 from ..swin import SwinConfig, SwinTransformer
 from ..preprocess import CHOICES, Preprocess
+from ..readout import from_timm
 
 _REPO = Path(__file__).resolve().parents[2]
-SIDECAR_FIELDS = {"name", "variant", "architecture", "config", "format", "preprocess", "labels"}
+SIDECAR_FIELDS = {"name", "variant", "architecture", "model_args", "config", "format", "preprocess", "labels"}
 
 
 def weights_dir() -> Path:
@@ -93,6 +96,7 @@ class _Meta:
     tokenizer: Tokenizer | None = None                # a folder's own CLIP tokenizer (else the bundled one)
     activation: str | None = None                     # a plain MLP's activation its metadata names (timm's name)
     assumptions: tuple = ()                           # what its metadata leaves out (a folder's missing processor)
+    timm: TimmArchitecture | None = None              # the timm architecture it names, as timm builds it
 
 
 def list_local_checkpoints(directory: str | Path | None = None) -> list[str]:
@@ -209,23 +213,24 @@ def _load_path(path: Path, source: str, overrides: dict, known: registry.KnownCh
         hf = read_huggingface_folder(path)
         meta = _Meta(name=name or path.name, format=hf.format, config=hf.config, labels=hf.labels,
                      preprocess=hf.preprocess, text_config=hf.text_config, tokenizer=hf.tokenizer,
-                     activation=hf.activation, assumptions=hf.assumptions)
+                     activation=hf.activation, assumptions=hf.assumptions, timm=hf.timm)
         return _build(hf.state, source, meta, overrides)
     raw = read_file(path)
     known = known or registry.identify(path)
     meta = _meta_from_known(known) if known else _Meta(name=path.stem)
     sidecar = path.with_suffix(".json")
     if sidecar.is_file():
-        meta = _apply_sidecar(meta, sidecar)
+        meta = _apply_sidecar(meta, sidecar, raw)
     return _build(raw, source, meta, overrides)
 
 
-def _apply_sidecar(meta: _Meta, path: Path) -> _Meta:
-    """model.pt + model.json: {"name", "variant", "architecture", "config", "format", "preprocess", "labels"} (all
-    optional).
+def _apply_sidecar(meta: _Meta, path: Path, raw: dict) -> _Meta:
+    """model.pt + model.json: {"name", "variant", "architecture", "model_args", "config", "format", "preprocess",
+    "labels"} (all optional).
 
-    "architecture": timm's name of the model (what a rotary family's file does not show, ``families``); "config"
-    fields win over it. "preprocess": ``vit.Preprocess`` fields, or one source's own settings under its name
+    "architecture": timm's name of the model (what its file does not show: its rotation, norms, readout; read from
+    timm itself when it is installed, ``timm_names.named``), "model_args" what it was made with (as timm's Hub
+    config.json records them); "config" fields win over it. "preprocess": ``vit.Preprocess`` fields, or one source's own settings under its name
     (``source_preprocess``)."""
     try:
         d = json.loads(path.read_text())
@@ -245,10 +250,22 @@ def _apply_sidecar(meta: _Meta, path: Path) -> _Meta:
         preprocess = source_preprocess(d["preprocess"]) if "preprocess" in d else meta.preprocess
     except (ValueError, TypeError) as e:
         raise ValueError(f"Sidecar {path}: {e}") from None
-    named = families.architecture_fields(str(d["architecture"])) if "architecture" in d else {}
+    if not isinstance(d.get("model_args", {}), dict):
+        raise ValueError(f"Sidecar {path}: model_args must be a JSON object (timm.create_model's arguments).")
+    name = named(str(d["architecture"]), d.get("model_args"), unwrap_state_dict(raw), _timm_prefix(raw)) \
+        if "architecture" in d else Named({})
     return dataclasses.replace(meta, name=d.get("name", meta.name), format=d.get("format", meta.format),
-                               config={**meta.config, **named, **d.get("config", {})}, preprocess=preprocess,
-                               labels=labels, variant=d.get("variant", meta.variant))
+                               config={**meta.config, **name.fields, **d.get("config", {})}, preprocess=preprocess,
+                               labels=labels, variant=d.get("variant", meta.variant),
+                               activation=name.activation or meta.activation,
+                               assumptions=(*meta.assumptions, *name.said), timm=name.timm)
+
+
+def _timm_prefix(raw: dict) -> str:
+    """The prefix before timm's key names in a state dict (DataParallel's module., DINO's backbone.)."""
+    keys = unwrap_state_dict(raw)
+    return next((p for p in ("module.backbone.", "backbone.", "module.", "") if f"{p}patch_embed.proj.weight" in keys
+                 or f"{p}embeds.proj.weight" in keys), "")
 
 
 def _build(raw: dict, source: str, meta: _Meta, overrides: dict) -> LoadedModel:
@@ -369,8 +386,11 @@ def _build_own(ckpt: dict, source: str, meta: _Meta, overrides: dict) -> LoadedM
     if missing:
         raise ValueError(f"{source}: {OWN_FORMAT} checkpoint without {sorted(missing)}!")
     swin = ckpt.get("arch") == "swin"                  # "arch" is only written for a Swin
+    fields = dict(ckpt["config"])
+    if "global_pool" in fields and not swin:           # written before the readout had its own name (vit.readout)
+        fields.setdefault("readout", from_timm(fields.pop("global_pool")))
     try:
-        saved = SwinConfig(**ckpt["config"]) if swin else ViTConfig(**ckpt["config"])
+        saved = SwinConfig(**fields) if swin else ViTConfig(**fields)
     except TypeError as e:  # a field this version of the code does not know
         if swin:
             raise ValueError(f"{source}: its config does not fit this version of vit.SwinConfig: {e}") from None

@@ -203,6 +203,10 @@ def linear_readout(model: VisionTransformer, final: torch.Tensor, classes: Class
         elif isinstance(model.norm, nn.Identity) and model.cls_norm is None:   # no final norm: linear as it is
             u += a[:, None] * w
             bias += b
+        elif isinstance(model.norm, nn.RMSNorm):                          # AIMv2: scaled, neither centred nor shifted
+            u += a[:, None] * (model.norm.weight * w) / final.pow(2).mean(dim=-1, keepdim=True).add(
+                model.norm.eps).sqrt()
+            bias += b
         else:                                                            # normalise each token, then pool
             norm = _final_norm_of(model, a)
             r = _centred(norm.weight * w)                                # (D,)
@@ -234,4 +238,6 @@ def _head_direction(model: VisionTransformer, head: nn.Module, final: torch.Tens
     embedding = model.proj(features)
     text = classes.texts.embeddings[index].to(final)
     w = classes.texts.logit_scale * (text @ model.proj.weight) / embedding.norm()
-    return w, final.new_zeros(())
+    b = final.new_zeros(()) if model.proj.bias is None else \
+        classes.texts.logit_scale * (text @ model.proj.bias) / embedding.norm()    # open_clip's timm towers' bias
+    return w, b

@@ -23,6 +23,7 @@ What was identified rather than read is said (``Identified.said``).
 """
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass, field
 
@@ -59,6 +60,7 @@ class Family:
     heads: dict = field(default_factory=dict)   # heads by width where 64 dims per head is wrong
     timm_pool: str | None = None  # timm's default global_pool where it is not the tensors' (DINOv3: 'avg'; its own
                                   # files and transformers' read the CLS token)
+    projects: bool = False        # timm's head is the projection into an image–text space (PE core), not classes
 
 
 DINOV3 = Family("DINOv3", dict(rope=True, rope_coords="centered", rope_temperature=100.0, rope_half=True,
@@ -75,7 +77,17 @@ ROPE_GAP = Family("timm RoPE ViT (rope_reg_gap)", dict(rope=True, rope_ref_grid=
                                                       rope_axes="ij", rope_coords="index", rope_half=False,
                                                       rope_mixed=False),
                   timm_preprocess(_TIMM_ROPE_GAP))
-FAMILIES = {f.name: f for f in (DINOV3, ROPE_AXIAL, ROPE_MIXED, ROPE_GAP)}
+# Perception Encoder (timm's vit_pe_*, eva.py): a rotation counted from 1 in (x, y) order, scaled to the native grid,
+# beside a learned table; core: a probe of 8 heads over every token, its head a projection; spatial and lang: no norm
+# after the blocks, the mean of the patches. Their input size is their table's (set per file).
+_PE_ROTATION = dict(rope=True, rope_coords="index", rope_axes="xy", rope_half=False, rope_mixed=False, rope_offset=1.0,
+                    rope_temperature=10000.0, layer_norm_eps=1e-5)
+_TIMM_PE = dict(crop_pct=1.0, interpolation="bicubic", mean=INCEPTION_MEAN, std=INCEPTION_STD)
+PE_CORE = Family("Perception Encoder (core)", dict(_PE_ROTATION, readout="map_all", pool_heads=8),
+                 timm_preprocess(dict(_TIMM_PE, input_size=(3, 224, 224))), heads={1536: 16}, projects=True)
+PE_SPATIAL = Family("Perception Encoder (spatial, lang)", dict(_PE_ROTATION, readout="mean", final_norm=False),
+                    timm_preprocess(dict(_TIMM_PE, input_size=(3, 448, 448))), heads={1536: 16})
+FAMILIES = {f.name: f for f in (DINOV3, ROPE_AXIAL, ROPE_MIXED, ROPE_GAP)}   # the ones whose tensors hold no table
 
 # timm architecture names of the rotary families (with or without a .tag)
 TIMM_ARCHITECTURES = (
@@ -108,6 +120,11 @@ class Identified:
     convention: dict                       # the family's fields, given ones never overwritten
     preprocess: Preprocess | None          # the family's own, when no metadata gives one
     said: tuple[Assumption, ...] = ()      # what was identified rather than read, one sentence each
+
+    @property
+    def head_projects(self) -> bool:
+        """timm's head is the projection into an image–text space (``Family.projects``)."""
+        return self.family is not None and self.family.projects
 
 
 def identify(state: dict, fmt: str, given: dict, source: str = "checkpoint",
@@ -154,6 +171,9 @@ def identify(state: dict, fmt: str, given: dict, source: str = "checkpoint",
                          f"position information, pass img_size=(H, W) and pos_embed_kind='none', e.g. in a sidecar "
                          f"JSON.")
     table = state.get(next((k for k in state if re.sub(r"^(module\.)?", "", k) == "pos_embed"), ""))
+    pe = _perception_encoder(keys, table, state)
+    if pe is not None:
+        return _with(pe, state, given, {}, fmt, given_preprocess)
     patches_only = table is not None and _is_square(table.shape[1])
     swiglu = any(".mlp.fc1_g." in k for k in keys)
     if eva_scale and cls and patches_only and key_bias and not swiglu:
@@ -162,6 +182,25 @@ def identify(state: dict, fmt: str, given: dict, source: str = "checkpoint",
                          f"show) alike: which it is is not in the file. To open it, "
                          + HOW_TO_NAME % "deit3_small_patch16_224\" or \"vit_small_patch16_rope_ape_224" + ".")
     return None
+
+
+def _perception_encoder(keys: set, table, state: dict) -> Family | None:
+    """A Perception Encoder tower in timm's layout (a norm before the blocks, no patch bias, a learned table): with a
+    probe, the core; with no norm after the blocks, spatial or lang; its rotation's grid and input size the
+    table's."""
+    if "norm_pre.weight" not in keys or "patch_embed.proj.bias" in keys or table is None:
+        return None
+    if "attn_pool.latent" in keys:
+        family = PE_CORE
+    elif "norm.weight" not in keys and "fc_norm.weight" not in keys:
+        family = PE_SPATIAL
+    else:
+        return None                                     # timm's CLIP towers: norm_pre and no patch bias, no rotation
+    side = int(round((int(table.shape[1]) - int("cls_token" in keys)) ** 0.5))
+    patch = int(state[next(k for k in state if k.endswith("patch_embed.proj.weight"))].shape[-1])
+    size = side * patch
+    preprocess = timm_preprocess(dict(_TIMM_PE, input_size=(3, size, size)))
+    return dataclasses.replace(family, config={**family.config, "rope_ref_grid": (side, side)}, preprocess=preprocess)
 
 
 def _is_square(n: int) -> bool:

@@ -63,6 +63,7 @@ class HuggingFaceFolder:
     activation: str | None = None   # a plain MLP's activation named by a timm architecture (a gated MLP's tensors win)
     assumptions: tuple = ()         # what the folder does not say (``vit.checkpoints.assumptions.Assumption``)
     timm: TimmArchitecture | None = None   # the timm architecture it names, as timm builds it (None without timm)
+    head_projects: bool = False     # timm's head is the projection into an image–text space (PE core)
 
 
 def read_folder(folder: Path) -> HuggingFaceFolder:
@@ -219,7 +220,7 @@ def _read_timm_folder(folder: Path, timm_cfg: dict) -> HuggingFaceFolder:
     fmt = "timm-naflex" if "embeds.proj.weight" in state else "timm"     # NaFlexViT keeps its embeddings apart
     return HuggingFaceFolder(state, config, list(labels) if labels else None, preprocess, fmt,
                              activation=name and name.activation, assumptions=name.said if name else (),
-                             timm=name and name.timm)
+                             timm=name and name.timm, head_projects=bool(name and name.head_projects))
 
 
 def _read_open_clip_folder(folder: Path, oc: dict) -> HuggingFaceFolder:

@@ -76,6 +76,7 @@ def infer_config(sd: dict, **overrides) -> ViTConfig:
         linear_bias="blocks.0.attn.proj.bias" in sd,                # AIMv2: no bias after attention, nor in the MLP
         norm_kind="rmsnorm" if "blocks.0.norm1.weight" in sd and "blocks.0.norm1.bias" not in sd else "layernorm",
         norm_pre="norm_pre.weight" in sd,
+        final_norm="norm.weight" in sd or "fc_norm.weight" in sd,   # InternViT, PE spatial / lang: none
         rel_pos_bias="blocks.0.attn.relative_position_bias_table" in sd,
         attn_norm="blocks.0.attn.norm.weight" in sd,
         mlp_norm="blocks.0.mlp.norm.weight" in sd,
@@ -253,12 +254,21 @@ def format_facts(fmt: str, sd: dict, given: dict) -> dict:
       the architecture's interpolation and aspect rule (``NAFLEX_RESIZING``), at timm's 384-pixel input;
     - SigLIP 2's NaFlex tower (transformers, a Linear patch embedding): a square table of ``num_patches`` rows
       resized bilinearly with antialiasing, as transformers resizes it, at the input a square photo gets; tanh GELU;
-    - timm's parallel blocks (``attns.j``): the table resized as timm resizes it, bicubic with antialiasing.
+    - timm's parallel blocks (``attns.j``): the table resized as timm resizes it, bicubic with antialiasing;
+    - the timm ViTs whose tensors are theirs alone (``timm_signature``): BEiT-3's LayerNorm eps, the *_rpn blocks'
+      norms after each branch, AIMv2's 128-wide heads.
     """
     if fmt == "timm-naflex":
         return _naflex_facts(sd, given)
     if fmt == "timm" and any(".attns.0." in k for k in sd):  # parallel blocks: a table resized as timm resizes it
         return dict(pos_embed_antialias=True)                  # (resample_abs_pos_embed: bicubic, antialiased)
+    if fmt == "timm":
+        signature = timm_signature(sd)
+        facts = dict(TIMM_SIGNATURES.get(signature, {}))
+        if signature == "aimv2":
+            width = int(next(v for k, v in sd.items() if k.endswith("patch_embed.proj.weight")).shape[0])
+            facts["num_heads"] = max(width // AIMV2_HEAD_DIM, 1)
+        return {k: v for k, v in facts.items() if k not in given}
     patch = next((v for k, v in sd.items() if re.fullmatch(r"(vision_model\.)?embeddings\.patch_embedding\.weight", k)),
                  None)
     if fmt == "huggingface-clip" and patch is not None and patch.ndim == 2:
@@ -268,6 +278,33 @@ def format_facts(fmt: str, sd: dict, given: dict) -> dict:
         return dict(pos_embed_grid=(side, side), pos_embed_interp="bilinear", pos_embed_antialias=True,
                     img_size=(side * P, side * P), mlp_act="gelu_tanh")   # Siglip2VisionConfig's hidden_act
     return {}
+
+
+# timm ViTs (vision_transformer.py) whose tensors no other timm ViT has, and what their tensors leave out (each
+# checked against every timm architecture by tests/checkpoints/test_assumptions.py)
+TIMM_SIGNATURES = {
+    "beit3": dict(layer_norm_eps=1e-5),         # beit3_*: LayerNorms in attention and MLP, a CLS token, fc_norm
+    "rpn": dict(res_post_norm=True),            # vit_base_patch16_rpn_224: no CLS token, fc_norm, no LayerScale
+    "aimv2": {},                                # aimv2_*: RMSNorm, a patch norm; 128-wide heads (format_facts)
+}
+AIMV2_HEAD_DIM = 128
+
+
+def timm_signature(sd: dict) -> str | None:
+    """Which of ``TIMM_SIGNATURES`` a timm ViT's tensors (timm's key names) are, or None."""
+    keys = {re.sub(r"^module\.", "", k) for k in sd}
+    plain = not any(k.startswith(("norm_pre.", "attn_pool.")) or ".rel_pos." in k or "relative_position" in k
+                    for k in keys) and "blocks.0.mlp.fc1.weight" in keys
+    layer_scale = "blocks.0.ls1.gamma" in keys or "blocks.0.gamma_1" in keys
+    if plain and "cls_token" in keys and "fc_norm.weight" in keys and "blocks.0.attn.norm.weight" in keys \
+            and "blocks.0.mlp.norm.weight" in keys:
+        return "beit3"
+    if plain and "cls_token" not in keys and "fc_norm.weight" in keys and not layer_scale \
+            and "reg_token" not in keys and "pos_embed" in keys:
+        return "rpn"
+    if "patch_embed.norm.weight" in keys and "blocks.0.norm1.bias" not in keys:
+        return "aimv2"
+    return None
 
 
 def _naflex_facts(sd: dict, given: dict) -> dict:

@@ -29,7 +29,9 @@ from .files import CHECKPOINT_SUFFIXES, OWN_FORMAT, OWN_VERSION, read_file
 from .huggingface import read_folder as read_huggingface_folder
 from .infer import checkpoint_grid, format_facts, infer_config
 from .pipelines import source_preprocess
+from .references import Origin
 from .timm_library import TimmArchitecture
+from .verify import UNVERIFIED, Verification, check
 from .timm_names import Named, named
 from .swin_formats import detect_swin, infer_swin_config, swin_filter_fn, window_from_buffers
 from ..clip import TextTower, TextTransformer, Tokenizer, bundled_tokenizer, infer_text_config
@@ -67,6 +69,10 @@ class LoadedModel:
     # the preprocessing, the class names), one sentence each with the way to give the real value; [] when nothing
     # was assumed. Each is a ``vit.checkpoints.assumptions.Assumption`` (a str with a key for other languages).
     assumptions: list[str] = field(default_factory=list)
+    # The load checked against the checkpoint's own library (``vit.checkpoints.verify``): "checked against timm
+    # 1.0.31: Δ 3e-07", "unverified" (asked not to), or "not verified (timm is not installed)"
+    verified: Verification = UNVERIFIED
+    origin: Origin | None = field(default=None, repr=False)   # what the check reads; None once ``load`` has run it
 
     def __post_init__(self):
         if self.own_preprocess is None:
@@ -97,6 +103,8 @@ class _Meta:
     activation: str | None = None                     # a plain MLP's activation its metadata names (timm's name)
     assumptions: tuple = ()                           # what its metadata leaves out (a folder's missing processor)
     timm: TimmArchitecture | None = None              # the timm architecture it names, as timm builds it
+    path: Path | None = None                          # the file or folder it was read from
+    head_projects: bool = False                       # timm's head is the projection into an image–text space
 
 
 def list_local_checkpoints(directory: str | Path | None = None) -> list[str]:
@@ -127,7 +135,7 @@ def checkpoints_on_this_machine() -> list[Path]:
 
 
 def load(source: str | Path | None = None, *, download: bool | None = None, preprocess: str = "own",
-         **overrides) -> LoadedModel:
+         verify: bool = True, **overrides) -> LoadedModel:
     """Load a checkpoint as our VisionTransformer (eval mode) with its preprocessing and labels.
 
     ``source``: None or "default", a path (file or Hugging Face folder), a known name (see
@@ -137,13 +145,20 @@ def load(source: str | Path | None = None, *, download: bool | None = None, prep
     ``preprocess``: "own" (the source's own preprocessing), "crop" or "squash" (see ``vit.Preprocess.choose``).
     ``overrides`` are ViTConfig fields that win over what is inferred (e.g. ``num_heads=6``, or
     ``img_size=(384, 384)``: position embeddings are then resampled; ``num_classes=0``: the backbone without its
-    classifier). What was assumed rather than read is listed in ``LoadedModel.assumptions``. ValueError for a bad or
-    mismatched checkpoint, FileNotFoundError when nothing is found (the message says what to download and where to
-    put it).
+    classifier). What was assumed rather than read is listed in ``LoadedModel.assumptions``.
+
+    ``verify``: check the model against its own library's model of the same file (``vit.checkpoints.verify``:
+    ``LoadedModel.verified``); a difference beyond float32 tolerance is a ValueError that gives both numbers and
+    the likely cause. False: "unverified". ValueError for a bad or mismatched checkpoint, FileNotFoundError when
+    nothing is found (the message says what to download and where to put it).
     """
     if preprocess not in CHOICES:
         raise ValueError(f"Unknown preprocessing {preprocess!r}! Expected one of {list(CHOICES)}.")
     loaded = _load(source, download, overrides)
+    if verify and loaded.origin is not None:
+        loaded.verified = check(loaded.model, loaded.config, loaded.origin, loaded.source, overrides,
+                                loaded.assumptions)
+    loaded.origin = None
     return loaded if preprocess == "own" else loaded.with_preprocess(preprocess)
 
 
@@ -213,11 +228,12 @@ def _load_path(path: Path, source: str, overrides: dict, known: registry.KnownCh
         hf = read_huggingface_folder(path)
         meta = _Meta(name=name or path.name, format=hf.format, config=hf.config, labels=hf.labels,
                      preprocess=hf.preprocess, text_config=hf.text_config, tokenizer=hf.tokenizer,
-                     activation=hf.activation, assumptions=hf.assumptions, timm=hf.timm)
+                     activation=hf.activation, assumptions=hf.assumptions, timm=hf.timm, path=path,
+                     head_projects=hf.head_projects)
         return _build(hf.state, source, meta, overrides)
     raw = read_file(path)
     known = known or registry.identify(path)
-    meta = _meta_from_known(known) if known else _Meta(name=path.stem)
+    meta = dataclasses.replace(_meta_from_known(known) if known else _Meta(name=path.stem), path=path)
     sidecar = path.with_suffix(".json")
     if sidecar.is_file():
         meta = _apply_sidecar(meta, sidecar, raw)
@@ -258,7 +274,8 @@ def _apply_sidecar(meta: _Meta, path: Path, raw: dict) -> _Meta:
                                config={**meta.config, **name.fields, **d.get("config", {})}, preprocess=preprocess,
                                labels=labels, variant=d.get("variant", meta.variant),
                                activation=name.activation or meta.activation,
-                               assumptions=(*meta.assumptions, *name.said), timm=name.timm)
+                               assumptions=(*meta.assumptions, *name.said), timm=name.timm,
+                               head_projects=name.head_projects)
 
 
 def _timm_prefix(raw: dict) -> str:
@@ -273,7 +290,7 @@ def _build(raw: dict, source: str, meta: _Meta, overrides: dict) -> LoadedModel:
     neither the tensors nor the metadata say follows the family's convention and is listed in ``assumptions``."""
     if raw.get("format") == OWN_FORMAT:
         return _build_own(raw, source, meta, overrides)
-    state = unwrap_state_dict(raw)
+    state = origin = unwrap_state_dict(raw)
     swin = detect_swin(state)
     if swin:
         return _build_swin(state, swin, source, meta, overrides)
@@ -301,6 +318,8 @@ def _build(raw: dict, source: str, meta: _Meta, overrides: dict) -> LoadedModel:
                                    assumptions=(*meta.assumptions, *identified.said))
     convention.update(format_facts(fmt, state, read))   # what only the key layout shows (NaFlex tables, SigLIP 2)
     state = checkpoint_filter_fn(state, fmt)
+    if meta.head_projects or (identified is not None and identified.head_projects):   # PE core: timm's head projects
+        state = {re.sub(r"^head\.", "proj.", k): v for k, v in state.items()}
     text_state = {k.removeprefix("text."): state.pop(k) for k in [k for k in state if k.startswith("text.")]}
     if overrides.get("num_classes") == 0:  # the backbone, asked for without its classifier
         state = {k: v for k, v in state.items() if not re.match(r"(head|head_dist)\.", k)}
@@ -309,7 +328,7 @@ def _build(raw: dict, source: str, meta: _Meta, overrides: dict) -> LoadedModel:
         cfg = dataclasses.replace(cfg, mlp_act=meta.activation)
     said = [*meta.assumptions, *_config_assumptions(state, cfg, fmt, read, meta, openai_file)]
     state = _fit_pos_embed(state, cfg, checkpoint_grid(state, cfg))
-    loaded = _finish(state, cfg, source, meta, fmt, overrides, said)
+    loaded = _finish(state, cfg, source, meta, fmt, overrides, said, Origin(fmt, origin, meta.path, meta.timm))
     if text_state:
         loaded.text = _build_text(text_state, source, meta, {"mlp_act": cfg.mlp_act} if fmt == "openai-clip" else {})
     return loaded
@@ -344,7 +363,7 @@ def _config_assumptions(state: dict, cfg: ViTConfig, fmt: str, read: dict, meta:
     relative = cfg.rel_pos_bias or cfg.rel_pos_mlp          # a bias per head: a column of the table, an MLP output
     if "num_heads" not in read and not relative and cfg.parallel == 1:   # parallel branches: ``family_facts``
         said.append(assumptions.heads(cfg))
-    if "mlp_act" not in read and meta.activation is None:
+    if "mlp_act" not in read and meta.activation is None and cfg.mlp_act != "swiglu":   # a gated MLP shows
         family = assumptions.family_name(fmt, cfg)
         if fmt == "openai-clip" and not openai_file:
             said.append(Assumption("act_openai_clip"))
@@ -400,7 +419,7 @@ def _build_own(ckpt: dict, source: str, meta: _Meta, overrides: dict) -> LoadedM
     name = (ckpt.get("extra") or {}).get("name") or meta.name
     meta = _Meta(name=name, config={}, labels=list(ckpt["labels"]),
                  preprocess=Preprocess.from_dict(ckpt["preprocess"]))
-    return _finish(state, cfg, source, meta, OWN_FORMAT, overrides, [])
+    return _finish(state, cfg, source, meta, OWN_FORMAT, overrides, [], Origin("own", {}, meta.path))
 
 
 def _fit_pos_embed(state: dict, cfg: ViTConfig, old_grid: tuple[int, int]) -> dict:
@@ -416,7 +435,7 @@ def _fit_pos_embed(state: dict, cfg: ViTConfig, old_grid: tuple[int, int]) -> di
 
 
 def _finish(state: dict, cfg: ViTConfig, source: str, meta: _Meta, fmt: str, overrides: dict,
-            said: list[Assumption]) -> LoadedModel:
+            said: list[Assumption], origin: Origin | None = None) -> LoadedModel:
     with torch.device("meta"):  # no random init: every parameter comes from the checkpoint
         model = SwinTransformer(cfg) if isinstance(cfg, SwinConfig) else VisionTransformer(cfg)
     state = {k: v.float().contiguous() if torch.is_floating_point(v) else v for k, v in state.items()}
@@ -439,5 +458,5 @@ def _finish(state: dict, cfg: ViTConfig, source: str, meta: _Meta, fmt: str, ove
     if "img_size" in overrides and preprocess.crop != cfg.img_size:  # run at the requested size, same crop ratio
         preprocess = preprocess.at_size(cfg.img_size)
     return LoadedModel(model=model, preprocess=preprocess, labels=labels, name=meta.name, source=source,
-                       config=cfg, format=fmt, assumptions=said)
+                       config=cfg, format=fmt, assumptions=said, origin=origin)
 

@@ -61,6 +61,7 @@ TABLE = (
     (r"vit_intern300m_\w+", dict(final_norm=False)),
     (r"vit_\w+_rpn_\w+", dict(res_post_norm=True)),
 )
+HEAD_PROJECTS = r"vit_pe_core_\w+"   # PE core's timm head: the projection into the image–text space
 PE_GIANT_OFFSET = ("vit_pe_core_gigantic", "vit_pe_lang_gigantic", "vit_pe_spatial_gigantic")   # counted from 0
 
 
@@ -81,6 +82,11 @@ class Named:
     activation: str | None = None
     said: tuple = ()
     timm: TimmArchitecture | None = None
+
+    @property
+    def head_projects(self) -> bool:
+        """timm's head is this architecture's projection into an image–text space (PE core), not a classifier."""
+        return self.timm is not None and re.fullmatch(HEAD_PROJECTS, self.timm.name) is not None
 
 
 def named(name: str, model_args: dict | None, state: dict, prefix: str = "") -> Named:

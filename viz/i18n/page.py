@@ -105,6 +105,14 @@ PAGE: dict[str, tuple[str, str]] = {
         "文件中没有 LayerNorm 的位置：假定在每个分支之后（timm 的 *_rpn 块），因为这些块没有 LayerScale，而 timm 的前置"
         "归一化相对位置块都有；没有 LayerScale 训练的前置归一化模型需要 res_post_norm=false"
         + _how_zh("res_post_norm", "false") + "。"),
+    "assumption.block_order_rpn": (ASSUMED["block_order_rpn"],
+        "文件中没有 LayerNorm 的位置：假定在每个分支之后（timm 的 vit_base_patch16_rpn_224），它是 timm 中唯一有这些张量的 ViT"
+        "（没有 CLS 词元，池化之后有 LayerNorm，没有 LayerScale）；有这些张量的前置归一化模型需要 res_post_norm=false"
+        + _how_zh("res_post_norm", "false") + "。"),
+    "assumption.eps_beit3": (ASSUMED["eps_beit3"],
+        "文件中没有 LayerNorm 的 eps：假定为 1e-5，与 timm 的 BEiT-3 模型（beit3_*）相同，这些张量正是它们的（注意力和 MLP "
+        "内有 LayerNorm，有 CLS 词元，池化之后有 LayerNorm）；别的 eps E 需要 layer_norm_eps=E"
+        + _how_zh("layer_norm_eps", "E") + "。"),
     "assumption.img_size_relpos": (ASSUMED["img_size_relpos"],
         "文件中没有输入尺寸：假定为 {size}，与 timm 中宽度为 {width}、图块为 {patch} 像素的相对位置 ViT 的配置一致"
         "（偏置可以为任意网格算出）；若要别的尺寸，请给出 img_size=[H, W]" + _how_zh("img_size", "[H, W]") + "。"),

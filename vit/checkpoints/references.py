@@ -1,0 +1,361 @@
+"""The checkpoint's own library's model of it, made from the same file, for the load's check (``verify``).
+
+Each format is read by the library that saves it: timm's (and DINO's, Meta's DINOv3 and Google's .npz files, which
+timm reads with its own converters), transformers' folders, open_clip's folders and OpenAI's state dicts, and
+torchvision's ViTs. Where the file or its folder names the model (a timm architecture with its model_args, a
+transformers class in config.json, an open_clip config), the library builds that; for a bare timm file, the timm
+class and arguments that make the configuration the loader read (``timm_arguments``). A ``Reference`` runs the
+library's model on an image batch and returns its output, read as this explorer reads it, and the last block's
+softmax attention as the library itself computed it (its explicit-softmax path; the weights of its own attention
+module). Nothing here is a re-implementation of the model: only the library's modules run.
+
+``Unbuilt`` says, in a sentence, why no reference could be made (the library is not installed, the layout has no
+counterpart in it): the load is then "not verified", with that reason.
+"""
+from __future__ import annotations
+
+import importlib.util
+import json
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Callable
+
+import torch
+import torch.nn as nn
+
+from ..model import ViTConfig
+from ..readout import kind as readout_kind
+from .timm_library import TimmArchitecture
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Where a loaded model came from, as the check needs it."""
+    format: str                          # the checkpoint format (``formats.FILTERS``, a Swin's, or our own)
+    state: dict                          # its tensors in their own layout (before this explorer's renames)
+    path: Path | None = None             # the file or folder they were read from
+    timm: TimmArchitecture | None = None  # the timm architecture it names, as timm builds it
+
+
+@dataclass(frozen=True)
+class Reference:
+    library: str                          # "timm", "transformers", "open_clip" or "torchvision"
+    version: str
+    run: Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor]]   # x -> (output, last block's attention)
+
+
+@dataclass(frozen=True)
+class Unbuilt:
+    reason: str                           # a sentence part: "timm is not installed", …
+    key: str = "no_reference"             # the catalogue key (``verify.NOT_VERIFIED``)
+    fields: dict | None = None
+
+
+LIBRARY_OF_FORMAT = {"timm": "timm", "timm-naflex": "timm", "dino": "timm", "dinov3": "timm", "google-npz": "timm",
+                     "huggingface": "transformers", "huggingface-clip": "transformers",
+                     "huggingface-dinov3": "transformers", "openai-clip": "open_clip", "open-clip-timm": "open_clip",
+                     "torchvision": "torchvision"}
+
+
+def installed(library: str) -> str | None:
+    """The library's version, or None when it is not installed."""
+    module = {"open_clip": "open_clip"}.get(library, library)
+    if importlib.util.find_spec(module) is None:
+        return None
+    imported = __import__(module)
+    return getattr(imported, "__version__", "")
+
+
+def reference(origin: Origin, cfg: ViTConfig) -> Reference | Unbuilt:
+    """The library's model of the checkpoint ``origin``, as the loader configured it (``cfg``), or why there is
+    none."""
+    library = LIBRARY_OF_FORMAT.get(origin.format)
+    if library is None:
+        return Unbuilt("its format has no library of its own", "own_format") if origin.format == "own" else \
+            Unbuilt(f"no library reads the {origin.format} format here", "no_reference")
+    version = installed(library)
+    if version is None:
+        return Unbuilt(f"{library} is not installed", "not_installed", {"library": library})
+    build = {"timm": _timm, "transformers": _transformers, "open_clip": _open_clip, "torchvision": _torchvision}
+    made = build[library](origin, cfg)
+    if isinstance(made, Unbuilt):
+        return made
+    return Reference(library, version, made)
+
+
+# --- timm ------------------------------------------------------------------------------------------------------
+
+def _timm(origin: Origin, cfg: ViTConfig):
+    import timm
+    if origin.timm is not None:
+        model = origin.timm.build(**({"img_size": cfg.img_size} if cfg.pos_embed_grid is None else {}))
+    else:
+        arguments = timm_arguments(cfg, origin.state)
+        if isinstance(arguments, Unbuilt):
+            return arguments
+        cls, kwargs = arguments
+        with torch.device("meta"):
+            model = cls(**kwargs)
+    if origin.format == "google-npz":                          # timm reads Google's arrays itself
+        model = model.to_empty(device="cpu")
+        timm.models.vision_transformer._load_weights(model, str(origin.path))
+    else:
+        state = _timm_state(origin, model)
+        missing = _materialise(model, state)
+        if missing:
+            return Unbuilt(f"timm's model does not take the file's tensors ({missing})", "no_reference")
+    return partial(_run_timm, model.eval(), cfg)
+
+
+def _timm_state(origin: Origin, model: nn.Module) -> dict:
+    """The file's tensors as timm loads them: its module's checkpoint_filter_fn (Meta's DINOv3 and DINOv2 layouts,
+    a position table for another grid), DINO's training wrappers left out."""
+    import importlib
+    from .formats import DINO_DROP, DINO_SWAPS, swap_keys
+    state = origin.state
+    if origin.format == "dino":
+        state = swap_keys(state, DINO_SWAPS, DINO_DROP)
+    state = {k.removeprefix("module."): v for k, v in state.items()}
+    convert = getattr(importlib.import_module(type(model).__module__), "checkpoint_filter_fn", None)
+    if convert is not None:
+        state = convert(state, model)
+    return state
+
+
+def _materialise(model: nn.Module, state: dict) -> str:
+    """The checkpoint's tensors made the parameters of ``model`` (built on the meta device: nothing is initialised
+    twice), the buffers timm computes rebuilt; '' when it took them all, else what did not fit."""
+    expected = model.state_dict()
+    missing = sorted(set(expected) - set(state))
+    mismatched = [k for k in expected if k in state and tuple(state[k].shape) != tuple(expected[k].shape)]
+    if missing or mismatched:
+        return "; ".join(filter(None, [f"missing {', '.join(missing[:3])}" if missing else "",
+                                       f"other shapes {', '.join(mismatched[:3])}" if mismatched else ""]))
+    model.load_state_dict({k: v.float() if v.is_floating_point() else v for k, v in state.items() if k in expected},
+                          strict=True, assign=True)
+    for module in model.modules():                              # buffers timm computes (rotary tables, indices)
+        for name, buffer in list(module._buffers.items()):
+            if buffer is not None and buffer.is_meta:
+                module._buffers[name] = torch.zeros(buffer.shape, dtype=buffer.dtype)
+        if hasattr(module, "init_non_persistent_buffers"):
+            module.init_non_persistent_buffers()
+    left = [n for n, t in [*model.named_parameters(), *model.named_buffers()] if t.is_meta]
+    if left:
+        return f"no value for {', '.join(left[:3])}"
+    return ""
+
+
+def _run_timm(model: nn.Module, cfg: ViTConfig, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """timm's output and its last block's softmax attention (the input of each attention's attn_drop, which timm
+    applies right after the softmax, its fused path off): a parallel block's branches side by side."""
+    last = model.blocks[-1]
+    attentions = list(getattr(last, "attns", [])) or [last.attn]
+    maps = []
+    for attn in attentions:
+        attn.fused_attn = False
+    hooks = [attn.attn_drop.register_forward_hook(lambda m, i, o: maps.append(i[0])) for attn in attentions]
+    try:
+        with torch.no_grad():
+            out = model(x)
+    finally:
+        for h in hooks:
+            h.remove()
+    return out, torch.cat(maps, dim=1)
+
+
+def timm_arguments(cfg: ViTConfig, state: dict) -> tuple[type, dict] | Unbuilt:
+    """The timm class and arguments that make a model of ``cfg`` with the file's tensors (``state``, timm's keys):
+    VisionTransformer (DeiT's distilled one), Eva (a rotation), Beit (a relative-position table) or
+    VisionTransformerRelPos (a relative-position MLP); an ``Unbuilt`` for a layout timm has no class for."""
+    from timm.layers import LayerNorm, RmsNorm
+    readout = readout_kind(cfg.readout)
+    why = None
+    if cfg.readout == "cls_mean":
+        why = "timm has no readout of the CLS token beside the mean of the patches"
+    elif cfg.prefix_norm:
+        why = "timm has no own final norm for the CLS and register tokens"
+    elif cfg.parallel > 1 or cfg.pos_embed_grid is not None:
+        why = "a parallel-block or NaFlex ViT is checked only by its timm architecture's name"
+    elif cfg.pos_embed_prefix and cfg.num_reg_tokens and not cfg.pos_embed_registers and not cfg.rope:
+        why = "timm gives registers a position whenever the CLS token has one"
+    if why:
+        return Unbuilt(why, "no_timm_class")
+    D = cfg.embed_dim
+    norm = partial(RmsNorm if cfg.norm_kind == "rmsnorm" else LayerNorm, eps=cfg.layer_norm_eps)
+    pool = {"cls": "token", "distilled": "token", "mean": "avg", "mean_all": "avg", "map": "map", "map_all": "map"}
+    common = dict(img_size=cfg.img_size, patch_size=cfg.patch_size, in_chans=cfg.in_chans,
+                  num_classes=cfg.num_classes or (cfg.proj_dim or 0), embed_dim=D, depth=cfg.depth,
+                  num_heads=cfg.num_heads, mlp_ratio=(cfg.mlp_dim + 0.5) / D, global_pool=pool[cfg.readout])
+    if cfg.rel_pos_bias:
+        import timm.models.beit as beit
+        return beit.Beit, dict(common, qkv_bias=cfg.qkv_bias, norm_layer=norm, init_values=1.0 if cfg.layer_scale
+                               else None, use_abs_pos_emb=cfg.pos_embed_kind == "learned", use_rel_pos_bias=True,
+                               use_fc_norm=cfg.fc_norm, swiglu_mlp=cfg.mlp_act == "swiglu", scale_mlp=cfg.mlp_norm)
+    if cfg.rel_pos_mlp:
+        import timm.models.vision_transformer_relpos as relpos
+        block = relpos.ResPostRelPosBlock if cfg.res_post_norm else relpos.RelPosBlock
+        return relpos.VisionTransformerRelPos, dict(
+            common, qkv_bias=cfg.qkv_bias, init_values=1.0 if cfg.layer_scale else None,
+            class_token=cfg.class_token, fc_norm=cfg.fc_norm, rel_pos_dim=cfg.rel_pos_mlp_dim,
+            shared_rel_pos="shared_rel_pos.mlp.fc1.weight" in state, block_fn=block, norm_layer=norm)
+    if cfg.rope:
+        import timm.models.eva as eva
+        swiglu = cfg.mlp_act == "swiglu"
+        return eva.Eva, dict(
+            common, qkv_bias=cfg.qkv_bias, swiglu_mlp=swiglu, scale_mlp=cfg.mlp_norm,
+            swiglu_align_to=1 if swiglu and not cfg.mlp_norm and any(".mlp.fc1_g." in k for k in state) else 0,
+            scale_attn_inner=cfg.attn_norm, attn_type="eva" if not cfg.k_bias or not cfg.qkv_bias else "rope",
+            norm_layer=norm, init_values=1.0 if cfg.layer_scale else None, class_token=cfg.class_token,
+            num_reg_tokens=cfg.num_reg_tokens, no_embed_class=not cfg.pos_embed_prefix,
+            use_abs_pos_emb=cfg.pos_embed_kind == "learned", use_rot_pos_emb=True,
+            rope_type="mixed" if cfg.rope_mixed else "dinov3" if cfg.rope_coords == "centered" else "cat",
+            rope_grid_offset=cfg.rope_offset, rope_grid_indexing=cfg.rope_axes, rope_temperature=cfg.rope_temperature,
+            rope_rotate_half=cfg.rope_half, ref_feat_shape=cfg.rope_ref_grid, use_pre_transformer_norm=cfg.norm_pre,
+            use_post_transformer_norm=cfg.final_norm and not cfg.fc_norm, use_fc_norm=cfg.fc_norm,
+            attn_pool_num_heads=cfg.pool_heads, attn_pool_mlp_ratio=(cfg.pool_mlp_dim + 0.5) / D
+            if cfg.pool_mlp_dim else None, use_post_norm=cfg.res_post_norm, dynamic_img_size=True)
+    import timm.models.deit as deit
+    import timm.models.vision_transformer as vt
+    from timm.layers import SwiGLU
+    if readout.probe and (cfg.pool_heads or cfg.num_heads) != cfg.num_heads:
+        return Unbuilt("timm's VisionTransformer pools with as many heads as its blocks have", "no_timm_class")
+    act = {"gelu": "gelu", "gelu_tanh": "gelu_tanh", "quick_gelu": "quick_gelu", "swiglu": "silu"}[cfg.mlp_act]
+    cls = deit.VisionTransformerDistilled if cfg.readout == "distilled" else vt.VisionTransformer
+    return cls, dict(
+        common, qkv_bias=cfg.qkv_bias, proj_bias=cfg.linear_bias, scale_attn_norm=cfg.attn_norm,
+        scale_mlp_norm=cfg.mlp_norm, init_values=1.0 if cfg.layer_scale else None, class_token=cfg.class_token,
+        pos_embed="learn" if cfg.pos_embed_kind == "learned" else "none", no_embed_class=not cfg.pos_embed_prefix,
+        reg_tokens=cfg.num_reg_tokens, pre_norm=cfg.norm_pre, final_norm=cfg.final_norm, fc_norm=cfg.fc_norm,
+        pool_include_prefix=readout.prefix and readout.pooled, norm_layer=norm, act_layer=act,
+        embed_norm_layer=norm if cfg.patch_norm else None, mlp_layer=SwiGLU if cfg.mlp_act == "swiglu" else vt.Mlp,
+        block_fn=vt.ResPostBlock if cfg.res_post_norm else vt.Block, dynamic_img_size=True, weight_init="skip")
+
+
+# --- transformers ----------------------------------------------------------------------------------------------
+
+def _transformers(origin: Origin, cfg: ViTConfig):
+    import transformers
+    folder = origin.path
+    if folder is None or not folder.is_dir() or not (folder / "config.json").is_file():
+        return Unbuilt("a transformers state dict without its folder's config.json names no class", "no_reference")
+    config = json.loads((folder / "config.json").read_text())
+    names = config.get("architectures") or []
+    cls = getattr(transformers, names[0], None) if names else None
+    if cls is None:
+        return Unbuilt(f"transformers has no class {names[0] if names else '(none named)'}", "no_reference")
+    model = cls.from_pretrained(folder, attn_implementation="eager", dtype=torch.float32).eval()
+    return partial(_run_transformers, model, cfg)
+
+
+def _run_transformers(model, cfg: ViTConfig, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """transformers' output as this explorer reads it (logits; a CLIP model's image embedding; a bare encoder's
+    pooled output or its normalised CLS token) and its last block's eager attention."""
+    kwargs = dict(pixel_values=x, output_attentions=True)
+    size = getattr(model.config, "image_size", None) or getattr(getattr(model.config, "vision_config", None),
+                                                                "image_size", None)
+    if size is not None and tuple(x.shape[-2:]) != ((size, size) if isinstance(size, int) else tuple(size)):
+        kwargs["interpolate_pos_encoding"] = True
+    with torch.no_grad():
+        if hasattr(model, "get_image_features"):              # CLIP / SigLIP with both towers: the image tower
+            vision = model.vision_model(**kwargs)
+            out = model.get_image_features(pixel_values=x, **({"interpolate_pos_encoding": True}
+                                                               if "interpolate_pos_encoding" in kwargs else {}))
+            out = getattr(out, "pooler_output", out)
+            return out, vision.attentions[-1]
+        result = model(**kwargs)
+    if getattr(result, "logits", None) is not None:
+        out = result.logits
+    elif getattr(result, "image_embeds", None) is not None:
+        out = result.image_embeds
+    elif cfg.readout == "cls" and type(model).__name__ in ("ViTModel", "DeiTModel", "ViTMSNModel", "ViTMAEModel"):
+        out = result.last_hidden_state[:, 0]                  # their pooler (Linear + tanh) is not the readout
+    else:
+        out = result.pooler_output
+    return out, result.attentions[-1]
+
+
+# --- open_clip ---------------------------------------------------------------------------------------------------
+
+def _open_clip(origin: Origin, cfg: ViTConfig):
+    import open_clip
+    folder = origin.path
+    if folder is not None and folder.is_dir() and (folder / "open_clip_config.json").is_file():
+        model = open_clip.create_model(f"local-dir:{folder}", device="cpu")
+    elif origin.format == "openai-clip" and any(k.endswith("token_embedding.weight") for k in origin.state):
+        state = {k.removeprefix("module."): v for k, v in origin.state.items()}
+        model = open_clip.build_model_from_openai_state_dict(state, quick_gelu=cfg.mlp_act == "quick_gelu")
+    else:
+        return Unbuilt("open_clip builds a CLIP from a folder or from both towers' tensors, and this file has only "
+                       "the image tower", "no_reference")
+    return partial(_run_open_clip, model.float().eval())
+
+
+def _run_open_clip(model, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """open_clip's image embedding (encode_image, not normalised) and its last block's attention: for its own
+    towers the weights of the block's nn.MultiheadAttention on the input it received, for a timm tower timm's."""
+    visual = model.visual
+    if hasattr(visual, "trunk"):
+        return _run_timm_inside(visual.trunk, lambda: model.encode_image(x))
+    block = visual.transformer.resblocks[-1]
+    maps = []
+
+    def weights(module, args, out):
+        q = out
+        maps.append(block.attn(q, q, q, need_weights=True, average_attn_weights=False,
+                               attn_mask=getattr(block, "attn_mask", None))[1])
+    hook = block.ln_1.register_forward_hook(weights)
+    try:
+        with torch.no_grad():
+            out = model.encode_image(x)
+    finally:
+        hook.remove()
+    return out, maps[0]
+
+
+def _run_timm_inside(trunk, forward) -> tuple[torch.Tensor, torch.Tensor]:
+    """A forward of the model around a timm tower, with the tower's last block's attention captured."""
+    attn = trunk.blocks[-1].attn
+    attn.fused_attn = False
+    maps = []
+    hook = attn.attn_drop.register_forward_hook(lambda m, i, o: maps.append(i[0]))
+    try:
+        with torch.no_grad():
+            out = forward()
+    finally:
+        hook.remove()
+    return out, maps[0]
+
+
+# --- torchvision -------------------------------------------------------------------------------------------------
+
+def _torchvision(origin: Origin, cfg: ViTConfig):
+    from torchvision.models import vision_transformer as tv
+    with torch.device("meta"):
+        model = tv.VisionTransformer(image_size=cfg.img_size[0], patch_size=cfg.patch_size, num_layers=cfg.depth,
+                                     num_heads=cfg.num_heads, hidden_dim=cfg.embed_dim, mlp_dim=cfg.mlp_dim,
+                                     num_classes=cfg.num_classes or 1000,
+                                     representation_size=cfg.representation_size)
+    state = dict(origin.state)
+    if not cfg.num_classes:                                     # the backbone asked for: torchvision keeps a head
+        return Unbuilt("torchvision's ViT always has its classifier", "no_reference")
+    missing = _materialise(model, state)
+    if missing:
+        return Unbuilt(f"torchvision's ViT does not take the file's tensors ({missing})", "no_reference")
+    return partial(_run_torchvision, model.eval())
+
+
+def _run_torchvision(model, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """torchvision's logits and the weights of its last block's nn.MultiheadAttention on the input it received."""
+    block = model.encoder.layers[-1]
+    maps = []
+
+    def weights(module, args, out):
+        maps.append(block.self_attention(out, out, out, need_weights=True, average_attn_weights=False)[1])
+    hook = block.ln_1.register_forward_hook(weights)
+    try:
+        with torch.no_grad():
+            out = model(x)
+    finally:
+        hook.remove()
+    return out, maps[0]

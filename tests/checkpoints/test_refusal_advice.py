@@ -764,6 +764,24 @@ def named_but_made_otherwise(tmp_path, monkeypatch):
     same_as(vit.load(path), ref)
 
 
+@case("does not open as the model {} {} makes of the same file: on the same image the outputs differ by")
+def checked_against_the_library(tmp_path, monkeypatch):
+    """A BEiT-3 folder opened with another LayerNorm eps than timm's: timm's model of the same folder differs, and
+    the load is refused with both numbers and what was given. Advice: give what the file is (nothing here: timm
+    says it), which opens checked against timm; or, to look at it as given, verify=False, which says unverified."""
+    torch.manual_seed(0)
+    ref = randomize_(timm.create_model("beit3_base_patch16_224", depth=2, img_size=32, num_classes=3))
+    folder = timm_folder(tmp_path / "beit3", ref, "beit3_base_patch16_224", {"depth": 2, "img_size": 32})
+    with pytest.raises(ValueError, match=r"does not open as the model timm [\d.]+ makes of the same file: on the same "
+                                         r"image the outputs differ by [\d.e-]+ \(of [\d.e-]+\) and the last block's "
+                                         r"attention by [\d.e-]+.*Given to the loader: layer_norm_eps=1e-06"):
+        vit.load(folder, layer_norm_eps=1e-6)
+    loaded = vit.load(folder)
+    assert loaded.verified.status == "verified" and loaded.verified.library == "timm"
+    same_as(loaded, ref)
+    assert vit.load(folder, layer_norm_eps=1e-6, verify=False).verified.status == "unverified"
+
+
 @case("(timm's {} with global_pool={})", "timm's MLP activation {} is not one this explorer builds!",
       "timm's gated MLP with {} is not one this explorer builds!", "timm's rotary embedding {} (in pixels",
       "which this explorer's ViT does not build: it cannot open it as the model it is.")

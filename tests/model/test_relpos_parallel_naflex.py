@@ -314,8 +314,9 @@ def test_a_timm_hub_folder_names_the_naflex_architecture(naflex, tmp_path):
     pretrained_cfg gives the NaFlex preprocessing."""
     ref, _ = naflex("naflexvit_base_patch16_par_gap")
     save_file({k: v.contiguous() for k, v in ref.state_dict().items()}, str(tmp_path / "model.safetensors"))
-    (tmp_path / "config.json").write_text(json.dumps({
+    (tmp_path / "config.json").write_text(json.dumps({    # as timm's save_for_hf writes it: what it was made with
         "architecture": "naflexvit_base_patch16_par_gap", "num_classes": 1000,
+        "model_args": {"depth": 2, **NAFLEX["naflexvit_base_patch16_par_gap"][0]},
         "pretrained_cfg": {"input_size": [3, 384, 384], "crop_pct": 1.0, "interpolation": "bicubic",
                            "mean": [0.5] * 3, "std": [0.5] * 3}}))
     loaded = vit.load(tmp_path)

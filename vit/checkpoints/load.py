@@ -339,6 +339,7 @@ def _build_swin(state: dict, fmt: str, source: str, meta: _Meta, overrides: dict
     torchvision's Swins are marked as padding a stage smaller than its window (refused at such sizes). An input size
     no metadata gives is assumed, and said."""
     windows = {s: w for s in range(16) if (w := window_from_buffers(state, s))}
+    origin = Origin(fmt, state, meta.path)
     state = swin_filter_fn(state, fmt)
     hints = {**({"shrink_window": False} if fmt == "torchvision-swin" else {}), **meta.config, **overrides}
     try:
@@ -349,7 +350,7 @@ def _build_swin(state: dict, fmt: str, source: str, meta: _Meta, overrides: dict
     said = list(meta.assumptions)
     if "img_size" not in hints and not cfg.absolute_pos_embed:   # an absolute table's grid says it
         said.append(assumptions.swin_img_size(cfg))
-    return _finish(state, cfg, source, meta, fmt, overrides, said)
+    return _finish(state, cfg, source, meta, fmt, overrides, said, origin)
 
 
 OPENAI_METADATA = ("input_resolution", "context_length", "vocab_size")  # tensors of OpenAI's TorchScript CLIP archives

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Callable
@@ -45,17 +45,47 @@ class Reference:
     run: Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor]]   # x -> (output, last block's attention)
 
 
+# Why no reference was made, as a sentence part (Unbuilt.key -> text; viz/i18n/page.py: its Chinese)
+WHY_UNBUILT = {
+    "not_installed": "{library} is not installed",
+    "own_format": "this explorer's own format: it is its own library",
+    "no_library": "no library reads the {format} format here",
+    "library_failed": "{library} cannot make this model ({error})",
+    "other_tensors": "{library}'s model does not take the file's tensors ({missing})",
+    "timm_cls_mean": "timm has no readout of the CLS token beside the mean of the patches",
+    "timm_prefix_norm": "timm has no final norm of the CLS and register tokens apart",
+    "timm_by_name": "a parallel-block or NaFlex ViT is checked when its timm architecture is named",
+    "timm_register_positions": "timm gives registers a position whenever the CLS token has one",
+    "timm_pool_heads": "timm's VisionTransformer pools with as many heads as its blocks have",
+    "timm_unknown_tower": "open_clip's timm tower names no architecture timm knows",
+    "transformers_no_config": "a transformers state dict without its folder's config.json names no class",
+    "transformers_no_class": "transformers has no class {name}",
+    "open_clip_image_only": "open_clip builds a CLIP from a folder or from both towers' tensors, and this file has "
+                            "only the image tower",
+    "torchvision_headless": "torchvision's ViT always has its classifier",
+    "resized": "{library} is checked at the file's own input size, and this load asked for another",
+}
+
+
 @dataclass(frozen=True)
 class Unbuilt:
-    reason: str                           # a sentence part: "timm is not installed", …
-    key: str = "no_reference"             # the catalogue key (``verify.NOT_VERIFIED``)
-    fields: dict | None = None
+    """Why no reference was made: a key of ``WHY_UNBUILT`` and its fields."""
+    key: str
+    fields: dict = field(default_factory=dict)
+
+    def __str__(self) -> str:
+        return WHY_UNBUILT[self.key].format(**self.fields)
 
 
 LIBRARY_OF_FORMAT = {"timm": "timm", "timm-naflex": "timm", "dino": "timm", "dinov3": "timm", "google-npz": "timm",
                      "huggingface": "transformers", "huggingface-clip": "transformers",
-                     "huggingface-dinov3": "transformers", "openai-clip": "open_clip", "open-clip-timm": "open_clip",
-                     "torchvision": "torchvision"}
+                     "huggingface-dinov3": "transformers", "openai-clip": "open_clip", "open-clip-timm": "timm",
+                     "torchvision": "torchvision", "timm-swin": "timm", "torchvision-swin": "torchvision",
+                     "huggingface-swin": "transformers"}
+
+
+# what a library raises when it cannot make a model from a file or folder it did not write itself
+LIBRARY_ERRORS = (KeyError, ValueError, TypeError, RuntimeError, AttributeError, AssertionError, OSError)
 
 
 def installed(library: str) -> str | None:
@@ -72,13 +102,17 @@ def reference(origin: Origin, cfg: ViTConfig) -> Reference | Unbuilt:
     none."""
     library = LIBRARY_OF_FORMAT.get(origin.format)
     if library is None:
-        return Unbuilt("its format has no library of its own", "own_format") if origin.format == "own" else \
-            Unbuilt(f"no library reads the {origin.format} format here", "no_reference")
+        return Unbuilt("own_format") if origin.format == "own" else Unbuilt("no_library", {"format": origin.format})
     version = installed(library)
     if version is None:
-        return Unbuilt(f"{library} is not installed", "not_installed", {"library": library})
+        return Unbuilt("not_installed", {"library": library})
     build = {"timm": _timm, "transformers": _transformers, "open_clip": _open_clip, "torchvision": _torchvision}
-    made = build[library](origin, cfg)
+    if origin.format in ("timm-swin", "torchvision-swin"):
+        build = {"timm": _timm_swin, "torchvision": _torchvision_swin}
+    try:
+        made = build[library](origin, cfg)
+    except LIBRARY_ERRORS as e:           # the library itself cannot make it (an incomplete config, …): said
+        return Unbuilt("library_failed", {"library": library, "error": f"{type(e).__name__}: {e}"})
     if isinstance(made, Unbuilt):
         return made
     return Reference(library, version, made)
@@ -88,8 +122,11 @@ def reference(origin: Origin, cfg: ViTConfig) -> Reference | Unbuilt:
 
 def _timm(origin: Origin, cfg: ViTConfig):
     import timm
+    if origin.format == "open-clip-timm":                      # open_clip's timm tower: timm's model, then its
+        return _open_clip_tower(origin, cfg)                   # projection
     if origin.timm is not None:
-        model = origin.timm.build(**({"img_size": cfg.img_size} if cfg.pos_embed_grid is None else {}))
+        model = origin.timm.build(num_classes=cfg.num_classes or cfg.proj_dim or 0,
+                                  **({"img_size": cfg.img_size} if cfg.pos_embed_grid is None else {}))
     else:
         arguments = timm_arguments(cfg, origin.state)
         if isinstance(arguments, Unbuilt):
@@ -98,14 +135,32 @@ def _timm(origin: Origin, cfg: ViTConfig):
         with torch.device("meta"):
             model = cls(**kwargs)
     if origin.format == "google-npz":                          # timm reads Google's arrays itself
+        from .formats import google_prefix
         model = model.to_empty(device="cpu")
-        timm.models.vision_transformer._load_weights(model, str(origin.path))
+        timm.models.vision_transformer._load_weights(model, str(origin.path), google_prefix(origin.state))
     else:
         state = _timm_state(origin, model)
         missing = _materialise(model, state)
         if missing:
-            return Unbuilt(f"timm's model does not take the file's tensors ({missing})", "no_reference")
+            return Unbuilt("other_tensors", {"library": "timm", "missing": missing})
     return partial(_run_timm, model.eval(), cfg)
+
+
+def _open_clip_tower(origin: Origin, cfg: ViTConfig):
+    """open_clip's TimmModel, as it runs: its timm trunk (timm's model, headless), then its projection (a Linear: its
+    head.proj, or timm's own head where timm_proj is null)."""
+    if origin.timm is None:
+        return Unbuilt("timm_unknown_tower")
+    trunk = origin.timm.build(num_classes=0, img_size=cfg.img_size)
+    state = {k.split("visual.trunk.", 1)[1]: v for k, v in origin.state.items() if "visual.trunk." in k}
+    missing = _materialise(trunk, _timm_state(Origin("timm", state), trunk))
+    if missing:
+        return Unbuilt("other_tensors", {"library": "timm", "missing": missing})
+    weight = next((v for k, v in origin.state.items() if k.endswith("visual.head.proj.weight")), None)
+    bias = next((v for k, v in origin.state.items() if k.endswith("visual.head.proj.bias")), None)
+    project = (lambda f: f) if weight is None else (lambda f: nn.functional.linear(f, weight.float(), bias))
+    run = partial(_run_timm, trunk.eval(), cfg)
+    return lambda x: (lambda out, attention: (project(out), attention))(*run(x))
 
 
 def _timm_state(origin: Origin, model: nn.Module) -> dict:
@@ -172,15 +227,15 @@ def timm_arguments(cfg: ViTConfig, state: dict) -> tuple[type, dict] | Unbuilt:
     readout = readout_kind(cfg.readout)
     why = None
     if cfg.readout == "cls_mean":
-        why = "timm has no readout of the CLS token beside the mean of the patches"
+        why = "timm_cls_mean"
     elif cfg.prefix_norm:
-        why = "timm has no own final norm for the CLS and register tokens"
+        why = "timm_prefix_norm"
     elif cfg.parallel > 1 or cfg.pos_embed_grid is not None:
-        why = "a parallel-block or NaFlex ViT is checked only by its timm architecture's name"
+        why = "timm_by_name"
     elif cfg.pos_embed_prefix and cfg.num_reg_tokens and not cfg.pos_embed_registers and not cfg.rope:
-        why = "timm gives registers a position whenever the CLS token has one"
+        why = "timm_register_positions"
     if why:
-        return Unbuilt(why, "no_timm_class")
+        return Unbuilt(why)
     D = cfg.embed_dim
     norm = partial(RmsNorm if cfg.norm_kind == "rmsnorm" else LayerNorm, eps=cfg.layer_norm_eps)
     pool = {"cls": "token", "distilled": "token", "mean": "avg", "mean_all": "avg", "map": "map", "map_all": "map"}
@@ -219,7 +274,7 @@ def timm_arguments(cfg: ViTConfig, state: dict) -> tuple[type, dict] | Unbuilt:
     import timm.models.vision_transformer as vt
     from timm.layers import SwiGLU
     if readout.probe and (cfg.pool_heads or cfg.num_heads) != cfg.num_heads:
-        return Unbuilt("timm's VisionTransformer pools with as many heads as its blocks have", "no_timm_class")
+        return Unbuilt("timm_pool_heads")
     act = {"gelu": "gelu", "gelu_tanh": "gelu_tanh", "quick_gelu": "quick_gelu", "swiglu": "silu"}[cfg.mlp_act]
     cls = deit.VisionTransformerDistilled if cfg.readout == "distilled" else vt.VisionTransformer
     return cls, dict(
@@ -232,47 +287,130 @@ def timm_arguments(cfg: ViTConfig, state: dict) -> tuple[type, dict] | Unbuilt:
         block_fn=vt.ResPostBlock if cfg.res_post_norm else vt.Block, dynamic_img_size=True, weight_init="skip")
 
 
+# --- Swin Transformers ------------------------------------------------------------------------------------------------
+
+def _timm_swin(origin: Origin, cfg):
+    """timm's SwinTransformer (v1) or SwinTransformerV2 of the loader's configuration, with the file's tensors."""
+    import timm.models.swin_transformer as v1
+    import timm.models.swin_transformer_v2 as v2
+    kwargs = dict(img_size=cfg.img_size, patch_size=cfg.patch_size, in_chans=cfg.in_chans, num_classes=cfg.num_classes,
+                  embed_dim=cfg.embed_dim, depths=cfg.depths, num_heads=cfg.num_heads, window_size=cfg.window_size,
+                  mlp_ratio=cfg.mlp_ratio, qkv_bias=cfg.qkv_bias)
+    if cfg.version == 2:
+        kwargs["pretrained_window_sizes"] = cfg.pretrained_window_sizes
+    with torch.device("meta"):
+        model = (v2.SwinTransformerV2 if cfg.version == 2 else v1.SwinTransformer)(**kwargs)
+    module = v2 if cfg.version == 2 else v1
+    missing = _materialise(model, module.checkpoint_filter_fn(dict(origin.state), model))
+    if missing:
+        return Unbuilt("other_tensors", {"library": "timm", "missing": missing})
+    return partial(_run_timm_swin, model.eval())
+
+
+def _run_timm_swin(model, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """timm's logits and its last block's window attention (its softmax module's output, the fused path off)."""
+    attn = model.layers[-1].blocks[-1].attn
+    attn.fused_attn = False
+    maps = []
+    hook = attn.softmax.register_forward_hook(lambda m, i, o: maps.append(o))
+    try:
+        with torch.no_grad():
+            out = model(x)
+    finally:
+        hook.remove()
+    return out, maps[0]
+
+
+def _torchvision_swin(origin: Origin, cfg):
+    """torchvision's SwinTransformer of the loader's configuration, with the file's tensors. Its window attention is
+    a function (no module holds its softmax): only the logits are compared."""
+    from torchvision.models import swin_transformer as tv
+    if len(set(cfg.window_size)) > 1:
+        return Unbuilt("other_tensors", {"library": "torchvision", "missing": "one window for every stage"})
+    extra = dict(block=tv.SwinTransformerBlockV2, downsample_layer=tv.PatchMergingV2) if cfg.version == 2 else {}
+    with torch.device("meta"):
+        model = tv.SwinTransformer(patch_size=[cfg.patch_size] * 2, embed_dim=cfg.embed_dim, depths=list(cfg.depths),
+                                   num_heads=list(cfg.num_heads), window_size=[cfg.window_size[0]] * 2,
+                                   mlp_ratio=cfg.mlp_ratio, num_classes=cfg.num_classes or 1000, **extra)
+    if not cfg.num_classes:
+        return Unbuilt("torchvision_headless")
+    missing = _materialise(model, dict(origin.state))
+    if missing:
+        return Unbuilt("other_tensors", {"library": "torchvision", "missing": missing})
+    model = model.eval()
+
+    def run(x):
+        with torch.no_grad():
+            return model(x), None
+    return run
+
+
 # --- transformers ----------------------------------------------------------------------------------------------
 
 def _transformers(origin: Origin, cfg: ViTConfig):
     import transformers
     folder = origin.path
     if folder is None or not folder.is_dir() or not (folder / "config.json").is_file():
-        return Unbuilt("a transformers state dict without its folder's config.json names no class", "no_reference")
+        return Unbuilt("transformers_no_config")
     config = json.loads((folder / "config.json").read_text())
     names = config.get("architectures") or []
     cls = getattr(transformers, names[0], None) if names else None
     if cls is None:
-        return Unbuilt(f"transformers has no class {names[0] if names else '(none named)'}", "no_reference")
-    model = cls.from_pretrained(folder, attn_implementation="eager", dtype=torch.float32).eval()
+        return Unbuilt("transformers_no_class", {"name": names[0] if names else "(none named)"})
+    from transformers.utils import logging as hf_logging
+    bars = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()                          # a load's check prints nothing of its own
+    try:
+        model = cls.from_pretrained(folder, attn_implementation="eager", dtype=torch.float32).eval()
+    finally:
+        if bars:
+            hf_logging.enable_progress_bar()
+    base = getattr(model, getattr(model, "base_model_prefix", ""), None)
+    if "ForPreTraining" in names[0] or (not cfg.num_classes and not getattr(cfg, "proj_dim", None)
+                                        and isinstance(base, nn.Module)
+                                        and getattr(model, "classifier", None) is not None):
+        model = base                                            # the encoder (MAE's), or a classifier without its head
     return partial(_run_transformers, model, cfg)
 
 
 def _run_transformers(model, cfg: ViTConfig, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """transformers' output as this explorer reads it (logits; a CLIP model's image embedding; a bare encoder's
     pooled output or its normalised CLS token) and its last block's eager attention."""
-    kwargs = dict(pixel_values=x, output_attentions=True)
+    naflex = getattr(cfg, "pos_embed_grid", None) is not None
+    inputs = _naflex_patches(x, cfg.patch_size) if naflex else dict(pixel_values=x)
     size = getattr(model.config, "image_size", None) or getattr(getattr(model.config, "vision_config", None),
                                                                 "image_size", None)
-    if size is not None and tuple(x.shape[-2:]) != ((size, size) if isinstance(size, int) else tuple(size)):
-        kwargs["interpolate_pos_encoding"] = True
+    if not naflex and size is not None and \
+            tuple(x.shape[-2:]) != ((size, size) if isinstance(size, int) else tuple(size)):
+        inputs["interpolate_pos_encoding"] = True
+    if "MAE" in type(model).__name__:                         # MAE's encoder shuffles its patches: kept in order
+        n = (x.shape[-2] // cfg.patch_size) * (x.shape[-1] // cfg.patch_size)
+        inputs["noise"] = torch.arange(n, dtype=torch.float32).expand(x.shape[0], n)
     with torch.no_grad():
         if hasattr(model, "get_image_features"):              # CLIP / SigLIP with both towers: the image tower
-            vision = model.vision_model(**kwargs)
-            out = model.get_image_features(pixel_values=x, **({"interpolate_pos_encoding": True}
-                                                               if "interpolate_pos_encoding" in kwargs else {}))
-            out = getattr(out, "pooler_output", out)
-            return out, vision.attentions[-1]
-        result = model(**kwargs)
+            attention = model.vision_model(**inputs, output_attentions=True).attentions[-1]
+            out = model.get_image_features(**inputs)
+            return getattr(out, "pooler_output", out), attention
+        result = model(**inputs, output_attentions=True)
     if getattr(result, "logits", None) is not None:
         out = result.logits
     elif getattr(result, "image_embeds", None) is not None:
         out = result.image_embeds
-    elif cfg.readout == "cls" and type(model).__name__ in ("ViTModel", "DeiTModel", "ViTMSNModel", "ViTMAEModel"):
+    elif getattr(cfg, "readout", "") == "cls" and type(model).__name__ in ("ViTModel", "DeiTModel", "ViTMSNModel",
+                                                                          "ViTMAEModel"):
         out = result.last_hidden_state[:, 0]                  # their pooler (Linear + tanh) is not the readout
     else:
         out = result.pooler_output
     return out, result.attentions[-1]
+
+
+def _naflex_patches(x: torch.Tensor, P: int) -> dict:
+    """Images (B, C, H, W) as Siglip2ImageProcessor gives them: every patch flattened channels last, row-major; every
+    patch real; the grid."""
+    B, C, H, W = x.shape
+    patches = x.unfold(2, P, P).unfold(3, P, P).permute(0, 2, 3, 4, 5, 1).reshape(B, (H // P) * (W // P), P * P * C)
+    return dict(pixel_values=patches, pixel_attention_mask=torch.ones(B, patches.shape[1], dtype=torch.long),
+                spatial_shapes=torch.tensor([[H // P, W // P]] * B))
 
 
 # --- open_clip ---------------------------------------------------------------------------------------------------
@@ -282,12 +420,17 @@ def _open_clip(origin: Origin, cfg: ViTConfig):
     folder = origin.path
     if folder is not None and folder.is_dir() and (folder / "open_clip_config.json").is_file():
         model = open_clip.create_model(f"local-dir:{folder}", device="cpu")
+        if tuple(model.visual.image_size) != tuple(cfg.img_size):
+            return Unbuilt("resized", {"library": "open_clip"})
     elif origin.format == "openai-clip" and any(k.endswith("token_embedding.weight") for k in origin.state):
-        state = {k.removeprefix("module."): v for k, v in origin.state.items()}
-        model = open_clip.build_model_from_openai_state_dict(state, quick_gelu=cfg.mlp_act == "quick_gelu")
+        state = {k.removeprefix("module."): v.float() if v.is_floating_point() else v
+                 for k, v in origin.state.items()}
+        # open_clip's builder reads the towers' shapes off the tensors and rounds its copy to float16: the float32
+        # tensors are put back into the model it built
+        model = open_clip.model.build_model_from_openai_state_dict(dict(state), quick_gelu=cfg.mlp_act == "quick_gelu")
+        model.float().load_state_dict({k: v for k, v in state.items() if k in model.state_dict()})
     else:
-        return Unbuilt("open_clip builds a CLIP from a folder or from both towers' tensors, and this file has only "
-                       "the image tower", "no_reference")
+        return Unbuilt("open_clip_image_only")
     return partial(_run_open_clip, model.float().eval())
 
 
@@ -338,10 +481,12 @@ def _torchvision(origin: Origin, cfg: ViTConfig):
                                      representation_size=cfg.representation_size)
     state = dict(origin.state)
     if not cfg.num_classes:                                     # the backbone asked for: torchvision keeps a head
-        return Unbuilt("torchvision's ViT always has its classifier", "no_reference")
+        return Unbuilt("torchvision_headless")
+    if tuple(state["encoder.pos_embedding"].shape[1:2]) != (1 + cfg.grid[0] * cfg.grid[1],):
+        return Unbuilt("resized", {"library": "torchvision"})
     missing = _materialise(model, state)
     if missing:
-        return Unbuilt(f"torchvision's ViT does not take the file's tensors ({missing})", "no_reference")
+        return Unbuilt("other_tensors", {"library": "torchvision", "missing": missing})
     return partial(_run_torchvision, model.eval())
 
 

@@ -21,19 +21,13 @@ from typing import Literal
 import torch
 
 from ..readout import kind as readout_kind
-from .references import LIBRARY_OF_FORMAT, Origin, Unbuilt, installed, reference
+from .references import LIBRARY_OF_FORMAT, WHY_UNBUILT, Origin, Unbuilt, installed, reference
 
 OUTPUT_TOL = 1e-4         # max |Δ output| / max |library's output|: float32 through a deep network, any CPU
 ATTENTION_TOL = 1e-4      # max |Δ attention| (probabilities)
 CHECK_SEED = 0
 CACHE_SIZE = 256
 
-NOT_VERIFIED = {  # Verification.key -> the reason, as the model line says it (viz/i18n/page.py: its Chinese)
-    "not_installed": "{library} is not installed",
-    "own_format": "this explorer's own format: it is its own library",
-    "no_timm_class": "{reason}",
-    "no_reference": "{reason}",
-}
 
 
 @dataclass(frozen=True)
@@ -44,23 +38,28 @@ class Verification:
     version: str = ""
     output_delta: float | None = None     # max |ours − library's| of the output
     attention_delta: float | None = None  # max |ours − library's| of the last block's attention
-    key: str = ""                         # not verified: why (``NOT_VERIFIED``)
+    key: str = ""                         # not verified: why (``references.WHY_UNBUILT``)
     fields: dict = field(default_factory=dict)
 
     @property
     def reason(self) -> str:
-        return NOT_VERIFIED[self.key].format(**self.fields) if self.key else ""
+        return WHY_UNBUILT[self.key].format(**self.fields) if self.key else ""
 
     def __str__(self) -> str:
         """The model line's words: "checked against timm 1.0.31: Δ 3e-07", "unverified", "not verified (…)"."""
         if self.status == "verified":
-            return f"checked against {self.library} {self.version}: Δ {self.delta:.0e}"
+            return f"checked against {self.library} {self.version}: Δ {self.delta_text}"
         return "unverified" if self.status == "unverified" else f"not verified ({self.reason})"
 
     @property
     def delta(self) -> float:
         """The larger of the two differences (what the model line prints)."""
         return max(self.output_delta or 0.0, self.attention_delta or 0.0)
+
+    @property
+    def delta_text(self) -> str:
+        """``delta`` to one digit: "3e-7", "0"."""
+        return "0" if self.delta == 0 else f"{self.delta:.0e}".replace("e-0", "e-").replace("e+0", "e+")
 
     def to_dict(self) -> dict:
         """result.json's "verified": {"status", "library", "version", "output_delta", "attention_delta", "reason"}."""
@@ -83,9 +82,9 @@ def check(model, cfg, origin: Origin, source: str, overrides: dict, assumed=()) 
     made = reference(origin, cfg)
     if isinstance(made, Unbuilt):
         result = Verification("not_verified", library, installed(library) or "" if library else "", key=made.key,
-                              fields=made.fields or {"reason": made.reason})
+                              fields=dict(made.fields))
     else:
-        result = _compare(model, cfg, made, source, assumed)
+        result = _compare(model, cfg, made, source, overrides, assumed)
     if key is not None:
         CACHE[key] = result
         while len(CACHE) > CACHE_SIZE:
@@ -99,23 +98,27 @@ def check_image(cfg) -> torch.Tensor:
     return torch.randn(1, cfg.in_chans, *cfg.img_size, generator=torch.Generator().manual_seed(CHECK_SEED))
 
 
-def _compare(model, cfg, made, source: str, assumed) -> Verification:
+def _compare(model, cfg, made, source: str, overrides: dict, assumed) -> Verification:
     x = check_image(cfg)
     with torch.no_grad():
         ours = model.forward_with_attention(x)
     theirs, attention = made.run(x)
     out_delta = _delta(ours.output, theirs)
-    attention_delta = _delta(ours.attention[:, -1], attention)
+    last = ours.attention[-1] if isinstance(ours.attention, list) else ours.attention[:, -1]   # a Swin's: per block
+    if attention is not None and last.dim() == 5:              # a Swin's windows (B, nW, …) as the libraries stack
+        last = last.flatten(0, 1)                              # them: (B·nW, H, N, N)
+    attention_delta = None if attention is None else _delta(last, attention)
     scale = float(theirs.abs().max()) if theirs.numel() else 0.0
     result = Verification("verified", made.library, made.version, out_delta, attention_delta)
-    if out_delta <= OUTPUT_TOL * max(scale, 1e-6) and attention_delta <= ATTENTION_TOL:
+    if out_delta <= OUTPUT_TOL * max(scale, 1e-6) and (attention_delta or 0.0) <= ATTENTION_TOL:
         return result
     raise ValueError(
         f"{source} does not open as the model {made.library} {made.version} makes of the same file: on the same "
         f"image the outputs differ by {out_delta:.2g} (of {scale:.2g}) and the last block's attention by "
-        f"{attention_delta:.2g} (float32 tolerance: {OUTPUT_TOL:g} of the output, {ATTENTION_TOL:g} of the "
-        f"attention). {_likely_cause(cfg, attention_delta, assumed)} To open it anyway, unchecked: "
-        f"vit.load(..., verify=False), or --no-verify for python app.py and python -m viz.")
+        f"{attention_delta if attention_delta is not None else float('nan'):.2g} (float32 tolerance: {OUTPUT_TOL:g} of the output, {ATTENTION_TOL:g} of the "
+        f"attention). {_likely_cause(cfg, attention_delta, overrides, assumed)} Give what differs as the file is, "
+        f"or, to look at it as it was given, unchecked: vit.load(..., verify=False), or --no-verify for python app.py "
+        f"and python -m viz.")
 
 
 def _delta(ours: torch.Tensor, theirs: torch.Tensor) -> float:
@@ -124,16 +127,18 @@ def _delta(ours: torch.Tensor, theirs: torch.Tensor) -> float:
     return float((ours.float() - theirs.float()).abs().max()) if ours.numel() else 0.0
 
 
-def _likely_cause(cfg, attention_delta: float, assumed) -> str:
-    """A sentence on where the difference starts, and what the loader assumed rather than read."""
-    if attention_delta > ATTENTION_TOL:
+def _likely_cause(cfg, attention_delta: float, overrides: dict, assumed) -> str:
+    """A sentence on where the difference starts, what was given and what the loader assumed rather than read."""
+    if attention_delta is not None and attention_delta > ATTENTION_TOL:
         where = ("The blocks already differ: the heads, the norms (their eps, before or after each branch), the "
                  "position embedding or the rotation are not the library's.")
     else:
         where = (f"The blocks agree, so what reads them out differs: the readout ({readout_kind(cfg.readout).description}"
                  f"), the final norm or the head.")
-    listed = "; ".join(str(a) for a in assumed)
-    return where + (f" The loader assumed: {listed}" if listed else "")
+    given = ", ".join(f"{k}={v!r}" for k, v in overrides.items())
+    listed = " ".join(str(a) for a in assumed)
+    return where + (f" Given to the loader: {given}." if given else "") + \
+        (f" The loader assumed: {listed}" if listed else "")
 
 
 def _identity(origin: Origin, overrides: dict, library: str) -> tuple | None:

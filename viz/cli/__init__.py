@@ -150,7 +150,8 @@ def main(argv: list[str] | None = None) -> int:
             inside_files = inside_outputs(loaded, a, inside, args.lang, head_importance) if inside else None
             features_files = features_outputs(a, features, o) if features else None
             write_image_result(entry.path, args.out / entry.name, a, model, o, args, decode_s, explained, texts,
-                               inside_files, preprocess, loaded.assumptions, features_files)
+                               inside_files, preprocess, loaded.assumptions, features_files,
+                               loaded.verified.to_dict())
 
     processes = distributed.start(device)
     try:

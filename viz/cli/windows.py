@@ -80,7 +80,8 @@ def window_arrays(a: WindowAnalysis) -> dict[str, np.ndarray]:
 
 def write_swin_result(path: Path, folder: Path, a: WindowAnalysis, o: panels.MapOptions, args: argparse.Namespace,
                       decode_s: float, explained: tuple[dict, dict, dict] | None = None,
-                      preprocess: dict | None = None, assumptions: list | None = None) -> None:
+                      preprocess: dict | None = None, assumptions: list | None = None,
+                      verified: dict | None = None) -> None:
     """Render and write one Swin analysis: the PNGs, attention.npz and result.json (module docstring)."""
     t0 = time.perf_counter()
     images, arrays = window_image_panels(a, o)
@@ -102,6 +103,7 @@ def write_swin_result(path: Path, folder: Path, a: WindowAnalysis, o: panels.Map
         "input_size": list(a.input_size),
         **({"preprocess": preprocess} if preprocess is not None else {}),
         **({"assumptions": [str(x) for x in assumptions]} if assumptions is not None else {}),
+        **({"verified": verified} if verified is not None else {}),
         "grid": list(a.grid),
         "stages": [{"grid": list(a.layouts[blocks[0]].grid), "window": list(a.layouts[blocks[0]].window),
                     "heads": a.heads[blocks[0]], "blocks": list(blocks),
@@ -136,7 +138,7 @@ def run_swin(args: argparse.Namespace, loaded, o: panels.MapOptions, entries, re
         def writer(entry, a: WindowAnalysis, decode_s: float) -> None:
             explained = explanation_outputs(loaded, a, request, o) if request else None
             write_swin_result(entry.path, args.out / entry.name, a, o, args, decode_s, explained, preprocess,
-                              loaded.assumptions)
+                              loaded.assumptions, loaded.verified.to_dict())
 
     processes = distributed.start(device)
     try:

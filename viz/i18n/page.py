@@ -9,6 +9,7 @@ What the loader assumed (``assumption.*``) is said in English by ``vit.checkpoin
 ``LoadedModel.assumptions`` holds); the Chinese is beside it here.
 """
 from vit.checkpoints.assumptions import ASSUMED
+from vit.checkpoints.references import WHY_UNBUILT
 
 HOW_ZH = "（传给 vit.load，或在文件旁的同名 JSON 文件中写 {{{{\"config\": {{{{\"{field}\": {value}}}}}}}}}）"
 
@@ -53,6 +54,28 @@ PAGE: dict[str, tuple[str, str]] = {
     "summary.aspect": ("whole photo at its own aspect ratio", "保持原长宽比的整张照片"),
     "summary.prefix": (" + {count} prefix", " + {count} 个前缀词元"),
     "summary.took": (" · forward pass {ms:.0f} ms", " · 前向计算 {ms:.0f} 毫秒"),
+    "verified.checked": ("Checked against {library} {version}: Δ {delta}.", "已与 {library} {version} 核对：Δ {delta}。"),
+    "verified.unverified": ("Unverified (opened without the check against its library).",
+                            "未核对（打开时未与其所属库核对）。"),
+    "verified.not_verified": ("Not verified ({reason}).", "未核对（{reason}）。"),
+    **{f"verified.reason.{key}": (WHY_UNBUILT[key], zh) for key, zh in {
+        "not_installed": "未安装 {library}",
+        "own_format": "本工具自己的格式：它就是自己的库",
+        "no_library": "这里没有读取 {format} 格式的库",
+        "library_failed": "{library} 无法构建这个模型（{error}）",
+        "other_tensors": "{library} 的模型不接受文件中的张量（{missing}）",
+        "timm_cls_mean": "timm 没有把 CLS 词元与图块均值并列读取的方式",
+        "timm_prefix_norm": "timm 没有为 CLS 和寄存器词元单独设置的最终归一化",
+        "timm_by_name": "并行块 ViT 和 NaFlex ViT 只有在给出其 timm 架构名时才核对",
+        "timm_register_positions": "只要 CLS 词元有位置嵌入，timm 就给寄存器也加上位置嵌入",
+        "timm_pool_heads": "timm 的 VisionTransformer 池化的头数与块的头数相同",
+        "timm_unknown_tower": "open_clip 的 timm 图像塔所给的架构 timm 不认识",
+        "transformers_no_config": "没有所在文件夹 config.json 的 transformers 状态字典没有给出类名",
+        "transformers_no_class": "transformers 没有 {name} 这个类",
+        "open_clip_image_only": "open_clip 只能从文件夹或两个塔的张量构建 CLIP，而这个文件只有图像塔",
+        "torchvision_headless": "torchvision 的 ViT 总带有分类头",
+        "resized": "{library} 只在文件自己的输入尺寸上核对，而这次加载要求了别的尺寸",
+    }.items()},
     "summary.assumed": ("**Assumed when loading** (not in the checkpoint):", "**加载时的假设**（检查点中没有）："),
 
     # --- what the loader assumed (vit.LoadedModel.assumptions) ------------------------------------------------

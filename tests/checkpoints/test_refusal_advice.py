@@ -543,13 +543,17 @@ def _timm_swin(version: int, **kw):
 
 @case("The window size of this Swin v2 is not in its tensors")
 def swin_v2_window(tmp_path, monkeypatch):
-    """Advice: a sidecar JSON {"config": {"window_size": 8}} (here the file's 4)."""
+    """Advice: the window it was trained with, in a sidecar JSON {"config": {"window_size": W}} (here the file's 4),
+    or in the file's name as timm names its models; no number is given that the file does not say."""
     ref = _timm_swin(2)
     path = write_safetensors(ref, tmp_path / "swinv2.safetensors")
-    with pytest.raises(ValueError, match=r'not in its tensors.*\{"config": \{"window_size": 8\}\}'):
+    with pytest.raises(ValueError, match=r'not in its tensors .* nor in its file\'s name.*\{"config": '
+                                         r'\{"window_size": W\}\}'):
         vit.load(path)
     path.with_suffix(".json").write_text(json.dumps({"config": {"window_size": 4}}))
     same_as(vit.load(path), ref)
+    named = write_safetensors(ref, tmp_path / "swinv2_small_window4_32.safetensors")   # a name that says it
+    same_as(vit.load(named), ref)
 
 
 @case("Cannot infer a Swin config: expected stages 0, 1, … of blocks")

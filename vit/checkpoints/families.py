@@ -32,6 +32,7 @@ import torch
 from ..readout import from_timm, kind as readout_kind
 from ..preprocess import IMAGENET_MEAN, IMAGENET_STD, INCEPTION_MEAN, INCEPTION_STD, Preprocess
 from .assumptions import Assumption, described
+from .infer import TIMM_SIZES
 from .pipelines import timm_preprocess
 
 # timm's pretrained_cfg of each family (timm 1.0, eva.py), and Meta's make_transform for its own DINOv3 files
@@ -165,11 +166,12 @@ def identify(state: dict, fmt: str, given: dict, source: str = "checkpoint",
             return _with(ROPE_AXIAL, state, given, {}, fmt, given_preprocess)
         if not eva_scale:                   # no family's signature at all: infer_config refuses it, saying what to give
             return None
+        size = timm_size_name(state)
         raise ValueError(f"{source} holds no position information (no position table, no relative position bias): "
                          f"a rotary ViT places its patches by a rotation whose settings are not in the file. To open "
-                         f"it, " + HOW_TO_NAME % "vit_small_patch16_rope_224" + ". Only for a ViT trained without any "
-                         f"position information, pass img_size=(H, W) and pos_embed_kind='none', e.g. in a sidecar "
-                         f"JSON.")
+                         f"it, " + HOW_TO_NAME % f"vit_{size}_rope_224" + f" (timm's name for a RoPE-ViT of its width "
+                         f"and patch; vit_{size}_dinov3 for a DINOv3). Only for a ViT trained without any position "
+                         f"information, pass img_size=(H, W) and pos_embed_kind='none', e.g. in a sidecar JSON.")
     table = state.get(next((k for k in state if re.sub(r"^(module\.)?", "", k) == "pos_embed"), ""))
     pe = _perception_encoder(keys, table, state)
     if pe is not None:
@@ -177,10 +179,12 @@ def identify(state: dict, fmt: str, given: dict, source: str = "checkpoint",
     patches_only = table is not None and _is_square(table.shape[1])
     swiglu = any(".mlp.fc1_g." in k for k in keys)
     if eva_scale and cls and patches_only and key_bias and not swiglu:
+        size = timm_size_name(state)
         raise ValueError(f"{source} has the tensors of DeiT III (facebookresearch/deit, no rotation) and of timm's "
                          f"RoPE-ViT with absolute positions (vit_*_patch16_rope_ape_224, a rotation the file does not "
                          f"show) alike: which it is is not in the file. To open it, "
-                         + HOW_TO_NAME % "deit3_small_patch16_224\" or \"vit_small_patch16_rope_ape_224" + ".")
+                         + HOW_TO_NAME % f"deit3_{size}_224\" or \"vit_{size}_rope_ape_224" + " (timm's names of "
+                         f"both at its width and patch).")
     return None
 
 
@@ -201,6 +205,14 @@ def _perception_encoder(keys: set, table, state: dict) -> Family | None:
     size = side * patch
     preprocess = timm_preprocess(dict(_TIMM_PE, input_size=(3, size, size)))
     return dataclasses.replace(family, config={**family.config, "rope_ref_grid": (side, side)}, preprocess=preprocess)
+
+
+def timm_size_name(state: dict) -> str:
+    """How timm names a ViT of this file's width and patch ("small_patch16"), for advice that names an architecture
+    the file can be: read off its patch embedding."""
+    patch = state[next(k for k in state if k.endswith(("patch_embed.proj.weight", "patch_embeddings.weight")))]
+    width, side = int(patch.shape[0]), int(patch.shape[-1])
+    return f"{TIMM_SIZES.get(width, 'base')}_patch{side}"
 
 
 def _is_square(n: int) -> bool:

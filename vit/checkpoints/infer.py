@@ -168,15 +168,23 @@ def _grid_without_pos_embed(sd: dict, P: int, overrides: dict) -> dict:
     if "img_size" in overrides and (table is not None or positions_given):
         return {}
     if table is None:
-        raise ValueError("Cannot infer the image size: the checkpoint has neither position embeddings (pos_embed) "
+        raise ValueError(f"Cannot infer the image size: the checkpoint has neither position embeddings (pos_embed) "
                          "nor a relative position bias table, so where its tokens are is not in the file. A RoPE ViT "
                          "(timm's vit_*_rope_*, DINOv3) rotates them by a rule no tensor holds: open it by its Hugging "
                          "Face Hub name or folder, whose config names its architecture, or name it in a sidecar JSON "
-                         "beside the file: {\"architecture\": \"vit_small_patch16_rope_224\"}. Only for a ViT "
-                         "trained without any position information, pass img_size=(H, W) and pos_embed_kind='none', "
-                         "e.g. in a sidecar JSON.")
+                         f"beside the file: {{\"architecture\": \"vit_{_timm_size(sd, P)}_rope_224\"}} (timm's name "
+                         "for a RoPE-ViT of its width and patch). Only for a ViT trained without any position "
+                         "information, pass img_size=(H, W) and pos_embed_kind='none', e.g. in a sidecar JSON.")
     gh, gw = grid_from_relative_positions(int(table.shape[0]))
     return dict(img_size=(gh * P, gw * P))
+
+
+TIMM_SIZES = {192: "tiny", 384: "small", 768: "base", 1024: "large", 1280: "huge"}   # timm's names of widths
+
+
+def _timm_size(sd: dict, P: int) -> str:
+    """timm's name of a ViT of this width and patch ("small_patch16"), for advice that names an architecture."""
+    return f"{TIMM_SIZES.get(int(sd['patch_embed.proj.weight'].shape[0]), 'base')}_patch{P}"
 
 
 def checkpoint_grid(sd: dict, cfg: ViTConfig) -> tuple[int, int]:

@@ -33,7 +33,7 @@ from .references import Origin
 from .timm_library import TimmArchitecture
 from .verify import UNVERIFIED, Verification, check
 from .timm_names import Named, named
-from .swin_formats import detect_swin, infer_swin_config, swin_filter_fn, window_from_buffers
+from .swin_formats import detect_swin, infer_swin_config, swin_filter_fn, timm_swin_config, window_from_buffers
 from ..clip import TextTower, TextTransformer, Tokenizer, bundled_tokenizer, infer_text_config
 from ..labels import default_labels, imagenet_labels
 from ..model import ViTConfig, VisionTransformer, sincos_2d_position_embedding, variant
@@ -342,6 +342,8 @@ def _build_swin(state: dict, fmt: str, source: str, meta: _Meta, overrides: dict
     origin = Origin(fmt, state, meta.path)
     state = swin_filter_fn(state, fmt)
     hints = {**({"shrink_window": False} if fmt == "torchvision-swin" else {}), **meta.config, **overrides}
+    if fmt == "timm-swin" and meta.path is not None and "window_size" not in hints:   # a file named as timm names it
+        hints.update(timm_swin_config(meta.path.stem))
     try:
         cfg = infer_swin_config(state, windows, **hints)
     except TypeError as e:  # a ViT field in a sidecar or override

@@ -43,6 +43,8 @@ ASSUMED: dict[str, str] = {  # Assumption.key -> the sentence; viz/i18n/page.py 
     "timm_table": "timm is not installed: what timm's {name} is (its heads, norms, rotation and readout) was read "
                   "from this explorer's own table of timm's architectures, not from timm; with timm installed "
                   "(pip install timm) it is read from timm itself and the load is checked against timm's model.",
+    "sam_eps": "The blocks' LayerNorm eps is not in the file: {eps} assumed, as {source} has; another eps E needs "
+               + _how("layer_norm_eps", "E") + ".",
     "readout_timm": "Which tokens the head reads is not in the file: {description} assumed (readout \"{readout}\"), "
                     "the default of timm's {family} models (global_pool='{pool}'); a model trained reading another, "
                     "such as {family}'s own CLS feature, needs " + _how("readout", '"cls"') + ".",

@@ -34,6 +34,7 @@ from .files import read_file, regular_file
 from .pipelines import huggingface_preprocess, huggingface_processor_name, open_clip_preprocess, timm_preprocess
 from .timm_library import TimmArchitecture
 from .timm_names import Named, architecture_config, named, plain_mlp_activation
+from .sam_formats import huggingface_sam_config, sam_preprocess
 from .swin_formats import huggingface_swin_config, timm_swin_config
 from ..clip.tokenizer import Tokenizer
 from ..readout import TIMM_POOLS
@@ -46,7 +47,8 @@ VIT_TYPES = ("vit", "deit", "vit_msn", "vit_mae")          # ViT's layout and po
 BEIT_TYPES = ("beit", "data2vec-vision")                  # relative position bias, layer scale, mean pooling
 DINOV2_TYPES = ("dinov2", "dinov2_with_registers")        # layer scale, registers, SwiGLU for the giant
 SWIN_TYPES = ("swin", "swinv2")
-SUPPORTED_TYPES = (*VIT_TYPES, *BEIT_TYPES, *DINOV2_TYPES, *CLIP_TYPES, "dinov3_vit", *SWIN_TYPES)
+SAM_TYPES = ("sam", "sam_vision_model")                   # SamModel (its image encoder) and SamVisionModel
+SUPPORTED_TYPES = (*VIT_TYPES, *BEIT_TYPES, *DINOV2_TYPES, *CLIP_TYPES, "dinov3_vit", *SWIN_TYPES, *SAM_TYPES)
 OPEN_CLIP_TIMM_PROJECTIONS = ("none", "linear", None)  # open_clip's timm_proj: none, a bias-free Linear, or (null)
                                                        # timm's own head, with its bias
 
@@ -89,6 +91,10 @@ def read_folder(folder: Path) -> HuggingFaceFolder:
         return _read_dinov3_folder(folder, hf)
     if kind in SWIN_TYPES:
         return _read_swin_folder(folder, hf)
+    if kind in SAM_TYPES:
+        config = huggingface_sam_config(hf)
+        return HuggingFaceFolder(_read_weights(folder), config, None, sam_preprocess(config["img_size"]),
+                                 "huggingface-sam")
     raise ValueError(f"{folder}: unsupported Hugging Face model_type {kind!r}! Expected one of "
                      f"{', '.join(repr(t) for t in SUPPORTED_TYPES)}, or a timm folder (config.json with "
                      f"'architecture') or an open_clip folder (open_clip_config.json).")

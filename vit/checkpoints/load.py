@@ -33,10 +33,12 @@ from .references import Origin
 from .timm_library import TimmArchitecture
 from .verify import UNVERIFIED, Verification, check
 from .timm_names import Named, named
+from .sam_formats import detect_sam, infer_sam_config, sam_filter_fn, sam_preprocess
 from .swin_formats import detect_swin, infer_swin_config, swin_filter_fn, timm_swin_config, window_from_buffers
 from ..clip import TextTower, TextTransformer, Tokenizer, bundled_tokenizer, infer_text_config
 from ..labels import default_labels, imagenet_labels
 from ..model import ViTConfig, VisionTransformer, sincos_2d_position_embedding, variant
+from ..sam import SamConfig, SamImageEncoder
 from ..swin import SwinConfig, SwinTransformer
 from ..preprocess import CHOICES, Preprocess
 from ..readout import from_timm
@@ -55,12 +57,12 @@ WEIGHTS_DIR = weights_dir()
 
 @dataclass
 class LoadedModel:
-    model: VisionTransformer | SwinTransformer = field(repr=False)  # eval mode
+    model: VisionTransformer | SwinTransformer | SamImageEncoder = field(repr=False)  # eval mode
     preprocess: Preprocess                      # PIL image -> (1, 3, H, W): what the model is shown
     labels: list[str] = field(repr=False)       # class index -> name ([] for a backbone without head)
     name: str                                   # short display name
     source: str                                 # the path or known name it came from
-    config: ViTConfig | SwinConfig = field(repr=False)
+    config: ViTConfig | SwinConfig | SamConfig = field(repr=False)
     format: str                                 # checkpoint format it was read from (see vit.checkpoint.FILTERS)
     text: TextTower | None = field(default=None, repr=False)  # CLIP's text tower and tokenizer, when the file has one
     own_preprocess: Preprocess | None = field(default=None, repr=False)  # the source's own (None: ``preprocess``)
@@ -291,6 +293,9 @@ def _build(raw: dict, source: str, meta: _Meta, overrides: dict) -> LoadedModel:
     if raw.get("format") == OWN_FORMAT:
         return _build_own(raw, source, meta, overrides)
     state = origin = unwrap_state_dict(raw)
+    sam = detect_sam(state)
+    if sam:
+        return _build_sam(state, sam, source, meta, overrides)
     swin = detect_swin(state)
     if swin:
         return _build_swin(state, swin, source, meta, overrides)
@@ -355,6 +360,25 @@ def _build_swin(state: dict, fmt: str, source: str, meta: _Meta, overrides: dict
     return _finish(state, cfg, source, meta, fmt, overrides, said, origin)
 
 
+def _build_sam(state: dict, fmt: str, source: str, meta: _Meta, overrides: dict) -> LoadedModel:
+    """SAM's image encoder -> LoadedModel: keys renamed, everything read off the tensors but the blocks' LayerNorm eps
+    (its source's, said when no metadata gives it), SAM's own preprocessing unless a folder gives one."""
+    origin = Origin(fmt, state, meta.path)
+    sd = sam_filter_fn(state, fmt)
+    given = {**meta.config, **overrides}
+    try:
+        cfg = infer_sam_config(sd, fmt, **given)
+    except TypeError as e:   # a ViT field in a sidecar or override
+        raise ValueError(f"{source}: SAM's image encoder, whose config does not take these fields: {e}.") from None
+    said = list(meta.assumptions)
+    if "layer_norm_eps" not in given:
+        said.append(Assumption("sam_eps", eps=f"{cfg.layer_norm_eps:g}", source=SAM_SOURCES[fmt]))
+    if meta.preprocess is None:
+        meta = dataclasses.replace(meta, preprocess=sam_preprocess(cfg.img_size))
+    return _finish(sd, cfg, source, meta, fmt, overrides, said, origin)
+
+
+SAM_SOURCES = {"timm-sam": "timm samvit_*", "sam": "Meta SAM", "huggingface-sam": "transformers SamModel"}
 OPENAI_METADATA = ("input_resolution", "context_length", "vocab_size")  # tensors of OpenAI's TorchScript CLIP archives
 TIMM_FORMATS = ("timm", "open-clip-timm", "timm-naflex")  # tensors in timm's layout, run as timm runs them
 
@@ -440,7 +464,8 @@ def _fit_pos_embed(state: dict, cfg: ViTConfig, old_grid: tuple[int, int]) -> di
 def _finish(state: dict, cfg: ViTConfig, source: str, meta: _Meta, fmt: str, overrides: dict,
             said: list[Assumption], origin: Origin | None = None) -> LoadedModel:
     with torch.device("meta"):  # no random init: every parameter comes from the checkpoint
-        model = SwinTransformer(cfg) if isinstance(cfg, SwinConfig) else VisionTransformer(cfg)
+        model = SwinTransformer(cfg) if isinstance(cfg, SwinConfig) else SamImageEncoder(cfg) \
+            if isinstance(cfg, SamConfig) else VisionTransformer(cfg)
     state = {k: v.float().contiguous() if torch.is_floating_point(v) else v for k, v in state.items()}
     load_strict(model, state, source, assign=True)
     if any(t.is_meta for t in [*model.parameters(), *model.buffers()]):  # a tensor no checkpoint fills

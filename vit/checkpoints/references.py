@@ -81,7 +81,8 @@ LIBRARY_OF_FORMAT = {"timm": "timm", "timm-naflex": "timm", "dino": "timm", "din
                      "huggingface": "transformers", "huggingface-clip": "transformers",
                      "huggingface-dinov3": "transformers", "openai-clip": "open_clip", "open-clip-timm": "timm",
                      "torchvision": "torchvision", "timm-swin": "timm", "torchvision-swin": "torchvision",
-                     "huggingface-swin": "transformers"}
+                     "huggingface-swin": "transformers", "timm-sam": "timm", "sam": "timm",
+                     "huggingface-sam": "transformers"}
 
 
 # what a library raises when it cannot make a model from a file or folder it did not write itself
@@ -109,6 +110,8 @@ def reference(origin: Origin, cfg: ViTConfig) -> Reference | Unbuilt:
     build = {"timm": _timm, "transformers": _transformers, "open_clip": _open_clip, "torchvision": _torchvision}
     if origin.format in ("timm-swin", "torchvision-swin"):
         build = {"timm": _timm_swin, "torchvision": _torchvision_swin}
+    if origin.format in ("timm-sam", "sam"):
+        build = {"timm": _timm_sam}
     try:
         made = build[library](origin, cfg)
     except LIBRARY_ERRORS as e:           # the library itself cannot make it (an incomplete config, …): said
@@ -345,6 +348,25 @@ def _torchvision_swin(origin: Origin, cfg):
     return run
 
 
+# --- Segment Anything's image encoder ----------------------------------------------------------------------------
+
+def _timm_sam(origin: Origin, cfg):
+    """timm's VisionTransformerSAM of the loader's configuration, with the file's tensors (Meta's through timm's own
+    converter)."""
+    import timm.models.vision_transformer_sam as sam
+    with torch.device("meta"):
+        model = sam.VisionTransformerSAM(
+            img_size=cfg.img_size, patch_size=cfg.patch_size, in_chans=cfg.in_chans, num_classes=cfg.num_classes,
+            embed_dim=cfg.embed_dim, depth=cfg.depth, num_heads=cfg.num_heads, mlp_ratio=(cfg.mlp_dim + 0.5) /
+            cfg.embed_dim, qkv_bias=cfg.qkv_bias, use_abs_pos=cfg.abs_pos, use_rel_pos=cfg.rel_pos,
+            window_size=cfg.window_size, global_attn_indexes=cfg.global_blocks, neck_chans=cfg.neck_dim or None,
+            norm_layer=partial(nn.LayerNorm, eps=cfg.layer_norm_eps))
+    missing = _materialise(model, sam.checkpoint_filter_fn(dict(origin.state), model))
+    if missing:
+        return Unbuilt("other_tensors", {"library": "timm", "missing": missing})
+    return partial(_run_timm, model.eval(), cfg)
+
+
 # --- transformers ----------------------------------------------------------------------------------------------
 
 def _transformers(origin: Origin, cfg: ViTConfig):
@@ -365,6 +387,8 @@ def _transformers(origin: Origin, cfg: ViTConfig):
     finally:
         if bars:
             hf_logging.enable_progress_bar()
+    if config.get("model_type") in ("sam", "sam_vision_model"):   # SAM's image encoder: the mean of its neck's map
+        return partial(_run_sam_encoder, getattr(model, "vision_encoder", model))
     base = getattr(model, getattr(model, "base_model_prefix", ""), None)
     if "ForPreTraining" in names[0] or (not cfg.num_classes and not getattr(cfg, "proj_dim", None)
                                         and isinstance(base, nn.Module)
@@ -402,6 +426,13 @@ def _run_transformers(model, cfg: ViTConfig, x: torch.Tensor) -> tuple[torch.Ten
     else:
         out = result.pooler_output
     return out, result.attentions[-1]
+
+
+def _run_sam_encoder(encoder, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """transformers' SAM image encoder: the mean of its neck's feature map, and its last block's attention."""
+    with torch.no_grad():
+        result = encoder(pixel_values=x, output_attentions=True)
+    return result.last_hidden_state.mean(dim=(2, 3)), result.attentions[-1]
 
 
 def _naflex_patches(x: torch.Tensor, P: int) -> dict:

@@ -105,8 +105,6 @@ def _compare(model, cfg, made, source: str, overrides: dict, assumed) -> Verific
     theirs, attention = made.run(x)
     out_delta = _delta(ours.output, theirs)
     last = ours.attention[-1] if isinstance(ours.attention, list) else ours.attention[:, -1]   # a Swin's: per block
-    if attention is not None and last.dim() == 5:              # a Swin's windows (B, nW, …) as the libraries stack
-        last = last.flatten(0, 1)                              # them: (B·nW, H, N, N)
     attention_delta = None if attention is None else _delta(last, attention)
     scale = float(theirs.abs().max()) if theirs.numel() else 0.0
     result = Verification("verified", made.library, made.version, out_delta, attention_delta)
@@ -122,6 +120,11 @@ def _compare(model, cfg, made, source: str, overrides: dict, assumed) -> Verific
 
 
 def _delta(ours: torch.Tensor, theirs: torch.Tensor) -> float:
+    """max |ours − theirs|; the library's maps may stack windows or heads into the batch (timm's SAM: (B·nW·H, N, N)),
+    in the same order: read in ours' shape."""
+    if tuple(ours.shape) != tuple(theirs.shape) and ours.numel() == theirs.numel() and \
+            ours.shape[-2:] == theirs.shape[-2:]:
+        theirs = theirs.reshape(ours.shape)
     if tuple(ours.shape) != tuple(theirs.shape):
         return float("inf")
     return float((ours.float() - theirs.float()).abs().max()) if ours.numel() else 0.0

@@ -99,6 +99,9 @@ PAGE: dict[str, tuple[str, str]] = {
     "assumption.timm_table": (ASSUMED["timm_table"],
         "没有安装 timm：timm 的 {name} 是什么（它的头数、归一化、旋转和读出方式）取自本工具自己的 timm 架构表，而不是 timm；"
         "安装 timm（pip install timm）后会从 timm 本身读取，并把加载结果与 timm 的模型核对。"),
+    "assumption.sam_eps": (ASSUMED["sam_eps"],
+        "文件中没有各块 LayerNorm 的 eps：假定为 {eps}，与 {source} 相同；别的 eps E 需要 layer_norm_eps=E"
+        + _how_zh("layer_norm_eps", "E") + "。"),
     "assumption.readout_timm": (ASSUMED["readout_timm"],
         "文件中没有分类头读取哪些词元：假定为 readout \"{readout}\"，即 timm 中 {family} 模型的默认设置"
         "（global_pool='{pool}'）；以别的读取方式训练的模型（例如 {family} 自己的 CLS 特征）需要 readout=\"cls\""

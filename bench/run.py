@@ -24,7 +24,8 @@ not change timings) unless ``--weights`` names a checkpoint. Every number comes 
 - high resolution (``bench.highres``, in a child process): a DINOv2 ViT-S/14 at 1022×1022 as the page analyses it,
   its ratio to the plain forward, a patch click, the bytes cached and the process's peak RSS.
 - a Swin (``bench.swin``): Swin-T's capture forward ÷ torchvision's ``swin_t``, its analysis ÷ its capture, a class map ÷
-  its plain forward.
+  its plain forward;
+- loading (``bench.loading``): ViT-B/16 opened with and without the check against its own library, and again.
 
 Timings are medians of interleaved rounds after a warm-up (see ``bench.measure``).
 """
@@ -567,6 +568,8 @@ def main(argv=None) -> None:
         rows += rotary_rows(args.rounds)
         from bench.swin import swin_rows       # Swin-T at 224 against torchvision's swin_t (bench/swin.py)
         rows += swin_rows(max(3, args.rounds // 2))
+        from bench.loading import load_rows    # vit.load with and without its check against timm (bench/loading.py)
+        rows += load_rows(max(3, args.rounds // 2))
         if not args.no_app:
             from viz.explorer import cached_bytes
             fill = cropped_photos(photos[0], state.ANALYSES_MEMORY // cached_bytes(result["analysis"]) + 4, tmp)

@@ -52,6 +52,7 @@ from .positions import (ROPE_AXES, ROPE_COORDS, TokenPositions, apply_rope, atte
 POS_EMBED_KINDS = ("learned", "sincos2d", "none")
 POS_EMBED_INTERPOLATIONS = ("bicubic", "bilinear")
 NORM_KINDS = ("layernorm", "rmsnorm")
+PROBES = ("latent", "aimv2")
 
 
 @dataclass(frozen=True)
@@ -82,6 +83,9 @@ class ViTConfig:
     final_norm: bool = True        # a LayerNorm after the last block (False: InternViT, PE spatial/lang read it raw)
     pool_heads: int | None = None  # heads of the MAP probe's attention (PE: 8); None: num_heads
     pool_mlp_dim: int | None = None  # hidden width of the MAP pool's MLP; None: mlp_dim
+    # the MAP pool: "latent" (timm's AttentionPoolLatent: the probe through a query projection, a LayerNorm and a
+    # residual MLP after pooling) or "aimv2" (AIMv2's head: the probe itself is the query, one output projection)
+    probe: str = "latent"
     representation_size: int | None = None  # width of the pre-logits Linear+Tanh layer; None: no such layer
     drop_rate: float = 0.0         # dropout on position-embedded tokens, in MLPs and before the head
     attn_drop_rate: float = 0.0    # dropout on attention probabilities
@@ -135,6 +139,8 @@ class ViTConfig:
             object.__setattr__(self, "rope_ref_grid", tuple(int(s) for s in self.rope_ref_grid))
         if self.pos_embed_grid is not None:
             object.__setattr__(self, "pos_embed_grid", tuple(int(s) for s in self.pos_embed_grid))
+        if self.probe not in PROBES:
+            raise ValueError(f"probe must be one of {PROBES} but got {self.probe!r}!")
         if self.norm_kind not in NORM_KINDS:
             raise ValueError(f"norm_kind must be one of {NORM_KINDS} but got {self.norm_kind!r}!")
         if self.pos_embed_interp not in POS_EMBED_INTERPOLATIONS:
@@ -168,7 +174,7 @@ class ViTConfig:
         if self.proj_dim and self.num_classes:
             raise ValueError(f"proj_dim (an image–text projection) and a classifier head are exclusive! Got "
                              f"proj_dim={self.proj_dim} and num_classes={self.num_classes}; set one of them to 0.")
-        if read.probe and self.mlp_act == "swiglu":
+        if read.probe and self.mlp_act == "swiglu" and self.probe == "latent":
             raise ValueError(f"readout={self.readout!r} uses a plain MLP in its pooling head; mlp_act='swiglu' is not "
                              f"supported with it!")
         if self.rope and self.attention_head_dim % 4:
@@ -738,12 +744,13 @@ class AttentionPool(nn.Module):
         self.scale = self.head_dim ** -0.5
         self.fused_attn = True
         self.latent = nn.Parameter(torch.zeros(1, 1, D))  # the probe: one query vector shared by every image
-        self.q = nn.Linear(D, D)
-        self.kv = nn.Linear(D, 2 * D)
+        latent = cfg.probe == "latent"           # AIMv2's: the probe is the query, its keys and values bias-free
+        self.q = nn.Linear(D, D) if latent else nn.Identity()
+        self.kv = nn.Linear(D, 2 * D, bias=latent or cfg.qkv_bias)
         self.proj = nn.Linear(D, D)
-        self.norm = make_norm(cfg, D)
+        self.norm = make_norm(cfg, D) if latent else None
         self.mlp = Mlp(dataclasses.replace(cfg, mlp_norm=False, mlp_dim=cfg.pool_mlp_dim or cfg.mlp_dim,
-                                          linear_bias=True))
+                                          linear_bias=True)) if latent else None
 
     def forward(self, x: torch.Tensor, return_attn: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Tokens (B, N, D) -> (pooled (B, D), the probe's attention over the N tokens (B, H, N) if return_attn)."""
@@ -760,7 +767,7 @@ class AttentionPool(nn.Module):
             x = attn @ v                                                      # (B, H, 1, Dh)
             attn = attn[:, :, 0]                                              # (B, H, N)
         x = self.proj(x.transpose(1, 2).reshape(B, D))                        # heads concatenated: (B, D)
-        return x + self.mlp(self.norm(x)), attn
+        return (x + self.mlp(self.norm(x)) if self.mlp is not None else x), attn
 
 
 class AttentionCapture(NamedTuple):

@@ -39,6 +39,12 @@ from .model import MLP_ACTIVATIONS
 from .swin import WindowCapture, WindowLayout
 
 
+# What every view that reads "the token the answer comes from" says of SAM (the CLI, the page's class-map tabs)
+NO_READOUT = ("SAM's image encoder has no readout token: its answer is a feature map (what its mask decoder reads), "
+              "not a class, so it has no class maps to draw (explanations, faithfulness and sanity checks, the views "
+              "inside the model).")
+
+
 @dataclass(frozen=True)
 class SamConfig:
     img_size: tuple[int, int] = (1024, 1024)  # native input (H, W): the position table's grid times the patch
@@ -343,3 +349,12 @@ class SamImageEncoder(nn.Module):
             if norms is not None:
                 norms.append(x.norm(dim=-1))
         return WindowCapture(self.head(self.neck(x.permute(0, 3, 1, 2))), maps, layouts, norms)
+
+
+def refuse_sam(model: nn.Module, what: str) -> None:
+    """ValueError saying that ``what`` does not draw SAM's blocks yet (their windowed and global maps come from
+    ``forward_with_attention``); nothing for other models."""
+    if isinstance(model, SamImageEncoder):
+        raise ValueError(f"{what} does not draw SAM's windowed and global blocks yet: vit.load opens its image "
+                         f"encoder, and model.forward_with_attention(x) gives every block's attention on its own "
+                         f"layout.")

@@ -86,6 +86,8 @@ def block_params(cfg) -> int:
 def probe_params(cfg) -> int:
     """SigLIP's attention-pooling head: the probe, q, kv, proj, LayerNorm and its MLP."""
     D, hidden = cfg.embed_dim, cfg.pool_mlp_dim or cfg.mlp_dim
+    if cfg.probe == "aimv2":              # AIMv2's head: the probe as the query, keys and values, one projection
+        return D + _linear(D, 2 * D, cfg.qkv_bias) + _linear(D, D)
     return (D + _linear(D, D) + _linear(D, 2 * D) + _linear(D, D) + _layer_norm(D)
             + _linear(D, hidden) + _linear(hidden, D))
 

@@ -898,6 +898,50 @@ def siglip2_patches_and_processor(tmp_path, monkeypatch):
         spatial_shapes=torch.tensor([[4, 4]] * x.shape[0])).pooler_output)
 
 
+# --- SAM's image encoder and open_clip's own towers -------------------------------------------------------------
+
+def _samvit(**kw):
+    torch.manual_seed(0)
+    return randomize_(timm.create_model("samvit_base_patch16", depth=2, global_attn_indexes=[1], img_size=64,
+                                        embed_dim=96, num_heads=2, window_size=3, **kw), std=0.05)
+
+
+@case("This SAM image encoder has no relative-position tables", "Unknown SAM config fields {}! Expected some of {}.")
+def sam_without_relative_positions(tmp_path, monkeypatch):
+    """Advice: give window_size, global_blocks and num_heads (here in a sidecar's config), which opens timm's model;
+    a field SAM's config does not have is named."""
+    ref = _samvit(use_rel_pos=False)
+    path = write_safetensors(ref, tmp_path / "samvit.safetensors")
+    with pytest.raises(ValueError, match="no relative-position tables.*window_size, global_blocks and num_heads"):
+        vit.load(path)
+    with pytest.raises(ValueError, match=r"Unknown SAM config fields \['heads'\]"):
+        vit.load(path, heads=2)
+    _sidecar(path, config={"window_size": 3, "global_blocks": [1], "num_heads": 2, "layer_norm_eps": 1e-5})
+    loaded = vit.load(path)
+    assert loaded.verified.library == "timm"
+    same_as(loaded, ref, (64, 64))
+
+
+@case("open_clip's image tower pools by {}, not a readout this explorer draws!")
+def open_clip_tower_pooling(tmp_path, monkeypatch):
+    """Another clear refusal (CoCa's attention pooling, no pooling); the CLS token's opens as open_clip's."""
+    ref = open_clip_tiny(quick_gelu=False)
+    folder = tmp_path / "oc"
+    folder.mkdir()
+    write_safetensors(ref, folder / "open_clip_model.safetensors")
+    vision = {"image_size": 64, "width": 128, "head_width": 64, "layers": 2, "patch_size": 16}
+    text = {"context_length": 77, "vocab_size": 49408, "width": 128, "heads": 2, "layers": 2}
+    for pooling, message in (({"pool_type": "none"}, "pools by 'none'"),
+                             ({"attentional_pool": True}, "pools by attention")):
+        (folder / "open_clip_config.json").write_text(json.dumps(
+            {"model_cfg": {"embed_dim": 16, "vision_cfg": {**vision, **pooling}, "text_cfg": text}}))
+        with pytest.raises(ValueError, match=message):
+            vit.load(folder)
+    (folder / "open_clip_config.json").write_text(json.dumps(
+        {"model_cfg": {"embed_dim": 16, "vision_cfg": {**vision, "pool_type": "tok"}, "text_cfg": text}}))
+    same_as(vit.load(folder), ref, (64, 64), ref.encode_image)
+
+
 # --- the rotary families (vit/checkpoints/families.py) ---------------------------------------------------------
 
 def _sidecar(path: Path, **fields) -> None:

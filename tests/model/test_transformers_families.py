@@ -80,6 +80,16 @@ def dinov2_registers_classifier(**kw):
         **SMALL, image_size=48, num_register_tokens=4, num_labels=3, **kw))
 
 
+def aimv2(**kw):
+    return transformers.Aimv2VisionModel(transformers.Aimv2VisionConfig(
+        hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4, image_size=32, patch_size=8,
+        attn_implementation="eager", **kw))
+
+
+def ijepa():
+    return transformers.IJepaModel(transformers.IJepaConfig(**SMALL, intermediate_size=128, image_size=32))
+
+
 def deit(cls, **kw):
     return cls(transformers.DeiTConfig(**SMALL, intermediate_size=128, image_size=32, num_labels=5, **kw))
 
@@ -102,11 +112,16 @@ FAMILIES = {  # name -> (reference builder, its output, native size, another siz
     "deit": (partial(deit, transformers.DeiTForImageClassification), lambda out: out.logits, (32, 32), (48, 40)),
     "deit-with-teacher": (partial(deit, transformers.DeiTForImageClassificationWithTeacher), lambda out: out.logits,
                           (32, 32), (48, 40)),
+    # AIMv2 (RMSNorm, SwiGLU, no biases; its head a probe that is itself the query) and I-JEPA (no CLS token: the
+    # mean of the patches)
+    "aimv2": (aimv2, lambda out: out.pooler_output, (32, 32), None),
+    "aimv2-headless": (partial(aimv2, use_head=False), lambda out: out.last_hidden_state.mean(dim=1), (32, 32), None),
+    "ijepa": (ijepa, lambda out: out.last_hidden_state.mean(dim=1), (32, 32), (48, 40)),
 }
 READOUTS = {"dinov2-classifier": "cls_mean", "dinov2_with_registers-classifier": "cls_mean", "deit": "cls",
             "deit-with-teacher": "distilled", "data2vec-vision": "mean", "vit_mae": "cls", "vit_msn": "cls",
             "data2vec-vision-shared-bias": "cls", "dinov2": "cls", "dinov2-swiglu": "cls",
-            "dinov2_with_registers": "cls"}
+            "dinov2_with_registers": "cls", "aimv2": "map", "aimv2-headless": "mean", "ijepa": "mean"}
 
 
 def reference_call(name: str, ref, x: torch.Tensor):
@@ -117,7 +132,7 @@ def reference_call(name: str, ref, x: torch.Tensor):
     if name == "vit_mae":
         n = (x.shape[-2] // 8) * (x.shape[-1] // 8)
         kwargs["noise"] = torch.arange(n, dtype=torch.float32).expand(x.shape[0], n)
-    if tuple(x.shape[-2:]) != native and name in ("vit_mae", "vit_msn", "deit", "deit-with-teacher"):
+    if tuple(x.shape[-2:]) != native and name in ("vit_mae", "vit_msn", "deit", "deit-with-teacher", "ijepa"):
         kwargs["interpolate_pos_encoding"] = True
     with torch.no_grad():
         return ref(**kwargs)
@@ -159,7 +174,8 @@ def test_output_and_every_blocks_attention_equal_transformers(family):
 def test_what_each_family_is(family):
     name, ref, loaded = family
     cfg = loaded.config
-    assert loaded.format == "huggingface" and loaded.assumptions[0].key == "processor"
+    assert loaded.format.startswith("huggingface") and loaded.assumptions[0].key == "processor"
+    assert loaded.verified.library == "transformers"
     assert cfg.num_heads == 4 and not [a for a in loaded.assumptions if a.key.startswith("heads")]
     assert cfg.readout == READOUTS[name]
     if name.startswith("dinov2"):

@@ -43,12 +43,14 @@ from ..preprocess import Preprocess
 HF_ACTIVATIONS = {"gelu": "gelu", "quick_gelu": "quick_gelu", "gelu_pytorch_tanh": "gelu_tanh",
                   "gelu_new": "gelu_tanh"}  # transformers' hidden_act -> ViTConfig.mlp_act
 CLIP_TYPES = ("clip", "clip_vision_model", "siglip", "siglip_vision_model", "siglip2", "siglip2_vision_model")
-VIT_TYPES = ("vit", "deit", "vit_msn", "vit_mae")          # ViT's layout and pooling (MAE: its encoder, unmasked)
+VIT_TYPES = ("vit", "deit", "vit_msn", "vit_mae", "ijepa")  # ViT's layout (MAE: its encoder, unmasked; I-JEPA no CLS)
 BEIT_TYPES = ("beit", "data2vec-vision")                  # relative position bias, layer scale, mean pooling
 DINOV2_TYPES = ("dinov2", "dinov2_with_registers")        # layer scale, registers, SwiGLU for the giant
 SWIN_TYPES = ("swin", "swinv2")
 SAM_TYPES = ("sam", "sam_vision_model")                   # SamModel (its image encoder) and SamVisionModel
-SUPPORTED_TYPES = (*VIT_TYPES, *BEIT_TYPES, *DINOV2_TYPES, *CLIP_TYPES, "dinov3_vit", *SWIN_TYPES, *SAM_TYPES)
+AIMV2_TYPES = ("aimv2_vision_model", "aimv2")              # Aimv2VisionModel, Aimv2Model's image tower
+SUPPORTED_TYPES = (*VIT_TYPES, *BEIT_TYPES, *DINOV2_TYPES, *CLIP_TYPES, "dinov3_vit", *SWIN_TYPES, *SAM_TYPES,
+                   *AIMV2_TYPES)
 OPEN_CLIP_TIMM_PROJECTIONS = ("none", "linear", None)  # open_clip's timm_proj: none, a bias-free Linear, or (null)
                                                        # timm's own head, with its bias
 
@@ -91,6 +93,8 @@ def read_folder(folder: Path) -> HuggingFaceFolder:
         return _read_dinov3_folder(folder, hf)
     if kind in SWIN_TYPES:
         return _read_swin_folder(folder, hf)
+    if kind in AIMV2_TYPES:
+        return _read_aimv2_folder(folder, hf)
     if kind in SAM_TYPES:
         config = huggingface_sam_config(hf)
         return HuggingFaceFolder(_read_weights(folder), config, None, sam_preprocess(config["img_size"]),
@@ -131,6 +135,26 @@ def _read_dinov2_folder(folder: Path, hf: dict) -> HuggingFaceFolder:
     if hf["model_type"] == "dinov2_with_registers":
         config["pos_embed_antialias"] = True
     return _folder(folder, hf, _read_weights(folder), config, hf["model_type"])
+
+
+def _read_aimv2_folder(folder: Path, hf: dict) -> HuggingFaceFolder:
+    """AIMv2's image tower (Aimv2VisionModel, or Aimv2Model's): RMSNorm, SwiGLU, its heads and biases from
+    config.json; its head (use_head) an attention pooling whose probe is the query, else the mean of the patches.
+    The native-resolution variant (a sine-cosine table made per photo) is refused."""
+    vision = hf.get("vision_config", hf)
+    if vision.get("is_native"):
+        raise ValueError(f"{folder}: AIMv2's native-resolution tower (is_native true: a sine-cosine table made for "
+                         f"each photo's grid) is not one this explorer builds! Expected a learnt position table.")
+    if vision.get("hidden_act", "silu") != "silu":
+        raise ValueError(f"{folder}: AIMv2 with hidden_act {vision['hidden_act']!r} is not supported! Expected "
+                         f"'silu' (SwiGLU).")
+    size = vision.get("image_size", 224)
+    config = dict(img_size=(size, size), num_heads=vision.get("num_attention_heads", 8),
+                  layer_norm_eps=vision.get("rms_norm_eps", 1e-5), mlp_act="swiglu",
+                  readout="map" if vision.get("use_head", True) else "mean")
+    state = _read_weights(folder)
+    preprocess, assumed = _processor(folder, hf["model_type"], config["img_size"])
+    return HuggingFaceFolder(state, config, None, preprocess, "huggingface-aimv2", assumptions=assumed)
 
 
 def _folder(folder: Path, hf: dict, state: dict, config: dict, model_type: str) -> HuggingFaceFolder:
@@ -253,10 +277,35 @@ def _read_open_clip_folder(folder: Path, oc: dict) -> HuggingFaceFolder:
         return HuggingFaceFolder(state, config, None, preprocess, "open-clip-timm", activation=name.activation,
                                  assumptions=name.said, timm=name.timm)
     act = "quick_gelu" if model_cfg.get("quick_gelu") else "gelu"
-    config = {"mlp_act": act, "img_size": crop}
+    config = {"mlp_act": act, "img_size": crop, **_open_clip_pooling(folder, vision)}
     if "width" in vision:  # open_clip's VisionTransformer: heads = width / head_width
         config["num_heads"] = max(int(vision["width"]) // int(vision.get("head_width", 64)), 1)
-    return HuggingFaceFolder(read_file(weights), config, None, preprocess, "openai-clip", {"mlp_act": act})
+    state = read_file(weights)
+    if config.get("fc_norm"):                  # final_ln_after_pool: ln_post normalises the pooled vector
+        state = {k.replace("visual.ln_post.", "visual.fc_norm."): v for k, v in state.items()}
+    if not _clip_text_tower(model_cfg.get("text_cfg") or {}):   # CLIPA's BERT-tokenized text tower: the image tower
+        state = {k: v for k, v in state.items() if re.match(r"(module\.)?visual\.", k)}
+    return HuggingFaceFolder(state, config, None, preprocess, "openai-clip", {"mlp_act": act})
+
+
+def _open_clip_pooling(folder: Path, vision: dict) -> dict:
+    """The readout of open_clip's own image tower: the CLS token (``pool_type`` "tok") or the mean of the patches
+    ("avg", CLIPA's), its LayerNorm after pooling with ``final_ln_after_pool``; ValueError for attention pooling
+    (CoCa's) or no pooling."""
+    pool = vision.get("pool_type", "tok")
+    if vision.get("attentional_pool") or pool not in ("tok", "avg"):
+        how = "attention" if vision.get("attentional_pool") else repr(pool)
+        raise ValueError(f"{folder}: open_clip's image tower pools by {how}, not a readout this explorer draws! "
+                         f"Expected pool_type 'tok' (the CLS token) or 'avg' (the mean of the patches).")
+    readout = {"tok": "cls", "avg": "mean"}[pool]
+    return dict(readout=readout, **({"fc_norm": True} if vision.get("final_ln_after_pool") and pool == "avg" else {}))
+
+
+def _clip_text_tower(text: dict) -> bool:
+    """Whether open_clip's text tower is CLIP's (BPE tokenizer, causal mask, the end-of-text token's vector), the one
+    this explorer builds; CLIPA's (a BERT tokenizer, no mask, the last token) is not."""
+    return not text.get("hf_tokenizer_name") and not text.get("no_causal_mask") and \
+        text.get("pool_type", "argmax") == "argmax"
 
 
 def _open_clip_timm_config(folder: Path, vision: dict, crop: tuple[int, int], state: dict) -> tuple[dict, Named]:

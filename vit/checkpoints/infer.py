@@ -122,7 +122,8 @@ def readout_fields(sd: dict, D: int) -> dict:
     token: the model's default readout)."""
     if "attn_pool.latent" in sd:
         fc1 = sd.get("attn_pool.mlp.fc1.weight")
-        return dict(readout="map", **({"pool_mlp_dim": int(fc1.shape[0])} if fc1 is not None else {}))
+        probe = {} if "attn_pool.q.weight" in sd else {"probe": "aimv2"}      # AIMv2's head: no query projection
+        return dict(readout="map", **probe, **({"pool_mlp_dim": int(fc1.shape[0])} if fc1 is not None else {}))
     if "fc_norm.weight" in sd:
         return dict(readout="mean", fc_norm=True)
     head = sd.get("head.weight")

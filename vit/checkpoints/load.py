@@ -366,10 +366,7 @@ def _build_sam(state: dict, fmt: str, source: str, meta: _Meta, overrides: dict)
     origin = Origin(fmt, state, meta.path)
     sd = sam_filter_fn(state, fmt)
     given = {**meta.config, **overrides}
-    try:
-        cfg = infer_sam_config(sd, fmt, **given)
-    except TypeError as e:   # a ViT field in a sidecar or override
-        raise ValueError(f"{source}: SAM's image encoder, whose config does not take these fields: {e}.") from None
+    cfg = infer_sam_config(sd, fmt, **given)
     said = list(meta.assumptions)
     if "layer_norm_eps" not in given:
         said.append(Assumption("sam_eps", eps=f"{cfg.layer_norm_eps:g}", source=SAM_SOURCES[fmt]))

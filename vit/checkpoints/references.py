@@ -82,7 +82,7 @@ LIBRARY_OF_FORMAT = {"timm": "timm", "timm-naflex": "timm", "dino": "timm", "din
                      "huggingface-dinov3": "transformers", "openai-clip": "open_clip", "open-clip-timm": "timm",
                      "torchvision": "torchvision", "timm-swin": "timm", "torchvision-swin": "torchvision",
                      "huggingface-swin": "transformers", "timm-sam": "timm", "sam": "timm",
-                     "huggingface-sam": "transformers"}
+                     "huggingface-sam": "transformers", "huggingface-aimv2": "transformers"}
 
 
 # what a library raises when it cannot make a model from a file or folder it did not write itself
@@ -423,6 +423,8 @@ def _run_transformers(model, cfg: ViTConfig, x: torch.Tensor) -> tuple[torch.Ten
     elif getattr(cfg, "readout", "") == "cls" and type(model).__name__ in ("ViTModel", "DeiTModel", "ViTMSNModel",
                                                                           "ViTMAEModel"):
         out = result.last_hidden_state[:, 0]                  # their pooler (Linear + tanh) is not the readout
+    elif getattr(result, "pooler_output", None) is None:       # I-JEPA, a headless AIMv2: the mean of the patches
+        out = result.last_hidden_state.mean(dim=1)
     else:
         out = result.pooler_output
     return out, result.attentions[-1]

@@ -11,6 +11,7 @@ import numpy as np
 from PIL import Image
 
 from vit.image_file import open_image
+from vit.sam import refuse_sam
 
 from .. import panels
 from ..i18n import language
@@ -99,6 +100,7 @@ class ServedModel:
 def serve(loaded, device=None) -> ServedModel:
     """vit.LoadedModel -> ServedModel: moves the model to ``device`` (when given), copies the embedding arrays,
     and runs the model once on a blank image, so that the first person's photo does not pay PyTorch's warm-up."""
+    refuse_sam(loaded.model, "The page")
     if device is not None:
         loaded.model.to(device)
     height, width = loaded.preprocess.crop

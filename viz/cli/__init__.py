@@ -90,6 +90,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch   # imported once there is work (``--help`` stays quick)
 
     from vit.device import pick_device, pick_dtype
+    from vit.sam import NO_READOUT, refuse_sam
 
     from ..analysis import model_arrays
     from ..dataset import distributed, files, run
@@ -98,6 +99,9 @@ def main(argv: list[str] | None = None) -> int:
         device = pick_device(args.device, distributed.local_rank())
         dtype = pick_dtype(args.dtype)
         loaded = load_model(args)
+        if args.explain and loaded.config.family == "sam":      # no readout token: no class maps, said as such
+            raise ValueError(NO_READOUT)
+        refuse_sam(loaded.model, "python -m viz")
         loaded.model.to(device)
         o = options_from(args)
         swin = is_swin(loaded.model)

@@ -127,7 +127,8 @@ def test_dinov3_read_by_its_cls_token_when_the_file_says_so(how, tmp_path):
         loaded = vit.load(path)
     else:
         loaded = vit.load(hub_folder(ref, tmp_path / "hub"))
-    assert loaded.config.readout == "cls" and loaded.assumptions == []
+    assert loaded.config.readout == "cls" and loaded.verified.library == "timm"
+    assert [a.key for a in loaded.assumptions] == (["preprocess"] if how == "sidecar" else [])
     assert_same_as_timm(loaded, ref, (256, 256))
 
 

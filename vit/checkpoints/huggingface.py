@@ -31,6 +31,7 @@ from pathlib import Path
 
 from . import assumptions
 from .files import read_file, regular_file
+from .infer import CLIP_LAYER_NORM_EPS
 from .pipelines import huggingface_preprocess, huggingface_processor_name, open_clip_preprocess, timm_preprocess
 from .timm_library import TimmArchitecture
 from .timm_names import Named, architecture_config, named, plain_mlp_activation
@@ -277,7 +278,8 @@ def _read_open_clip_folder(folder: Path, oc: dict) -> HuggingFaceFolder:
         return HuggingFaceFolder(state, config, None, preprocess, "open-clip-timm", activation=name.activation,
                                  assumptions=name.said, timm=name.timm)
     act = "quick_gelu" if model_cfg.get("quick_gelu") else "gelu"
-    config = {"mlp_act": act, "img_size": crop, **_open_clip_pooling(folder, vision)}
+    config = {"mlp_act": act, "img_size": crop, "layer_norm_eps": CLIP_LAYER_NORM_EPS,   # open_clip's LayerNorms
+              **_open_clip_pooling(folder, vision)}
     if "width" in vision:  # open_clip's VisionTransformer: heads = width / head_width
         config["num_heads"] = max(int(vision["width"]) // int(vision.get("head_width", 64)), 1)
     state = read_file(weights)

@@ -129,7 +129,8 @@ def _timm(origin: Origin, cfg: ViTConfig):
         return _open_clip_tower(origin, cfg)                   # projection
     if origin.timm is not None:
         model = origin.timm.build(num_classes=cfg.num_classes or cfg.proj_dim or 0,
-                                  **({"img_size": cfg.img_size} if cfg.pos_embed_grid is None else {}))
+                                  **({"img_size": cfg.img_size} if cfg.pos_embed_grid is None else {}),
+                                  **_pooled_as_given(origin.timm, cfg))
     else:
         arguments = timm_arguments(cfg, origin.state)
         if isinstance(arguments, Unbuilt):
@@ -147,6 +148,15 @@ def _timm(origin: Origin, cfg: ViTConfig):
         if missing:
             return Unbuilt("other_tensors", {"library": "timm", "missing": missing})
     return partial(_run_timm, model.eval(), cfg)
+
+
+def _pooled_as_given(named: TimmArchitecture, cfg: ViTConfig) -> dict:
+    """The global_pool timm makes the model with when the loader was given another readout than timm's default
+    (a sidecar's config, an override): timm's model made to pool so, as a user makes it; {} otherwise."""
+    if cfg.readout == named.fields.get("readout", cfg.readout):
+        return {}
+    pools = {"cls": "token", "mean": "avg", "map": "map"}
+    return {"global_pool": pools[cfg.readout]} if cfg.readout in pools else {}
 
 
 def _open_clip_tower(origin: Origin, cfg: ViTConfig):

@@ -168,9 +168,10 @@ def _reinitialise(block: nn.Module, generator: torch.Generator) -> None:
                 nn.init.trunc_normal_(m.weight, std=0.02, generator=generator)
                 if m.bias is not None:
                     m.bias.zero_()
-            elif isinstance(m, nn.LayerNorm):
+            elif isinstance(m, (nn.LayerNorm, nn.RMSNorm)):
                 m.weight.fill_(1.0)
-                m.bias.zero_()
+                if getattr(m, "bias", None) is not None:
+                    m.bias.zero_()
             for name in ("q_bias", "v_bias"):
                 if isinstance(getattr(m, name, None), nn.Parameter):
                     getattr(m, name).zero_()

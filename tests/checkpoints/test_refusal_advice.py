@@ -648,6 +648,24 @@ def transformers_models_this_explorer_does_not_build(tmp_path, monkeypatch):
     same_as(vit.load(tmp_path / "siglip"), siglip, call=lambda x: siglip(pixel_values=x).pooler_output)
 
 
+@case("AIMv2's native-resolution tower (is_native true", "AIMv2 with hidden_act {} is not supported!")
+def aimv2_variants_not_built(tmp_path, monkeypatch):
+    """Another clear refusal each (a per-photo sine-cosine table; another MLP); AIMv2 as transformers makes it opens."""
+    torch.manual_seed(0)
+    ref = randomize_(transformers.Aimv2VisionModel(transformers.Aimv2VisionConfig(
+        hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4, image_size=32,
+        patch_size=8, attn_implementation="eager")))
+    ref.save_pretrained(tmp_path / "aimv2")
+    config = json.loads((tmp_path / "aimv2" / "config.json").read_text())
+    for change, message in (({"is_native": True}, "native-resolution tower .* Expected a learnt position table"),
+                            ({"hidden_act": "gelu"}, r"hidden_act 'gelu' is not supported! Expected 'silu'")):
+        (tmp_path / "aimv2" / "config.json").write_text(json.dumps({**config, **change}))
+        with pytest.raises(ValueError, match=message):
+            vit.load(tmp_path / "aimv2")
+    (tmp_path / "aimv2" / "config.json").write_text(json.dumps(config))
+    same_as(vit.load(tmp_path / "aimv2"), ref, call=lambda x: ref(pixel_values=x).pooler_output)
+
+
 @case("huggingface.py:_processor", "names the image processor {}, whose preprocessing is not reproduced here",
       "preprocessor_config.json's {} {} is not supported!", "resample {} is not a PIL filter!",
       "asks for a centre crop (do_center_crop true) but gives no crop_size!",

@@ -245,7 +245,8 @@ def _read_timm_folder(folder: Path, timm_cfg: dict) -> HuggingFaceFolder:
     if "input_size" in pretrained:  # else the architecture's own config, which only timm knows: the loader's default
         patch = re.search(r"_patch(\d+)", arch) if arch.startswith("naflexvit_") else None
         preprocess = timm_preprocess(pretrained, naflex_patch=int(patch[1]) if patch else None)
-        config["img_size"] = preprocess.crop
+        if "pos_embed" not in state and "img_size" not in config:   # a table's grid is the model's own size; without
+            config["img_size"] = preprocess.crop                     # one, the input its preprocessing gives
     config.update(timm_swin_config(arch))   # a Swin's window: {} for other models
     labels = pretrained.get("label_names") or timm_cfg.get("label_names")
     fmt = "timm-naflex" if "embeds.proj.weight" in state else "timm"     # NaFlexViT keeps its embeddings apart

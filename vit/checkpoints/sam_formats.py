@@ -61,6 +61,10 @@ def sam_filter_fn(state: dict, fmt: str) -> dict:
 def infer_sam_config(sd: dict, fmt: str, **overrides) -> SamConfig:
     """SamConfig read off a state dict in vit.sam's key names; ``overrides`` (SamConfig fields) win. ValueError when
     a windowed block's side cannot be read (a SAM without relative positions, whose metadata must give it)."""
+    known = set(SamConfig.__dataclass_fields__)
+    unknown = set(overrides) - known
+    if unknown:
+        raise ValueError(f"Unknown SAM config fields {sorted(unknown)}! Expected some of {sorted(known)}.")
     D, C, P, _ = sd["patch_embed.proj.weight"].shape
     depth = 1 + max(int(m[1]) for k in sd if (m := re.match(r"blocks\.(\d+)\.", k)))
     tables = [sd.get(f"blocks.{i}.attn.rel_pos_h") for i in range(depth)]
@@ -87,10 +91,6 @@ def infer_sam_config(sd: dict, fmt: str, **overrides) -> SamConfig:
                          "timm or transformers folder, whose config says them.")
     if grid is not None:
         fields["img_size"] = (grid[0] * int(P), grid[1] * int(P))
-    known = set(SamConfig.__dataclass_fields__)
-    unknown = set(overrides) - known
-    if unknown:
-        raise ValueError(f"Unknown SAM config fields {sorted(unknown)}! Expected some of {sorted(known)}.")
     return SamConfig(**{**fields, **overrides})
 
 

@@ -8,7 +8,7 @@ one fixed image, and their outputs and last blocks' attention are compared.
 A difference beyond float32 tolerance (``OUTPUT_TOL`` of the output's scale, ``ATTENTION_TOL`` on probabilities)
 refuses the load, with both numbers and the likely cause. The check costs the library's model build (on the meta
 device where the library allows: no initialisation) and one forward of each model on one image at the model's own
-input size; a process keeps each file's result (``CACHE``, by the files' identity and the load's arguments), so
+input size (ours fused but for the last block, whose attention is written out); a process keeps each file's result (``CACHE``, by the files' identity and the load's arguments), so
 loading the same unchanged file again costs nothing more.
 """
 from __future__ import annotations
@@ -20,6 +20,7 @@ from typing import Literal
 
 import torch
 
+from ..model import VisionTransformer
 from ..readout import kind as readout_kind
 from .references import LIBRARY_OF_FORMAT, WHY_UNBUILT, Origin, Unbuilt, installed, reference
 
@@ -100,11 +101,9 @@ def check_image(cfg) -> torch.Tensor:
 
 def _compare(model, cfg, made, source: str, overrides: dict, assumed) -> Verification:
     x = check_image(cfg)
-    with torch.no_grad():
-        ours = model.forward_with_attention(x)
+    output, last = _ours(model, x)
     theirs, attention = made.run(x)
-    out_delta = _delta(ours.output, theirs)
-    last = ours.attention[-1] if isinstance(ours.attention, list) else ours.attention[:, -1]   # a Swin's: per block
+    out_delta = _delta(output, theirs)
     attention_delta = None if attention is None else _delta(last, attention)
     scale = float(theirs.abs().max()) if theirs.numel() else 0.0
     result = Verification("verified", made.library, made.version, out_delta, attention_delta)
@@ -117,6 +116,21 @@ def _compare(model, cfg, made, source: str, overrides: dict, assumed) -> Verific
         f"attention). {_likely_cause(cfg, attention_delta, overrides, assumed)} Give what differs as the file is, "
         f"or, to look at it as it was given, unchecked: vit.load(..., verify=False), or --no-verify for python app.py "
         f"and python -m viz.")
+
+
+def _ours(model, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Our output and last block's attention: a ViT's blocks run fused but the last, whose softmax is written out
+    (the capture's own step); a Swin's or SAM's capture as it is."""
+    with torch.no_grad():
+        if isinstance(model, VisionTransformer):
+            positions = model.token_positions(x.shape[-2], x.shape[-1], x.device)
+            x = model.embed(x)
+            for blk in model.blocks[:-1]:
+                x, _ = blk(x, False, positions)
+            x, maps = model.blocks[-1](x, True, positions)
+            return model.forward_head(x), maps
+        ours = model.forward_with_attention(x)
+    return ours.output, ours.attention[-1]     # a Swin's and SAM's: a list per block
 
 
 def _delta(ours: torch.Tensor, theirs: torch.Tensor) -> float:

@@ -55,6 +55,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help=f"the most tokens one analysis may have: the input size control goes up to it (default "
                         f"{LOCAL_MAX_TOKENS:,} on a server for this machine alone; on one others can reach, as many "
                         f"as keep one analysis within a quarter of the analyses' memory)")
+    p.add_argument("--no-verify", action="store_true",
+                   help="open models without checking them against their own library's model of the same file (the "
+                        "model line then says unverified; default: checked, a difference beyond float32 tolerance "
+                        "refused)")
     return p.parse_args(argv)
 
 
@@ -77,6 +81,7 @@ def main(argv: list[str] | None = None) -> None:
     # the size control's range depends on it (launch sets it again for a server started from Python)
     state.SETTINGS.any_model = only_this_machine(args.host, args.share) and not args.public
     state.SETTINGS.max_tokens = args.max_tokens
+    state.SETTINGS.verify = not args.no_verify
     try:
         demo = build_app(source)
     except (ValueError, OSError) as err:

@@ -1,6 +1,6 @@
 """Benchmark rows of a rotary family: DINOv3 ViT-S/16 (random init, timm's layout, opened with ``vit.load``) with full
 capture (``forward_with_attention``: every layer's maps and token norms) ÷ timm's own forward of the same weights
-(``vit_small_patch16_dinov3``, CLS pooling, its fused attention), at 224 and at 512, batch 1, on the CPU. Our plain
+(``vit_small_patch16_dinov3``, its default mean pooling, its fused attention), at 224 and at 512, batch 1, on the CPU. Our plain
 forward is timed beside them: the rotation is computed per forward from the grid, as timm's dynamic-size model does.
 With CUDA present, the same rows on the GPU (each call ended by a synchronize; no target there).
 
@@ -30,7 +30,7 @@ def rotary_rows(rounds: int, device: torch.device = torch.device("cpu")) -> list
     import vit
 
     torch.manual_seed(0)
-    reference = timm.create_model("vit_small_patch16_dinov3", global_pool="token").eval()
+    reference = timm.create_model("vit_small_patch16_dinov3").eval()
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "vit_small_patch16_dinov3.safetensors"
         save_file({k: v.contiguous() for k, v in reference.state_dict().items()}, str(path))

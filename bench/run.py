@@ -28,6 +28,7 @@ not change timings) unless ``--weights`` names a checkpoint. Every number comes 
 - every other entry of ``bench.architectures`` (a Swin-T against torchvision's ``swin_t``): the same rows.
 - concepts (``bench.concepts``): caching a layer's tokens ÷ the plain forward, SAE training ÷ overcomplete's own loop,
   the peak RSS while caching.
+- loading (``bench.loading``): ViT-B/16 opened with and without the check against its own library, and again.
 
 Timings are medians of interleaved rounds after a warm-up (see ``bench.measure``).
 """
@@ -379,7 +380,7 @@ def curve_flops(cfg, lengths: list[int]) -> float:
         attention = 2 * L * L * D
         macs += L * rest + attention                                       # the first block, QKV shared
         macs += (blocks - 2) * (L * (qkv + rest) + attention)              # the blocks between
-        if cfg.global_pool == "token":                                     # the last: one query, K and V of all
+        if cfg.readout == "cls":                                     # the last: one query, K and V of all
             macs += (L - 1) * 2 * D * D + (qkv + rest) + 2 * L * D
         else:
             macs += L * (qkv + rest) + attention
@@ -548,6 +549,8 @@ def main(argv=None) -> None:
         if not args.no_concepts:
             from bench.concepts import concepts_rows   # SAEs: caching and training (bench/concepts.py)
             rows += concepts_rows(max(2, args.rounds // 2))
+        from bench.loading import load_rows    # vit.load with and without its check against timm (bench/loading.py)
+        rows += load_rows(max(3, args.rounds // 2))
         if not args.no_app:
             from viz.records import cached_bytes
             fill = cropped_photos(photos[0], state.ANALYSES_MEMORY // cached_bytes(result["analysis"]) + 4, tmp)

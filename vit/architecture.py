@@ -7,10 +7,10 @@ not). Three more facts complete it: the stages (blocks on the same grid) and how
 readout (how the answer reads the last tokens), and the size of the photo's patches.
 
 Every model class implements ``architecture(height, width) -> Architecture`` (``vit.model.VisionTransformer``,
-``vit.swin.SwinTransformer``) and the same capture interface, ``blocks_with_attention(x)``; everything downstream
-— the views, the explanation methods, the command line's files, the data-set statistics, the bench — reads the
-description and never asks which class it holds. A new family is a model file, its loader entries and this
-description of it (docs/development.md, "Adding an architecture").
+``vit.swin.SwinTransformer``, ``vit.sam.SamImageEncoder``) and the same capture interface,
+``blocks_with_attention(x)``; everything downstream — the views, the explanation methods, the command line's files,
+the data-set statistics, the bench — reads the description and never asks which class it holds. A new family is a
+model file, its loader entries and this description of it (docs/development.md, "Adding an architecture").
 
     a ViT-B/16 at 224×224        12 blocks × (1 CLS + 14×14 patches), 12 heads each, global attention; one stage
     a Swin-T at 224×224          stage 0: 2 blocks on 56×56 tokens in 7×7 windows (the second shifted by 3), 3 heads;
@@ -27,19 +27,19 @@ comes down to the finer one through the merge's adjoint: each token's value shar
 merged from (``share_down``), so a distribution stays one; ``sum_up`` undoes it. ``to_patch_grid`` carries a map
 of any block down to the photo's patch grid (block 0's), the grid every image-level map is drawn on.
 
-**How the readout reads the tokens** (``READOUTS``): the CLS token; the mean of the patch tokens (an average-pooled
-ViT, a Swin's average pool over its last stage); SigLIP's attention-pooling probe (MAP), which attends over the
-patches after the last block.
+**How the readout reads the tokens** (``vit.readout``, the closed set): the CLS token; the mean of the patch tokens
+(an average-pooled ViT, a Swin's average pool over its last stage) or of every token; CLS beside the mean; a MAP
+probe attending over the patches or every token after the last block; DeiT's two heads averaged. None: no token is
+read, the answer is a feature map (SAM's neck), so nothing has a readout's maps.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, get_args
+import math
 
 import numpy as np
 
-Readout = Literal["cls", "mean", "map"]
-READOUTS: tuple[str, ...] = get_args(Readout)
+from .readout import READOUT_NAMES, Readout
 
 
 @dataclass(frozen=True)
@@ -50,7 +50,8 @@ class BlockLayout:
     patch tokens frame by frame, each frame's gh×gw grid in row-major order. With a ``window`` a token attends only
     to the tokens of its window: the grid rolled by −shift and cut into wh×ww tiles, row-major (on the grid itself
     the tiles displaced by ``shift`` and cut at the border; ``viz.maps.windows.window_index`` lists them); without
-    one, every token attends to every token.
+    one, every token attends to every token. A grid that is no whole number of windows is padded at the bottom and right
+    with zero tokens to whole windows (``padded_grid``; SAM's windowed blocks), keys like any other.
     """
     index: int                                # the block in forward order, 0-based (the page's "layer")
     stage: int                                # blocks of a stage share their grid and heads (a plain ViT: one stage)
@@ -73,11 +74,19 @@ class BlockLayout:
         return self.window is not None
 
     @property
+    def padded_grid(self) -> tuple[int, int]:
+        """The grid the windows tile: ``grid`` rounded up to whole windows (``grid`` itself for global attention)."""
+        if self.window is None:
+            return self.grid
+        return tuple(math.ceil(g / w) * w for g, w in zip(self.grid, self.window))
+
+    @property
     def num_windows(self) -> int:
-        """nW: windows tiling the grid (1 for global attention)."""
+        """nW: windows tiling the (padded) grid (1 for global attention)."""
         if self.window is None:
             return 1
-        return (self.grid[0] // self.window[0]) * (self.grid[1] // self.window[1])
+        (ph, pw), (wh, ww) = self.padded_grid, self.window
+        return (ph // wh) * (pw // ww)
 
     @property
     def window_area(self) -> int:
@@ -97,14 +106,15 @@ class Architecture:
     it, ``merge_factor`` per axis coarser."""
     family: str                               # the family, as result.json names it: "vit", "dinov3", "swin", …
     blocks: tuple[BlockLayout, ...]
-    readout: Readout                          # how the answer reads the last block's tokens (``READOUTS``)
+    readout: Readout | None                   # how the answer reads the last block's tokens (``vit.readout``); None:
+                                              # no token is read (a feature map's answer: SAM)
     patch_size: int                           # P: pixels of the photo one patch token of block 0 spans
 
     def __post_init__(self):
         if not self.blocks:
             raise ValueError("An architecture needs at least one block!")
-        if self.readout not in READOUTS:
-            raise ValueError(f"Unknown readout {self.readout!r}! Expected one of {READOUTS}.")
+        if self.readout is not None and self.readout not in READOUT_NAMES:
+            raise ValueError(f"Unknown readout {self.readout!r}! Expected one of {READOUT_NAMES}.")
         for before, after in zip(self.blocks, self.blocks[1:]):
             self.merge_factor(before, after)                   # a grid that is no merge of the one before: ValueError
 
@@ -199,6 +209,19 @@ class Architecture:
         down through every merge (``share_down``): a distribution stays one."""
         return share_down(np.asarray(values, np.float32).reshape(-1), self.block(layer).grid,
                           self.grid).reshape(self.grid)
+
+
+NO_READOUT = ("This model reads no token: its answer is a feature map (SAM's image encoder: what its mask decoder "
+              "reads), not a class, so it has no readout's maps and no class maps to draw (rollout, the readout's "
+              "attention, explanations, faithfulness and sanity checks, the views inside the model); vit.load opens "
+              "it, checked against its library, and model.forward_with_attention(x) gives every block's attention on "
+              "its own layout.")
+
+
+def require_readout(model) -> None:
+    """ValueError (``NO_READOUT``) for a model whose description reads no token; nothing for other models."""
+    if model.architecture(*model.cfg.img_size).readout is None:
+        raise ValueError(NO_READOUT)
 
 
 def require_one_sequence(model, what: str) -> None:

@@ -7,19 +7,19 @@ The module layout follows timm's ``VisionTransformer`` so that checkpoints map o
       -> prepend prefix tokens [CLS, (DIST), (REG × R)]          -> (B, T, D), T = prefix + N
       -> + position embeddings (resampled to the input's grid)
       -> L × Block: x = x + DropPath(MHSA(LN(x)));  x = x + DropPath(MLP(LN(x)))
-      -> LayerNorm -> pool (CLS token or mean of patches) -> [pre-logits Linear+Tanh] -> head
+      -> LayerNorm -> readout (vit.readout: CLS token, mean of patches, …) -> [pre-logits Linear+Tanh] -> head
 
 The other ViT families people use are the same network with a few features switched on, one config
 field each (the defaults are the plain ViT above, whose code path is unchanged):
 
     CLIP image tower   norm_pre (LayerNorm before the blocks), mlp_act="quick_gelu", patch_bias=False,
                        proj_dim (bias-free projection into the image–text space: model(x) is the embedding)
-    SigLIP image tower class_token=False, global_pool="map" (a learnt probe query attends over the patches)
+    SigLIP image tower class_token=False, readout="map" (a learnt probe query attends over the patches)
     EVA-02             rope (rotary q/k), mlp_act="swiglu" with mlp_norm, k_bias=False (q and v biases only)
-    BEiT               pos_embed_kind="none", rel_pos_bias (per block), layer_scale, global_pool="avg",
+    BEiT               pos_embed_kind="none", rel_pos_bias (per block), layer_scale, readout="mean",
                        k_bias=False
     timm's relpos ViTs pos_embed_kind="none", rel_pos_mlp (a bias from an MLP on log-spaced offsets), layer_scale
-                       or res_post_norm (the norms after each branch: *_rpn), global_pool="avg" or CLS
+                       or res_post_norm (the norms after each branch: *_rpn), readout="mean" or CLS
     parallel blocks    parallel=2 (timm's *_18x2: two attentions side by side, then two MLPs), held as one block
                        of 2·H heads of width head_dim = D/H and one MLP of 2·mlp_dim units (the branch norms'
                        affine parts folded into the projections when the checkpoint is read)
@@ -44,14 +44,16 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from .architecture import Architecture
+from .readout import READOUT_NAMES, Readout, kind as readout_kind
 from .positions import (ROPE_AXES, ROPE_COORDS, TokenPositions, apply_rope, attention_bias, mixed_rope_tables,
                         num_relative_positions, patch_coordinates, relative_log_coords, relative_position_index,
                         rope_angles, rope_tables, rotary_kernel)
 
 
 POS_EMBED_KINDS = ("learned", "sincos2d", "none")
-READOUT_OF_POOL = {"token": "cls", "map": "map", "avg": "mean"}   # ViTConfig.global_pool -> the readout it makes
 POS_EMBED_INTERPOLATIONS = ("bicubic", "bilinear")
+NORM_KINDS = ("layernorm", "rmsnorm")
+PROBES = ("latent", "aimv2")
 
 
 @dataclass(frozen=True)
@@ -66,13 +68,25 @@ class ViTConfig:
     mlp_dim: int = 3072            # hidden width of each block's MLP (usually 4·D)
     qkv_bias: bool = True          # bias on the query/key/value projection
     class_token: bool = True       # prepend a learnable [CLS] token
-    distilled: bool = False        # prepend DeiT's distillation token and add a distillation head
+    distilled: bool = False        # prepend DeiT's distillation token (readout "distilled" reads it through head_dist)
     num_reg_tokens: int = 0        # register tokens (Darcet et al. 2023) after CLS/DIST
     pos_embed_prefix: bool = True  # position embeddings cover the prefix tokens too (False: patches only, timm's no_embed_class)
+    pos_embed_registers: bool = False  # with pos_embed_prefix, the registers get one too (timm's so150m; DINOv2's do not)
     layer_scale: bool = False      # per-channel learnable residual scale (CaiT/DINOv2 LayerScale)
     layer_norm_eps: float = 1e-6   # LayerNorm epsilon (1e-6 for Google/timm/torchvision, 1e-12 for Hugging Face)
-    global_pool: str = "token"     # "token": classify from CLS; "avg": mean of patch tokens; "map": attention pooling (SigLIP)
-    fc_norm: bool = False          # with "avg": LayerNorm after pooling instead of before (timm's fc_norm)
+    norm_kind: str = "layernorm"   # every norm a LayerNorm, or "rmsnorm" (AIMv2: x / rms(x) · γ, no centring, no shift)
+    # Which tokens the head reads (vit.readout): "cls", "mean" of the patches, "mean_all" tokens, "cls_mean" (CLS and
+    # the mean of the patches side by side), "map" / "map_all" (a learnt probe's attention pooling, SigLIP / PE),
+    # "distilled" (DeiT: the mean of the CLS head and the DIST head); None: "distilled" for a distillation token, "cls"
+    # with a CLS token, else "mean"
+    readout: Readout | None = None
+    fc_norm: bool = False          # a pooled readout: LayerNorm after pooling instead of before (timm's fc_norm)
+    final_norm: bool = True        # a LayerNorm after the last block (False: InternViT, PE spatial/lang read it raw)
+    pool_heads: int | None = None  # heads of the MAP probe's attention (PE: 8); None: num_heads
+    pool_mlp_dim: int | None = None  # hidden width of the MAP pool's MLP; None: mlp_dim
+    # the MAP pool: "latent" (timm's AttentionPoolLatent: the probe through a query projection, a LayerNorm and a
+    # residual MLP after pooling) or "aimv2" (AIMv2's head: the probe itself is the query, one output projection)
+    probe: str = "latent"
     representation_size: int | None = None  # width of the pre-logits Linear+Tanh layer; None: no such layer
     drop_rate: float = 0.0         # dropout on position-embedded tokens, in MLPs and before the head
     attn_drop_rate: float = 0.0    # dropout on attention probabilities
@@ -86,6 +100,8 @@ class ViTConfig:
     pos_embed_antialias: bool = False
     # Features of the other ViT families (CLIP, SigLIP, EVA-02, BEiT); the defaults are the plain ViT.
     patch_bias: bool = True          # bias in the patch-embedding convolution (CLIP has none)
+    patch_norm: bool = False         # a norm on each patch embedding, before the positions (AIMv2)
+    linear_bias: bool = True         # biases on attention's output projection and the MLP's Linears (AIMv2: none)
     norm_pre: bool = False           # LayerNorm on the tokens before the first block (CLIP's ln_pre)
     k_bias: bool = True              # with qkv_bias, a key bias too; False: query and value biases only (BEiT, EVA-02)
     rel_pos_bias: bool = False       # BEiT: each block learns a bias per head and (query, key) offset, added to q·kᵀ/√d
@@ -95,6 +111,7 @@ class ViTConfig:
     rope_coords: str = "index"       # "index": patch row and column; "centered": DINOv3's centres in [-1, 1] per axis
     rope_axes: str = "ij"            # the axis turning the first half of the planes: "ij" rows, "xy" columns (RoPE-ViT)
     rope_half: bool = False          # rotate channel c with c + Dh/2 (DINOv3) instead of neighbouring channel pairs
+    rope_offset: float = 0.0         # added to the patch indices before any rescaling (Perception Encoder: 1)
     rope_mixed: bool = False         # RoPE-Mixed: frequencies learnt per block and head (attn.rope_freqs), axes mixed
     prefix_norm: bool = False        # DINOv3's untied final norm: CLS and registers get their own LayerNorm (cls_norm)
     attn_norm: bool = False          # LayerNorm on the heads' output before attn.proj (EVA-02 CLIP's sub-LN)
@@ -102,7 +119,8 @@ class ViTConfig:
     # "swiglu" (EVA-02: SiLU(x·W_g) ⊙ x·W_x, each mlp_dim wide)
     mlp_act: str = "gelu"
     mlp_norm: bool = False           # LayerNorm on the MLP's hidden units before fc2 (EVA-02's scale_mlp)
-    proj_dim: int | None = None      # CLIP: width of the bias-free projection into the image–text space, model(x)'s output
+    proj_dim: int | None = None      # CLIP: width of the projection into the image–text space, model(x)'s output
+    proj_bias: bool = False          # that projection's bias (open_clip's timm towers without timm_proj: timm's head)
     # timm's relative-position ViTs (vit_relpos_*, vit_srelpos_*), timm's parallel blocks, NaFlex (SigLIP 2, timm's
     # NaFlexViT); the defaults are the plain ViT.
     rel_pos_mlp: bool = False        # each block's q·kᵀ bias from an MLP on the offsets' log coordinates (any grid)
@@ -122,6 +140,10 @@ class ViTConfig:
             object.__setattr__(self, "rope_ref_grid", tuple(int(s) for s in self.rope_ref_grid))
         if self.pos_embed_grid is not None:
             object.__setattr__(self, "pos_embed_grid", tuple(int(s) for s in self.pos_embed_grid))
+        if self.probe not in PROBES:
+            raise ValueError(f"probe must be one of {PROBES} but got {self.probe!r}!")
+        if self.norm_kind not in NORM_KINDS:
+            raise ValueError(f"norm_kind must be one of {NORM_KINDS} but got {self.norm_kind!r}!")
         if self.pos_embed_interp not in POS_EMBED_INTERPOLATIONS:
             raise ValueError(f"pos_embed_interp must be one of {POS_EMBED_INTERPOLATIONS} but got "
                              f"{self.pos_embed_interp!r}!")
@@ -133,17 +155,29 @@ class ViTConfig:
         if self.head_dim is None and self.embed_dim % self.num_heads:
             raise ValueError(f"embed_dim must be divisible by num_heads! Expected a multiple of {self.num_heads} "
                              f"but got {self.embed_dim}!")
-        if self.global_pool not in ("token", "avg", "map"):
-            raise ValueError(f"global_pool must be 'token', 'avg' or 'map' but got {self.global_pool!r}!")
-        if self.global_pool == "token" and not self.class_token:
-            raise ValueError("global_pool='token' needs class_token=True!")
+        if self.readout is None:
+            default = "distilled" if self.distilled else "cls" if self.class_token else "mean"
+            object.__setattr__(self, "readout", default)
+        if self.readout not in READOUT_NAMES:
+            raise ValueError(f"readout must be one of {list(READOUT_NAMES)} but got {self.readout!r}!")
+        read = readout_kind(self.readout)
+        if read.class_token and not self.class_token:
+            raise ValueError(f"readout={self.readout!r} reads {read.description}: it needs class_token=True!")
+        if self.readout == "distilled" and not self.distilled:
+            raise ValueError("readout='distilled' reads the distillation token's head: it needs distilled=True!")
+        if self.fc_norm and not read.pooled:
+            raise ValueError(f"fc_norm normalises a pooled vector; readout={self.readout!r} pools nothing!")
+        if self.pos_embed_registers and not self.pos_embed_prefix:
+            raise ValueError("pos_embed_registers gives the registers a row of the position table, which needs "
+                             "pos_embed_prefix=True (the prefix tokens' rows)!")
         if self.mlp_act not in MLP_ACTIVATIONS:
             raise ValueError(f"mlp_act must be one of {sorted(MLP_ACTIVATIONS)} but got {self.mlp_act!r}!")
         if self.proj_dim and self.num_classes:
             raise ValueError(f"proj_dim (an image–text projection) and a classifier head are exclusive! Got "
                              f"proj_dim={self.proj_dim} and num_classes={self.num_classes}; set one of them to 0.")
-        if self.global_pool == "map" and self.mlp_act == "swiglu":
-            raise ValueError("global_pool='map' uses a plain MLP in its pooling head; mlp_act='swiglu' is not supported with it!")
+        if read.probe and self.mlp_act == "swiglu" and self.probe == "latent":
+            raise ValueError(f"readout={self.readout!r} uses a plain MLP in its pooling head; mlp_act='swiglu' is not "
+                             f"supported with it!")
         if self.rope and self.attention_head_dim % 4:
             raise ValueError(f"rope needs a head width divisible by 4 but got {self.attention_head_dim}!")
         if self.rope_coords not in ROPE_COORDS or self.rope_axes not in ROPE_AXES:
@@ -189,6 +223,14 @@ class ViTConfig:
         return int(self.class_token) + int(self.distilled) + self.num_reg_tokens
 
     @property
+    def num_pos_prefix(self) -> int:
+        """Prefix tokens with a row of the position table: CLS and DIST with ``pos_embed_prefix`` (and the registers
+        with ``pos_embed_registers``)."""
+        if not self.pos_embed_prefix:
+            return 0
+        return int(self.class_token) + int(self.distilled) + (self.num_reg_tokens if self.pos_embed_registers else 0)
+
+    @property
     def family(self) -> str:
         """The family these features make: "dinov3", "eva02", "rope_vit", "beit", "relpos", "parallel", "naflex",
         "siglip", "clip" or "vit" (names defaults and descriptions)."""
@@ -204,7 +246,7 @@ class ViTConfig:
             return "parallel"
         if self.pos_embed_grid is not None:
             return "naflex"
-        if self.global_pool == "map":
+        if self.readout == "map":
             return "siglip"
         if self.norm_pre or self.proj_dim:
             return "clip"
@@ -267,6 +309,13 @@ def resize_position_grid(table: torch.Tensor, grid: tuple[int, int], mode: str =
     return out[:, :, :gh, :gw]
 
 
+def make_norm(cfg: ViTConfig, dim: int) -> nn.Module:
+    """The family's norm over ``dim`` channels: a LayerNorm, or an RMSNorm (``norm_kind``), with ``layer_norm_eps``."""
+    if cfg.norm_kind == "rmsnorm":
+        return nn.RMSNorm(dim, eps=cfg.layer_norm_eps)
+    return nn.LayerNorm(dim, eps=cfg.layer_norm_eps)
+
+
 class TokenLayout(NamedTuple):
     """How the T tokens of a forward pass are laid out: ``num_prefix`` tokens, then a gh×gw patch grid (row-major)."""
     num_prefix: int
@@ -285,6 +334,7 @@ class PatchEmbed(nn.Module):
         self.patch_size = cfg.patch_size
         self.proj = nn.Conv2d(cfg.in_chans, cfg.embed_dim, kernel_size=cfg.patch_size, stride=cfg.patch_size,
                               bias=cfg.patch_bias)
+        self.norm = make_norm(cfg, cfg.embed_dim) if cfg.patch_norm else nn.Identity()   # AIMv2
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         B, C, H, W = x.shape
@@ -292,8 +342,8 @@ class PatchEmbed(nn.Module):
             P = self.patch_size
             raise ValueError(f"Input size {H}×{W} is not divisible by the patch size {P}! "
                              f"Expected height and width that are multiples of {P}, e.g. {H // P * P or P}×{W // P * P or P}.")
-        x = self.proj(x)                     # (B, D, gh, gw)
-        return x.flatten(2).transpose(1, 2)  # (B, N, D) with N = gh·gw, row-major
+        x = self.proj(x)                                # (B, D, gh, gw)
+        return self.norm(x.flatten(2).transpose(1, 2))  # (B, N, D) with N = gh·gw, row-major
 
 
 class Attention(nn.Module):
@@ -324,8 +374,8 @@ class Attention(nn.Module):
         # timm's vit_relpos: the same table computed for any grid by an MLP (module names as timm's RelPosMlp)
         self.rel_pos = RelativePositionMlp(cfg) if cfg.rel_pos_mlp else None
         self.attn_drop = nn.Dropout(cfg.attn_drop_rate)
-        self.norm = nn.LayerNorm(inner, eps=cfg.layer_norm_eps) if cfg.attn_norm else nn.Identity()
-        self.proj = nn.Linear(inner, D)
+        self.norm = make_norm(cfg, inner) if cfg.attn_norm else nn.Identity()
+        self.proj = nn.Linear(inner, D, bias=cfg.linear_bias)
         self.proj_drop = nn.Dropout(cfg.drop_rate)
         self.rope_half = cfg.rope_half  # DINOv3 rotates channel c with c + Dh/2, the others neighbouring pairs
         # RoPE-Mixed: this block's learnt frequencies (x, y) per head and plane
@@ -545,11 +595,11 @@ class Mlp(nn.Module):
 
     def __init__(self, cfg: ViTConfig):
         super().__init__()
-        self.fc1 = nn.Linear(cfg.embed_dim, cfg.mlp_dim)
+        self.fc1 = nn.Linear(cfg.embed_dim, cfg.mlp_dim, bias=cfg.linear_bias)
         self.act = MLP_ACTIVATIONS[cfg.mlp_act]()
         self.drop1 = nn.Dropout(cfg.drop_rate)
-        self.norm = nn.LayerNorm(cfg.mlp_dim, eps=cfg.layer_norm_eps) if cfg.mlp_norm else nn.Identity()
-        self.fc2 = nn.Linear(cfg.mlp_dim, cfg.embed_dim)
+        self.norm = make_norm(cfg, cfg.mlp_dim) if cfg.mlp_norm else nn.Identity()
+        self.fc2 = nn.Linear(cfg.mlp_dim, cfg.embed_dim, bias=cfg.linear_bias)
         self.drop2 = nn.Dropout(cfg.drop_rate)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -561,12 +611,12 @@ class SwiGLU(nn.Module):
 
     def __init__(self, cfg: ViTConfig):
         super().__init__()
-        self.fc1_g = nn.Linear(cfg.embed_dim, cfg.mlp_dim)  # the gate
-        self.fc1_x = nn.Linear(cfg.embed_dim, cfg.mlp_dim)  # the value it gates
+        self.fc1_g = nn.Linear(cfg.embed_dim, cfg.mlp_dim, bias=cfg.linear_bias)  # the gate
+        self.fc1_x = nn.Linear(cfg.embed_dim, cfg.mlp_dim, bias=cfg.linear_bias)  # the value it gates
         self.act = nn.SiLU()
         self.drop1 = nn.Dropout(cfg.drop_rate)
-        self.norm = nn.LayerNorm(cfg.mlp_dim, eps=cfg.layer_norm_eps) if cfg.mlp_norm else nn.Identity()
-        self.fc2 = nn.Linear(cfg.mlp_dim, cfg.embed_dim)
+        self.norm = make_norm(cfg, cfg.mlp_dim) if cfg.mlp_norm else nn.Identity()
+        self.fc2 = nn.Linear(cfg.mlp_dim, cfg.embed_dim, bias=cfg.linear_bias)
         self.drop2 = nn.Dropout(cfg.drop_rate)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -624,10 +674,10 @@ class Block(nn.Module):
     def __init__(self, cfg: ViTConfig, drop_path: float, causal: bool = False):
         super().__init__()
         self.res_post_norm = cfg.res_post_norm
-        self.norm1 = nn.LayerNorm(cfg.embed_dim, eps=cfg.layer_norm_eps)
+        self.norm1 = make_norm(cfg, cfg.embed_dim)
         self.attn = Attention(cfg, causal)
         self.ls1 = LayerScale(cfg.embed_dim) if cfg.layer_scale else nn.Identity()
-        self.norm2 = nn.LayerNorm(cfg.embed_dim, eps=cfg.layer_norm_eps)
+        self.norm2 = make_norm(cfg, cfg.embed_dim)
         self.mlp = SwiGLU(cfg) if cfg.mlp_act == "swiglu" else Mlp(cfg)
         self.ls2 = LayerScale(cfg.embed_dim) if cfg.layer_scale else nn.Identity()
         self.drop_path = DropPath(drop_path)
@@ -699,16 +749,18 @@ class AttentionPool(nn.Module):
     def __init__(self, cfg: ViTConfig):
         super().__init__()
         D = cfg.embed_dim
-        self.num_heads = cfg.num_heads
-        self.head_dim = D // cfg.num_heads
+        self.num_heads = cfg.pool_heads or cfg.num_heads
+        self.head_dim = D // self.num_heads
         self.scale = self.head_dim ** -0.5
         self.fused_attn = True
         self.latent = nn.Parameter(torch.zeros(1, 1, D))  # the probe: one query vector shared by every image
-        self.q = nn.Linear(D, D)
-        self.kv = nn.Linear(D, 2 * D)
+        latent = cfg.probe == "latent"           # AIMv2's: the probe is the query, its keys and values bias-free
+        self.q = nn.Linear(D, D) if latent else nn.Identity()
+        self.kv = nn.Linear(D, 2 * D, bias=latent or cfg.qkv_bias)
         self.proj = nn.Linear(D, D)
-        self.norm = nn.LayerNorm(D, eps=cfg.layer_norm_eps)
-        self.mlp = Mlp(dataclasses.replace(cfg, mlp_norm=False))
+        self.norm = make_norm(cfg, D) if latent else None
+        self.mlp = Mlp(dataclasses.replace(cfg, mlp_norm=False, mlp_dim=cfg.pool_mlp_dim or cfg.mlp_dim,
+                                          linear_bias=True)) if latent else None
 
     def forward(self, x: torch.Tensor, return_attn: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Tokens (B, N, D) -> (pooled (B, D), the probe's attention over the N tokens (B, H, N) if return_attn)."""
@@ -725,7 +777,7 @@ class AttentionPool(nn.Module):
             x = attn @ v                                                      # (B, H, 1, Dh)
             attn = attn[:, :, 0]                                              # (B, H, N)
         x = self.proj(x.transpose(1, 2).reshape(B, D))                        # heads concatenated: (B, D)
-        return x + self.mlp(self.norm(x)), attn
+        return (x + self.mlp(self.norm(x)) if self.mlp is not None else x), attn
 
 
 class AttentionCapture(NamedTuple):
@@ -733,7 +785,8 @@ class AttentionCapture(NamedTuple):
     output: torch.Tensor                     # (B, K) logits; (B, E) image embedding (proj_dim); (B, D) without head
     attention: torch.Tensor                  # (B, L, H, T, T) softmax attention every block used
     token_norms: torch.Tensor | None         # (B, L, T) L2 norm of every token after each block, when asked
-    probe_attention: torch.Tensor | None     # (B, H, T) "map" pooling: the probe's attention (0 on prefix tokens)
+    probe_attention: torch.Tensor | None     # (B, H', T) "map" / "map_all" pooling: the probe's attention (H' its
+                                             # own heads; "map": 0 on prefix tokens)
 
 
 class VisionTransformer(nn.Module):
@@ -752,21 +805,23 @@ class VisionTransformer(nn.Module):
         else:                                    # "none": the tokens carry no absolute position (BEiT: relative biases)
             self.pos_embed = None
         self.pos_drop = nn.Dropout(cfg.drop_rate)
-        self.norm_pre = nn.LayerNorm(D, eps=cfg.layer_norm_eps) if cfg.norm_pre else nn.Identity()
+        self.norm_pre = make_norm(cfg, D) if cfg.norm_pre else nn.Identity()
         rates = [cfg.drop_path_rate * i / max(cfg.depth - 1, 1) for i in range(cfg.depth)]
         self.blocks = nn.ModuleList([Block(cfg, r) for r in rates])
-        use_fc_norm = cfg.global_pool == "avg" and cfg.fc_norm
-        self.norm = nn.Identity() if use_fc_norm else nn.LayerNorm(D, eps=cfg.layer_norm_eps)
-        self.cls_norm = nn.LayerNorm(D, eps=cfg.layer_norm_eps) if cfg.prefix_norm else None  # DINOv3's untied norm
-        self.attn_pool = AttentionPool(cfg) if cfg.global_pool == "map" else None
-        self.fc_norm = nn.LayerNorm(D, eps=cfg.layer_norm_eps) if use_fc_norm else nn.Identity()
+        self.norm = make_norm(cfg, D) if cfg.final_norm and not cfg.fc_norm else nn.Identity()
+        self.cls_norm = make_norm(cfg, D) if cfg.prefix_norm else None  # DINOv3's untied norm
+        self.attn_pool = AttentionPool(cfg) if readout_kind(cfg.readout).probe else None
+        pooled = D * readout_kind(cfg.readout).width                # what the head reads: D, or 2·D for cls_mean
+        self.fc_norm = make_norm(cfg, pooled) if cfg.fc_norm else nn.Identity()
         R = cfg.representation_size
-        self.pre_logits = nn.Sequential(nn.Linear(D, R), nn.Tanh()) if R else nn.Identity()
+        self.pre_logits = nn.Sequential(nn.Linear(pooled, R), nn.Tanh()) if R else nn.Identity()
         self.head_drop = nn.Dropout(cfg.drop_rate)
-        width = R or D
-        self.proj = nn.Linear(width, cfg.proj_dim, bias=False) if cfg.proj_dim else nn.Identity()  # CLIP
+        width = R or pooled
+        self.proj = nn.Linear(width, cfg.proj_dim, bias=cfg.proj_bias) if cfg.proj_dim else nn.Identity()  # CLIP
         self.head = nn.Linear(width, cfg.num_classes) if cfg.num_classes else nn.Identity()
-        self.head_dist = nn.Linear(width, cfg.num_classes) if cfg.distilled and cfg.num_classes else None
+        # DeiT: the distillation token's own head (an identity on a backbone, whose output is then the mean of both)
+        self.head_dist = None if cfg.readout != "distilled" else \
+            nn.Linear(width, cfg.num_classes) if cfg.num_classes else nn.Identity()
         self.apply(_init_weights)
         learned_pos = self.pos_embed if cfg.pos_embed_kind == "learned" else None
         for p in (self.cls_token, self.dist_token, self.reg_token, learned_pos):
@@ -776,9 +831,8 @@ class VisionTransformer(nn.Module):
             nn.init.trunc_normal_(self.attn_pool.latent, std=D ** -0.5)
 
     def _pos_len(self, grid: tuple[int, int]) -> int:
-        """Rows of the position table: the patches and, with ``pos_embed_prefix``, CLS/DIST (registers never get one)."""
-        cfg = self.cfg
-        return grid[0] * grid[1] + (cfg.num_prefix_tokens - cfg.num_reg_tokens if cfg.pos_embed_prefix else 0)
+        """Rows of the position table: the patches and the prefix tokens that have one (``num_pos_prefix``)."""
+        return grid[0] * grid[1] + self.cfg.num_pos_prefix
 
     def sincos_table(self, grid: tuple[int, int]) -> torch.Tensor:
         """(1, [CLS, DIST] + gh·gw, D): zero rows for the prefix tokens (as MAE), the 2-D sine-cosine table after."""
@@ -812,11 +866,11 @@ class VisionTransformer(nn.Module):
 
     def architecture(self, height: int, width: int) -> Architecture:
         """The description the explorer reads (``vit.architecture``): L blocks of global attention over the same
-        prefix + gh·gw tokens, one stage, read out as ``global_pool`` says. ValueError for a size it does not take."""
+        prefix + gh·gw tokens, one stage, read out as ``cfg.readout`` says. ValueError for a size it does not take."""
         layout = self.token_layout(height, width)
         cfg = self.cfg
         return Architecture.plain(cfg.depth, cfg.num_heads, layout.grid, cfg.patch_size, layout.num_prefix,
-                                  READOUT_OF_POOL[cfg.global_pool], cfg.family)
+                                  cfg.readout, cfg.family)
 
     def patch_projection(self) -> tuple[str, int]:
         """Where an explanation's graph starts (``vit.explain.passes``): the module whose output is every patch's
@@ -853,7 +907,7 @@ class VisionTransformer(nn.Module):
             coords = patch_coordinates(layout.grid, device)
         elif cfg.rope:
             rope = rope_tables(layout.grid, cfg.attention_head_dim, cfg.rope_ref_grid, cfg.rope_temperature,
-                               device, cfg.rope_coords, cfg.rope_axes, cfg.rope_half)
+                               device, cfg.rope_coords, cfg.rope_axes, cfg.rope_half, cfg.rope_offset)
         rel_index = relative_position_index(layout.grid, layout.num_prefix, device) if relative else None
         rel_coords = relative_log_coords(layout.grid, device) if cfg.rel_pos_mlp else None
         return TokenPositions(layout.num_prefix, rope, rel_index, coords=coords, rel_coords=rel_coords)
@@ -887,7 +941,8 @@ class VisionTransformer(nn.Module):
                                   coords[:, 1, None] * b.attn.rope_freqs[1][:, None] for b in self.blocks])
             return rotary_kernel(angles.detach().float())                        # angles (L, H, N, Dh/2)
         Dh = cfg.attention_head_dim
-        angles = rope_angles(grid, Dh, cfg.rope_ref_grid, cfg.rope_temperature, None, cfg.rope_coords, cfg.rope_axes)
+        angles = rope_angles(grid, Dh, cfg.rope_ref_grid, cfg.rope_temperature, None, cfg.rope_coords, cfg.rope_axes,
+                             cfg.rope_offset)
         if axis != "both":                                                        # the first Dh/4 planes: rows for "ij"
             first = (axis == "rows") == (cfg.rope_axes == "ij")
             angles = angles[:, :Dh // 4] if first else angles[:, Dh // 4:]
@@ -923,7 +978,8 @@ class VisionTransformer(nn.Module):
             raise ValueError(f"Wrong number of channels! Expected {self.cfg.in_chans} but got {C}!")
         layout = self.token_layout(H, W)
         x = self.patch_embed(x)  # (B, N, D)
-        with_pos = [t.expand(B, -1, -1) for t in (self.cls_token, self.dist_token) if t is not None]
+        placed = (self.cls_token, self.dist_token, self.reg_token if self.cfg.pos_embed_registers else None)
+        with_pos = [t.expand(B, -1, -1) for t in placed if t is not None]
         pos = self.resampled_pos_embed(layout.grid)
         if pos is None:                                  # pos_embed_kind "none": positions act inside attention, if at all
             x = torch.cat(with_pos + [x], dim=1)        # (B, [CLS, DIST] + N, D)
@@ -931,38 +987,50 @@ class VisionTransformer(nn.Module):
             x = torch.cat(with_pos + [x], dim=1) + pos  # (B, [CLS, DIST] + N, D)
         else:
             x = torch.cat(with_pos + [x + pos], dim=1)
-        if self.reg_token is not None:  # registers go after CLS/DIST, without position embedding
+        if self.reg_token is not None and not self.cfg.pos_embed_registers:  # after CLS/DIST, without a position
             n = len(with_pos)
             x = torch.cat([x[:, :n], self.reg_token.expand(B, -1, -1), x[:, n:]], dim=1)  # (B, T, D)
         return self.norm_pre(self.pos_drop(x))
 
     def forward_head(self, x: torch.Tensor, return_probe: bool = False):
         """Final tokens (B, T, D) -> logits (B, num_classes), the image embedding (B, proj_dim) of a CLIP tower,
-        or pooled features (B, D) when there is neither.
+        or pooled features (B, D) when there is neither, read out as ``cfg.readout`` says (``vit.readout``).
 
-        With ``return_probe``: ``(output, probe)``, the MAP probe's attention (B, H, T) for "map" pooling (it
-        attends over the patch tokens only, as timm's attn_pool, so it reads 0 on the prefix), else None.
+        With ``return_probe``: ``(output, probe)``, the MAP probe's attention (B, H, T) for "map" / "map_all" pooling
+        ("map" attends over the patch tokens only, as timm's attn_pool, so it reads 0 on the prefix), else None.
         """
-        n = self.cfg.num_prefix_tokens
-        x = self.norm(x) if self.cls_norm is None else self.final_norm(x)
-        probe = None
-        if self.attn_pool is not None:
-            pooled, probe = self.attn_pool(x[:, n:], return_probe)  # probe: (B, H, N)
-            probe = F.pad(probe, (n, 0)) if probe is not None else None  # (B, H, T)
-        elif self.cfg.global_pool == "avg":
-            pooled = x[:, n:].mean(dim=1)                            # (B, D) mean of patch tokens
-        else:
-            pooled = x[:, 0]                                         # (B, D) the CLS token
-        features = self.head_drop(self.pre_logits(self.fc_norm(pooled)))
+        pooled, probe = self.pool(x, return_probe)
+        features = self.head_drop(self.pre_logits(pooled))
         logits = self.head(self.proj(features))                      # proj: CLIP's image projection
         if self.head_dist is not None:  # DeiT: average the class and distillation heads at inference
-            dist_logits = self.head_dist(self.head_drop(self.pre_logits(x[:, 1])))
+            dist_logits = self.head_dist(self.head_drop(self.pre_logits(self.final_norm(x[:, 1:2])[:, 0])))
             logits = (logits + dist_logits) / 2
         return (logits, probe) if return_probe else logits
 
+    def pool(self, x: torch.Tensor, return_probe: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Final tokens (B, T, D) -> (what the head reads (B, D), or (B, 2D) for "cls_mean"; the MAP probe's attention
+        (B, H, T) with ``return_probe``, else None): the final norm, the readout, and fc_norm after pooling."""
+        n, readout = self.cfg.num_prefix_tokens, self.cfg.readout
+        x = self.final_norm(x)
+        probe = None
+        if self.attn_pool is not None:
+            pooled, probe = self.attn_pool(x if readout == "map_all" else x[:, n:], return_probe)  # probe: (B, H, N)
+            if probe is not None and readout == "map":
+                probe = F.pad(probe, (n, 0))                         # (B, H, T)
+        elif readout == "mean":
+            pooled = x[:, n:].mean(dim=1)                            # (B, D) mean of patch tokens
+        elif readout == "mean_all":
+            pooled = x.mean(dim=1)                                   # (B, D) mean of every token
+        elif readout == "cls_mean":
+            pooled = torch.cat([x[:, 0], x[:, n:].mean(dim=1)], dim=-1)   # (B, 2D) CLS beside the patches' mean
+        else:
+            pooled = x[:, 0]                                         # (B, D) the CLS token
+        return self.fc_norm(pooled), probe
+
     def final_norm(self, x: torch.Tensor) -> torch.Tensor:
-        """The last tokens (B, T, D) normalised as ``forward_head`` reads them: ``norm`` on every token, or with
-        DINOv3's untied norms (``prefix_norm``) ``cls_norm`` on the prefix tokens and ``norm`` on the patches."""
+        """The last tokens (B, T, D) normalised as ``forward_head`` reads them: ``norm`` on every token (an identity
+        without ``final_norm``, or with ``fc_norm`` after pooling), or with DINOv3's untied norms (``prefix_norm``)
+        ``cls_norm`` on the prefix tokens and ``norm`` on the patches."""
         if self.cls_norm is None:
             return self.norm(x)
         n = self.cfg.num_prefix_tokens

@@ -120,12 +120,14 @@ ROPE_AXES = ("ij", "xy")
 
 
 def rope_angles(grid: tuple[int, int], head_dim: int, ref_grid: tuple[int, int] | None = None,
-                temperature: float = 10000.0, device=None, coords: str = "index", axes: str = "ij") -> torch.Tensor:
+                temperature: float = 10000.0, device=None, coords: str = "index", axes: str = "ij",
+                offset: float = 0.0) -> torch.Tensor:
     """(gh·gw, Dh/2) float32: the rotation angle of every patch (row-major) in every plane, the first Dh/4 planes
     turning with one axis (rows for ``axes="ij"``, columns for "xy") and the last Dh/4 with the other.
 
-    ``coords="index"``: the patch's row r and column c (rescaled r·ref_h/gh with ``ref_grid``, so a model fine-tuned
-    at another size keeps its pretraining angles), angle coord·f_b with f_b = temperature^(-b/(Dh/4));
+    ``coords="index"``: the patch's row r and column c plus ``offset`` (Perception Encoder counts from 1), rescaled
+    (r + offset)·ref_h/gh with ``ref_grid`` (so a model fine-tuned at another size keeps its pretraining angles),
+    angle coord·f_b with f_b = temperature^(-b/(Dh/4));
     ``coords="centered"`` (DINOv3): the patch centre ((r + ½)/gh) mapped to [-1, 1] on each axis, angle
     2π·coord / temperature^(b/(Dh/4)) (DINOv3's periods).
     """
@@ -144,10 +146,10 @@ def rope_angles(grid: tuple[int, int], head_dim: int, ref_grid: tuple[int, int] 
     else:
         bands = 1.0 / temperature ** (torch.arange(n, device=device, dtype=torch.float32) / n)
         ref_h, ref_w = ref_grid or grid
-        r = torch.arange(gh, device=device, dtype=torch.float32) / gh * ref_h if ref_grid else \
-            torch.arange(gh, device=device, dtype=torch.float32)                               # (gh,)
-        c = torch.arange(gw, device=device, dtype=torch.float32) / gw * ref_w if ref_grid else \
-            torch.arange(gw, device=device, dtype=torch.float32)                               # (gw,)
+        r = torch.arange(gh, device=device, dtype=torch.float32) + offset                      # (gh,)
+        c = torch.arange(gw, device=device, dtype=torch.float32) + offset                      # (gw,)
+        if ref_grid:
+            r, c = r / gh * ref_h, c / gw * ref_w
         scale = lambda t: t[..., None] * bands                                                 # noqa: E731
     rr, cc = torch.meshgrid(r, c, indexing="ij")                                                 # (gh, gw) each
     first, second = (rr, cc) if axes == "ij" else (cc, rr)
@@ -163,10 +165,10 @@ def rope_layout(angles: torch.Tensor, half: bool = False) -> torch.Tensor:
 
 def rope_tables(grid: tuple[int, int], head_dim: int, ref_grid: tuple[int, int] | None = None,
                 temperature: float = 10000.0, device=None, coords: str = "index", axes: str = "ij",
-                half: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+                half: bool = False, offset: float = 0.0) -> tuple[torch.Tensor, torch.Tensor]:
     """(sin, cos), each (gh·gw, Dh): the axial rotary tables of ``rope_angles`` in the channel layout ``apply_rope``
     takes (timm's RotaryEmbeddingCat / RotaryEmbeddingDinoV3 with the same settings)."""
-    angles = rope_angles(grid, head_dim, ref_grid, temperature, device, coords, axes)
+    angles = rope_angles(grid, head_dim, ref_grid, temperature, device, coords, axes, offset)
     return rope_layout(angles.sin(), half), rope_layout(angles.cos(), half)
 
 

@@ -53,6 +53,7 @@ CENTRES = {
     "round": "round((size - crop) / 2) half to even; a crop larger than the image pads (crop - size) // 2 before "
              "(torchvision's CenterCrop, timm, open_clip)",
     "floor": "(size - crop) // 2, also when negative (Hugging Face's center_crop)",
+    "start": "0: the photo at the top left, a crop larger than it padded after (SAM's ResizeLongestSide and pad)",
 }
 # What a user may ask for instead of a checkpoint's own preprocessing (``Preprocess.choose``).
 CHOICES = ("own", "crop", "squash")
@@ -312,6 +313,8 @@ def _offset(size: int, crop: int, centre: str) -> int:
     """Where a centre crop of ``crop`` pixels starts in ``size`` pixels (negative: it pads before)."""
     if centre == "floor":
         return (size - crop) // 2
+    if centre == "start":
+        return 0
     if crop > size:
         return -((crop - size) // 2)
     return int(round((size - crop) / 2.0))

@@ -138,6 +138,7 @@ class SwinConfig:
     # of its last stage's tokens) and why it runs at its own size only ("windows": every stage's grid must be a whole
     # number of its windows, and its capture keeps every window).
     family = "swin"
+    readout = "mean"
     num_prefix_tokens = 0
     fixed_size = "windows"
 

@@ -60,6 +60,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         f"rest, such as 6G or 512M (default {limits.PUBLIC_MAX_MEMORY / 2**30:.0f}G on a server others "
                         f"can reach, three quarters of this machine's memory on one for it alone): a job that would "
                         f"need more is refused with a sentence saying what would fit")
+    p.add_argument("--no-verify", action="store_true",
+                   help="open models without checking them against their own library's model of the same file (the "
+                        "model line then says unverified; default: checked, a difference beyond float32 tolerance "
+                        "refused)")
     return p.parse_args(argv)
 
 
@@ -96,6 +100,7 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(f"Cannot start: {err}")
     if args.max_memory:
         limits.LIMITS.max_memory = args.max_memory
+    state.SETTINGS.verify = not args.no_verify
     try:
         demo = build_app(source)
     except (ValueError, OSError) as err:

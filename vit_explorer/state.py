@@ -75,6 +75,9 @@ class Settings:
     # a server for this machine alone, and on one others can reach as many as keep one analysis within a quarter of
     # ANALYSES_MEMORY (``token_budget``)
     max_tokens: int | None = None
+    # Whether every model opened is checked against its own library's model of the same file (--no-verify: not; the
+    # model line then says "unverified")
+    verify: bool = True
 
 
 SETTINGS = Settings()
@@ -116,7 +119,7 @@ def load_model(source: str) -> ServedModel:
     page handler (which runs in it) asks: parameters made in inference mode could never take part in a backward
     pass, and the Explain tab needs one."""
     with torch.inference_mode(False):
-        loaded = vit.load(source)
+        loaded = vit.load(source, verify=SETTINGS.verify)
         with MODEL_TURN:
             return serve(loaded, SETTINGS.device)
 

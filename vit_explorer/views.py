@@ -57,7 +57,8 @@ def views(session: Session, served: ServedModel, a: Analysis, c: Controls, lang:
     pictures = explorer.pictures(session, a, c, lang)
     shown = Shown(pictures["session"], served, a, c, lang, pictures, new)
     values = dict(session=shown.session, top5=explorer.top_classes(a),
-                  summary=explorer.summary(a, lang, served.loaded.preprocess, served.loaded.assumptions))
+                  summary=explorer.summary(a, lang, served.loaded.preprocess, served.loaded.assumptions,
+                                           served.loaded.verified))
     for tab in TABS:
         if tab.show is not None:
             values.update(tab.show(shown))

@@ -37,12 +37,13 @@ def top_classes(a: Analysis, k: int = 5) -> dict[str, float]:
     return dict(a.top_k(k))
 
 
-def summary(a: Analysis, lang: str = "en", preprocess=None, assumptions: Sequence[str] = ()) -> str:
+def summary(a: Analysis, lang: str = "en", preprocess=None, assumptions: Sequence[str] = (), verified=None) -> str:
     """One line on what the model did with this photo, in Markdown, in ``lang``. ``preprocess`` (the
     ``vit.Preprocess`` the analysis used) names what the input was: a crop, the squashed photo, or a crop of the
     stretched photo; None: a crop. ``assumptions`` (``vit.LoadedModel.assumptions``): what the loader assumed rather
     than read, listed below the line, each in ``lang``. A model of several stages or with windows is said in its
-    stages' grids and its windows."""
+    stages' grids and its windows. ``verified`` (``vit.LoadedModel.verified``): whether the load was checked against
+    its own library, said after the line."""
     H, W = a.input_size
     gh, gw = a.grid
     forward = a.timings.get("forward")
@@ -59,10 +60,23 @@ def summary(a: Analysis, lang: str = "en", preprocess=None, assumptions: Sequenc
         line = t("summary.stages", lang, model=a.model_name, width=W, height=H, input=t(input_kind(preprocess), lang),
                  stages=grids, layers=a.depth, took=took,
                  windows="" if window is None else t("summary.windows", lang, window=f"{window[0]}×{window[1]}"))
+    if verified is not None:
+        line += f" {verified_text(verified, lang)}"
     if not assumptions:
         return line
     listed = "".join(f"\n- {assumed_text(x, lang)}" for x in assumptions)
     return f"{line}\n\n{t('summary.assumed', lang)}{listed}"
+
+
+def verified_text(verified, lang: str = "en") -> str:
+    """``vit.LoadedModel.verified`` in ``lang``: "Checked against timm 1.0.31: Δ 3e-07.", "Unverified.", "Not verified
+    (timm is not installed).", and which tokens the maps read out."""
+    if verified.status == "verified":
+        return t("verified.checked", lang, library=verified.library, version=verified.version,
+                 delta=verified.delta_text)
+    if verified.status == "unverified":
+        return t("verified.unverified", lang)
+    return t("verified.not_verified", lang, reason=t(f"verified.reason.{verified.key}", lang, **verified.fields))
 
 
 def assumed_text(assumption: str, lang: str = "en") -> str:

@@ -390,17 +390,6 @@ def unknown_config_field(tmp_path, monkeypatch):
     same_as(vit.load(path, num_heads=3), ref)
 
 
-@case("its classifier reads the CLS token and the mean of the patch tokens side by side")
-def two_token_classifier(tmp_path, monkeypatch):
-    torch.manual_seed(0)
-    ref = randomize_(transformers.Dinov2ForImageClassification(transformers.Dinov2Config(
-        hidden_size=64, num_hidden_layers=2, num_attention_heads=4, patch_size=8, image_size=32, num_labels=3)))
-    ref.save_pretrained(tmp_path / "cls")
-    with pytest.raises(ValueError, match=r"num_classes=0"):
-        vit.load(tmp_path / "cls")
-    same_as(vit.load(tmp_path / "cls", num_classes=0), ref, call=lambda x: ref.dinov2(pixel_values=x).pooler_output)
-
-
 # --- where checkpoints come from ---------------------------------------------------------------------------------
 
 @case("No checkpoint {}: it is not an existing path", "Empty checkpoint source! Expected a path")
@@ -556,13 +545,17 @@ def _timm_swin(version: int, **kw):
 
 @case("The window size of this Swin v2 is not in its tensors")
 def swin_v2_window(tmp_path, monkeypatch):
-    """Advice: a sidecar JSON {"config": {"window_size": 8}} (here the file's 4)."""
+    """Advice: the window it was trained with, in a sidecar JSON {"config": {"window_size": W}} (here the file's 4),
+    or in the file's name as timm names its models; no number is given that the file does not say."""
     ref = _timm_swin(2)
     path = write_safetensors(ref, tmp_path / "swinv2.safetensors")
-    with pytest.raises(ValueError, match=r'not in its tensors.*\{"config": \{"window_size": 8\}\}'):
+    with pytest.raises(ValueError, match=r'not in its tensors .* nor in its file\'s name.*\{"config": '
+                                         r'\{"window_size": W\}\}'):
         vit.load(path)
     path.with_suffix(".json").write_text(json.dumps({"config": {"window_size": 4}}))
     same_as(vit.load(path), ref)
+    named = write_safetensors(ref, tmp_path / "swinv2_small_window4_32.safetensors")   # a name that says it
+    same_as(vit.load(named), ref)
 
 
 @case("Cannot infer a Swin config: expected stages 0, 1, … of blocks")
@@ -657,6 +650,24 @@ def transformers_models_this_explorer_does_not_build(tmp_path, monkeypatch):
     same_as(vit.load(tmp_path / "siglip"), siglip, call=lambda x: siglip(pixel_values=x).pooler_output)
 
 
+@case("AIMv2's native-resolution tower (is_native true", "AIMv2 with hidden_act {} is not supported!")
+def aimv2_variants_not_built(tmp_path, monkeypatch):
+    """Another clear refusal each (a per-photo sine-cosine table; another MLP); AIMv2 as transformers makes it opens."""
+    torch.manual_seed(0)
+    ref = randomize_(transformers.Aimv2VisionModel(transformers.Aimv2VisionConfig(
+        hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4, image_size=32,
+        patch_size=8, attn_implementation="eager")))
+    ref.save_pretrained(tmp_path / "aimv2")
+    config = json.loads((tmp_path / "aimv2" / "config.json").read_text())
+    for change, message in (({"is_native": True}, "native-resolution tower .* Expected a learnt position table"),
+                            ({"hidden_act": "gelu"}, r"hidden_act 'gelu' is not supported! Expected 'silu'")):
+        (tmp_path / "aimv2" / "config.json").write_text(json.dumps({**config, **change}))
+        with pytest.raises(ValueError, match=message):
+            vit.load(tmp_path / "aimv2")
+    (tmp_path / "aimv2" / "config.json").write_text(json.dumps(config))
+    same_as(vit.load(tmp_path / "aimv2"), ref, call=lambda x: ref(pixel_values=x).pooler_output)
+
+
 @case("huggingface.py:_processor", "names the image processor {}, whose preprocessing is not reproduced here",
       "preprocessor_config.json's {} {} is not supported!", "resample {} is not a PIL filter!",
       "asks for a centre crop (do_center_crop true) but gives no crop_size!",
@@ -745,6 +756,82 @@ def text_tower_vocabulary(tmp_path, monkeypatch):
         assert_close(loaded.text.model(tokens), ref.get_text_features(input_ids=tokens).pooler_output)
 
 
+# --- a named timm architecture, built by timm (vit/checkpoints/timm_library.py) ---------------------------------
+
+def timm_folder(folder: Path, model, architecture: str, model_args: dict | None) -> Path:
+    """A timm Hub folder: the weights and a config.json naming ``architecture`` (with ``model_args`` when given)."""
+    folder.mkdir()
+    write_safetensors(model, folder / "model.safetensors")
+    (folder / "config.json").write_text(json.dumps({"architecture": architecture,
+                                                    **({"model_args": model_args} if model_args else {})}))
+    return folder
+
+
+@case("The file names timm's {}, whose tokens are {} wide, but its tensors are {} wide:",
+      "model_args must be a JSON object (timm.create_model's arguments)")
+def named_but_made_otherwise(tmp_path, monkeypatch):
+    """A folder naming timm's ViT-S/16 whose tensors are a shrunk one's: refused; advice: the arguments it was made
+    with (as timm's save_for_hf records them), in the folder's config.json or a sidecar's "model_args"."""
+    ref = small_timm()                                   # vit_tiny_patch16_224 at 32 px: 192 wide
+    made = {"depth": 2, "img_size": 32, "num_classes": 4}
+    folder = timm_folder(tmp_path / "hub", ref, "vit_small_patch16_224", None)
+    with pytest.raises(ValueError, match=r"names timm's vit_small_patch16_224, whose tokens are 384 wide, but its "
+                                         r"tensors are 192 wide.*model_args"):
+        vit.load(folder)
+    (folder / "config.json").write_text(json.dumps({"architecture": "vit_tiny_patch16_224", "model_args": made}))
+    same_as(vit.load(folder), ref)
+    path = write_safetensors(ref, tmp_path / "bare.safetensors")
+    _sidecar(path, architecture="vit_tiny_patch16_224", model_args=[2])
+    with pytest.raises(ValueError, match="model_args must be a JSON object"):
+        vit.load(path)
+    _sidecar(path, architecture="vit_tiny_patch16_224", model_args=made)
+    same_as(vit.load(path), ref)
+
+
+@case("does not open as the model {} {} makes of the same file: on the same image the outputs differ by")
+def checked_against_the_library(tmp_path, monkeypatch):
+    """A BEiT-3 folder opened with another LayerNorm eps than timm's: timm's model of the same folder differs, and
+    the load is refused with both numbers and what was given. Advice: give what the file is (nothing here: timm
+    says it), which opens checked against timm; or, to look at it as given, verify=False, which says unverified."""
+    torch.manual_seed(0)
+    ref = randomize_(timm.create_model("beit3_base_patch16_224", depth=2, img_size=32, num_classes=3))
+    folder = timm_folder(tmp_path / "beit3", ref, "beit3_base_patch16_224", {"depth": 2, "img_size": 32})
+    with pytest.raises(ValueError, match=r"does not open as the model timm [\d.]+ makes of the same file: on the same "
+                                         r"image the outputs differ by [\d.e-]+ \(of [\d.e-]+\) and the last block's "
+                                         r"attention by [\d.e-]+.*Given to the loader: layer_norm_eps=1e-06"):
+        vit.load(folder, layer_norm_eps=1e-6)
+    loaded = vit.load(folder)
+    assert loaded.verified.status == "verified" and loaded.verified.library == "timm"
+    same_as(loaded, ref)
+    assert vit.load(folder, layer_norm_eps=1e-6, verify=False).verified.status == "unverified"
+
+
+@case("(timm's {} with global_pool={})", "timm's MLP activation {} is not one this explorer builds!",
+      "timm's gated MLP with {} is not one this explorer builds!", "timm's rotary embedding {} (in pixels",
+      "which this explorer's ViT does not build: it cannot open it as the model it is.")
+def named_with_what_is_not_built(tmp_path, monkeypatch):
+    """Other clear refusals (no advice: timm makes another model than this explorer's ViT): a pooling that is not a
+    readout, a SiLU MLP, a gated GELU MLP, a rotation over time as well, q/k norms; each named, with the arguments
+    it was made with, in a timm Hub folder. Without those arguments the same tensors open as timm's model."""
+    torch.manual_seed(0)
+    for arch, args, message in (
+            ("vit_small_patch16_224", {"global_pool": "avgmax"}, r"global_pool='avgmax' is not a readout"),
+            ("vit_small_patch16_224", {"act_layer": "silu"}, "activation SiLU is not one this explorer builds"),
+            ("vit_giant_patch14_dinov2", {"act_layer": "gelu", "embed_dim": 384, "num_heads": 6},
+             "gated MLP with GELU is not one"),
+            ("vit_small_patch16_rope_224", {"rope_type": "mrope", "rope_grid_indexing": "ij"},
+             "RotaryEmbeddingMRope .* is not one this explorer builds"),
+            ("vit_small_patch16_224", {"qk_norm": True}, r"normalises queries and keys \(qk_norm\)")):
+        ref = randomize_(timm.create_model(arch, depth=1, img_size=32, num_classes=3, **args))
+        folder = timm_folder(tmp_path / f"{len(list(tmp_path.iterdir()))}", ref, arch,
+                             {"depth": 1, "img_size": 32, **args})
+        with pytest.raises(ValueError, match=message):
+            vit.load(folder)
+    ref = randomize_(timm.create_model("vit_small_patch16_224", depth=1, img_size=32, num_classes=3))
+    same_as(vit.load(timm_folder(tmp_path / "plain", ref, "vit_small_patch16_224", {"depth": 1, "img_size": 32})),
+            ref)
+
+
 # --- timm's relative-position, parallel-block and NaFlex ViTs, SigLIP 2's NaFlex tower ---------------------------
 
 def timm_family(name: str, **kw):
@@ -831,6 +918,50 @@ def siglip2_patches_and_processor(tmp_path, monkeypatch):
         spatial_shapes=torch.tensor([[4, 4]] * x.shape[0])).pooler_output)
 
 
+# --- SAM's image encoder and open_clip's own towers -------------------------------------------------------------
+
+def _samvit(**kw):
+    torch.manual_seed(0)
+    return randomize_(timm.create_model("samvit_base_patch16", depth=2, global_attn_indexes=[1], img_size=64,
+                                        embed_dim=96, num_heads=2, window_size=3, **kw), std=0.05)
+
+
+@case("This SAM image encoder has no relative-position tables", "Unknown SAM config fields {}! Expected some of {}.")
+def sam_without_relative_positions(tmp_path, monkeypatch):
+    """Advice: give window_size, global_blocks and num_heads (here in a sidecar's config), which opens timm's model;
+    a field SAM's config does not have is named."""
+    ref = _samvit(use_rel_pos=False)
+    path = write_safetensors(ref, tmp_path / "samvit.safetensors")
+    with pytest.raises(ValueError, match="no relative-position tables.*window_size, global_blocks and num_heads"):
+        vit.load(path)
+    with pytest.raises(ValueError, match=r"Unknown SAM config fields \['heads'\]"):
+        vit.load(path, heads=2)
+    _sidecar(path, config={"window_size": 3, "global_blocks": [1], "num_heads": 2, "layer_norm_eps": 1e-5})
+    loaded = vit.load(path)
+    assert loaded.verified.library == "timm"
+    same_as(loaded, ref, (64, 64))
+
+
+@case("open_clip's image tower pools by {}, not a readout this explorer draws!")
+def open_clip_tower_pooling(tmp_path, monkeypatch):
+    """Another clear refusal (CoCa's attention pooling, no pooling); the CLS token's opens as open_clip's."""
+    ref = open_clip_tiny(quick_gelu=False)
+    folder = tmp_path / "oc"
+    folder.mkdir()
+    write_safetensors(ref, folder / "open_clip_model.safetensors")
+    vision = {"image_size": 64, "width": 128, "head_width": 64, "layers": 2, "patch_size": 16}
+    text = {"context_length": 77, "vocab_size": 49408, "width": 128, "heads": 2, "layers": 2}
+    for pooling, message in (({"pool_type": "none"}, "pools by 'none'"),
+                             ({"attentional_pool": True}, "pools by attention")):
+        (folder / "open_clip_config.json").write_text(json.dumps(
+            {"model_cfg": {"embed_dim": 16, "vision_cfg": {**vision, **pooling}, "text_cfg": text}}))
+        with pytest.raises(ValueError, match=message):
+            vit.load(folder)
+    (folder / "open_clip_config.json").write_text(json.dumps(
+        {"model_cfg": {"embed_dim": 16, "vision_cfg": {**vision, "pool_type": "tok"}, "text_cfg": text}}))
+    same_as(vit.load(folder), ref, (64, 64), ref.encode_image)
+
+
 # --- the rotary families (vit/checkpoints/families.py) ---------------------------------------------------------
 
 def _sidecar(path: Path, **fields) -> None:
@@ -861,7 +992,7 @@ def eva_layout_without_positions(tmp_path, monkeypatch):
     """A DINOv3 without registers (no timm model, but a DINOv3 all the same) has no position tensor and none of the
     features that tell the rotary families apart; named, it opens with DINOv3's rotation."""
     torch.manual_seed(0)
-    ref = randomize_(timm.create_model("vit_small_patch16_dinov3", depth=2, num_reg_tokens=0, global_pool="token"))
+    ref = randomize_(timm.create_model("vit_small_patch16_dinov3", depth=2, num_reg_tokens=0))
     path = write_safetensors(ref, tmp_path / "model.safetensors")
     with pytest.raises(ValueError, match=r"holds no position information .* settings are not in the file\. .*"
                                          r"\"architecture\".*pos_embed_kind='none'"):

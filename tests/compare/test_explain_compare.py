@@ -69,7 +69,7 @@ def test_a_model_without_cls_token_compares_its_probe_not_its_first_patch(tmp_pa
     def siglip(seed):
         torch.manual_seed(seed)
         model = vit.VisionTransformer(vit.ViTConfig(embed_dim=32, depth=2, num_heads=2, mlp_dim=64, num_classes=5,
-                                                    img_size=64, patch_size=16, class_token=False, global_pool="map"))
+                                                    img_size=64, patch_size=16, class_token=False, readout="map"))
         with torch.no_grad():
             for p in model.parameters():
                 p.add_(0.1 * torch.randn_like(p))

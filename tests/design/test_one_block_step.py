@@ -5,7 +5,7 @@ record and a key table, never an edit of several loops.
 Checked in the source of every product module (vit/, viz/, vit_explorer/, bench/, app.py): a call that builds a
 residual branch or reads a block's pieces (``norm1(``, ``ls1(``, ``attn.merge(`` …) appears only inside
 ``Block.step`` and ``Block.attention_input`` (a Swin's in ``vit.swin.SwinBlock.forward``, TimeSformer's divided block in
-``vit.video.DividedBlock.step``); nothing else calls
+``vit.video.DividedBlock.step``, SAM's in ``vit.sam.SamBlock.step``); nothing else calls
 ``Attention.mix`` on a block's attention."""
 from __future__ import annotations
 
@@ -19,7 +19,8 @@ BLOCK_PIECES = {"norm1", "norm2", "ls1", "ls2", "drop_path"}     # called as x.n
 ATTENTION_PIECES = {"merge", "mix"}                              # called on a block's attention: x.attn.merge(...)
 ALLOWED = {("vit/model.py", "Block.step"), ("vit/model.py", "Block.attention_input"),
            ("vit/swin.py", "SwinBlock.forward"),    # a Swin's block: its own architecture, its computation in one place
-           ("vit/video.py", "DividedBlock.step")}   # TimeSformer's block: time attention, space attention, MLP
+           ("vit/video.py", "DividedBlock.step"),   # TimeSformer's block: time attention, space attention, MLP
+           ("vit/sam.py", "SamBlock.step")}         # SAM's block: windowed or global attention, then the MLP
 
 
 def calls_outside_the_step() -> list[str]:

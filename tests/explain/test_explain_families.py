@@ -38,16 +38,20 @@ from vit.positions import apply_rope, rope_tables
 
 FAMILIES = {
     "clip": dict(norm_pre=True, mlp_act="quick_gelu", patch_bias=False),
-    "siglip": dict(class_token=False, global_pool="map", mlp_act="gelu_tanh"),
+    "siglip": dict(class_token=False, readout="map", mlp_act="gelu_tanh"),
     "eva02": dict(rope=True, mlp_act="swiglu", mlp_norm=True, k_bias=False, attn_norm=True),
-    "beit": dict(pos_embed_kind="none", rel_pos_bias=True, layer_scale=True, global_pool="avg", fc_norm=True,
+    "beit": dict(pos_embed_kind="none", rel_pos_bias=True, layer_scale=True, readout="mean", fc_norm=True,
                  k_bias=False),
     "registers": dict(num_reg_tokens=4),
     "distilled": dict(distilled=True),
     **{name: tiny_models.FAMILIES[name] for name in ("dinov3", "rope_vit", "rope_mixed_ape", "rope_gap", "relpos",
-                                                      "relpos_rpn", "relpos_cls", "parallel", "naflex", "naflex_reg")},
+                                                      "relpos_rpn", "relpos_cls", "parallel", "naflex", "naflex_reg",
+                                                      "cls_mean", "mean_all", "map_all", "no_final_norm",
+                                                      "registers_pos")},
 }
-QUERY = {"clip": "cls", "siglip": "map", "eva02": "cls", "beit": "mean", "registers": "cls", "distilled": "cls",
+QUERY = {"clip": "cls", "siglip": "map", "eva02": "cls", "beit": "mean", "registers": "cls", "distilled": "distilled",
+         "cls_mean": "cls_mean", "mean_all": "mean_all", "map_all": "map_all", "no_final_norm": "cls",
+         "registers_pos": "mean",
          "dinov3": "cls", "rope_vit": "cls", "rope_mixed_ape": "cls", "rope_gap": "mean", "relpos": "mean",
          "relpos_rpn": "mean", "relpos_cls": "cls", "parallel": "cls", "naflex": "map", "naflex_reg": "mean"}
 CONSERVATION_TOL = 1e-4   # |Σ relevance - logit| / |logit| (float32; CP-LRP conserves exactly up to rounding)

@@ -70,8 +70,8 @@ CONFIGS = {
     "cls": {},
     "registers": dict(num_reg_tokens=4),
     "distilled": dict(distilled=True),
-    "avg_no_cls": dict(global_pool="avg", class_token=False),
-    "avg_fc_norm": dict(global_pool="avg", fc_norm=True),
+    "avg_no_cls": dict(readout="mean", class_token=False),
+    "avg_fc_norm": dict(readout="mean", fc_norm=True),
     "pre_logits_tanh": dict(representation_size=16),
     "layer_scale": dict(layer_scale=True),
 }
@@ -205,8 +205,8 @@ def test_readout_weights_follow_the_pooling():
         return readout(m, m.token_layout(32, 32))
 
     assert weights().weights.tolist() == [1.0] + [0.0] * 16 and weights().description == "the CLS token"
-    torch.testing.assert_close(weights(global_pool="avg", class_token=False).weights, torch.full((16,), 1 / 16))
-    avg = weights(global_pool="avg")
+    torch.testing.assert_close(weights(readout="mean", class_token=False).weights, torch.full((16,), 1 / 16))
+    avg = weights(readout="mean")
     assert avg.weights[0] == 0 and avg.description == "the mean of the patch tokens"
     dist = weights(distilled=True)
     assert dist.weights[:2].tolist() == [0.5, 0.5] and dist.weights[2:].sum() == 0 and "distillation" in dist.description

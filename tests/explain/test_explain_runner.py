@@ -104,7 +104,7 @@ def test_every_method_runs_and_the_maps_are_small(augreg, two_objects):
 LAYOUTS = {
     "registers": dict(num_reg_tokens=4),
     "distilled": dict(distilled=True),
-    "avg_pool_no_cls": dict(global_pool="avg", class_token=False),
+    "avg_pool_no_cls": dict(readout="mean", class_token=False),
 }
 
 

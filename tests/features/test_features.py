@@ -75,7 +75,7 @@ def test_every_family_reads_its_final_norm_patch_tokens(family):
         expected = tokens_by_hand(model, x, layer)
         ours = layer_features(captured.stream[0], layer, captured.num_prefix, captured.final_norm)
         np.testing.assert_allclose(ours, expected, rtol=1e-5, atol=1e-5 * np.abs(expected).max())
-    assert (captured.final_norm is None) == bool(model.cfg.fc_norm)          # fc_norm: no LayerNorm before pooling
+    assert (captured.final_norm is None) == (bool(model.cfg.fc_norm) or not model.cfg.final_norm)   # fc_norm: after pooling
 
 
 def test_pca_is_sklearns_and_the_similarity_is_the_cosine():

@@ -26,7 +26,7 @@ from vit.inside import (NotLinear, ablate, classes_for, direct_logit_attribution
                         patch_residual_estimate, read_patches, run_edited, run_from, score_for, trace)
 
 ALL = {**FAMILIES, "beit_token_norm": {**FAMILIES["beit"], "fc_norm": False}}   # avg pooling both ways
-LINEAR = [f for f in ALL if ALL[f].get("global_pool") != "map"]   # MAP pooling (SigLIP, NaFlex towers): no DLA
+LINEAR = [f for f in ALL if ALL[f].get("readout") not in ("map", "map_all")]   # MAP pooling (SigLIP, PE): no DLA
 DLA_TOL = 1e-4        # |Σ parts − logit| / |logit|
 EXACT_TOL = 1e-5      # batched vs naive, same float32 arithmetic up to the order of operations
 
@@ -70,7 +70,7 @@ def test_lens_last_layer_is_the_output(family):
     assert torch.equal(lens.logits[0, -1], t.output[0])
     with torch.no_grad():
         torch.testing.assert_close(lens.logits[0, -1], model(x)[0], rtol=0, atol=1e-5)
-    assert lens.patches.shape == (1, 2, 16) and lens.approximate == (model.cfg.global_pool == "map")
+    assert lens.patches.shape == (1, 2, 16) and lens.approximate == (model.cfg.readout in ("map", "map_all"))
 
 
 @pytest.mark.parametrize("family", ["vit", "registers", "distilled"])
@@ -116,7 +116,8 @@ def test_dla_parts_sum_to_the_logit(family):
     model, x = tiny(family), image()
     classes = classes_for(model)
     t = trace(model, x, attention=True)
-    read = t.layout.num_tokens if model.cfg.global_pool == "avg" else 1 + model.cfg.distilled   # the rows kept
+    rows = {"cls": 1, "distilled": 2}                                  # the rows kept: a class token's, or all
+    read = rows.get(model.cfg.readout, t.layout.num_tokens)
     H = model.cfg.num_heads
     assert t.attention[0].shape == (1, H, read, t.layout.num_tokens)
     for target, contrast in ((None, None), (ClassTarget(2), ClassTarget(4))):
@@ -246,7 +247,7 @@ def test_patching_everything_reproduces_the_other_photo(family):
     heads = {l: (lambda z, l=l: theirs.heads[l]) for l in range(2)}
     mlps = dict(enumerate(theirs.mlp))
     # a class token reads a position whose embedding is the same in both photos; a pooled readout reads patches too
-    embedding = None if model.cfg.global_pool == "token" else theirs.residual[0]
+    embedding = None if model.cfg.readout == "cls" else theirs.residual[0]
     with torch.no_grad():
         torch.testing.assert_close(run_edited(model, x, heads, mlps, embedding), model(other), rtol=0, atol=1e-5)
         torch.testing.assert_close(run_edited(model, x), model(x), rtol=0, atol=1e-5)     # nothing patched

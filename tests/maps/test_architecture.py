@@ -18,7 +18,7 @@ CONFIGS = [
     ("tiny", {}),
     ("small", dict(distilled=True)),
     ("tiny", dict(num_reg_tokens=4, layer_scale=True)),
-    ("tiny", dict(class_token=False, global_pool="avg", fc_norm=True, representation_size=96)),
+    ("tiny", dict(class_token=False, readout="mean", fc_norm=True, representation_size=96)),
     ("tiny-32", dict(pos_embed_prefix=False, qkv_bias=False, num_classes=10)),
     ("tiny", dict(num_classes=0)),
     # DINOv3 (untied final norms, SwiGLU), RoPE-Mixed with its learnt frequencies

@@ -29,10 +29,10 @@ FAMILIES = {  # family -> the ViTConfig features that make it (see vit/model.py)
     "vit": dict(),
     "clip": dict(norm_pre=True, patch_bias=False, mlp_act="quick_gelu", layer_norm_eps=1e-5, num_classes=0,
                  proj_dim=16),
-    "siglip": dict(class_token=False, global_pool="map", mlp_act="gelu_tanh", num_classes=0),
+    "siglip": dict(class_token=False, readout="map", mlp_act="gelu_tanh", num_classes=0),
     "eva02": dict(rope=True, rope_ref_grid=(16, 16), mlp_act="swiglu", mlp_norm=True, attn_norm=True,
-                  k_bias=False, global_pool="avg", fc_norm=True),
-    "beit": dict(pos_embed_kind="none", rel_pos_bias=True, layer_scale=True, k_bias=False, global_pool="avg",
+                  k_bias=False, readout="mean", fc_norm=True),
+    "beit": dict(pos_embed_kind="none", rel_pos_bias=True, layer_scale=True, k_bias=False, readout="mean",
                  fc_norm=True),
 }
 READOUT = {"vit": "cls", "clip": "cls", "siglip": "map", "eva02": "mean", "beit": "mean"}
@@ -172,5 +172,5 @@ def test_readouts_refuse_what_does_not_fit():
         readout_attention_map(attn, 1, (2, 2), "map", None)
     with pytest.raises(ValueError, match="Unknown readout 'token'"):
         readout_attention_map(attn, 1, (2, 2), "token", None)
-    with pytest.raises(ValueError, match="needs a CLS token"):
+    with pytest.raises(ValueError, match="reads the CLS token, but this layout has 0 prefix tokens"):
         readout_attention_map(np.full((1, 1, 4, 4), 0.25, dtype=np.float32), 0, (2, 2), "cls", None)

@@ -60,11 +60,12 @@ def test_timm_hub_folder_names_quickgelu_and_preprocessing(tmp_path):
     ref = randomize_(timm.create_model("vit_base_patch16_clip_quickgelu_224", depth=2, embed_dim=64, num_heads=4,
                                        img_size=64, num_classes=0))
     save_timm(ref, tmp_path)
-    (tmp_path / "config.json").write_text(json.dumps({
+    (tmp_path / "config.json").write_text(json.dumps({   # as timm's save_for_hf writes it: what it was made with
         "architecture": "vit_base_patch16_clip_quickgelu_224", "num_classes": 0,
+        "model_args": {"depth": 2, "embed_dim": 64, "num_heads": 4, "img_size": 64, "num_classes": 0},
         "pretrained_cfg": {"input_size": [3, 64, 64], "crop_pct": 1.0, "interpolation": "bicubic",
                            "mean": [0.48145466, 0.4578275, 0.40821073], "std": [0.26862954, 0.26130258, 0.27577711]}}))
-    loaded = vit.load(tmp_path, num_heads=4)
+    loaded = vit.load(tmp_path)
     assert loaded.config.mlp_act == "quick_gelu" and loaded.preprocess.resize == 64
     x = images(1, (64, 64))
     with torch.no_grad():
@@ -78,7 +79,7 @@ def test_timm_siglip_map_pooling_and_probe_attention(tmp_path):
     ref = randomize_(timm.create_model("vit_base_patch16_siglip_224", depth=2, embed_dim=64, num_heads=4,
                                        img_size=64))
     loaded = check_timm(ref, tmp_path, (64, 64), "siglip", num_heads=4)
-    assert not loaded.config.class_token and loaded.config.global_pool == "map"
+    assert not loaded.config.class_token and loaded.config.readout == "map"
     assert loaded.preprocess.mean == (0.5, 0.5, 0.5)
     x = images(2, (64, 64))
     seen = []
@@ -120,7 +121,7 @@ def test_timm_beit_relative_position_bias(tmp_path):
     loaded = check_timm(ref, tmp_path, (64, 64), "beit")
     cfg = loaded.config
     assert cfg.pos_embed_kind == "none" and loaded.model.pos_embed is None and cfg.rel_pos_bias
-    assert cfg.num_heads == 4 and cfg.layer_scale and cfg.global_pool == "avg" and not cfg.k_bias
+    assert cfg.num_heads == 4 and cfg.layer_scale and cfg.readout == "mean" and not cfg.k_bias
     with pytest.raises(ValueError, match="relative position bias learnt on the 4×4 grid"):
         loaded.model(images(1, (96, 64)))
 

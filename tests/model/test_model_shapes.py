@@ -142,7 +142,7 @@ def _random_tiny(**kw) -> vit.VisionTransformer:
 
 
 @pytest.mark.parametrize("kw", [{}, dict(distilled=True), dict(num_reg_tokens=4, pos_embed_prefix=False),
-                                dict(class_token=False, global_pool="avg", fc_norm=True, layer_scale=True)])
+                                dict(class_token=False, readout="mean", fc_norm=True, layer_scale=True)])
 def test_fused_equals_unfused(kw):
     model = _random_tiny(**kw)
     x = torch.randn(2, 3, 96, 64)

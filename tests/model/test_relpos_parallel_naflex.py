@@ -67,14 +67,14 @@ def assert_attention(ours: torch.Tensor, reference: list[torch.Tensor]) -> None:
 # --- relative-position ViTs ----------------------------------------------------------------------------------------
 
 RELPOS = {  # timm architecture -> (what each is: config fields ours must read off the tensors)
-    "vit_relpos_small_patch16_224": dict(layer_scale=True, res_post_norm=False, global_pool="avg", fc_norm=True,
+    "vit_relpos_small_patch16_224": dict(layer_scale=True, res_post_norm=False, readout="mean", fc_norm=True,
                                          class_token=False, rel_pos_mlp_dim=128),
-    "vit_srelpos_small_patch16_224": dict(layer_scale=True, res_post_norm=False, global_pool="avg", fc_norm=False,
+    "vit_srelpos_small_patch16_224": dict(layer_scale=True, res_post_norm=False, readout="mean", fc_norm=False,
                                           class_token=False, rel_pos_mlp_dim=384),
-    "vit_relpos_medium_patch16_cls_224": dict(layer_scale=True, global_pool="token", class_token=True,
+    "vit_relpos_medium_patch16_cls_224": dict(layer_scale=True, readout="cls", class_token=True,
                                               rel_pos_mlp_dim=256, num_heads=8),
-    "vit_relpos_base_patch16_clsgap_224": dict(layer_scale=True, global_pool="avg", fc_norm=True, class_token=True),
-    "vit_relpos_small_patch16_rpn_224": dict(layer_scale=False, res_post_norm=True, global_pool="avg",
+    "vit_relpos_base_patch16_clsgap_224": dict(layer_scale=True, readout="mean", fc_norm=True, class_token=True),
+    "vit_relpos_small_patch16_rpn_224": dict(layer_scale=False, res_post_norm=True, readout="mean",
                                              class_token=False),
 }
 
@@ -201,16 +201,16 @@ def test_parallel_preprocessing_is_timms_vit_config(parallel):
 
 NAFLEX = {  # architecture -> (timm kwargs of a small model, sidecar, what ours reads)
     "naflexvit_base_patch16_map": (dict(embed_dim=192, num_heads=3), None,
-                                   dict(num_reg_tokens=1, global_pool="map", pos_embed_interp="bicubic",
+                                   dict(num_reg_tokens=1, readout="map", pos_embed_interp="bicubic",
                                         pos_embed_ar_preserving=False, mlp_act="gelu", layer_scale=True)),
     "naflexvit_base_patch16_siglip": (dict(embed_dim=192, num_heads=3), None,
-                                      dict(num_reg_tokens=0, global_pool="map", pos_embed_interp="bilinear",
+                                      dict(num_reg_tokens=0, readout="map", pos_embed_interp="bilinear",
                                            pos_embed_ar_preserving=False, mlp_act="gelu_tanh", layer_scale=False)),
     "naflexvit_base_patch16_par_gap": (dict(embed_dim=192, num_heads=3), dict(pos_embed_ar_preserving=True),
-                                       dict(num_reg_tokens=4, global_pool="avg", fc_norm=True,
+                                       dict(num_reg_tokens=4, readout="mean", fc_norm=True,
                                             pos_embed_ar_preserving=True, layer_scale=True)),
     "naflexvit_base_patch16_gap": (dict(embed_dim=192, num_heads=3), dict(pos_embed_ar_preserving=False),
-                                   dict(num_reg_tokens=4, global_pool="avg", pos_embed_ar_preserving=False)),
+                                   dict(num_reg_tokens=4, readout="mean", pos_embed_ar_preserving=False)),
 }
 
 
@@ -314,8 +314,9 @@ def test_a_timm_hub_folder_names_the_naflex_architecture(naflex, tmp_path):
     pretrained_cfg gives the NaFlex preprocessing."""
     ref, _ = naflex("naflexvit_base_patch16_par_gap")
     save_file({k: v.contiguous() for k, v in ref.state_dict().items()}, str(tmp_path / "model.safetensors"))
-    (tmp_path / "config.json").write_text(json.dumps({
+    (tmp_path / "config.json").write_text(json.dumps({    # as timm's save_for_hf writes it: what it was made with
         "architecture": "naflexvit_base_patch16_par_gap", "num_classes": 1000,
+        "model_args": {"depth": 2, **NAFLEX["naflexvit_base_patch16_par_gap"][0]},
         "pretrained_cfg": {"input_size": [3, 384, 384], "crop_pct": 1.0, "interpolation": "bicubic",
                            "mean": [0.5] * 3, "std": [0.5] * 3}}))
     loaded = vit.load(tmp_path)

@@ -2,8 +2,9 @@
 the same output (relative difference <= 1e-4) and, in every block, the same softmax attention the reference itself
 computed, at the native input size and at another one (the rotation is computed for the photo's own grid).
 
-- DINOv3 in timm's layout (``vit_*_patch16_dinov3`` and ``_qkvb``, timm's ``global_pool='token'``: the CLS feature,
-  as DINOv3 reads it), in Meta's own layout (facebookresearch/dinov3: storage tokens, the masked key bias, SwiGLU's
+- DINOv3 in timm's layout (``vit_*_patch16_dinov3`` and ``_qkvb`` with timm's default ``global_pool='avg'``, the mean
+  of the patch tokens, which a bare file is assumed to have and says so; the other readouts in
+  ``test_readouts.py``), in Meta's own layout (facebookresearch/dinov3: storage tokens, the masked key bias, SwiGLU's
   w1/w2/w3, the RoPE periods, local-crop norms), compared with timm loaded from the same file through its own
   converter, and transformers' DINOv3ViTModel (plain and gated MLP, with and without registers);
 - timm's RoPE ViTs: Naver's RoPE-ViT with axial and with mixed (learnt, per block and head) frequencies, with and
@@ -56,7 +57,7 @@ SLOW = pytest.mark.slow          # the everyday run keeps one model of each kind
 ])
 def test_timm_dinov3(name, kwargs, tmp_path):
     torch.manual_seed(0)
-    ref = randomize_(timm.create_model(name, global_pool="token", **kwargs))
+    ref = randomize_(timm.create_model(name, **kwargs))                 # as timm makes it: global_pool='avg'
     loaded = vit.load(save_timm(ref, tmp_path))
     cfg = loaded.config
     assert loaded.format == "timm" and cfg.family == "dinov3"
@@ -64,7 +65,8 @@ def test_timm_dinov3(name, kwargs, tmp_path):
     assert cfg.rope_coords == "centered" and cfg.rope_half and cfg.rope_temperature == 100
     assert cfg.layer_norm_eps == 1e-5
     assert cfg.mlp_act == ("swiglu" if "plus" in name else "gelu") and cfg.k_bias == ("qkvb" not in name)
-    assert cfg.num_classes == 0 and cfg.global_pool == "token"      # model(x) is the CLS feature
+    assert cfg.num_classes == 0 and cfg.readout == "mean"             # model(x) is the mean of the patch tokens
+    assert [a.fields["pool"] for a in loaded.assumptions if a.key == "readout_timm"] == ["avg"]
     # timm's DINOv3 pretrained_cfg: 256, crop_pct 1.0, bicubic, ImageNet mean and std
     assert loaded.preprocess.crop == (256, 256) and loaded.preprocess.resize == 256
     for size in ((256, 256), OTHER_SIZE):
@@ -229,16 +231,16 @@ def test_position_free_files_never_ask_for_an_image_size(tmp_path):
 
 
 def test_what_was_identified_is_said_and_what_was_named_is_not(tmp_path):
-    """A bare timm DINOv3 file: its rotation, its heads and its preprocessing were the family's, and the loader says
-    so; named in a sidecar with its own preprocessing, only the heads' count (the family's table) is said."""
+    """A bare timm DINOv3 file: its rotation, its readout, its heads and its preprocessing were the family's, and the
+    loader says so; named in a sidecar with its own preprocessing, nothing is assumed: timm builds it and says."""
     torch.manual_seed(0)
     path = save_timm(randomize_(timm.create_model("vit_small_patch16_dinov3", depth=1)), tmp_path)
     keys = [a.key for a in vit.load(path).assumptions]
-    assert keys[:2] == ["rotary_family", "preprocess"] and "heads_known" in keys
+    assert keys[:3] == ["rotary_family", "readout_timm", "preprocess"] and "heads_known" in keys
     (tmp_path / "model.json").write_text(json.dumps({"architecture": "vit_small_patch16_dinov3.lvd1689m",
                                                      "preprocess": {"timm": {"input_size": [3, 256, 256],
                                                                              "crop_pct": 1.0}}}))
-    assert [a.key for a in vit.load(path).assumptions] == ["heads_known"]
+    assert [a.key for a in vit.load(path).assumptions] == []
 
 
 def test_dinov3_by_hub_name_from_the_offline_cache(tmp_path, monkeypatch):
@@ -249,7 +251,7 @@ def test_dinov3_by_hub_name_from_the_offline_cache(tmp_path, monkeypatch):
     cache = tmp_path / "hub"
     offline_hub(monkeypatch, cache)
     torch.manual_seed(0)
-    ref = randomize_(timm.create_model("vit_small_patch16_dinov3", depth=2, global_pool="token"))
+    ref = randomize_(timm.create_model("vit_small_patch16_dinov3", depth=2))
     timm_folder = tmp_path / "timm"
     timm_folder.mkdir()
     save_file({k: v.contiguous() for k, v in ref.state_dict().items()}, str(timm_folder / "model.safetensors"))

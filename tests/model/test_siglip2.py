@@ -70,7 +70,7 @@ def test_output_and_every_blocks_attention_equal_transformers_with_its_padding_m
     ref, loaded = siglip2
     cfg = loaded.config
     assert (cfg.pos_embed_grid, cfg.pos_embed_interp, cfg.pos_embed_antialias) == ((4, 4), "bilinear", True)
-    assert cfg.global_pool == "map" and not cfg.class_token and cfg.mlp_act == "gelu_tanh" and cfg.family == "naflex"
+    assert cfg.readout == "map" and not cfg.class_token and cfg.mlp_act == "gelu_tanh" and cfg.family == "naflex"
     for size in SIZES:
         x = images(1, size)
         n = (size[0] // P) * (size[1] // P)

@@ -1,5 +1,6 @@
-"""Protects the claim that transformers' DINOv2 (with and without registers, SwiGLU for the giant), MAE's encoder,
-MSN and data2vec-vision folders, and open_clip's SigLIP / SigLIP 2 folders whose image tower is a timm model, load
+"""Protects the claim that transformers' DINOv2 (with and without registers, SwiGLU for the giant), its classifiers
+(the CLS token beside the mean of the patches), DeiT's two classifiers (the CLS token; the CLS and distillation heads
+averaged), MAE's encoder, MSN and data2vec-vision folders, and open_clip's SigLIP / SigLIP 2 folders whose image tower is a timm model, load
 as exactly their reference: the same output (relative difference <= 1e-4) and every block's softmax attention as
 the reference computed it (transformers' eager attention, timm's explicit path), at the native size and at another
 size (transformers resizes the position table as these models do, DINOv2's register variant with antialiasing;
@@ -69,6 +70,30 @@ def data2vec(**kw):
         **SMALL, intermediate_size=128, image_size=32, num_labels=5, layer_scale_init_value=0.1, **kw))
 
 
+def dinov2_classifier(**kw):
+    return transformers.Dinov2ForImageClassification(transformers.Dinov2Config(**SMALL, image_size=32, num_labels=3,
+                                                                               **kw))
+
+
+def dinov2_registers_classifier(**kw):
+    return transformers.Dinov2WithRegistersForImageClassification(transformers.Dinov2WithRegistersConfig(
+        **SMALL, image_size=48, num_register_tokens=4, num_labels=3, **kw))
+
+
+def aimv2(**kw):
+    return transformers.Aimv2VisionModel(transformers.Aimv2VisionConfig(
+        hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4, image_size=32, patch_size=8,
+        attn_implementation="eager", **kw))
+
+
+def ijepa():
+    return transformers.IJepaModel(transformers.IJepaConfig(**SMALL, intermediate_size=128, image_size=32))
+
+
+def deit(cls, **kw):
+    return cls(transformers.DeiTConfig(**SMALL, intermediate_size=128, image_size=32, num_labels=5, **kw))
+
+
 FAMILIES = {  # name -> (reference builder, its output, native size, another size or None)
     "dinov2": (dinov2, lambda out: out.pooler_output, (32, 32), (48, 40)),
     "dinov2-swiglu": (partial(dinov2, use_swiglu_ffn=True), lambda out: out.pooler_output, (32, 32), (40, 48)),
@@ -80,7 +105,23 @@ FAMILIES = {  # name -> (reference builder, its output, native size, another siz
     "data2vec-vision-shared-bias": (partial(data2vec, use_shared_relative_position_bias=True,
                                             use_absolute_position_embeddings=True, use_mean_pooling=False),
                                     lambda out: out.logits, (32, 32), None),
+    # the readouts of the classifiers: [CLS, mean of the patches] (DINOv2, registers left out of the mean), the CLS
+    # token beside a distillation token that has no head, the two heads averaged
+    "dinov2-classifier": (dinov2_classifier, lambda out: out.logits, (32, 32), (48, 40)),
+    "dinov2_with_registers-classifier": (dinov2_registers_classifier, lambda out: out.logits, (48, 48), (32, 24)),
+    "deit": (partial(deit, transformers.DeiTForImageClassification), lambda out: out.logits, (32, 32), (48, 40)),
+    "deit-with-teacher": (partial(deit, transformers.DeiTForImageClassificationWithTeacher), lambda out: out.logits,
+                          (32, 32), (48, 40)),
+    # AIMv2 (RMSNorm, SwiGLU, no biases; its head a probe that is itself the query) and I-JEPA (no CLS token: the
+    # mean of the patches)
+    "aimv2": (aimv2, lambda out: out.pooler_output, (32, 32), None),
+    "aimv2-headless": (partial(aimv2, use_head=False), lambda out: out.last_hidden_state.mean(dim=1), (32, 32), None),
+    "ijepa": (ijepa, lambda out: out.last_hidden_state.mean(dim=1), (32, 32), (48, 40)),
 }
+READOUTS = {"dinov2-classifier": "cls_mean", "dinov2_with_registers-classifier": "cls_mean", "deit": "cls",
+            "deit-with-teacher": "distilled", "data2vec-vision": "mean", "vit_mae": "cls", "vit_msn": "cls",
+            "data2vec-vision-shared-bias": "cls", "dinov2": "cls", "dinov2-swiglu": "cls",
+            "dinov2_with_registers": "cls", "aimv2": "map", "aimv2-headless": "mean", "ijepa": "mean"}
 
 
 def reference_call(name: str, ref, x: torch.Tensor):
@@ -91,7 +132,7 @@ def reference_call(name: str, ref, x: torch.Tensor):
     if name == "vit_mae":
         n = (x.shape[-2] // 8) * (x.shape[-1] // 8)
         kwargs["noise"] = torch.arange(n, dtype=torch.float32).expand(x.shape[0], n)
-    if tuple(x.shape[-2:]) != native and name in ("vit_mae", "vit_msn"):
+    if tuple(x.shape[-2:]) != native and name in ("vit_mae", "vit_msn", "deit", "deit-with-teacher", "ijepa"):
         kwargs["interpolate_pos_encoding"] = True
     with torch.no_grad():
         return ref(**kwargs)
@@ -133,17 +174,20 @@ def test_output_and_every_blocks_attention_equal_transformers(family):
 def test_what_each_family_is(family):
     name, ref, loaded = family
     cfg = loaded.config
-    assert loaded.format == "huggingface" and loaded.assumptions[0].key == "processor"
+    assert loaded.format.startswith("huggingface") and loaded.assumptions[0].key == "processor"
+    assert loaded.verified.library == "transformers"
     assert cfg.num_heads == 4 and not [a for a in loaded.assumptions if a.key.startswith("heads")]
+    assert cfg.readout == READOUTS[name]
     if name.startswith("dinov2"):
-        assert cfg.layer_scale and cfg.num_classes == 0 and cfg.layer_norm_eps == 1e-6
-        assert cfg.num_reg_tokens == (4 if name == "dinov2_with_registers" else 0)
-        assert cfg.pos_embed_antialias == (name == "dinov2_with_registers")
+        assert cfg.layer_scale and cfg.num_classes == (3 if name.endswith("classifier") else 0)
+        assert cfg.layer_norm_eps == 1e-6
+        assert cfg.num_reg_tokens == (4 if name.startswith("dinov2_with_registers") else 0)
+        assert cfg.pos_embed_antialias == name.startswith("dinov2_with_registers")
         assert cfg.mlp_act == ("swiglu" if name == "dinov2-swiglu" else "gelu")
         assert loaded.preprocess.resize_mode == "shorter"     # BitImageProcessor: shortest edge, centre crop
     if name.startswith("data2vec"):
         assert cfg.rel_pos_bias and cfg.family == "beit" and cfg.layer_scale
-        assert cfg.global_pool == ("avg" if name == "data2vec-vision" else "token")
+        assert cfg.readout == ("mean" if name == "data2vec-vision" else "cls")
         assert cfg.pos_embed_kind == ("learned" if name.endswith("shared-bias") else "none")
     if name == "vit_msn":
         assert cfg.num_classes == 5 and cfg.layer_norm_eps == ref.config.layer_norm_eps
@@ -169,17 +213,12 @@ def test_a_vit_mae_pretraining_folder_opens_its_encoder(tmp_path):
         assert_close(loaded.model(x), ref.vit(pixel_values=x, noise=noise).last_hidden_state[:, 0])
 
 
-def test_a_dinov2_classifier_is_refused_and_its_backbone_opens_when_asked(tmp_path):
-    """Dinov2ForImageClassification reads [CLS, mean of patches]: refused with the way to open the backbone, which
-    then equals the classifier's own backbone."""
+def test_a_dinov2_classifiers_backbone_opens_when_asked(tmp_path):
+    """Dinov2ForImageClassification without its head (num_classes=0): the backbone's pooled CLS token."""
     torch.manual_seed(0)
-    ref = randomize_(transformers.Dinov2ForImageClassification(transformers.Dinov2Config(
-        **SMALL, image_size=32, num_labels=3)))
-    folder = saved(ref, tmp_path, "dinov2-cls")
-    with pytest.raises(ValueError, match=r"reads the CLS token and the mean of the patch tokens side by side.*"
-                                         r"num_classes=0"):
-        vit.load(folder)
-    backbone = vit.load(folder, num_classes=0)
+    ref = randomize_(dinov2_classifier())
+    backbone = vit.load(saved(ref, tmp_path, "dinov2-cls"), num_classes=0)
+    assert backbone.config.readout == "cls"
     x = images(2, (32, 32))
     with torch.no_grad():
         assert_close(backbone.model(x), ref.dinov2(pixel_values=x).pooler_output)
@@ -189,20 +228,19 @@ def test_a_dinov2_classifier_is_refused_and_its_backbone_opens_when_asked(tmp_pa
 
 def open_clip_siglip(timm_name: str, image_size: int, seed: int = 0) -> open_clip.CustomTextCLIP:
     """open_clip's SigLIP as its Hub configs build it (a timm tower with MAP pooling and no projection, a text tower
-    of its own), the timm tower made small (2 blocks, 2 heads of 64) so the test stays fast."""
+    of its own), the timm tower made short (2 blocks of its own width) so the test stays fast."""
     vision = dict(image_size=image_size, timm_model_name=timm_name, timm_model_pretrained=False, timm_pool="map",
                   timm_proj="none")
     text = dict(context_length=16, vocab_size=100, width=64, heads=2, layers=1, no_causal_mask=True, proj_bias=True,
                 pool_type="last")
     torch.manual_seed(seed)
     with torch.device("meta"):   # the full-size tower is replaced before anything is computed
-        model = open_clip.CustomTextCLIP(embed_dim=128, vision_cfg=vision, text_cfg=text)
+        model = open_clip.CustomTextCLIP(embed_dim=768, vision_cfg=vision, text_cfg=text)
     model = model.to_empty(device="cpu")
-    model.visual.trunk = timm.create_model(timm_name, depth=2, embed_dim=128, num_heads=2, img_size=image_size,
-                                           num_classes=0, global_pool="map")
+    model.visual.trunk = timm.create_model(timm_name, depth=2, img_size=image_size, num_classes=0, global_pool="map")
     for p in model.parameters():
         nn.init.normal_(p, std=0.02)
-    return randomize_(model, std=0.3), {"model_cfg": {"embed_dim": 128, "vision_cfg": vision, "text_cfg": text,
+    return randomize_(model, std=0.3), {"model_cfg": {"embed_dim": 768, "vision_cfg": vision, "text_cfg": text,
                                                       "custom_text": True},
                                         "preprocess_cfg": {"mean": [0.5] * 3, "std": [0.5] * 3,
                                                            "interpolation": "bicubic", "resize_mode": "squash"}}
@@ -227,7 +265,7 @@ def test_open_clip_siglip_equals_encode_image(siglip):
     cfg = loaded.config
     assert loaded.format == "open-clip-timm" and cfg.family == "siglip" and loaded.text is None
     assert cfg.mlp_act == ("gelu_tanh" if "patch32" in name else "gelu") and cfg.pos_embed_antialias
-    assert [a.key for a in loaded.assumptions] == ["heads_default"]   # the small tower's 2 heads of 64, by its width
+    assert loaded.assumptions == [] and loaded.verified.library == "timm"    # timm builds the tower it names
     assert loaded.preprocess.resize_mode == "squash" and loaded.preprocess.mean == (0.5, 0.5, 0.5)
     x = images(2, (4 * patch, 4 * patch))
     trunk = ref.visual.trunk
@@ -242,15 +280,14 @@ def test_open_clip_siglip_equals_encode_image(siglip):
         h.remove()
     assert_close(capture.output, expected)
     assert_attention(capture.attention, maps)
-    wrong = vit.load(loaded.source, mlp_act="gelu" if cfg.mlp_act == "gelu_tanh" else "gelu_tanh")
-    with torch.no_grad():       # the activation the name gives is the one that passes: the other fails the tolerance
-        assert (wrong.model(x) - expected).abs().max() > 1e-4 * expected.abs().max()
+    with pytest.raises(ValueError, match="does not open as the model timm"):   # the other activation is refused
+        vit.load(loaded.source, mlp_act="gelu" if cfg.mlp_act == "gelu_tanh" else "gelu_tanh")
 
 
 def test_open_clip_siglip_at_another_size_equals_timms_dynamic_tower(siglip):
     ref, loaded, patch, name = siglip
-    dynamic = timm.create_model(name, depth=2, embed_dim=128, num_heads=2, img_size=4 * patch, num_classes=0,
-                                global_pool="map", dynamic_img_size=True).eval()
+    dynamic = timm.create_model(name, depth=2, img_size=4 * patch, num_classes=0, global_pool="map",
+                                dynamic_img_size=True).eval()
     dynamic.load_state_dict(ref.visual.trunk.state_dict())
     x = images(2, (6 * patch, 5 * patch))   # upsampled table: timm's antialiasing has nothing to smooth
     with torch.no_grad():

@@ -31,7 +31,7 @@ REPO = Path(__file__).resolve().parents[2]
 @pytest.fixture(scope="module")
 def checkpoints(tmp_path_factory) -> dict[str, str]:
     folder = tmp_path_factory.mktemp("sizes")
-    beit = tiny(rel_pos_bias=True, pos_embed_kind="none", layer_scale=True, k_bias=False, global_pool="avg",
+    beit = tiny(rel_pos_bias=True, pos_embed_kind="none", layer_scale=True, k_bias=False, readout="mean",
                 fc_norm=True, img_size=SIDE, num_classes=len(COLOURS))
     return {"vit": str(tiny_checkpoint(folder / "tiny.pt", size=SIDE, patch=PATCH, depth=3)),
             "beit": str(vit.save_checkpoint(folder / "beit.pt", beit, COLOURS, vit.Preprocess.for_crop(SIDE)))}

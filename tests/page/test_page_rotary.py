@@ -40,7 +40,7 @@ def opened(photo: str, model: str, lang: str = "en") -> dict:
 
 @pytest.mark.parametrize("lang", ["en", "zh-CN"])
 def test_a_dinov3_backbone_shows_its_rotation_and_says_why_it_has_no_classes(photo, tmp_path_factory, lang):
-    path = timm_file(tmp_path_factory.mktemp("dinov3"), "vit_small_patch16_dinov3", global_pool="token")
+    path = timm_file(tmp_path_factory.mktemp("dinov3"), "vit_small_patch16_dinov3")
     page = opened(photo, path, lang)
     session = page["session"]
     served = state.model_of(session.key)

@@ -138,7 +138,7 @@ def test_timm_architecture_names_give_windows_as_timm_builds_them():
 def test_a_timm_v2_file_without_its_window_is_asked_for(tmp_path):
     ref = perturbed(timm_swin(2))
     path = save(ref, "timm", tmp_path)
-    with pytest.raises(ValueError, match=r"window size of this Swin v2 is not in its tensors.*\"window_size\": 8"):
+    with pytest.raises(ValueError, match=r"window size of this Swin v2 is not in its tensors.*\"window_size\": W"):
         vit.load(path)
     path.with_suffix(".json").write_text(json.dumps({"config": {"window_size": 7}}))
     assert vit.load(path).config.window_size == (7,) * 4

@@ -29,7 +29,7 @@ def pixel_model() -> vit.VisionTransformer:
     the 20 pixels is c/20·[1, −1] with c = #bright − #dark pixels, and the head gives (A·c/20, BIAS): class 0 iff
     c ≥ 1."""
     model = vit.VisionTransformer(vit.ViTConfig(img_size=(4, 5), patch_size=1, embed_dim=2, depth=0, num_heads=1,
-                                                mlp_dim=4, num_classes=2, class_token=False, global_pool="avg",
+                                                mlp_dim=4, num_classes=2, class_token=False, readout="mean",
                                                 pos_embed_kind="none")).eval()
     with torch.no_grad():
         model.patch_embed.proj.weight.zero_()

@@ -108,7 +108,7 @@ def test_sequences_packed_into_rows_equal_each_sequence_alone(family):
     model, x = tiny(**FAMILIES[family]), image()
     g = torch.Generator().manual_seed(5)
     sequences = [torch.randperm(16, generator=g)[:k] for k in (16, 3, 9, 1, 12, 4, 2)]
-    if model.cfg.global_pool == "token":
+    if model.cfg.readout == "cls":
         sequences.append(torch.zeros(0, dtype=torch.long))
     rows = [sequences[:2], sequences[2:4], sequences[4:]]             # rows of unequal length: the short ones padded
     with torch.no_grad():
@@ -122,7 +122,7 @@ def test_packing_checks_its_input():
     with pytest.raises(ValueError, match=r"outside \[0, 16\)"):
         forward_packed(tiny(), image(), [[torch.tensor([3]), torch.tensor([0, 16])]])
     with pytest.raises(ValueError, match="needs at least one kept patch"):
-        forward_packed(tiny(global_pool="avg", class_token=False), image(), [[torch.arange(3), torch.zeros(0)]])
+        forward_packed(tiny(readout="mean", class_token=False), image(), [[torch.arange(3), torch.zeros(0)]])
     with pytest.raises(ValueError, match=r"one image \(1, C, H, W\)"):
         forward_packed(tiny(), image().expand(2, -1, -1, -1), [[torch.arange(3)]])
 
@@ -132,7 +132,7 @@ def test_prefix_tokens_alone_classify_with_a_class_token_and_pooling_refuses_not
         out = forward_kept(tiny(num_reg_tokens=2), image(), torch.zeros(3, 0, dtype=torch.long))
     assert out.shape == (3, 5) and torch.allclose(out[0], out[2])
     with pytest.raises(ValueError, match="needs at least one kept patch"):
-        forward_kept(tiny(global_pool="avg", class_token=False), image(), torch.zeros(1, 0, dtype=torch.long))
+        forward_kept(tiny(readout="mean", class_token=False), image(), torch.zeros(1, 0, dtype=torch.long))
     with pytest.raises(ValueError, match=r"outside \[0, 16\)"):
         forward_kept(tiny(), image(), torch.tensor([[0, 16]]))
     with pytest.raises(ValueError, match=r"keep must be \(B, K\)"):

@@ -31,7 +31,7 @@ def evidence_model() -> vit.VisionTransformer:
     #dark patches kept), and the head gives logits (A·c/K, 0): the class-0 probability is sigmoid(A·c/K), 1/2
     when nothing is kept."""
     model = vit.VisionTransformer(vit.ViTConfig(img_size=(16, 40), patch_size=8, embed_dim=2, depth=1, num_heads=1,
-                                                mlp_dim=4, num_classes=2, class_token=False, global_pool="avg",
+                                                mlp_dim=4, num_classes=2, class_token=False, readout="mean",
                                                 pos_embed_kind="none")).eval()
     with torch.no_grad():
         for projection in (model.blocks[0].attn.proj, model.blocks[0].mlp.fc2):

@@ -109,6 +109,7 @@ def test_folder_processor_and_labels(tmp_path):
     ref.save_pretrained(tmp_path / "m")
     loaded = vit.load(tmp_path / "m")
     assert loaded.labels == [f"action {i}" for i in range(5)]
+    assert (loaded.verified.status, loaded.verified.key) == ("not_verified", "video")   # the load's check says why not
     assert loaded.preprocess.crop == (32, 32) and loaded.preprocess.num_frames == 4
     assert any("VideoMAEVideoProcessor" in a for a in loaded.assumptions)
     (tmp_path / "m" / "video_preprocessor_config.json").write_text(json.dumps(
@@ -129,6 +130,7 @@ def test_own_format_round_trip(tmp_path):
     with torch.no_grad():
         assert torch.allclose(again.model(x), loaded.model(x), rtol=1e-6, atol=1e-7)
     assert again.config == loaded.config and again.preprocess == loaded.preprocess
+    assert (again.verified.status, again.verified.key) == ("not_verified", "own_format")
 
 
 @pytest.mark.parametrize("family", FAMILIES)

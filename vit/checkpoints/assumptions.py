@@ -40,6 +40,14 @@ ASSUMED: dict[str, str] = {  # Assumption.key -> the sentence; viz/i18n/page.py 
                   "SigLIP 2 towers with tanh GELU need " + _how("mlp_act", '"gelu_tanh"') + ".",
     "rope_grid": "The rotary embedding is not in the file: EVA-02's, its angles scaled to the {grid} grid timm's "
                  "EVA-02 models were trained on, assumed.",
+    "timm_table": "timm is not installed: what timm's {name} is (its heads, norms, rotation and readout) was read "
+                  "from this explorer's own table of timm's architectures, not from timm; with timm installed "
+                  "(pip install timm) it is read from timm itself and the load is checked against timm's model.",
+    "sam_eps": "The blocks' LayerNorm eps is not in the file: {eps} assumed, as {source} has; another eps E needs "
+               + _how("layer_norm_eps", "E") + ".",
+    "readout_timm": "Which tokens the head reads is not in the file: {description} assumed (readout \"{readout}\"), "
+                    "the default of timm's {family} models (global_pool='{pool}'); a model trained reading another, "
+                    "such as {family}'s own CLS feature, needs " + _how("readout", '"cls"') + ".",
     "rotary_family": "The rotary position embedding is not in the file: {family}'s assumed, as its tensors are "
                      "{family}'s; if it is another model, give its timm name as \"architecture\" in a sidecar JSON "
                      "beside the file.",
@@ -62,6 +70,13 @@ ASSUMED: dict[str, str] = {  # Assumption.key -> the sentence; viz/i18n/page.py 
     "block_order": "Where the LayerNorms sit is not in the file: after each branch assumed (timm's *_rpn blocks), as "
                    "the blocks have no LayerScale, which timm's pre-norm relative-position blocks all have; a pre-norm "
                    "model trained without LayerScale needs " + _how("res_post_norm", "false") + ".",
+    "block_order_rpn": "Where the LayerNorms sit is not in the file: after each branch assumed (timm's "
+                       "vit_base_patch16_rpn_224), the only timm ViT with these tensors (no CLS token, a LayerNorm "
+                       "after pooling, no LayerScale); a pre-norm model with them needs "
+                       + _how("res_post_norm", "false") + ".",
+    "eps_beit3": "The LayerNorm eps is not in the file: 1e-5 assumed, as timm's BEiT-3 models (beit3_*) have, whose "
+                 "tensors these are (LayerNorms inside attention and the MLP, a CLS token, a LayerNorm after "
+                 "pooling); another eps E needs " + _how("layer_norm_eps", "E") + ".",
     "img_size_relpos": "The input size is not in the file: {size} assumed, as timm's relative-position ViTs {width} "
                        "wide with {patch}-pixel patches are configured (the bias is computed for any grid); for "
                        "another, give " + _how("img_size", "[H, W]") + ".",
@@ -134,7 +149,10 @@ def family_facts(cfg: ViTConfig, fmt: str, read: dict) -> list[Assumption]:
         said.append(Assumption("heads_parallel", branches=cfg.parallel, heads=cfg.num_heads // cfg.parallel,
                                width=cfg.embed_dim))
     if cfg.res_post_norm and "res_post_norm" not in read:
-        said.append(Assumption("block_order"))
+        said.append(Assumption("block_order" if cfg.rel_pos_mlp else "block_order_rpn"))
+    if fmt == "timm" and cfg.attn_norm and cfg.mlp_norm and cfg.mlp_act != "swiglu" and cfg.fc_norm \
+            and "layer_norm_eps" not in read:
+        said.append(Assumption("eps_beit3"))
     if cfg.rel_pos_mlp and "img_size" not in read:
         said.append(Assumption("img_size_relpos", size=f"{cfg.img_size[0]}×{cfg.img_size[1]}", width=cfg.embed_dim,
                                patch=cfg.patch_size))
@@ -201,7 +219,7 @@ def default_preprocess(fmt: str, cfg: ViTConfig) -> tuple[Preprocess, Assumption
         prep, source = Preprocess.for_crop(cfg.img_size, interpolation="bicubic", mean=IMAGENET_MEAN,
                                            std=IMAGENET_STD), "timm"
     else:
-        mean, std = (OPENAI_CLIP_MEAN, OPENAI_CLIP_STD) if family in ("CLIP", "EVA-02") else \
+        mean, std = (OPENAI_CLIP_MEAN, OPENAI_CLIP_STD) if family in ("CLIP", "EVA-02", "AIMv2") else \
             (INCEPTION_MEAN, INCEPTION_STD)
         prep, source = Preprocess.for_crop(cfg.img_size, 0.9 if fmt == "timm" else 1.0, interpolation="bicubic",
                                            mean=mean, std=std), "timm"
@@ -210,14 +228,16 @@ def default_preprocess(fmt: str, cfg: ViTConfig) -> tuple[Preprocess, Assumption
 
 def family_name(fmt: str, cfg: ViTConfig) -> str:
     """The family whose conventions a checkpoint without metadata gets: "EVA-02", "BEiT", "SigLIP", "CLIP",
-    "relative-position ViT", "parallel-block ViT", "NaFlex ViT", "DINO", "I-JEPA", "GAP ViT" (mean-pooled, no CLS
-    token) or "ViT". A timm ViT without CLS token, head or registers is
+    "relative-position ViT", "parallel-block ViT", "NaFlex ViT", "AIMv2", "DINO", "I-JEPA", "GAP ViT" (mean-pooled,
+    no CLS token) or "ViT". A timm ViT without CLS token, head or registers is
     SigLIP's mean-pooled tower (I-JEPA's at its widths); with a head, one of timm's mean-pooled classifiers."""
     named = {"eva02": "EVA-02", "beit": "BEiT", "siglip": "SigLIP", "clip": "CLIP", "dinov3": "DINOv3",
              "rope_vit": "RoPE ViT", "relpos": "relative-position ViT", "parallel": "parallel-block ViT",
              "naflex": "NaFlex ViT", "swin": "Swin"}
     if cfg.family in named:
         return named[cfg.family]
+    if cfg.norm_kind == "rmsnorm" and cfg.patch_norm:
+        return "AIMv2"
     if fmt == "dino":
         return "DINO"
     if fmt == "timm" and not cfg.class_token:

@@ -23,13 +23,16 @@ What was identified rather than read is said (``Identified.said``).
 """
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass, field
 
 import torch
 
+from ..readout import from_timm, kind as readout_kind
 from ..preprocess import IMAGENET_MEAN, IMAGENET_STD, INCEPTION_MEAN, INCEPTION_STD, Preprocess
 from .assumptions import Assumption, described
+from .infer import TIMM_SIZES
 from .pipelines import timm_preprocess
 
 # timm's pretrained_cfg of each family (timm 1.0, eva.py), and Meta's make_transform for its own DINOv3 files
@@ -56,11 +59,15 @@ class Family:
     config: dict                  # ViTConfig fields of its rotation and norms
     preprocess: Preprocess        # its timm pretrained_cfg's (Meta's files: ``meta_dinov3_preprocess``)
     heads: dict = field(default_factory=dict)   # heads by width where 64 dims per head is wrong
+    timm_pool: str | None = None  # timm's default global_pool where it is not the tensors' (DINOv3: 'avg'; its own
+                                  # files and transformers' read the CLS token)
+    projects: bool = False        # timm's head is the projection into an image–text space (PE core), not classes
 
 
 DINOV3 = Family("DINOv3", dict(rope=True, rope_coords="centered", rope_temperature=100.0, rope_half=True,
                                rope_axes="ij", rope_ref_grid=None, rope_mixed=False, layer_norm_eps=1e-5),
-                timm_preprocess(_TIMM_DINOV3), heads={192: 3, 1280: 20, 4096: 32})   # ViT-H+ 20, 7B 32 of 128
+                timm_preprocess(_TIMM_DINOV3), heads={192: 3, 1280: 20, 4096: 32},   # ViT-H+ 20, 7B 32 of 128
+                timm_pool="avg")
 ROPE_AXIAL = Family("RoPE-ViT (axial)", dict(rope=True, rope_temperature=100.0, rope_axes="xy", rope_coords="index",
                                             rope_half=False, rope_mixed=False, rope_ref_grid=None),
                     timm_preprocess(_TIMM_ROPE_VIT))
@@ -71,7 +78,17 @@ ROPE_GAP = Family("timm RoPE ViT (rope_reg_gap)", dict(rope=True, rope_ref_grid=
                                                       rope_axes="ij", rope_coords="index", rope_half=False,
                                                       rope_mixed=False),
                   timm_preprocess(_TIMM_ROPE_GAP))
-FAMILIES = {f.name: f for f in (DINOV3, ROPE_AXIAL, ROPE_MIXED, ROPE_GAP)}
+# Perception Encoder (timm's vit_pe_*, eva.py): a rotation counted from 1 in (x, y) order, scaled to the native grid,
+# beside a learned table; core: a probe of 8 heads over every token, its head a projection; spatial and lang: no norm
+# after the blocks, the mean of the patches. Their input size is their table's (set per file).
+_PE_ROTATION = dict(rope=True, rope_coords="index", rope_axes="xy", rope_half=False, rope_mixed=False, rope_offset=1.0,
+                    rope_temperature=10000.0, layer_norm_eps=1e-5)
+_TIMM_PE = dict(crop_pct=1.0, interpolation="bicubic", mean=INCEPTION_MEAN, std=INCEPTION_STD)
+PE_CORE = Family("Perception Encoder (core)", dict(_PE_ROTATION, readout="map_all", pool_heads=8),
+                 timm_preprocess(dict(_TIMM_PE, input_size=(3, 224, 224))), heads={1536: 16}, projects=True)
+PE_SPATIAL = Family("Perception Encoder (spatial, lang)", dict(_PE_ROTATION, readout="mean", final_norm=False),
+                    timm_preprocess(dict(_TIMM_PE, input_size=(3, 448, 448))), heads={1536: 16})
+FAMILIES = {f.name: f for f in (DINOV3, ROPE_AXIAL, ROPE_MIXED, ROPE_GAP)}   # the ones whose tensors hold no table
 
 # timm architecture names of the rotary families (with or without a .tag)
 TIMM_ARCHITECTURES = (
@@ -85,12 +102,13 @@ HOW_TO_NAME = ('name its timm architecture: a sidecar JSON beside the file (the 
 
 
 def architecture_fields(name: str) -> dict:
-    """ViTConfig fields a timm architecture name fixes about positions: a rotary family's rotation, or
-    ``{"rope": False}`` for timm's other ViTs and DeiTs (EVA-02's rotation shows in its tensors: nothing)."""
+    """ViTConfig fields a timm architecture name fixes about positions: a rotary family's rotation (and its readout
+    where timm's default is not what the tensors show: DINOv3's mean of the patches), or ``{"rope": False}`` for
+    timm's other ViTs and DeiTs (EVA-02's rotation shows in its tensors: nothing)."""
     arch = name.split(".")[0]
     for pattern, family in TIMM_ARCHITECTURES:
         if re.fullmatch(pattern, arch):
-            return dict(family.config)
+            return {**family.config, **({"readout": from_timm(family.timm_pool)} if family.timm_pool else {})}
     if arch.startswith(("vit_", "deit")):
         return {"rope": False}
     return {}
@@ -103,6 +121,11 @@ class Identified:
     convention: dict                       # the family's fields, given ones never overwritten
     preprocess: Preprocess | None          # the family's own, when no metadata gives one
     said: tuple[Assumption, ...] = ()      # what was identified rather than read, one sentence each
+
+    @property
+    def head_projects(self) -> bool:
+        """timm's head is the projection into an image–text space (``Family.projects``)."""
+        return self.family is not None and self.family.projects
 
 
 def identify(state: dict, fmt: str, given: dict, source: str = "checkpoint",
@@ -143,20 +166,53 @@ def identify(state: dict, fmt: str, given: dict, source: str = "checkpoint",
             return _with(ROPE_AXIAL, state, given, {}, fmt, given_preprocess)
         if not eva_scale:                   # no family's signature at all: infer_config refuses it, saying what to give
             return None
+        size = timm_size_name(state)
         raise ValueError(f"{source} holds no position information (no position table, no relative position bias): "
                          f"a rotary ViT places its patches by a rotation whose settings are not in the file. To open "
-                         f"it, " + HOW_TO_NAME % "vit_small_patch16_rope_224" + ". Only for a ViT trained without any "
-                         f"position information, pass img_size=(H, W) and pos_embed_kind='none', e.g. in a sidecar "
-                         f"JSON.")
+                         f"it, " + HOW_TO_NAME % f"vit_{size}_rope_224" + f" (timm's name for a RoPE-ViT of its width "
+                         f"and patch; vit_{size}_dinov3 for a DINOv3). Only for a ViT trained without any position "
+                         f"information, pass img_size=(H, W) and pos_embed_kind='none', e.g. in a sidecar JSON.")
     table = state.get(next((k for k in state if re.sub(r"^(module\.)?", "", k) == "pos_embed"), ""))
+    pe = _perception_encoder(keys, table, state)
+    if pe is not None:
+        return _with(pe, state, given, {}, fmt, given_preprocess)
     patches_only = table is not None and _is_square(table.shape[1])
     swiglu = any(".mlp.fc1_g." in k for k in keys)
     if eva_scale and cls and patches_only and key_bias and not swiglu:
+        size = timm_size_name(state)
         raise ValueError(f"{source} has the tensors of DeiT III (facebookresearch/deit, no rotation) and of timm's "
                          f"RoPE-ViT with absolute positions (vit_*_patch16_rope_ape_224, a rotation the file does not "
                          f"show) alike: which it is is not in the file. To open it, "
-                         + HOW_TO_NAME % "deit3_small_patch16_224\" or \"vit_small_patch16_rope_ape_224" + ".")
+                         + HOW_TO_NAME % f"deit3_{size}_224\" or \"vit_{size}_rope_ape_224" + " (timm's names of "
+                         f"both at its width and patch).")
     return None
+
+
+def _perception_encoder(keys: set, table, state: dict) -> Family | None:
+    """A Perception Encoder tower in timm's layout (a norm before the blocks, no patch bias, a learned table): with a
+    probe, the core; with no norm after the blocks, spatial or lang; its rotation's grid and input size the
+    table's."""
+    if "norm_pre.weight" not in keys or "patch_embed.proj.bias" in keys or table is None:
+        return None
+    if "attn_pool.latent" in keys:
+        family = PE_CORE
+    elif "norm.weight" not in keys and "fc_norm.weight" not in keys:
+        family = PE_SPATIAL
+    else:
+        return None                                     # timm's CLIP towers: norm_pre and no patch bias, no rotation
+    side = int(round((int(table.shape[1]) - int("cls_token" in keys)) ** 0.5))
+    patch = int(state[next(k for k in state if k.endswith("patch_embed.proj.weight"))].shape[-1])
+    size = side * patch
+    preprocess = timm_preprocess(dict(_TIMM_PE, input_size=(3, size, size)))
+    return dataclasses.replace(family, config={**family.config, "rope_ref_grid": (side, side)}, preprocess=preprocess)
+
+
+def timm_size_name(state: dict) -> str:
+    """How timm names a ViT of this file's width and patch ("small_patch16"), for advice that names an architecture
+    the file can be: read off its patch embedding."""
+    patch = state[next(k for k in state if k.endswith(("patch_embed.proj.weight", "patch_embeddings.weight")))]
+    width, side = int(patch.shape[0]), int(patch.shape[-1])
+    return f"{TIMM_SIZES.get(width, 'base')}_patch{side}"
 
 
 def _is_square(n: int) -> bool:
@@ -201,6 +257,11 @@ def _with(family: Family | None, state: dict, given: dict, read: dict, fmt: str,
     sentences = []
     if said and family is not None:
         sentences.append(Assumption("rotary_family", family=family.name))
+    if family is not None and family.timm_pool and fmt == "timm" and "readout" not in given:
+        readout = from_timm(family.timm_pool)                  # a file saved by timm pools as timm's model does
+        convention["readout"] = readout
+        sentences.append(Assumption("readout_timm", description=readout_kind(readout).description, readout=readout,
+                                    family=family.name, pool=family.timm_pool))
     if preprocess is not None:     # taken only where no metadata gives one: say where it came from
         sentences.append(Assumption("preprocess", source=source, family=family.name, **described(preprocess)))
     return Identified(family, {k: v for k, v in read.items() if k not in given}, convention, preprocess,

@@ -55,7 +55,7 @@ TORCHVISION_SWAPS: Swaps = [
     (r"^heads\.pre_logits\.", "pre_logits.0."),
     (r"^heads\.head\.", "head."),
 ]
-HF_PREFIXES = r"(vit|deit|beit|data2vec_vision|dinov2|dinov2_with_registers)"  # base_model_prefix of each class
+HF_PREFIXES = r"(vit|deit|beit|data2vec_vision|dinov2|dinov2_with_registers|ijepa)"  # base_model_prefix of each class
 HF_SWAPS: Swaps = [
     (rf"^{HF_PREFIXES}\.", ""),
     (r"^encoder\.relative_position_bias\.relative_position_bias_table$",  # BEiT pre-training: one table for all
@@ -117,6 +117,7 @@ OPENAI_CLIP_SWAPS: Swaps = [  # OpenAI's released CLIP state dicts and open_clip
     (r"^visual\.ln_pre\.", "norm_pre."),
     (r"^visual\.transformer\.resblocks\.(\d+)\.", r"blocks.\1."),
     (r"^visual\.ln_post\.", "norm."),
+    (r"^visual\.fc_norm\.", "fc_norm."),                     # open_clip's final_ln_after_pool (CLIPA), renamed so
     (r"^visual\.proj$", "proj.weight"),                      # (D, E) used as x @ proj, transposed below
     (r"^transformer\.resblocks\.(\d+)\.", r"text.blocks.\1."),
     (r"^token_embedding\.", "text.token_embedding."),
@@ -182,6 +183,25 @@ HF_DINOV3_SWAPS: Swaps = [  # transformers' DINOv3ViTModel / DINOv3ViTBackbone
     (r"\.mlp\.down_proj\.", ".mlp.fc2."),                   # up_proj: fc1_x beside a gate, else fc1 (below)
 ]
 HF_DINOV3_DROP = [r"^embeddings\.mask_token$", r"inv_freq$"]
+HF_AIMV2_SWAPS: Swaps = [  # transformers' Aimv2VisionModel (and Aimv2Model's image tower, vision_model.)
+    (r"^vision_model\.", ""),
+    (r"^embeddings\.patch_embed\.", "patch_embed.proj."),
+    (r"^embeddings\.rms_norm\.", "patch_embed.norm."),
+    (r"^embeddings\.position_embedding\.weight$", "pos_embed"),       # (N, D), reshaped below
+    (r"^encoder\.layers\.(\d+)\.", r"blocks.\1."),
+    (r"\.attention\.(q|k|v)_proj\.", r".attn.\1."),                   # fused into attn.qkv below
+    (r"\.attention\.out_proj\.", ".attn.proj."),
+    (r"\.ffn\.gate_proj\.", ".mlp.fc1_g."),
+    (r"\.ffn\.up_proj\.", ".mlp.fc1_x."),
+    (r"\.ffn\.down_proj\.", ".mlp.fc2."),
+    (r"\.rms_norm([12])\.", r".norm\1."),
+    (r"^rms_norm\.", "norm."),
+    (r"^head\.cls_token$", "attn_pool.latent"),                       # its head: the probe is the query
+    (r"^head\.(k|v)_proj\.", r"attn_pool.\1."),                       # stacked into attn_pool.kv below
+    (r"^head\.output_proj\.", "attn_pool.proj."),
+    (r"^visual_projection\.", "proj."),                              # Aimv2Model: into the image–text space
+]
+HF_AIMV2_DROP = [r"position_ids$", r"^(text_model|text_projection|logit_scale)"]
 OPEN_CLIP_TIMM_SWAPS: Swaps = [  # open_clip's TimmModel (SigLIP, SigLIP 2): the timm model is its image tower's trunk
     (r"^module\.", ""),
     (r"^visual\.trunk\.", ""),
@@ -450,6 +470,19 @@ def huggingface_filter_fn(state_dict: dict) -> dict:
     return out
 
 
+def huggingface_aimv2_filter_fn(state_dict: dict) -> dict:
+    """transformers' AIMv2 image tower -> ours: renames, q/k/v fused, the (N, D) table made (1, N, D), the head's
+    key and value projections stacked as the probe's kv."""
+    sd = _fuse_qkv(swap_keys(state_dict, HF_AIMV2_SWAPS, HF_AIMV2_DROP))
+    if "pos_embed" in sd and sd["pos_embed"].ndim == 2:
+        sd["pos_embed"] = sd["pos_embed"].unsqueeze(0)
+    for kind in ("weight", "bias"):
+        k, v = sd.pop(f"attn_pool.k.{kind}", None), sd.pop(f"attn_pool.v.{kind}", None)
+        if k is not None and v is not None:
+            sd[f"attn_pool.kv.{kind}"] = torch.cat([k, v])
+    return sd
+
+
 def open_clip_timm_filter_fn(state_dict: dict) -> dict:
     """open_clip with a timm image tower -> ours: the trunk's timm keys, its projection; the rest is left out."""
     return timm_filter_fn(swap_keys(state_dict, OPEN_CLIP_TIMM_SWAPS, OPEN_CLIP_TIMM_DROP))
@@ -545,6 +578,7 @@ FILTERS = {
     "google-npz": google_filter_fn,
     "dinov3": meta_dinov3_filter_fn,
     "huggingface-dinov3": huggingface_dinov3_filter_fn,
+    "huggingface-aimv2": huggingface_aimv2_filter_fn,
 }
 
 
@@ -555,6 +589,8 @@ def detect_format(state_dict: dict) -> str:
         return "huggingface"
     if "embeddings.patch_embeddings.weight" in state_dict and "embeddings.register_tokens" in state_dict:
         return "huggingface-dinov3"
+    if any(re.fullmatch(r"(vision_model\.)?embeddings\.rms_norm\.weight", k) for k in keys):
+        return "huggingface-aimv2"
     if any(re.fullmatch(r"(module\.)?(backbone\.)?(storage_tokens|rope_embed\.periods)", k) for k in keys):
         return "dinov3"
     if any(re.fullmatch(r"(module\.)?visual\.class_embedding", k) for k in keys):

@@ -31,22 +31,30 @@ from pathlib import Path
 
 from . import assumptions
 from .files import read_file, regular_file
+from .infer import CLIP_LAYER_NORM_EPS
 from .pipelines import huggingface_preprocess, huggingface_processor_name, open_clip_preprocess, timm_preprocess
-from .timm_names import architecture_config, naflex_architecture, plain_mlp_activation
+from .timm_library import TimmArchitecture
+from .timm_names import Named, architecture_config, named, plain_mlp_activation
+from .sam_formats import huggingface_sam_config, sam_preprocess
 from .swin_formats import huggingface_swin_config, timm_swin_config
 from .video_formats import VIDEO_TYPES, huggingface_video_config, huggingface_video_preprocess
 from ..clip.tokenizer import Tokenizer
+from ..readout import TIMM_POOLS
 from ..preprocess import Preprocess
 
 HF_ACTIVATIONS = {"gelu": "gelu", "quick_gelu": "quick_gelu", "gelu_pytorch_tanh": "gelu_tanh",
                   "gelu_new": "gelu_tanh"}  # transformers' hidden_act -> ViTConfig.mlp_act
 CLIP_TYPES = ("clip", "clip_vision_model", "siglip", "siglip_vision_model", "siglip2", "siglip2_vision_model")
-VIT_TYPES = ("vit", "deit", "vit_msn", "vit_mae")          # ViT's layout and pooling (MAE: its encoder, unmasked)
+VIT_TYPES = ("vit", "deit", "vit_msn", "vit_mae", "ijepa")  # ViT's layout (MAE: its encoder, unmasked; I-JEPA no CLS)
 BEIT_TYPES = ("beit", "data2vec-vision")                  # relative position bias, layer scale, mean pooling
 DINOV2_TYPES = ("dinov2", "dinov2_with_registers")        # layer scale, registers, SwiGLU for the giant
 SWIN_TYPES = ("swin", "swinv2")
-SUPPORTED_TYPES = (*VIT_TYPES, *BEIT_TYPES, *DINOV2_TYPES, *CLIP_TYPES, "dinov3_vit", *SWIN_TYPES, *VIDEO_TYPES)
-OPEN_CLIP_TIMM_PROJECTIONS = ("none", "linear")  # open_clip's timm_proj: none, or a bias-free Linear (proj_bias false)
+SAM_TYPES = ("sam", "sam_vision_model")                   # SamModel (its image encoder) and SamVisionModel
+AIMV2_TYPES = ("aimv2_vision_model", "aimv2")              # Aimv2VisionModel, Aimv2Model's image tower
+SUPPORTED_TYPES = (*VIT_TYPES, *BEIT_TYPES, *DINOV2_TYPES, *CLIP_TYPES, "dinov3_vit", *SWIN_TYPES, *SAM_TYPES,
+                   *AIMV2_TYPES, *VIDEO_TYPES)
+OPEN_CLIP_TIMM_PROJECTIONS = ("none", "linear", None)  # open_clip's timm_proj: none, a bias-free Linear, or (null)
+                                                       # timm's own head, with its bias
 
 
 @dataclass(frozen=True)
@@ -60,6 +68,8 @@ class HuggingFaceFolder:
     tokenizer: Tokenizer | None = None                # the folder's own CLIP tokenizer files, when it has them
     activation: str | None = None   # a plain MLP's activation named by a timm architecture (a gated MLP's tensors win)
     assumptions: tuple = ()         # what the folder does not say (``vit.checkpoints.assumptions.Assumption``)
+    timm: TimmArchitecture | None = None   # the timm architecture it names, as timm builds it (None without timm)
+    head_projects: bool = False     # timm's head is the projection into an image–text space (PE core)
 
 
 def read_folder(folder: Path) -> HuggingFaceFolder:
@@ -87,6 +97,12 @@ def read_folder(folder: Path) -> HuggingFaceFolder:
         return _read_swin_folder(folder, hf)
     if kind in VIDEO_TYPES:
         return _read_video_folder(folder, hf)
+    if kind in AIMV2_TYPES:
+        return _read_aimv2_folder(folder, hf)
+    if kind in SAM_TYPES:
+        config = huggingface_sam_config(hf)
+        return HuggingFaceFolder(_read_weights(folder), config, None, sam_preprocess(config["img_size"]),
+                                 "huggingface-sam")
     raise ValueError(f"{folder}: unsupported Hugging Face model_type {kind!r}! Expected one of "
                      f"{', '.join(repr(t) for t in SUPPORTED_TYPES)}, or a timm folder (config.json with "
                      f"'architecture') or an open_clip folder (open_clip_config.json).")
@@ -96,6 +112,9 @@ def _read_vit_folder(folder: Path, hf: dict) -> HuggingFaceFolder:
     if hf.get("hidden_act", "gelu") != "gelu":
         raise ValueError(f"{folder}: hidden_act {hf['hidden_act']!r} is not supported! Expected 'gelu' (exact GELU).")
     config = _encoder_config(hf, default_eps=1e-12)
+    if hf["model_type"] == "deit":   # the class says whether the distillation token has a head of its own
+        with_teacher = "DeiTForImageClassificationWithTeacher" in (hf.get("architectures") or ())
+        config["readout"] = "distilled" if with_teacher else "cls"
     state = _read_weights(folder)
     if hf["model_type"] == "vit_mae":  # ViTMAEForPreTraining: the encoder; its decoder reconstructs masked patches
         state = {k: v for k, v in state.items() if not k.startswith("decoder.")}
@@ -113,13 +132,33 @@ def _read_beit_folder(folder: Path, hf: dict) -> HuggingFaceFolder:
 def _read_dinov2_folder(folder: Path, hf: dict) -> HuggingFaceFolder:
     """DINOv2 (Dinov2Model, and its registers variant): layer scale, registers without position embedding, SwiGLU for
     the giant; the registers variant resizes its position table with antialiasing, as Meta's register models do.
-    The classifiers (Dinov2ForImageClassification) read the CLS token and the mean of the patches together, a
-    readout this explorer does not draw: their backbone opens when asked for without the head (num_classes=0)."""
+    The classifiers (Dinov2ForImageClassification) read the CLS token and the mean of the patches side by side: their
+    head, 2·D wide, says so (``infer.readout_fields``)."""
     config = _encoder_config(hf, default_eps=1e-6)
     config["mlp_act"] = "swiglu" if hf.get("use_swiglu_ffn") else _activation(folder, hf)
     if hf["model_type"] == "dinov2_with_registers":
         config["pos_embed_antialias"] = True
     return _folder(folder, hf, _read_weights(folder), config, hf["model_type"])
+
+
+def _read_aimv2_folder(folder: Path, hf: dict) -> HuggingFaceFolder:
+    """AIMv2's image tower (Aimv2VisionModel, or Aimv2Model's): RMSNorm, SwiGLU, its heads and biases from
+    config.json; its head (use_head) an attention pooling whose probe is the query, else the mean of the patches.
+    The native-resolution variant (a sine-cosine table made per photo) is refused."""
+    vision = hf.get("vision_config", hf)
+    if vision.get("is_native"):
+        raise ValueError(f"{folder}: AIMv2's native-resolution tower (is_native true: a sine-cosine table made for "
+                         f"each photo's grid) is not one this explorer builds! Expected a learnt position table.")
+    if vision.get("hidden_act", "silu") != "silu":
+        raise ValueError(f"{folder}: AIMv2 with hidden_act {vision['hidden_act']!r} is not supported! Expected "
+                         f"'silu' (SwiGLU).")
+    size = vision.get("image_size", 224)
+    config = dict(img_size=(size, size), num_heads=vision.get("num_attention_heads", 8),
+                  layer_norm_eps=vision.get("rms_norm_eps", 1e-5), mlp_act="swiglu",
+                  readout="map" if vision.get("use_head", True) else "mean")
+    state = _read_weights(folder)
+    preprocess, assumed = _processor(folder, hf["model_type"], config["img_size"])
+    return HuggingFaceFolder(state, config, None, preprocess, "huggingface-aimv2", assumptions=assumed)
 
 
 def _folder(folder: Path, hf: dict, state: dict, config: dict, model_type: str) -> HuggingFaceFolder:
@@ -222,21 +261,22 @@ def _read_timm_folder(folder: Path, timm_cfg: dict) -> HuggingFaceFolder:
     """A timm Hub folder: config.json {"architecture", "num_classes", "pretrained_cfg": {...}} + the weights."""
     arch = str(timm_cfg["architecture"])
     pretrained = timm_cfg.get("pretrained_cfg") or {}
-    config = {**architecture_config(arch), **naflex_architecture(arch)}
+    state = _read_weights(folder)
     model_args = timm_cfg.get("model_args") or {}
-    if isinstance(model_args.get("num_heads"), int):  # push_to_hub(model_args=...) writes what it was made with
-        config["num_heads"] = model_args["num_heads"]
+    name = named(arch, model_args, state) if not arch.startswith("swin") else None
+    config = dict(name.fields) if name else {}
     preprocess = None
     if "input_size" in pretrained:  # else the architecture's own config, which only timm knows: the loader's default
         patch = re.search(r"_patch(\d+)", arch) if arch.startswith("naflexvit_") else None
         preprocess = timm_preprocess(pretrained, naflex_patch=int(patch[1]) if patch else None)
-        config["img_size"] = preprocess.crop
+        if "pos_embed" not in state and "img_size" not in config:   # a table's grid is the model's own size; without
+            config["img_size"] = preprocess.crop                     # one, the input its preprocessing gives
     config.update(timm_swin_config(arch))   # a Swin's window: {} for other models
     labels = pretrained.get("label_names") or timm_cfg.get("label_names")
-    state = _read_weights(folder)
     fmt = "timm-naflex" if "embeds.proj.weight" in state else "timm"     # NaFlexViT keeps its embeddings apart
     return HuggingFaceFolder(state, config, list(labels) if labels else None, preprocess, fmt,
-                             activation=plain_mlp_activation(arch))
+                             activation=name and name.activation, assumptions=name.said if name else (),
+                             timm=name and name.timm, head_projects=bool(name and name.head_projects))
 
 
 def _read_open_clip_folder(folder: Path, oc: dict) -> HuggingFaceFolder:
@@ -256,34 +296,70 @@ def _read_open_clip_folder(folder: Path, oc: dict) -> HuggingFaceFolder:
         raise FileNotFoundError(f"{folder}: no {' or '.join(names)} beside open_clip_config.json.")
     timm_name = vision.get("timm_model_name")
     if timm_name:
-        return HuggingFaceFolder(read_file(weights), _open_clip_timm_config(folder, vision, crop), None, preprocess,
-                                 "open-clip-timm", activation=plain_mlp_activation(timm_name))
+        state = read_file(weights)
+        config, name = _open_clip_timm_config(folder, vision, crop, state)
+        if vision.get("timm_proj", "linear") is None:   # timm's own head is the projection into the shared space
+            state = {re.sub(r"^((module\.)?visual\.)trunk\.head\.", r"\1head.proj.", k): v for k, v in state.items()}
+        return HuggingFaceFolder(state, config, None, preprocess, "open-clip-timm", activation=name.activation,
+                                 assumptions=name.said, timm=name.timm)
     act = "quick_gelu" if model_cfg.get("quick_gelu") else "gelu"
-    config = {"mlp_act": act, "img_size": crop}
+    config = {"mlp_act": act, "img_size": crop, "layer_norm_eps": CLIP_LAYER_NORM_EPS,   # open_clip's LayerNorms
+              **_open_clip_pooling(folder, vision)}
     if "width" in vision:  # open_clip's VisionTransformer: heads = width / head_width
         config["num_heads"] = max(int(vision["width"]) // int(vision.get("head_width", 64)), 1)
-    return HuggingFaceFolder(read_file(weights), config, None, preprocess, "openai-clip", {"mlp_act": act})
+    state = read_file(weights)
+    if config.get("fc_norm"):                  # final_ln_after_pool: ln_post normalises the pooled vector
+        state = {k.replace("visual.ln_post.", "visual.fc_norm."): v for k, v in state.items()}
+    if not _clip_text_tower(model_cfg.get("text_cfg") or {}):   # CLIPA's BERT-tokenized text tower: the image tower
+        state = {k: v for k, v in state.items() if re.match(r"(module\.)?visual\.", k)}
+    return HuggingFaceFolder(state, config, None, preprocess, "openai-clip", {"mlp_act": act})
 
 
-def _open_clip_timm_config(folder: Path, vision: dict, crop: tuple[int, int]) -> dict:
-    """ViTConfig fields of open_clip's timm image tower; ValueError for one that is not a ViT this explorer opens."""
+def _open_clip_pooling(folder: Path, vision: dict) -> dict:
+    """The readout of open_clip's own image tower: the CLS token (``pool_type`` "tok") or the mean of the patches
+    ("avg", CLIPA's), its LayerNorm after pooling with ``final_ln_after_pool``; ValueError for attention pooling
+    (CoCa's) or no pooling."""
+    pool = vision.get("pool_type", "tok")
+    if vision.get("attentional_pool") or pool not in ("tok", "avg"):
+        how = "attention" if vision.get("attentional_pool") else repr(pool)
+        raise ValueError(f"{folder}: open_clip's image tower pools by {how}, not a readout this explorer draws! "
+                         f"Expected pool_type 'tok' (the CLS token) or 'avg' (the mean of the patches).")
+    readout = {"tok": "cls", "avg": "mean"}[pool]
+    return dict(readout=readout, **({"fc_norm": True} if vision.get("final_ln_after_pool") and pool == "avg" else {}))
+
+
+def _clip_text_tower(text: dict) -> bool:
+    """Whether open_clip's text tower is CLIP's (BPE tokenizer, causal mask, the end-of-text token's vector), the one
+    this explorer builds; CLIPA's (a BERT tokenizer, no mask, the last token) is not."""
+    return not text.get("hf_tokenizer_name") and not text.get("no_causal_mask") and \
+        text.get("pool_type", "argmax") == "argmax"
+
+
+def _open_clip_timm_config(folder: Path, vision: dict, crop: tuple[int, int], state: dict) -> tuple[dict, Named]:
+    """ViTConfig fields of open_clip's timm image tower, and what its timm name says (timm's own model of it, made as
+    open_clip's TimmModel makes it); ValueError for one that is not a ViT this explorer opens."""
     name = str(vision["timm_model_name"])
-    if plain_mlp_activation(name) is None and not architecture_config(name):
+    if plain_mlp_activation(name) is None and not architecture_config(name) and not name.startswith("eva02_"):
         raise ValueError(f"{folder}: open_clip's image tower is timm's {name!r}, which is not a ViT this explorer "
                          f"opens! Expected a timm ViT (vit_*, deit*, eva02_*) such as SigLIP's "
                          f"vit_base_patch16_siglip_224.")
     proj = vision.get("timm_proj", "linear")
     if proj not in OPEN_CLIP_TIMM_PROJECTIONS or (proj == "linear" and vision.get("timm_proj_bias")):
         raise ValueError(f"{folder}: open_clip's timm_proj {proj!r}{' with a bias' if proj == 'linear' else ''} is "
-                         f"not supported! Expected 'none' or a bias-free 'linear' projection.")
+                         f"not supported! Expected 'none', none at all (timm's head projects) or a bias-free "
+                         f"'linear' projection.")
     pool = vision.get("timm_pool", "avg")
-    if pool not in ("map", "avg", "token"):
+    if pool not in TIMM_POOLS:
         raise ValueError(f"{folder}: open_clip's timm_pool {pool!r} is not supported! Expected 'map', 'avg' or "
                          f"'token'.")
-    config = {**architecture_config(name), "img_size": crop}
+    # open_clip's TimmModel: timm's head is the projection (timm_proj null), none (timm_proj 'none'), or a Linear
+    # after a headless trunk (timm_proj 'linear', its pooling reset)
+    args = {"global_pool": pool, "num_classes": 0}
+    found = named(name, args, {k: v for k, v in state.items() if "head." not in k}, "visual.trunk.")
+    config = {**found.fields, "img_size": crop}
     if pool != "map":  # map pooling shows in its tensors (attn_pool); the others do not
-        config["global_pool"] = pool
-    return config
+        config.setdefault("readout", TIMM_POOLS[pool])
+    return config, found
 
 
 def _encoder_config(hf: dict, default_eps: float) -> dict:

@@ -72,11 +72,16 @@ def infer_config(sd: dict, **overrides) -> ViTConfig:
         num_classes=int(sd["head.weight"].shape[0]) if "head.weight" in sd else 0,
         representation_size=int(sd["pre_logits.0.weight"].shape[0]) if "pre_logits.0.weight" in sd else None,
         patch_bias="patch_embed.proj.bias" in sd,
+        patch_norm="patch_embed.norm.weight" in sd,                 # AIMv2: a norm on the patch embeddings
+        linear_bias="blocks.0.attn.proj.bias" in sd,                # AIMv2: no bias after attention, nor in the MLP
+        norm_kind="rmsnorm" if "blocks.0.norm1.weight" in sd and "blocks.0.norm1.bias" not in sd else "layernorm",
         norm_pre="norm_pre.weight" in sd,
+        final_norm="norm.weight" in sd or "fc_norm.weight" in sd,   # InternViT, PE spatial / lang: none
         rel_pos_bias="blocks.0.attn.relative_position_bias_table" in sd,
         attn_norm="blocks.0.attn.norm.weight" in sd,
         mlp_norm="blocks.0.mlp.norm.weight" in sd,
         proj_dim=int(sd["proj.weight"].shape[0]) if "proj.weight" in sd else None,
+        proj_bias="proj.bias" in sd,
         prefix_norm="cls_norm.weight" in sd,                     # DINOv3's untied norm of CLS and registers
     )
     if rel_mlp is not None and "blocks.0.attn.rel_pos.mlp.fc2.bias" not in sd:
@@ -90,19 +95,14 @@ def infer_config(sd: dict, **overrides) -> ViTConfig:
             fields.update(rope=True, rope_ref_grid=EVA02_ROPE_REF_GRID)
     if fields["norm_pre"]:  # a CLIP tower
         fields.update(layer_norm_eps=CLIP_LAYER_NORM_EPS)
-    if "attn_pool.latent" in sd:
-        fields.update(global_pool="map")
-    elif "fc_norm.weight" in sd:
-        fields.update(global_pool="avg", fc_norm=True)
-    elif not class_token:
-        fields.update(global_pool="avg")
+    fields.update(readout_fields(sd, int(D)))
     if "pos_embed" in sd:
         fields.update(_pos_embed_fields(sd, class_token + distilled, int(P), overrides))
     else:
         fields.update(pos_embed_kind="none", **_grid_without_pos_embed(sd, int(P), overrides))
     table = sd.get("blocks.0.attn.relative_position_bias_table")  # BEiT's table has one column per head
     pooled_classifier = not class_token and fields["num_classes"] > 0 and not fields["num_reg_tokens"] \
-        and fields.get("global_pool") == "avg" and not fields.get("fc_norm")
+        and fields.get("readout") == "mean" and not fields.get("fc_norm")
     fields["num_heads"] = int(table.shape[1]) if table is not None else \
         default_num_heads(int(D), class_token, pooled_classifier)
     if rel_mlp is not None:                                        # the MLP has one output per head
@@ -113,6 +113,29 @@ def infer_config(sd: dict, **overrides) -> ViTConfig:
     if unknown:
         raise ValueError(f"Unknown config fields {sorted(unknown)}! Expected some of {sorted(known)}.")
     return ViTConfig(**{**fields, **overrides})
+
+
+def readout_fields(sd: dict, D: int) -> dict:
+    """The readout the tensors show (``vit.readout``): a MAP probe (attn_pool; its MLP's width), a LayerNorm after
+    pooling (fc_norm: the mean of the patches), a head 2·D wide ([CLS, mean of the patches], DINOv2's
+    classifiers), a distillation head (DeiT), no CLS token (the mean of the patches); {} where nothing says (a CLS
+    token: the model's default readout)."""
+    if "attn_pool.latent" in sd:
+        fc1 = sd.get("attn_pool.mlp.fc1.weight")
+        probe = {} if "attn_pool.q.weight" in sd else {"probe": "aimv2"}      # AIMv2's head: no query projection
+        return dict(readout="map", **probe, **({"pool_mlp_dim": int(fc1.shape[0])} if fc1 is not None else {}))
+    if "fc_norm.weight" in sd:
+        return dict(readout="mean", fc_norm=True)
+    head = sd.get("head.weight")
+    if head is not None and "pre_logits.0.weight" not in sd and head.shape[1] == 2 * D and "cls_token" in sd:
+        return dict(readout="cls_mean")
+    if "head_dist.weight" in sd:
+        return dict(readout="distilled")
+    if "cls_token" not in sd:
+        return dict(readout="mean")
+    if "dist_token" in sd and head is not None:      # a distillation token without its head: DeiT's CLS classifier
+        return dict(readout="cls")
+    return {}
 
 
 def _parallel_fields(sd: dict, D: int, heads: int, overrides: dict) -> dict:
@@ -146,15 +169,23 @@ def _grid_without_pos_embed(sd: dict, P: int, overrides: dict) -> dict:
     if "img_size" in overrides and (table is not None or positions_given):
         return {}
     if table is None:
-        raise ValueError("Cannot infer the image size: the checkpoint has neither position embeddings (pos_embed) "
+        raise ValueError(f"Cannot infer the image size: the checkpoint has neither position embeddings (pos_embed) "
                          "nor a relative position bias table, so where its tokens are is not in the file. A RoPE ViT "
                          "(timm's vit_*_rope_*, DINOv3) rotates them by a rule no tensor holds: open it by its Hugging "
                          "Face Hub name or folder, whose config names its architecture, or name it in a sidecar JSON "
-                         "beside the file: {\"architecture\": \"vit_small_patch16_rope_224\"}. Only for a ViT "
-                         "trained without any position information, pass img_size=(H, W) and pos_embed_kind='none', "
-                         "e.g. in a sidecar JSON.")
+                         f"beside the file: {{\"architecture\": \"vit_{_timm_size(sd, P)}_rope_224\"}} (timm's name "
+                         "for a RoPE-ViT of its width and patch). Only for a ViT trained without any position "
+                         "information, pass img_size=(H, W) and pos_embed_kind='none', e.g. in a sidecar JSON.")
     gh, gw = grid_from_relative_positions(int(table.shape[0]))
     return dict(img_size=(gh * P, gw * P))
+
+
+TIMM_SIZES = {192: "tiny", 384: "small", 768: "base", 1024: "large", 1280: "huge"}   # timm's names of widths
+
+
+def _timm_size(sd: dict, P: int) -> str:
+    """timm's name of a ViT of this width and patch ("small_patch16"), for advice that names an architecture."""
+    return f"{TIMM_SIZES.get(int(sd['patch_embed.proj.weight'].shape[0]), 'base')}_patch{P}"
 
 
 def checkpoint_grid(sd: dict, cfg: ViTConfig) -> tuple[int, int]:
@@ -177,28 +208,35 @@ def _grid_mismatch(n: int, grid: tuple[int, int], img_size) -> str:
 
 
 def _prefix_with_pos(cfg: ViTConfig) -> int:
-    return int(cfg.class_token) + int(cfg.distilled) if cfg.pos_embed_prefix else 0
+    return cfg.num_pos_prefix
 
 
 def _pos_embed_fields(sd: dict, n_prefix: int, P: int, overrides: dict) -> dict:
-    """img_size and pos_embed_prefix from the number of position embeddings (square grid unless img_size given)."""
+    """img_size, pos_embed_prefix and pos_embed_registers from the number of position embeddings (a square grid
+    unless img_size is given): a row for CLS/DIST, none for the prefix (timm's no_embed_class: register models), or
+    a row for every prefix token, the registers too (timm's so150m)."""
     total = sd["pos_embed"].shape[1]
-    if "pos_embed_prefix" in overrides:
-        candidates = [(overrides["pos_embed_prefix"], total - (n_prefix if overrides["pos_embed_prefix"] else 0))]
-    else:  # timm's no_embed_class: position embeddings for patches only (register models)
-        candidates = [(True, total - n_prefix), (False, total)]
+    registers = int(sd["reg_token"].shape[1]) if "reg_token" in sd else 0
+    layouts = [dict(pos_embed_prefix=True, pos_embed_registers=False), dict(pos_embed_prefix=False,
+                                                                           pos_embed_registers=False)]
+    if registers:
+        layouts.append(dict(pos_embed_prefix=True, pos_embed_registers=True))
+    given = {k: overrides[k] for k in ("pos_embed_prefix", "pos_embed_registers") if k in overrides}
+    layouts = [layout for layout in layouts if all(layout[k] == v for k, v in given.items())] or [given]
+    candidates = [(layout, total - (n_prefix + (registers if layout.get("pos_embed_registers") else 0)
+                                    if layout.get("pos_embed_prefix", True) else 0)) for layout in layouts]
     table = overrides.get("pos_embed_grid")   # NaFlex: the table's own grid, whatever the input size
     if "img_size" in overrides:
         size = overrides["img_size"]
         gh, gw = (size, size) if isinstance(size, int) else size
-        for prefix, n in candidates:  # the prefix layout that fits the given size, or a square to resample from
-            if n == (gh // P) * (gw // P) or math.isqrt(n) ** 2 == n or (table and n == table[0] * table[1]):
-                return dict(pos_embed_prefix=prefix)
+        for layout, n in candidates:  # the prefix layout that fits the given size, or a square to resample from
+            if n == (gh // P) * (gw // P) or math.isqrt(max(n, 0)) ** 2 == n or (table and n == table[0] * table[1]):
+                return layout
         raise ValueError(_grid_mismatch(candidates[0][1], (gh // P, gw // P), (gh, gw)))
-    for prefix, n in candidates:
+    for layout, n in candidates:
         side = math.isqrt(max(n, 0))
         if n > 0 and side * side == n:
-            return dict(pos_embed_prefix=prefix, img_size=(side * P, side * P))
+            return dict(**layout, img_size=(side * P, side * P))
     raise ValueError(f"Cannot infer the image size from {total} position embeddings (not a square grid plus "
                      f"{n_prefix} prefix tokens). Pass img_size=(H, W), e.g. in a sidecar JSON.")
 
@@ -211,8 +249,8 @@ NAFLEX_RESIZING = {
     (False, 0, False, "map"): dict(pos_embed_interp="bilinear", pos_embed_ar_preserving=False,   # *_siglip
                                    mlp_act="gelu_tanh"),
     (False, 1, True, "map"): dict(pos_embed_interp="bicubic", pos_embed_ar_preserving=False),    # base_map, so150m2
-    (False, 1, True, "avg"): dict(pos_embed_interp="bicubic", pos_embed_ar_preserving=False),    # so150m2 gap
-    (False, 4, True, "avg"): None,                                                                # base_gap, par_gap
+    (False, 1, True, "mean"): dict(pos_embed_interp="bicubic", pos_embed_ar_preserving=False),   # so150m2 gap
+    (False, 4, True, "mean"): None,                                                               # base_gap, par_gap
 }
 
 
@@ -225,12 +263,21 @@ def format_facts(fmt: str, sd: dict, given: dict) -> dict:
       the architecture's interpolation and aspect rule (``NAFLEX_RESIZING``), at timm's 384-pixel input;
     - SigLIP 2's NaFlex tower (transformers, a Linear patch embedding): a square table of ``num_patches`` rows
       resized bilinearly with antialiasing, as transformers resizes it, at the input a square photo gets; tanh GELU;
-    - timm's parallel blocks (``attns.j``): the table resized as timm resizes it, bicubic with antialiasing.
+    - timm's parallel blocks (``attns.j``): the table resized as timm resizes it, bicubic with antialiasing;
+    - the timm ViTs whose tensors are theirs alone (``timm_signature``): BEiT-3's LayerNorm eps, the *_rpn blocks'
+      norms after each branch, AIMv2's 128-wide heads.
     """
     if fmt == "timm-naflex":
         return _naflex_facts(sd, given)
     if fmt == "timm" and any(".attns.0." in k for k in sd):  # parallel blocks: a table resized as timm resizes it
         return dict(pos_embed_antialias=True)                  # (resample_abs_pos_embed: bicubic, antialiased)
+    if fmt == "timm":
+        signature = timm_signature(sd)
+        facts = dict(TIMM_SIGNATURES.get(signature, {}))
+        if signature == "aimv2":
+            width = int(next(v for k, v in sd.items() if k.endswith("patch_embed.proj.weight")).shape[0])
+            facts["num_heads"] = max(width // AIMV2_HEAD_DIM, 1)
+        return {k: v for k, v in facts.items() if k not in given}
     patch = next((v for k, v in sd.items() if re.fullmatch(r"(vision_model\.)?embeddings\.patch_embedding\.weight", k)),
                  None)
     if fmt == "huggingface-clip" and patch is not None and patch.ndim == 2:
@@ -240,6 +287,33 @@ def format_facts(fmt: str, sd: dict, given: dict) -> dict:
         return dict(pos_embed_grid=(side, side), pos_embed_interp="bilinear", pos_embed_antialias=True,
                     img_size=(side * P, side * P), mlp_act="gelu_tanh")   # Siglip2VisionConfig's hidden_act
     return {}
+
+
+# timm ViTs (vision_transformer.py) whose tensors no other timm ViT has, and what their tensors leave out (each
+# checked against every timm architecture by tests/checkpoints/test_assumptions.py)
+TIMM_SIGNATURES = {
+    "beit3": dict(layer_norm_eps=1e-5),         # beit3_*: LayerNorms in attention and MLP, a CLS token, fc_norm
+    "rpn": dict(res_post_norm=True),            # vit_base_patch16_rpn_224: no CLS token, fc_norm, no LayerScale
+    "aimv2": {},                                # aimv2_*: RMSNorm, a patch norm; 128-wide heads (format_facts)
+}
+AIMV2_HEAD_DIM = 128
+
+
+def timm_signature(sd: dict) -> str | None:
+    """Which of ``TIMM_SIGNATURES`` a timm ViT's tensors (timm's key names) are, or None."""
+    keys = {re.sub(r"^module\.", "", k) for k in sd}
+    plain = not any(k.startswith(("norm_pre.", "attn_pool.")) or ".rel_pos." in k or "relative_position" in k
+                    for k in keys) and "blocks.0.mlp.fc1.weight" in keys
+    layer_scale = "blocks.0.ls1.gamma" in keys or "blocks.0.gamma_1" in keys
+    if plain and "cls_token" in keys and "fc_norm.weight" in keys and "blocks.0.attn.norm.weight" in keys \
+            and "blocks.0.mlp.norm.weight" in keys:
+        return "beit3"
+    if plain and "cls_token" not in keys and "fc_norm.weight" in keys and not layer_scale \
+            and "reg_token" not in keys and "pos_embed" in keys:
+        return "rpn"
+    if "patch_embed.norm.weight" in keys and "blocks.0.norm1.bias" not in keys:
+        return "aimv2"
+    return None
 
 
 def _naflex_facts(sd: dict, given: dict) -> dict:
@@ -252,7 +326,7 @@ def _naflex_facts(sd: dict, given: dict) -> dict:
                          "supported; every model here ends with one.")
     table = next(v for k, v in sd.items() if k.endswith("embeds.pos_embed"))      # (1, h, w, D)
     regs = next((int(v.shape[1]) for k, v in sd.items() if k.endswith("embeds.reg_token")), 0)
-    pool = "map" if "attn_pool.latent" in keys else "avg" if "fc_norm.weight" in keys else "token"
+    pool = "map" if "attn_pool.latent" in keys else "mean" if "fc_norm.weight" in keys else "cls"
     layer_scale = "blocks.0.ls1.gamma" in keys
     facts = dict(pos_embed_grid=tuple(table.shape[1:3]), pos_embed_prefix=False, pos_embed_antialias=True,
                  img_size=(NAFLEX_IMG_SIZE, NAFLEX_IMG_SIZE))

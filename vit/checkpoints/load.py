@@ -29,18 +29,25 @@ from .files import CHECKPOINT_SUFFIXES, OWN_FORMAT, OWN_VERSION, read_file
 from .huggingface import read_folder as read_huggingface_folder
 from .infer import checkpoint_grid, format_facts, infer_config
 from .pipelines import source_preprocess
-from .swin_formats import detect_swin, infer_swin_config, swin_filter_fn, window_from_buffers
+from .references import Origin
+from .timm_library import TimmArchitecture
+from .verify import UNVERIFIED, Verification, check
+from .timm_names import Named, named
+from .sam_formats import detect_sam, infer_sam_config, sam_filter_fn, sam_preprocess
+from .swin_formats import detect_swin, infer_swin_config, swin_filter_fn, timm_swin_config, window_from_buffers
 from .video_formats import detect_video, video_filter_fn
 from ..clip import TextTower, TextTransformer, Tokenizer, bundled_tokenizer, infer_text_config
 from ..labels import default_labels, imagenet_labels
 from ..model import ViTConfig, VisionTransformer, sincos_2d_position_embedding, variant
+from ..sam import SamConfig, SamImageEncoder
 from ..swin import SwinConfig, SwinTransformer
 from ..video import VideoConfig, VideoTransformer
 from ..video_file import VideoPreprocess
 from ..preprocess import CHOICES, Preprocess
+from ..readout import from_timm
 
 _REPO = Path(__file__).resolve().parents[2]
-SIDECAR_FIELDS = {"name", "variant", "architecture", "config", "format", "preprocess", "labels"}
+SIDECAR_FIELDS = {"name", "variant", "architecture", "model_args", "config", "format", "preprocess", "labels"}
 
 
 def weights_dir() -> Path:
@@ -53,12 +60,12 @@ WEIGHTS_DIR = weights_dir()
 
 @dataclass
 class LoadedModel:
-    model: VisionTransformer | SwinTransformer | VideoTransformer = field(repr=False)  # eval mode
+    model: VisionTransformer | SwinTransformer | SamImageEncoder | VideoTransformer = field(repr=False)  # eval mode
     preprocess: Preprocess | VideoPreprocess    # PIL image -> (1, 3, H, W) (a video model's: frames -> (1, T, 3, H, W))
     labels: list[str] = field(repr=False)       # class index -> name ([] for a backbone without head)
     name: str                                   # short display name
     source: str                                 # the path or known name it came from
-    config: ViTConfig | SwinConfig | VideoConfig = field(repr=False)
+    config: ViTConfig | SwinConfig | SamConfig | VideoConfig = field(repr=False)
     format: str                                 # checkpoint format it was read from (see vit.checkpoint.FILTERS)
     text: TextTower | None = field(default=None, repr=False)  # CLIP's text tower and tokenizer, when the file has one
     own_preprocess: Preprocess | None = field(default=None, repr=False)  # the source's own (None: ``preprocess``)
@@ -67,6 +74,10 @@ class LoadedModel:
     # the preprocessing, the class names), one sentence each with the way to give the real value; [] when nothing
     # was assumed. Each is a ``vit.checkpoints.assumptions.Assumption`` (a str with a key for other languages).
     assumptions: list[str] = field(default_factory=list)
+    # The load checked against the checkpoint's own library (``vit.checkpoints.verify``): "checked against timm
+    # 1.0.31: Δ 3e-07", "unverified" (asked not to), or "not verified (timm is not installed)"
+    verified: Verification = UNVERIFIED
+    origin: Origin | None = field(default=None, repr=False)   # what the check reads; None once ``load`` has run it
 
     def __post_init__(self):
         if self.own_preprocess is None:
@@ -96,6 +107,9 @@ class _Meta:
     tokenizer: Tokenizer | None = None                # a folder's own CLIP tokenizer (else the bundled one)
     activation: str | None = None                     # a plain MLP's activation its metadata names (timm's name)
     assumptions: tuple = ()                           # what its metadata leaves out (a folder's missing processor)
+    timm: TimmArchitecture | None = None              # the timm architecture it names, as timm builds it
+    path: Path | None = None                          # the file or folder it was read from
+    head_projects: bool = False                       # timm's head is the projection into an image–text space
 
 
 def list_local_checkpoints(directory: str | Path | None = None) -> list[str]:
@@ -126,7 +140,7 @@ def checkpoints_on_this_machine() -> list[Path]:
 
 
 def load(source: str | Path | None = None, *, download: bool | None = None, preprocess: str = "own",
-         **overrides) -> LoadedModel:
+         verify: bool = True, **overrides) -> LoadedModel:
     """Load a checkpoint as our VisionTransformer (eval mode) with its preprocessing and labels.
 
     ``source``: None or "default", a path (file or Hugging Face folder), a known name (see
@@ -136,13 +150,20 @@ def load(source: str | Path | None = None, *, download: bool | None = None, prep
     ``preprocess``: "own" (the source's own preprocessing), "crop" or "squash" (see ``vit.Preprocess.choose``).
     ``overrides`` are ViTConfig fields that win over what is inferred (e.g. ``num_heads=6``, or
     ``img_size=(384, 384)``: position embeddings are then resampled; ``num_classes=0``: the backbone without its
-    classifier). What was assumed rather than read is listed in ``LoadedModel.assumptions``. ValueError for a bad or
-    mismatched checkpoint, FileNotFoundError when nothing is found (the message says what to download and where to
-    put it).
+    classifier). What was assumed rather than read is listed in ``LoadedModel.assumptions``.
+
+    ``verify``: check the model against its own library's model of the same file (``vit.checkpoints.verify``:
+    ``LoadedModel.verified``); a difference beyond float32 tolerance is a ValueError that gives both numbers and
+    the likely cause. False: "unverified". ValueError for a bad or mismatched checkpoint, FileNotFoundError when
+    nothing is found (the message says what to download and where to put it).
     """
     if preprocess not in CHOICES:
         raise ValueError(f"Unknown preprocessing {preprocess!r}! Expected one of {list(CHOICES)}.")
     loaded = _load(source, download, overrides)
+    if verify and loaded.origin is not None:
+        loaded.verified = check(loaded.model, loaded.config, loaded.origin, loaded.source, overrides,
+                                loaded.assumptions)
+    loaded.origin = None
     return loaded if preprocess == "own" else loaded.with_preprocess(preprocess)
 
 
@@ -212,23 +233,25 @@ def _load_path(path: Path, source: str, overrides: dict, known: registry.KnownCh
         hf = read_huggingface_folder(path)
         meta = _Meta(name=name or path.name, format=hf.format, config=hf.config, labels=hf.labels,
                      preprocess=hf.preprocess, text_config=hf.text_config, tokenizer=hf.tokenizer,
-                     activation=hf.activation, assumptions=hf.assumptions)
+                     activation=hf.activation, assumptions=hf.assumptions, timm=hf.timm, path=path,
+                     head_projects=hf.head_projects)
         return _build(hf.state, source, meta, overrides)
     raw = read_file(path)
     known = known or registry.identify(path)
-    meta = _meta_from_known(known) if known else _Meta(name=path.stem)
+    meta = dataclasses.replace(_meta_from_known(known) if known else _Meta(name=path.stem), path=path)
     sidecar = path.with_suffix(".json")
     if sidecar.is_file():
-        meta = _apply_sidecar(meta, sidecar)
+        meta = _apply_sidecar(meta, sidecar, raw)
     return _build(raw, source, meta, overrides)
 
 
-def _apply_sidecar(meta: _Meta, path: Path) -> _Meta:
-    """model.pt + model.json: {"name", "variant", "architecture", "config", "format", "preprocess", "labels"} (all
-    optional).
+def _apply_sidecar(meta: _Meta, path: Path, raw: dict) -> _Meta:
+    """model.pt + model.json: {"name", "variant", "architecture", "model_args", "config", "format", "preprocess",
+    "labels"} (all optional).
 
-    "architecture": timm's name of the model (what a rotary family's file does not show, ``families``); "config"
-    fields win over it. "preprocess": ``vit.Preprocess`` fields, or one source's own settings under its name
+    "architecture": timm's name of the model (what its file does not show: its rotation, norms, readout; read from
+    timm itself when it is installed, ``timm_names.named``), "model_args" what it was made with (as timm's Hub
+    config.json records them); "config" fields win over it. "preprocess": ``vit.Preprocess`` fields, or one source's own settings under its name
     (``source_preprocess``)."""
     try:
         d = json.loads(path.read_text())
@@ -248,10 +271,23 @@ def _apply_sidecar(meta: _Meta, path: Path) -> _Meta:
         preprocess = source_preprocess(d["preprocess"]) if "preprocess" in d else meta.preprocess
     except (ValueError, TypeError) as e:
         raise ValueError(f"Sidecar {path}: {e}") from None
-    named = families.architecture_fields(str(d["architecture"])) if "architecture" in d else {}
+    if not isinstance(d.get("model_args", {}), dict):
+        raise ValueError(f"Sidecar {path}: model_args must be a JSON object (timm.create_model's arguments).")
+    name = named(str(d["architecture"]), d.get("model_args"), unwrap_state_dict(raw), _timm_prefix(raw)) \
+        if "architecture" in d else Named({})
     return dataclasses.replace(meta, name=d.get("name", meta.name), format=d.get("format", meta.format),
-                               config={**meta.config, **named, **d.get("config", {})}, preprocess=preprocess,
-                               labels=labels, variant=d.get("variant", meta.variant))
+                               config={**meta.config, **name.fields, **d.get("config", {})}, preprocess=preprocess,
+                               labels=labels, variant=d.get("variant", meta.variant),
+                               activation=name.activation or meta.activation,
+                               assumptions=(*meta.assumptions, *name.said), timm=name.timm,
+                               head_projects=name.head_projects)
+
+
+def _timm_prefix(raw: dict) -> str:
+    """The prefix before timm's key names in a state dict (DataParallel's module., DINO's backbone.)."""
+    keys = unwrap_state_dict(raw)
+    return next((p for p in ("module.backbone.", "backbone.", "module.", "") if f"{p}patch_embed.proj.weight" in keys
+                 or f"{p}embeds.proj.weight" in keys), "")
 
 
 def _build(raw: dict, source: str, meta: _Meta, overrides: dict) -> LoadedModel:
@@ -259,10 +295,13 @@ def _build(raw: dict, source: str, meta: _Meta, overrides: dict) -> LoadedModel:
     neither the tensors nor the metadata say follows the family's convention and is listed in ``assumptions``."""
     if raw.get("format") == OWN_FORMAT:
         return _build_own(raw, source, meta, overrides)
-    state = unwrap_state_dict(raw)
+    state = origin = unwrap_state_dict(raw)
     video = detect_video(state)
     if video:
         return _build_video(state, video, source, meta, overrides)
+    sam = detect_sam(state)
+    if sam:
+        return _build_sam(state, sam, source, meta, overrides)
     swin = detect_swin(state)
     if swin:
         return _build_swin(state, swin, source, meta, overrides)
@@ -290,16 +329,17 @@ def _build(raw: dict, source: str, meta: _Meta, overrides: dict) -> LoadedModel:
                                    assumptions=(*meta.assumptions, *identified.said))
     convention.update(format_facts(fmt, state, read))   # what only the key layout shows (NaFlex tables, SigLIP 2)
     state = checkpoint_filter_fn(state, fmt)
+    if meta.head_projects or (identified is not None and identified.head_projects):   # PE core: timm's head projects
+        state = {re.sub(r"^head\.", "proj.", k): v for k, v in state.items()}
     text_state = {k.removeprefix("text."): state.pop(k) for k in [k for k in state if k.startswith("text.")]}
     if overrides.get("num_classes") == 0:  # the backbone, asked for without its classifier
         state = {k: v for k, v in state.items() if not re.match(r"(head|head_dist)\.", k)}
     cfg = infer_config(state, **{**convention, **read})
     if meta.activation and "mlp_act" not in read and cfg.mlp_act != "swiglu":
         cfg = dataclasses.replace(cfg, mlp_act=meta.activation)
-    _refuse_two_token_classifier(state, cfg, source)
     said = [*meta.assumptions, *_config_assumptions(state, cfg, fmt, read, meta, openai_file)]
     state = _fit_pos_embed(state, cfg, checkpoint_grid(state, cfg))
-    loaded = _finish(state, cfg, source, meta, fmt, overrides, said)
+    loaded = _finish(state, cfg, source, meta, fmt, overrides, said, Origin(fmt, origin, meta.path, meta.timm))
     if text_state:
         loaded.text = _build_text(text_state, source, meta, {"mlp_act": cfg.mlp_act} if fmt == "openai-clip" else {})
     return loaded
@@ -310,8 +350,11 @@ def _build_swin(state: dict, fmt: str, source: str, meta: _Meta, overrides: dict
     torchvision's Swins are marked as padding a stage smaller than its window (refused at such sizes). An input size
     no metadata gives is assumed, and said."""
     windows = {s: w for s in range(16) if (w := window_from_buffers(state, s))}
+    origin = Origin(fmt, state, meta.path)
     state = swin_filter_fn(state, fmt)
     hints = {**({"shrink_window": False} if fmt == "torchvision-swin" else {}), **meta.config, **overrides}
+    if fmt == "timm-swin" and meta.path is not None and "window_size" not in hints:   # a file named as timm names it
+        hints.update(timm_swin_config(meta.path.stem))
     try:
         cfg = infer_swin_config(state, windows, **hints)
     except TypeError as e:  # a ViT field in a sidecar or override
@@ -320,7 +363,7 @@ def _build_swin(state: dict, fmt: str, source: str, meta: _Meta, overrides: dict
     said = list(meta.assumptions)
     if "img_size" not in hints and not cfg.absolute_pos_embed:   # an absolute table's grid says it
         said.append(assumptions.swin_img_size(cfg))
-    return _finish(state, cfg, source, meta, fmt, overrides, said)
+    return _finish(state, cfg, source, meta, fmt, overrides, said, origin)
 
 
 def _build_video(state: dict, fmt: str, source: str, meta: _Meta, overrides: dict) -> LoadedModel:
@@ -337,9 +380,25 @@ def _build_video(state: dict, fmt: str, source: str, meta: _Meta, overrides: dic
     except TypeError as e:
         raise ValueError(f"{source}: a video checkpoint, whose config does not take these fields: {e}. Give only "
                          f"vit.VideoConfig's fields (num_frames, img_size, drop_rate, …).") from None
-    return _finish(state, cfg, source, meta, fmt, overrides, list(meta.assumptions))
+    return _finish(state, cfg, source, meta, fmt, overrides, list(meta.assumptions), Origin(fmt, state, meta.path))
 
 
+def _build_sam(state: dict, fmt: str, source: str, meta: _Meta, overrides: dict) -> LoadedModel:
+    """SAM's image encoder -> LoadedModel: keys renamed, everything read off the tensors but the blocks' LayerNorm eps
+    (its source's, said when no metadata gives it), SAM's own preprocessing unless a folder gives one."""
+    origin = Origin(fmt, state, meta.path)
+    sd = sam_filter_fn(state, fmt)
+    given = {**meta.config, **overrides}
+    cfg = infer_sam_config(sd, fmt, **given)
+    said = list(meta.assumptions)
+    if "layer_norm_eps" not in given:
+        said.append(Assumption("sam_eps", eps=f"{cfg.layer_norm_eps:g}", source=SAM_SOURCES[fmt]))
+    if meta.preprocess is None:
+        meta = dataclasses.replace(meta, preprocess=sam_preprocess(cfg.img_size))
+    return _finish(sd, cfg, source, meta, fmt, overrides, said, origin)
+
+
+SAM_SOURCES = {"timm-sam": "timm samvit_*", "sam": "Meta SAM", "huggingface-sam": "transformers SamModel"}
 OPENAI_METADATA = ("input_resolution", "context_length", "vocab_size")  # tensors of OpenAI's TorchScript CLIP archives
 TIMM_FORMATS = ("timm", "open-clip-timm", "timm-naflex")  # tensors in timm's layout, run as timm runs them
 
@@ -351,7 +410,7 @@ def _config_assumptions(state: dict, cfg: ViTConfig, fmt: str, read: dict, meta:
     relative = cfg.rel_pos_bias or cfg.rel_pos_mlp          # a bias per head: a column of the table, an MLP output
     if "num_heads" not in read and not relative and cfg.parallel == 1:   # parallel branches: ``family_facts``
         said.append(assumptions.heads(cfg))
-    if "mlp_act" not in read and meta.activation is None:
+    if "mlp_act" not in read and meta.activation is None and cfg.mlp_act != "swiglu":   # a gated MLP shows
         family = assumptions.family_name(fmt, cfg)
         if fmt == "openai-clip" and not openai_file:
             said.append(Assumption("act_openai_clip"))
@@ -363,22 +422,14 @@ def _config_assumptions(state: dict, cfg: ViTConfig, fmt: str, read: dict, meta:
         said.append(Assumption("rope_grid", grid="×".join(map(str, cfg.rope_ref_grid))))
     if "img_size" not in read and cfg.pos_embed_kind == "learned" and "pos_embed" in state:
         if cfg.pos_embed_grid is None:
-            prefix = int(cfg.class_token) + int(cfg.distilled) if cfg.pos_embed_prefix else 0
-            said.append(assumptions.img_size(cfg, int(state["pos_embed"].shape[1]) - prefix))
+            # a named timm architecture's input size (its Hub folder's pretrained_cfg) that is the table's grid says it
+            named_size = meta.timm is not None and meta.preprocess is not None and \
+                tuple(meta.preprocess.crop) == tuple(cfg.img_size)
+            if not named_size:
+                said.append(assumptions.img_size(cfg, int(state["pos_embed"].shape[1]) - cfg.num_pos_prefix))
         else:   # a NaFlex model: its input is a budget of patches, the table has a grid of its own
             said.append(assumptions.naflex_size(cfg, fmt))
     return said + assumptions.family_facts(cfg, fmt, read)
-
-
-def _refuse_two_token_classifier(state: dict, cfg: ViTConfig, source: str) -> None:
-    """Dinov2ForImageClassification's head reads [CLS token, mean of the patch tokens] (2D inputs): not a readout
-    this model has. Its backbone is what opens (``num_classes=0``)."""
-    head = state.get("head.weight")
-    if head is not None and cfg.representation_size is None and head.shape[1] == 2 * cfg.embed_dim:
-        raise ValueError(f"{source}: its classifier reads the CLS token and the mean of the patch tokens side by side "
-                         f"({head.shape[1]} = 2 × {cfg.embed_dim} inputs, as Dinov2ForImageClassification), a readout "
-                         f"this explorer does not draw! Open its backbone without the classifier instead: "
-                         f"vit.load(..., num_classes=0), or {{\"config\": {{\"num_classes\": 0}}}} in a sidecar JSON.")
 
 
 def _build_text(state: dict, source: str, meta: _Meta, defaults: dict) -> TextTower:
@@ -405,8 +456,11 @@ def _build_own(ckpt: dict, source: str, meta: _Meta, overrides: dict) -> LoadedM
         raise ValueError(f"{source}: {OWN_FORMAT} checkpoint without {sorted(missing)}!")
     arch = ckpt.get("arch", "vit")                     # "arch" is only written for a Swin or a video model
     config_class = {"swin": SwinConfig, "video": VideoConfig}.get(arch, ViTConfig)
+    fields = dict(ckpt["config"])
+    if "global_pool" in fields and arch == "vit":      # written before the readout had its own name (vit.readout)
+        fields.setdefault("readout", from_timm(fields.pop("global_pool")))
     try:
-        saved = config_class(**ckpt["config"])
+        saved = config_class(**fields)
     except TypeError as e:  # a field this version of the code does not know
         if arch == "swin":
             raise ValueError(f"{source}: its config does not fit this version of vit.SwinConfig: {e}") from None
@@ -418,14 +472,14 @@ def _build_own(ckpt: dict, source: str, meta: _Meta, overrides: dict) -> LoadedM
     name = (ckpt.get("extra") or {}).get("name") or meta.name
     preprocess = (VideoPreprocess if arch == "video" else Preprocess).from_dict(ckpt["preprocess"])
     meta = _Meta(name=name, config={}, labels=list(ckpt["labels"]), preprocess=preprocess)
-    return _finish(state, cfg, source, meta, OWN_FORMAT, overrides, [])
+    return _finish(state, cfg, source, meta, OWN_FORMAT, overrides, [], Origin("own", {}, meta.path))
 
 
 def _fit_pos_embed(state: dict, cfg: ViTConfig, old_grid: tuple[int, int]) -> dict:
     """Resample the checkpoint's position embeddings when the model is built for another grid."""
     if "pos_embed" not in state or tuple(old_grid) == cfg.pos_grid:
         return state
-    num_prefix = int(cfg.class_token) + int(cfg.distilled) if cfg.pos_embed_prefix else 0
+    num_prefix = cfg.num_pos_prefix
     if cfg.pos_embed_kind == "sincos2d":  # a fixed table is computed for the new grid, not resized
         table = sincos_2d_position_embedding(cfg.grid, cfg.embed_dim)
         return {**state, "pos_embed": torch.cat([table.new_zeros(num_prefix, cfg.embed_dim), table]).unsqueeze(0)}
@@ -434,9 +488,10 @@ def _fit_pos_embed(state: dict, cfg: ViTConfig, old_grid: tuple[int, int]) -> di
 
 
 def _finish(state: dict, cfg: ViTConfig, source: str, meta: _Meta, fmt: str, overrides: dict,
-            said: list[Assumption]) -> LoadedModel:
+            said: list[Assumption], origin: Origin | None = None) -> LoadedModel:
     with torch.device("meta"):  # no random init: every parameter comes from the checkpoint
-        model = {SwinConfig: SwinTransformer, VideoConfig: VideoTransformer}.get(type(cfg), VisionTransformer)(cfg)
+        model = {SwinConfig: SwinTransformer, SamConfig: SamImageEncoder,
+                 VideoConfig: VideoTransformer}.get(type(cfg), VisionTransformer)(cfg)
     state = {k: v.float().contiguous() if torch.is_floating_point(v) else v for k, v in state.items()}
     load_strict(model, state, source, assign=True)
     if any(t.is_meta for t in [*model.parameters(), *model.buffers()]):  # a tensor no checkpoint fills
@@ -457,5 +512,5 @@ def _finish(state: dict, cfg: ViTConfig, source: str, meta: _Meta, fmt: str, ove
     if "img_size" in overrides and preprocess.crop != cfg.img_size and isinstance(preprocess, Preprocess):
         preprocess = preprocess.at_size(cfg.img_size)
     return LoadedModel(model=model, preprocess=preprocess, labels=labels, name=meta.name, source=source,
-                       config=cfg, format=fmt, assumptions=said)
+                       config=cfg, format=fmt, assumptions=said, origin=origin)
 

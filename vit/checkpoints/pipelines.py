@@ -59,7 +59,8 @@ HF_MODEL_PROCESSORS = {"vit": "ViTImageProcessor", "deit": "DeiTImageProcessor",
                        "clip_vision_model": "CLIPImageProcessor", "siglip": "SiglipImageProcessor",
                        "siglip_vision_model": "SiglipImageProcessor", "siglip2": "Siglip2ImageProcessor",
                        "siglip2_vision_model": "Siglip2ImageProcessor", "dinov3_vit": "DINOv3ViTImageProcessor",
-                       "swin": "ViTImageProcessor", "swinv2": "ViTImageProcessor"}
+                       "swin": "ViTImageProcessor", "swinv2": "ViTImageProcessor", "ijepa": "ViTImageProcessor",
+                       "aimv2_vision_model": "CLIPImageProcessor", "aimv2": "CLIPImageProcessor"}
 
 
 def huggingface_processor_name(settings: dict, model_type: str) -> str:

@@ -191,9 +191,11 @@ def infer_swin_config(sd: dict, windows: dict[int, int] | None = None, **overrid
     fields.update(overrides)
     if "window_size" not in overrides:
         if None in window:
-            raise ValueError("The window size of this Swin v2 is not in its tensors (timm saves no index buffer)! "
-                             "Give it: a sidecar JSON next to the file, {\"config\": {\"window_size\": 8}}, or load "
-                             "its timm Hub folder, whose architecture name says it.")
+            raise ValueError("The window size of this Swin v2 is not in its tensors (timm saves no index buffer), nor "
+                             "in its file's name! Give the window W it was trained with (timm's names say it: "
+                             "swinv2_tiny_window8_256 has windows of 8, swinv2_base_window12to16_192to256 of 16): a "
+                             "sidecar JSON next to the file, {\"config\": {\"window_size\": W}}, or name the file "
+                             "as timm names the model, or load its timm Hub folder, whose architecture name says it.")
         fields["window_size"] = tuple(window)
     if "img_size" not in overrides and "absolute_pos_embed" in sd:   # its table is the native grid's (square)
         side = math.isqrt(int(sd["absolute_pos_embed"].shape[1])) * int(P)

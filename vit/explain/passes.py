@@ -26,6 +26,7 @@ import torch.nn as nn
 
 from ..architecture import Architecture
 from ..model import TokenLayout
+from ..readout import kind as readout_kind, token_weights
 from .rules import ATTN_LRP, RuleSet, rewired, rule_view, without_parameter_grads
 from .targets import ClassTarget, Target
 
@@ -34,13 +35,13 @@ from .targets import ClassTarget, Target
 class Readout:
     """Which tokens the model's output is read from, as weights over the last block's T tokens (sum 1).
 
-    weights: (T,) float32, or None for "map" pooling when no probe attention was captured. For a CLS model e_0; for
-    a mean readout 1/N on every patch token (prefix tokens 0; a model of stages: the last stage's tokens); for "map"
-    pooling (SigLIP) the MAP probe's attention over the tokens, mean of heads (0 on prefix tokens; it depends on
-    the image); for a distilled DeiT the mean of that and the distillation token (its two heads are averaged).
-    GAE, rollout and the attention map read their matrices through this row. ``query`` is the name
-    ``viz.maps.readout`` gives the same query ("cls", "map" or "mean"), so a map and an explanation of one model
-    say the same query.
+    weights: (T,) float32 (``vit.readout.token_weights``), or None for MAP pooling when no probe attention was
+    captured: e_0 for the CLS token; 1/N on every patch token for the mean of the patches (prefix tokens 0; a model
+    of stages: the last stage's tokens); the MAP probe's attention over the tokens, mean of heads, for SigLIP's and
+    PE's probes (it depends on the image); half on CLS and half on the distillation token for a distilled DeiT (its
+    two heads are averaged); … GAE, rollout and the attention map read their matrices through this row. ``query``
+    is the readout's name (``vit.readout``), which ``viz.maps.readout`` gives the same query, so a map and an
+    explanation of one model say the same query.
     """
     weights: torch.Tensor | None
     description: str
@@ -60,27 +61,18 @@ def readout(model: nn.Module, layout: TokenLayout, probe: torch.Tensor | None = 
     arch = model.architecture(layout.grid[0] * cfg.patch_size, layout.grid[1] * cfg.patch_size)
     last = arch.blocks[-1]
     T = last.num_tokens
-    w = torch.zeros(T)
-    if arch.readout == "map":
-        text, query = "the MAP probe's attention (mean of heads)", "map"
+    kind = readout_kind(arch.readout)
+    description = kind.description if last.grid == arch.grid else "the mean of the last stage's tokens"
+    row = None
+    if kind.probe:
         if probe is None:
-            return Readout(None, text, query)
+            return Readout(None, description, arch.readout)
         probe = probe.detach().float().cpu().reshape(-1, probe.shape[-1])           # (H, T)
         if probe.shape[-1] != T:
             raise ValueError(f"Wrong probe shape! Expected (heads, {T}) for this layout but got {tuple(probe.shape)}.")
-        w = probe.mean(dim=0)
-    elif arch.readout == "mean":
-        w[last.prefix:] = 1.0 / (T - last.prefix)
-        text, query = ("the mean of the patch tokens" if last.grid == arch.grid else
-                       "the mean of the last stage's tokens"), "mean"
-    else:
-        w[0] = 1.0
-        text, query = "the CLS token", "cls"
-    if getattr(model, "head_dist", None) is not None:   # DeiT: (head(pooled) + head_dist(DIST)) / 2
-        w = 0.5 * w
-        w[int(cfg.class_token)] += 0.5
-        text = f"the mean of {text} and the distillation token"
-    return Readout(w, text, query)
+        row = probe.mean(dim=0).numpy()
+    weights = torch.from_numpy(token_weights(arch.readout, T, last.prefix, row))
+    return Readout(weights, description, arch.readout)
 
 
 @dataclass(frozen=True)

@@ -28,8 +28,7 @@ import torch.nn as nn
 
 from ..architecture import Architecture
 from ..positions import TokenPositions
-
-READOUT_WORDS = {"mean": "the mean of its patch tokens", "map": "an attention-pooling probe over its patch tokens"}
+from ..readout import kind as readout_kind
 
 
 def token_dropping_refusal(model, size: tuple[int, int] | None = None) -> str | None:
@@ -90,9 +89,9 @@ def _check_kept(architecture: Architecture, keeps: list[torch.Tensor]) -> None:
         if keep.numel() and (int(keep.min()) < 0 or int(keep.max()) >= N):
             raise ValueError(f"keep holds patch indices outside [0, {N}) for a {architecture.grid[0]}×"
                              f"{architecture.grid[1]} grid: got {int(keep.min())}…{int(keep.max())}!")
-        if keep.numel() == 0 and architecture.readout != "cls":
-            raise ValueError(f"This model reads its answer from {READOUT_WORDS[architecture.readout]}, so it needs at "
-                             f"least one kept patch; got none.")
+        if keep.numel() == 0 and architecture.readout not in ("cls", "distilled"):
+            raise ValueError(f"This model reads its answer from {readout_kind(architecture.readout).description}, so "
+                             f"it needs at least one kept patch; got none.")
 
 
 def forward_kept(model, x: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
@@ -188,9 +187,10 @@ def _reinitialise(block: nn.Module, generator: torch.Generator) -> None:
                 nn.init.trunc_normal_(m.weight, std=0.02, generator=generator)
                 if m.bias is not None:
                     m.bias.zero_()
-            elif isinstance(m, nn.LayerNorm):
+            elif isinstance(m, (nn.LayerNorm, nn.RMSNorm)):
                 m.weight.fill_(1.0)
-                m.bias.zero_()
+                if getattr(m, "bias", None) is not None:
+                    m.bias.zero_()
             for name in ("q_bias", "v_bias"):
                 if isinstance(getattr(m, name, None), nn.Parameter):
                     getattr(m, name).zero_()

@@ -99,6 +99,35 @@ class _LayerNormConstantStdFn(torch.autograd.Function):
         return (g - g.mean(dim=-1, keepdim=True)) * rstd, None, None, None
 
 
+class _RMSNormConstantScaleFn(torch.autograd.Function):
+    """RMSNorm over the last dimension whose backward treats 1/rms(x) as a constant: y = x·r·w, ∂/∂x = g·w·r (AIMv2's
+    norms: the LayerNorm rule without the centring)."""
+
+    @staticmethod
+    def forward(ctx, x: torch.Tensor, weight, eps: float) -> torch.Tensor:
+        r = (x.pow(2).mean(dim=-1, keepdim=True) + eps).rsqrt()
+        ctx.save_for_backward(r, weight)
+        return F.rms_norm(x, x.shape[-1:], weight, eps)
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor):
+        r, weight = ctx.saved_tensors
+        return (grad if weight is None else grad * weight) * r, None, None
+
+
+class RMSNormIdentity(nn.Module):
+    """RMSNorm over the last dimension with its scale treated as a constant (the identity rule, as LayerNorm's)."""
+
+    def __init__(self, inner: nn.RMSNorm):
+        super().__init__()
+        self.inner = inner
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        weight = None if self.inner.weight is None else self.inner.weight.detach()
+        eps = self.inner.eps if self.inner.eps is not None else torch.finfo(x.dtype).eps
+        return _RMSNormConstantScaleFn.apply(x, weight, eps)
+
+
 class ElementwiseIdentity(nn.Module):
     """An element-wise non-linearity (GELU, Tanh) with the identity rule: gradient × input of its input
     equals gradient × output of its output, element by element."""
@@ -249,7 +278,7 @@ class RuleAttentionPool(nn.Module):
         k, v = scale_gradient(kv, scale).permute(2, 0, 3, 1, 4).unbind(0)                   # each (B, H, N, Dh)
         x = F.scaled_dot_product_attention(q, k, v, scale=self.scale)                       # (B, H, 1, Dh)
         x = self.proj(x.transpose(1, 2).reshape(B, D))                                      # (B, D)
-        return x + self.mlp(self.norm(x)), None
+        return (x + self.mlp(self.norm(x)) if self.mlp is not None else x), None            # AIMv2's head: no MLP
 
 
 GATE_UNIFORM = (0.5, 0.5)
@@ -306,6 +335,7 @@ class RuleSet:
 
 ATTN_LRP = RuleSet("attnlrp", {
     nn.LayerNorm: LayerNormIdentity,
+    nn.RMSNorm: RMSNormIdentity,
     nn.GELU: ElementwiseIdentity,
     QuickGELU: ElementwiseIdentity,
     nn.SiLU: ElementwiseIdentity,

@@ -6,6 +6,8 @@ norm, the pooling, the head, so that the last layer's reading *is* the model's o
     plain ViT, registers   head(LN(x_CLS))         (DINOv3 with untied norms: head(cls_norm(x_CLS)))
     DeiT distilled         (head(LN(x_CLS)) + head_dist(LN(x_DIST))) / 2
     BEiT                   head(fc_norm(mean of the patch tokens))
+    DINOv2 classifiers     head([LN(x_CLS), mean of LN(x_patch)]): the head's two halves read the two
+    InternViT, PE lang     head(x_CLS) / head(mean of the patch tokens): no final norm
     CLIP image tower       s · cos(P · ln_post(x_CLS), text), P the projection, s = exp(logit_scale), per typed text
     SigLIP                 head(MAP(LN(x))): the attention-pool probe over the tokens, then the head
 
@@ -128,13 +130,15 @@ def read_patches(model: VisionTransformer, tokens: torch.Tensor, classes: Classe
     """Tokens (N, T, D) -> every patch token read alone through the same norm and head: logits (N, P, K), P patches.
 
     Mean pooling of one token is the token; the MAP probe over one token gives the pool's output for that token;
-    DeiT-distilled averages its two heads on the token.
+    CLS beside the mean reads the token in both places; DeiT-distilled averages its two heads on the token.
     """
     n = model.cfg.num_prefix_tokens
     x = model.norm(tokens[:, n:])                                        # (N, P, D)
     N, P, D = x.shape
     if model.attn_pool is not None:                                      # each patch its own one-token sequence
         x = model.attn_pool(x.reshape(N * P, 1, D))[0].reshape(N, P, D)
+    if model.cfg.readout == "cls_mean":
+        x = torch.cat([x, x], dim=-1)                                    # (N, P, 2D)
     features = model.pre_logits(model.fc_norm(x))
     output = model.head(model.proj(features))
     if model.head_dist is not None:
@@ -177,30 +181,37 @@ def linear_readout(model: VisionTransformer, final: torch.Tensor, classes: Class
     cfg = model.cfg
     T, D = final.shape
     n = cfg.num_prefix_tokens
-    pooled_weights = torch.zeros(T, dtype=final.dtype, device=final.device)   # how the pooling weighs each token
-    if cfg.global_pool == "avg":
-        pooled_weights[n:] = 1.0 / (T - n)
-    else:
-        pooled_weights[0] = 1.0
-    heads = [(model.head, pooled_weights)]
-    if model.head_dist is not None:                                      # DeiT: the mean of the two heads
-        dist_weights = torch.zeros_like(pooled_weights)
-        dist_weights[int(cfg.class_token)] = 1.0
-        heads = [(model.head, 0.5 * pooled_weights), (model.head_dist, 0.5 * dist_weights)]
+    one_hot = lambda i: torch.nn.functional.one_hot(torch.tensor(i), T).to(final)         # noqa: E731
+    mean = torch.zeros(T, dtype=final.dtype, device=final.device)
+    mean[n:] = 1.0 / (T - n)
+    # (head, which of its D-wide input slices, how the pooling weighs each token, the share of the output)
+    heads = {"cls": [(model.head, 0, one_hot(0), 1.0)],
+             "mean": [(model.head, 0, mean, 1.0)],
+             "mean_all": [(model.head, 0, torch.full((T,), 1.0 / T).to(final), 1.0)],
+             "cls_mean": [(model.head, 0, one_hot(0), 1.0), (model.head, 1, mean, 1.0)],
+             "distilled": [(model.head, 0, one_hot(0), 0.5), (model.head_dist, 0, one_hot(1), 0.5)]}[cfg.readout]
     u = torch.zeros_like(final)
     bias = torch.zeros((), dtype=final.dtype, device=final.device)
-    for head, a in heads:
+    for head, part, a, share in heads:
         w, b = _head_direction(model, head, final, a, classes, index)   # the logit = w · features + b
+        w, b = share * w[part * D:(part + 1) * D], share * b / len([h for h in heads if h[0] is head])
         if isinstance(model.fc_norm, nn.LayerNorm):                      # pool, then normalise the pooled vector
             pooled = a @ final                                           # (D,)
             r = _centred(model.fc_norm.weight * w) / _std(pooled, model.fc_norm)
             u += a[:, None] * r
-            bias += a.sum() * (w @ model.fc_norm.bias + b)
+            bias += w @ model.fc_norm.bias + b
+        elif isinstance(model.norm, nn.Identity) and model.cls_norm is None:   # no final norm: linear as it is
+            u += a[:, None] * w
+            bias += b
+        elif isinstance(model.norm, nn.RMSNorm):                          # AIMv2: scaled, neither centred nor shifted
+            u += a[:, None] * (model.norm.weight * w) / final.pow(2).mean(dim=-1, keepdim=True).add(
+                model.norm.eps).sqrt()
+            bias += b
         else:                                                            # normalise each token, then pool
             norm = _final_norm_of(model, a)
             r = _centred(norm.weight * w)                                # (D,)
             u += a[:, None] * r / _std(final, norm)                      # (T, D): each token its own σ
-            bias += a.sum() * (w @ norm.bias + b)                    # a sums to the head's weight (½ for DeiT's)
+            bias += w @ norm.bias + b
     return u, float(bias)
 
 
@@ -227,4 +238,6 @@ def _head_direction(model: VisionTransformer, head: nn.Module, final: torch.Tens
     embedding = model.proj(features)
     text = classes.texts.embeddings[index].to(final)
     w = classes.texts.logit_scale * (text @ model.proj.weight) / embedding.norm()
-    return w, final.new_zeros(())
+    b = final.new_zeros(()) if model.proj.bias is None else \
+        classes.texts.logit_scale * (text @ model.proj.bias) / embedding.norm()    # open_clip's timm towers' bias
+    return w, b

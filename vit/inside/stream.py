@@ -55,11 +55,12 @@ class Trace:
 
 def readout_rows(model: VisionTransformer) -> torch.Tensor | None:
     """The tokens ``forward_head`` reads, when they are fewer than all: CLS (and DIST) for a class-token readout
-    (indices 0[, 1], so ``forward_head`` of just these rows is the model's output); None for mean or MAP pooling."""
-    cfg = model.cfg
-    if cfg.global_pool != "token":
+    (indices 0[, 1], so ``forward_head`` of just these rows is the model's output); None for a readout of the patches
+    (mean or MAP pooling, CLS beside the patches' mean)."""
+    readout = model.cfg.readout
+    if readout not in ("cls", "distilled"):
         return None
-    return torch.arange(int(cfg.class_token) + int(cfg.distilled))
+    return torch.arange(2 if readout == "distilled" else 1)
 
 
 def trace(model: VisionTransformer, x: torch.Tensor, attention: bool = False,

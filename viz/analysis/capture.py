@@ -37,6 +37,7 @@ from PIL import Image
 from vit.architecture import Architecture
 from vit.device import forward_precision
 from vit.model import attention_rows
+from vit.readout import token_weights
 
 from ..maps.readout import heads_query
 from ..maps.windows import WindowedAttention
@@ -187,6 +188,7 @@ def capture(model, x: torch.Tensor, attention_dtype=np.float32, statistics: bool
     if on_demand:
         out.update(readout_rows=torch.zeros(B, L, H, T, **f32), logsumexp=torch.empty(B, L, H, T, **f32))
     query = heads_query(architecture.readout)
+    weights = None if query in ("cls", "mean") else torch.from_numpy(token_weights(query, T, P)).to(device)
     fused_kernel = on_demand and not keep_fused and query == "cls" and not statistics and not distance_renormalise
     if fused_kernel:
         del out["mean_distance"]                  # left to the first view that asks (module docstring)
@@ -213,6 +215,8 @@ def capture(model, x: torch.Tensor, attention_dtype=np.float32, statistics: bool
                 out["readout_rows"][:, i] = p[:, :, 0]
             elif query == "mean" and stop > P:
                 out["readout_rows"][:, i] += p[:, :, max(P - start, 0):].sum(dim=2)
+            elif weights is not None:                                  # the readout's weighted rows
+                out["readout_rows"][:, i] += torch.einsum("c,bhck->bhk", weights[start:stop], p)
         if statistics:
             out["entropy"][:, i] += postprocess.entropy_sum(p)
             out["key_mass"][:, i] += postprocess.key_mass_sum(p)

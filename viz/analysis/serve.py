@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 from PIL import Image
 
+from vit.architecture import require_readout
 from vit.image_file import open_image
 
 from ..records import Analysis, ModelArrays
@@ -91,6 +92,7 @@ class ServedModel:
 def serve(loaded, device=None) -> ServedModel:
     """vit.LoadedModel -> ServedModel: moves the model to ``device`` (when given), copies the embedding arrays,
     and runs the model once on a blank image, so that the first person's photo does not pay PyTorch's warm-up."""
+    require_readout(loaded.model)          # a model that reads no token (SAM's encoder) has no maps to draw
     if device is not None:
         loaded.model.to(device)
     height, width = loaded.preprocess.crop

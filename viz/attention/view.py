@@ -47,7 +47,7 @@ def attention_map_panel(a: Analysis, layer: int = -1, head: int | None = None, m
     ``shared_scale``: one colour scale for every layer (the min and max over all layers), so layers can be compared
     colour for colour."""
     drop = artifact_drop(a, mask_artifacts, norm_ratio)
-    if a.readout == "map":
+    if a.readout in ("map", "map_all"):
         layers = [attention_of(a, layer, head, drop) * uniform_tokens(a, drop)]
         values, tokens, block = layers[0], uniform_tokens(a, drop), a.architecture.blocks[-1]
     else:

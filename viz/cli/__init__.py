@@ -133,6 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch   # imported once there is work (``--help`` stays quick)
 
     from vit.device import pick_device, pick_dtype
+    from vit.architecture import require_readout
 
     from ..analysis import model_arrays
     from ..dataset import run
@@ -142,6 +143,7 @@ def main(argv: list[str] | None = None) -> int:
         device = pick_device(args.device, distributed.local_rank())
         dtype = pick_dtype(args.dtype)
         loaded = load_model(args)
+        require_readout(loaded.model)          # a model that reads no token (SAM's encoder) has no maps to draw
         loaded.model.to(device)
         o = options_from(args)
         check_architecture(args, loaded, o)   # a NaFlex model's grid follows each photo: its patch checked per photo
@@ -189,7 +191,8 @@ def main(argv: list[str] | None = None) -> int:
             features_files = features_outputs(a, features, o) if features else None
             concepts_files = concepts_outputs(loaded, concepts, a, o) if concepts else None
             write_image_result(entry.path, args.out / entry.name, a, model, o, args, decode_s, explained, texts,
-                               inside_files, preprocess, loaded.assumptions, features_files, concepts_files)
+                               inside_files, preprocess, loaded.assumptions, features_files, concepts_files,
+                               loaded.verified.to_dict())
 
     processes = distributed.start(device)
     try:

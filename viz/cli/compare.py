@@ -13,7 +13,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from .. import panels
-from .options import print_assumptions
+from .options import print_assumptions, print_verification
 from .write import write_animation
 
 
@@ -88,10 +88,11 @@ def run_comparison(args: argparse.Namespace, loaded_a, o: panels.MapOptions, ent
     from ..compare.side import compare_side
 
     try:
-        loaded_b = vit.load(args.compare, preprocess=args.preprocess)
+        loaded_b = vit.load(args.compare, preprocess=args.preprocess, verify=not args.no_verify)
     except (ValueError, FileNotFoundError) as error:
         print(f"error: cannot load the --compare weights: {error}", file=sys.stderr)
         return 2
+    print_verification(loaded_b, args.compare)
     print_assumptions(loaded_b, args.compare)
     try:
         for loaded in (loaded_a, loaded_b):

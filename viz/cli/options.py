@@ -165,6 +165,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--weights", default="default", metavar="PATH",
                    help="checkpoint: a file, a Hugging Face folder, a known name, a file in weights/ or a Hugging "
                         "Face Hub name such as facebook/dinov2-small (default: torchvision's ViT-B/16)")
+    p.add_argument("--no-verify", action="store_true",
+                   help="open the weights without checking them against their own library's model of the same file "
+                        "(timm, transformers, open_clip, torchvision): the first line and result.json's \"verified\" "
+                        "then say unverified (default: checked; a difference beyond float32 tolerance is refused)")
     p.add_argument("--preprocess", choices=PREPROCESS_CHOICES, default="own",
                    help="how a photo becomes the model's input: own (default: the checkpoint's source's own "
                         "preprocessing, e.g. timm's crop_pct or a Hugging Face processor's squash), crop (keep the "
@@ -322,13 +326,15 @@ def options_from(args: argparse.Namespace) -> panels.MapOptions:
 
 def load_model(args: argparse.Namespace):
     """``vit.load(--weights)`` with ``--preprocess``, set up to run at ``--input-size`` if given; ValueError says
-    what is wrong. What the loader assumed is printed (``print_assumptions``)."""
+    what is wrong. Whether it was checked against its library, and what the loader assumed, are printed first
+    (``print_verification``, ``print_assumptions``)."""
     import vit
 
     try:
-        loaded = vit.load(args.weights)
+        loaded = vit.load(args.weights, verify=not args.no_verify)
     except (ValueError, FileNotFoundError) as error:
         raise ValueError(f"cannot load the weights: {error}") from None
+    print_verification(loaded, args.weights)
     print_assumptions(loaded, args.weights)
     if args.input_size:
         P = loaded.model.cfg.patch_size
@@ -338,6 +344,12 @@ def load_model(args: argparse.Namespace):
         # the checkpoint's own preprocessing at the new size (its crop ratio kept), then the --preprocess choice
         loaded = dataclasses.replace(loaded, own_preprocess=loaded.own_preprocess.at_size((H, W)))
     return loaded.with_preprocess(getattr(args, "preprocess", "own"))
+
+
+def print_verification(loaded, source: str, stream=None) -> None:
+    """One line on stderr, the first the command prints: the load checked against its own library
+    (``vit.LoadedModel.verified``): "checked against timm 1.0.31: Δ 3e-07", "unverified" or "not verified (…)"."""
+    print(f"{source}: {loaded.verified}", file=stream or sys.stderr)
 
 
 def print_assumptions(loaded, source: str, stream=None) -> None:

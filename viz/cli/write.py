@@ -21,7 +21,7 @@ def write_image_result(path: Path, folder: Path, a: Analysis, model: tuple[dict,
                        zero_shot: list[dict] | None = None, inside: tuple[dict, dict, dict] | None = None,
                        preprocess: dict | None = None, assumptions: list[str] | None = None,
                        features: tuple[dict, dict, dict] | None = None,
-                       concepts: tuple[dict, dict, list] | None = None) -> np.ndarray:
+                       concepts: tuple[dict, dict, list] | None = None, verified: dict | None = None) -> np.ndarray:
     """Render and write one analysed image's panels (with the model's own, ``model``: the result of
     ``model_panels``, and the explanations, ``explained``: ``explanation_outputs``), result.json and
     attention.npz; returns its mean distance (L, H).
@@ -32,7 +32,9 @@ def write_image_result(path: Path, folder: Path, a: Analysis, model: tuple[dict,
     ``viz.concepts.outputs.concepts_outputs``, written as result.json's "concepts".
     ``preprocess``: how the photo became the model's input (``vit.LoadedModel.preprocess_record``: "mode",
     "resize", "crop", "interpolation", "mean", "std", …), written as result.json's "preprocess"; ``assumptions``:
-    what the loader assumed rather than read (``vit.LoadedModel.assumptions``), result.json's "assumptions"."""
+    what the loader assumed rather than read (``vit.LoadedModel.assumptions``), result.json's "assumptions";
+    ``verified``: the load's check against its own library (``vit.LoadedModel.verified.to_dict()``), result.json's
+    "verified"."""
     t2 = time.perf_counter()
     images, arrays = image_panels(a, o)
     t3 = time.perf_counter()
@@ -56,6 +58,7 @@ def write_image_result(path: Path, folder: Path, a: Analysis, model: tuple[dict,
         "input_size": list(a.input_size),
         **({"preprocess": preprocess} if preprocess is not None else {}),
         **({"assumptions": list(assumptions)} if assumptions is not None else {}),
+        **({"verified": verified} if verified is not None else {}),
         "grid": list(a.grid),
         "architecture": a.architecture.family,
         "stages": stage_records(a.architecture),

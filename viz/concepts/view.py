@@ -355,7 +355,7 @@ def edit(loaded, source: ConceptsSource, pc: PhotoConcepts, changes: dict[int, f
     readout = model.architecture(*x.shape[-2:]).readout
 
     def rollout(maps) -> np.ndarray | None:
-        if readout == "map":                  # the probe's attention is not kept by these passes
+        if readout in ("map", "map_all"):     # the probe's attention is not kept by these passes
             return None
         return readout_rollout_map(fuse_heads(torch.cat(maps).float().cpu().numpy()), pc.num_prefix, pc.grid, readout)
 

@@ -26,7 +26,7 @@ def attention_map(arrays: ExplainArrays) -> np.ndarray:
 
     For "map" pooling (SigLIP) the query that reads the image out is the probe, which attends once, after the
     last block: its attention (mean of heads) *is* the readout row, as ``viz.maps.readout`` shows it."""
-    if arrays.query == "map":
+    if arrays.query in ("map", "map_all"):
         (readout,) = arrays.need("readout")
         return arrays.on_patch_grid(readout, -1)
     attention, readout = arrays.need("attention", "readout")

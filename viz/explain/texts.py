@@ -36,7 +36,6 @@ PAGE = {
         "**{method}** for **{target}**: probability {probability:.1%}, score {score:.3f}; a {grid} map read from "
         "{readout}.",
         "**{method}** 解释 **{target}**：概率 {probability:.1%}，得分 {score:.3f}；{grid} 的热力图，读取自 {readout}。"),
-    "readout.distilled": ("the mean of {readout} and the distillation token", "{readout}与蒸馏词元的平均"),
     "explain.contrast": (" Contrast: minus **{other}**.", " 对比：减去 **{other}**。"),
     "control.texts": ("Texts (CLIP zero-shot)", "文本（CLIP 零样本）"),
     "help.texts": ("class names or prompts, one per line or separated by commas, e.g. a photo of a cat",

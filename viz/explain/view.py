@@ -27,13 +27,11 @@ class Explained:
     score: float = float("nan")
     readout: str = ""                              # which tokens the maps read, in words (English, as vit.explain says)
     grid: tuple[int, int] = (0, 0)
-    query: str = ""                                # the same as a key: "cls", "map" or "mean" (viz.maps.readout)
-    distilled: bool = False                        # read together with a distillation token (DeiT)
+    query: str = ""                                # the same as a key: the readout's name (vit.readout)
 
     def readout_words(self, lang: str = "en") -> str:
         """Which tokens the maps read, in ``lang``: "the CLS token", "the mean of the patch tokens", …"""
-        words = t(f"readout.{self.query}", lang) if self.query else self.readout
-        return t("readout.distilled", lang, readout=words) if self.distilled else words
+        return t(f"readout.{self.query}", lang) if self.query else self.readout
 
     @property
     def nbytes(self) -> int:
@@ -57,7 +55,7 @@ def explanations(explain_tensor, model, x, target, labels) -> Explained:
     if first is None:
         return Explained({"index": None, "name": str(target)}, {}, failed)
     return Explained(first.target, maps, failed, first.probability, first.score, first.readout, first.grid,
-                     first.query, bool(getattr(model.cfg, "distilled", False)))
+                     first.query)
 
 
 def explain_view(a: Analysis, e: Explained, method: str, contrast: Explained | None = None, alpha: float = 0.6,

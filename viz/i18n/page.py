@@ -9,6 +9,7 @@ What the loader assumed (``assumption.*``) is said in English by ``vit.checkpoin
 ``LoadedModel.assumptions`` holds); the Chinese is beside it here.
 """
 from vit.checkpoints.assumptions import ASSUMED
+from vit.checkpoints.references import WHY_UNBUILT
 
 HOW_ZH = "（传给 vit.load，或在文件旁的同名 JSON 文件中写 {{{{\"config\": {{{{\"{field}\": {value}}}}}}}}}）"
 
@@ -57,6 +58,29 @@ PAGE: dict[str, tuple[str, str]] = {
     "summary.aspect": ("whole photo at its own aspect ratio", "保持原长宽比的整张照片"),
     "summary.prefix": (" + {count} prefix", " + {count} 个前缀词元"),
     "summary.took": (" · forward pass {ms:.0f} ms", " · 前向计算 {ms:.0f} 毫秒"),
+    "verified.checked": ("Checked against {library} {version}: Δ {delta}.", "已与 {library} {version} 核对：Δ {delta}。"),
+    "verified.unverified": ("Unverified (opened without the check against its library).",
+                            "未核对（打开时未与其所属库核对）。"),
+    "verified.not_verified": ("Not verified ({reason}).", "未核对（{reason}）。"),
+    **{f"verified.reason.{key}": (WHY_UNBUILT[key], zh) for key, zh in {
+        "not_installed": "未安装 {library}",
+        "own_format": "本工具自己的格式：它就是自己的库",
+        "no_library": "这里没有读取 {format} 格式的库",
+        "library_failed": "{library} 无法构建这个模型（{error}）",
+        "other_tensors": "{library} 的模型不接受文件中的张量（{missing}）",
+        "timm_cls_mean": "timm 没有把 CLS 词元与图块均值并列读取的方式",
+        "timm_prefix_norm": "timm 没有为 CLS 和寄存器词元单独设置的最终归一化",
+        "timm_by_name": "并行块 ViT 和 NaFlex ViT 只有在给出其 timm 架构名时才核对",
+        "timm_register_positions": "只要 CLS 词元有位置嵌入，timm 就给寄存器也加上位置嵌入",
+        "timm_pool_heads": "timm 的 VisionTransformer 池化的头数与块的头数相同",
+        "timm_unknown_tower": "open_clip 的 timm 图像塔所给的架构 timm 不认识",
+        "transformers_no_config": "没有所在文件夹 config.json 的 transformers 状态字典没有给出类名",
+        "transformers_no_class": "transformers 没有 {name} 这个类",
+        "open_clip_image_only": "open_clip 只能从文件夹或两个塔的张量构建 CLIP，而这个文件只有图像塔",
+        "torchvision_headless": "torchvision 的 ViT 总带有分类头",
+        "resized": "{library} 只在文件自己的输入尺寸上核对，而这次加载要求了别的尺寸",
+        "video": "加载时的核对还不构建视频模型",
+    }.items()},
     "summary.assumed": ("**Assumed when loading** (not in the checkpoint):", "**加载时的假设**（检查点中没有）："),
 
     # --- what the loader assumed (vit.LoadedModel.assumptions) ------------------------------------------------
@@ -77,6 +101,16 @@ PAGE: dict[str, tuple[str, str]] = {
         "图像塔需要 mlp_act=\"gelu_tanh\"" + _how_zh("mlp_act", '"gelu_tanh"') + "。"),
     "assumption.rope_grid": (ASSUMED["rope_grid"],
         "文件中没有旋转位置编码：假定为 EVA-02 的，其角度按 timm 的 EVA-02 模型训练时的 {grid} 网格缩放。"),
+    "assumption.timm_table": (ASSUMED["timm_table"],
+        "没有安装 timm：timm 的 {name} 是什么（它的头数、归一化、旋转和读出方式）取自本工具自己的 timm 架构表，而不是 timm；"
+        "安装 timm（pip install timm）后会从 timm 本身读取，并把加载结果与 timm 的模型核对。"),
+    "assumption.sam_eps": (ASSUMED["sam_eps"],
+        "文件中没有各块 LayerNorm 的 eps：假定为 {eps}，与 {source} 相同；别的 eps E 需要 layer_norm_eps=E"
+        + _how_zh("layer_norm_eps", "E") + "。"),
+    "assumption.readout_timm": (ASSUMED["readout_timm"],
+        "文件中没有分类头读取哪些词元：假定为 readout \"{readout}\"，即 timm 中 {family} 模型的默认设置"
+        "（global_pool='{pool}'）；以别的读取方式训练的模型（例如 {family} 自己的 CLS 特征）需要 readout=\"cls\""
+        + _how_zh("readout", '"cls"') + "。"),
     "assumption.rotary_family": (ASSUMED["rotary_family"],
         "文件中没有旋转位置编码：假定为 {family} 的，因为它的张量就是 {family} 的；若它是别的模型，请在文件旁的同名 JSON "
         "文件中用 \"architecture\" 给出它在 timm 中的名字。"),
@@ -102,6 +136,14 @@ PAGE: dict[str, tuple[str, str]] = {
         "文件中没有 LayerNorm 的位置：假定在每个分支之后（timm 的 *_rpn 块），因为这些块没有 LayerScale，而 timm 的前置"
         "归一化相对位置块都有；没有 LayerScale 训练的前置归一化模型需要 res_post_norm=false"
         + _how_zh("res_post_norm", "false") + "。"),
+    "assumption.block_order_rpn": (ASSUMED["block_order_rpn"],
+        "文件中没有 LayerNorm 的位置：假定在每个分支之后（timm 的 vit_base_patch16_rpn_224），它是 timm 中唯一有这些张量的 ViT"
+        "（没有 CLS 词元，池化之后有 LayerNorm，没有 LayerScale）；有这些张量的前置归一化模型需要 res_post_norm=false"
+        + _how_zh("res_post_norm", "false") + "。"),
+    "assumption.eps_beit3": (ASSUMED["eps_beit3"],
+        "文件中没有 LayerNorm 的 eps：假定为 1e-5，与 timm 的 BEiT-3 模型（beit3_*）相同，这些张量正是它们的（注意力和 MLP "
+        "内有 LayerNorm，有 CLS 词元，池化之后有 LayerNorm）；别的 eps E 需要 layer_norm_eps=E"
+        + _how_zh("layer_norm_eps", "E") + "。"),
     "assumption.img_size_relpos": (ASSUMED["img_size_relpos"],
         "文件中没有输入尺寸：假定为 {size}，与 timm 中宽度为 {width}、图块为 {patch} 像素的相对位置 ViT 的配置一致"
         "（偏置可以为任意网格算出）；若要别的尺寸，请给出 img_size=[H, W]" + _how_zh("img_size", "[H, W]") + "。"),
@@ -251,8 +293,12 @@ PAGE: dict[str, tuple[str, str]] = {
                         "每个图块一种颜色并画出细网格线：模型里真实的热力图，不做平滑"),
     "picture.crop": ("What the model saw (outlined)", "模型看到的区域（框内）"),
     "readout.cls": ("the CLS token", "CLS 词元"),
-    "readout.map": ("the MAP probe's attention (mean of heads)", "MAP 探针的注意力（各头平均）"),
+    "readout.map": ("the MAP probe's attention over the patch tokens", "MAP 探针对图块词元的注意力"),
+    "readout.map_all": ("the MAP probe's attention over all tokens", "MAP 探针对所有词元的注意力"),
     "readout.mean": ("the mean of the patch tokens", "图块词元的均值"),
+    "readout.mean_all": ("the mean of all tokens (prefix tokens included)", "所有词元（含前置词元）的均值"),
+    "readout.cls_mean": ("the CLS token and the mean of the patch tokens side by side", "CLS 词元与图块词元的均值并列"),
+    "readout.distilled": ("the mean of the CLS token's and the distillation token's heads", "CLS 词元与蒸馏词元两个头的平均"),
     "message.target_failed": ("Nothing to explain for that target: {error}", "无法解释这个目标：{error}"),
     "message.explain_failed": ("This model cannot be explained this way: {error}", "这个模型不能用这种方式解释：{error}"),
     "message.no_classes": (

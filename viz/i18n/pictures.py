@@ -17,7 +17,11 @@ PICTURES: dict[str, tuple[str, str]] = {
     # --- the query a map reads (viz.maps.readout) and the captions that name it ------------------------------
     "query.cls": ("CLS", "CLS"),
     "query.map": ("MAP probe", "MAP 探针"),
+    "query.map_all": ("MAP probe", "MAP 探针"),
     "query.mean": ("mean of patches", "图块均值"),
+    "query.mean_all": ("mean of all tokens", "所有词元均值"),
+    "query.cls_mean": ("CLS and mean of patches", "CLS 与图块均值"),
+    "query.distilled": ("CLS and DIST", "CLS 与 DIST"),
     "caption.rollout": ("{query} rollout", "{query} 的注意力展开"),
     "caption.attention": ("{query}, {where}", "{query}，{where}"),
     "caption.probe": ("MAP probe (after layer {layer}), {heads}", "MAP 探针（第 {layer} 层之后），{heads}"),

@@ -77,7 +77,7 @@ def step_texts(w: Walkthrough, layer: int = -1, row: int | None = None, col: int
                  t("walk.blocks.text", lang, tokens=T, heads=w.heads, shape=shape_text(s["layers"]), layer=layer,
                    attention=shape_text(s["attention"]))),
         StepText("output", t("walk.output.title", lang), shape_text(s["output"]),
-                 t("walk.output.text_avg" if w.pool == "avg" else "walk.output.text", lang,
+                 t("walk.output.text_avg" if w.pool in ("mean", "mean_all") else "walk.output.text", lang,
                    shape=shape_text(s["output"]), dim=s["output"][0])),
         StepText("logits", t("walk.logits.title", lang), shape_text(s["logits"]),
                  t("walk.logits.text", lang, classes=s["logits"][0], shape=shape_text(s["logits"]),

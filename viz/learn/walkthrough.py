@@ -33,7 +33,7 @@ class Walkthrough:
     patch_size: int                    # P
     grid: tuple[int, int]              # (gh, gw) patches
     prefix_names: tuple[str, ...]      # the tokens before the patches, e.g. ("CLS",) or ("CLS", "DIST")
-    pool: str                          # "token": the CLS output classifies; "avg": the mean of the patch tokens
+    pool: str                          # the readout (vit.readout): "cls" the CLS output, "mean" of the patches, …
     shapes: dict                       # step -> shape of its real tensor (see ``STEPS``)
     patches: np.ndarray                # (N, C·P·P) every patch of the normalised input, flattened as (C, P, P)
     embeddings: np.ndarray             # (N, D) patch embeddings: the output of ``patch_embed``
@@ -127,7 +127,7 @@ def walk(model, preprocess, image: Image.Image, labels=None) -> Walkthrough:
     scale_x, scale_y = resized[0] / upright[0], resized[1] / upright[1]
     return Walkthrough(image=crop, resized=resized, stretched=abs(scale_x / scale_y - 1.0) > 0.01, patch_size=P,
                        grid=(gh, gw), prefix_names=prefix,
-                       pool=cfg.global_pool, shapes=shapes, patches=as_numpy(patches), embeddings=as_numpy(embeddings),
+                       pool=cfg.readout, shapes=shapes, patches=as_numpy(patches), embeddings=as_numpy(embeddings),
                        tokens=as_numpy(tokens), embedded=as_numpy(embedded),
                        position_similarity=similarity, positions=positions,
                        cls_attention=torch.stack(rows).float().cpu().numpy(), output=as_numpy(output),
@@ -144,7 +144,4 @@ def _prepended(model, embeddings: torch.Tensor) -> torch.Tensor:
 
 def _head_input(model, z: torch.Tensor) -> torch.Tensor:
     """Final tokens (1, T, D) -> y (1, D), what the classifier reads: as ``forward_head`` pools them."""
-    z = model.norm(z)
-    if model.cfg.global_pool == "avg":
-        return model.fc_norm(z[:, model.cfg.num_prefix_tokens:].mean(dim=1))
-    return model.fc_norm(z[:, 0])
+    return model.pool(z)[0]

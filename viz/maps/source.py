@@ -24,9 +24,11 @@ from typing import Protocol, Sequence
 import numpy as np
 
 from vit.architecture import share_down
+from vit.readout import token_weights
 
 from .attention import without_tokens
 from .layout import layer_index
+from .readout import query_row
 from .rollout import FUSIONS, discard_lowest, fuse_heads, with_residual
 
 COLUMNS_BYTES = 64 * 2**20     # columns of every head asked for together when summing a row's kept mass
@@ -52,8 +54,8 @@ class AttentionSource(Protocol):
         may write into."""
 
     def readout_rows(self, layer: int) -> np.ndarray:
-        """(H, T): each head's row of the layer's query (``viz.maps.readout.heads_query``): the CLS row, or the mean of
-        the patch rows for models without a CLS token."""
+        """(H, T): each head's row of the layer's query (``viz.maps.readout.heads_query``): the CLS row, the mean of
+        the patch rows for models without a CLS token, … (the readout's weighted rows)."""
 
     def carry(self, layer: int, rows: np.ndarray, fusion: str = "mean", discard_ratio: float = 0.0,
               keep: np.ndarray | None = None, protect: Sequence[int] = (0,)) -> np.ndarray:
@@ -97,7 +99,9 @@ class HeldAttention:
         layer = layer_index(layer, self.depth)
         if self.query == "cls":
             return np.asarray(self.attention[layer, :, 0, :], dtype=np.float32)
-        return self.attention[layer, :, self._layout[0]:, :].mean(axis=1, dtype=np.float32)
+        if self.query == "mean":
+            return self.attention[layer, :, self._layout[0]:, :].mean(axis=1, dtype=np.float32)
+        return query_row(self.attention[layer], self.query, self._layout[0])
 
     def carry(self, layer: int, rows: np.ndarray, fusion: str = "mean", discard_ratio: float = 0.0,
               keep: np.ndarray | None = None, protect: Sequence[int] = (0,)) -> np.ndarray:
@@ -133,12 +137,17 @@ def kept_column(source: AttentionSource, layer: int, head: int | None, key: int,
     return out
 
 
-def mean_patch_row(source: AttentionSource, layer: int, head: int | None, keep: np.ndarray | None = None) -> np.ndarray:
-    """(T,): the mean of the (kept) patch rows, each renormalised over the kept keys: a mean-pooled model's query."""
+def query_row_of(source: AttentionSource, layer: int, head: int | None, query: str,
+                 keep: np.ndarray | None = None) -> np.ndarray:
+    """(T,): a per-block query's row (``viz.maps.readout.query_row``: the mean of the (kept) patch rows of a
+    mean-pooled model, …) from the rows it weighs, each renormalised over the kept keys."""
     num_prefix, grid = source.layout(layer)
     T = num_prefix + grid[0] * grid[1]
-    patches = np.arange(num_prefix, T) if keep is None else keep[keep >= num_prefix]
-    return kept_rows(source, layer, head, patches, keep).mean(axis=0)
+    queries = np.arange(T) if keep is None else keep
+    weights = token_weights(query, queries.size, num_prefix)
+    used = np.flatnonzero(weights)
+    rows = kept_rows(source, layer, head, queries[used], keep)
+    return weights[used] @ rows
 
 
 def residual_step(source: AttentionSource, layer: int, fusion: str, discard_ratio: float, keep: np.ndarray,

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 
 from vit.architecture import Architecture
 from vit.model import ViTConfig
+from vit.readout import kind as readout_kind
 from vit.swin import SwinConfig
 
 from ..i18n import t
@@ -95,9 +96,11 @@ def block_params(cfg) -> int:
 
 def probe_params(cfg) -> int:
     """SigLIP's attention-pooling head: the probe, q, kv, proj, LayerNorm and its MLP."""
-    D = cfg.embed_dim
+    D, hidden = cfg.embed_dim, cfg.pool_mlp_dim or cfg.mlp_dim
+    if cfg.probe == "aimv2":              # AIMv2's head: the probe as the query, keys and values, one projection
+        return D + _linear(D, 2 * D, cfg.qkv_bias) + _linear(D, D)
     return (D + _linear(D, D) + _linear(D, 2 * D) + _linear(D, D) + _layer_norm(D)
-            + _linear(D, cfg.mlp_dim) + _linear(cfg.mlp_dim, D))
+            + _linear(D, hidden) + _linear(hidden, D))
 
 
 def family_summary(cfg, lang: str = "en") -> str:
@@ -127,7 +130,7 @@ def family_summary(cfg, lang: str = "en") -> str:
     block += t("arch.layer_scale", lang) if cfg.layer_scale else ""
     block += t("arch.norm_pre", lang) if cfg.norm_pre else ""
     block += t("arch.prefix_norm", lang) if cfg.prefix_norm else ""
-    pooling = t(f"arch.pool.{cfg.global_pool}", lang)
+    pooling = t(f"arch.pool.{cfg.readout}", lang)
     output = (t("arch.output.projection", lang, dim=cfg.proj_dim) if cfg.proj_dim else
               t("arch.output.classes", lang, count=cfg.num_classes) if cfg.num_classes else
               t("arch.output.features", lang))
@@ -214,24 +217,28 @@ def stages(cfg, image_hw: tuple[int, int] | None = None, lang: str = "en") -> li
         Stage(_("mlp.post" if post else "mlp", activation=act), f"{T}×{D}",
               _layer_norm(D) + _mlp_params(cfg) + (D if cfg.layer_scale else 0), mlp_note),
     ]
-    final_norm = _layer_norm(D) * (2 if cfg.prefix_norm else 1)   # DINOv3's untied norms: the prefix's own
-    if cfg.global_pool == "avg":
-        rows.append(Stage(_("mean") + (_("mean.fc_norm") if cfg.fc_norm else _("mean.after_norm")),
-                          f"{D}", final_norm, _("mean.note")))
-    elif cfg.global_pool == "map":
-        rows.append(Stage(_("probe"), f"{D}", final_norm + probe_params(cfg), _("probe.note", count=N, heads=heads)))
+    # DINOv3's untied norms: the prefix's own; fc_norm: one after pooling, of the pooled width; or none at all
+    pooled = D * readout_kind(cfg.readout).width
+    final_norm = _layer_norm(pooled) if cfg.fc_norm else \
+        _layer_norm(D) * (2 if cfg.prefix_norm else 1) * int(cfg.final_norm)
+    if readout_kind(cfg.readout).probe:
+        rows.append(Stage(_("probe"), f"{D}", final_norm + probe_params(cfg),
+                          _("probe.note", count=T if cfg.readout == "map_all" else N, heads=cfg.pool_heads or heads)))
+    elif cfg.readout in ("mean", "mean_all"):
+        rows.append(Stage(_(cfg.readout) + (_("mean.fc_norm") if cfg.fc_norm else _("mean.after_norm")),
+                          f"{D}", final_norm, _(f"{cfg.readout}.note")))
     else:
-        rows.append(Stage(_("take_cls"), f"{D}", final_norm, _("take_cls.note")))
-    width = D
+        rows.append(Stage(_(f"take_{cfg.readout}"), f"{pooled}", final_norm, _(f"take_{cfg.readout}.note")))
+    width = pooled
     if cfg.representation_size:
         width = cfg.representation_size
-        rows.append(Stage(_("pre_logits"), f"{width}", _linear(D, width), ""))
+        rows.append(Stage(_("pre_logits"), f"{width}", _linear(pooled, width), ""))
     if cfg.proj_dim:
         rows.append(Stage(_("projection"), f"{cfg.proj_dim}", _linear(width, cfg.proj_dim, False),
                           _("projection.note")))
     if cfg.num_classes:
-        heads_count = 2 if cfg.distilled else 1
-        rows.append(Stage(_("head") + (_("head.distilled") if cfg.distilled else ""),
+        heads_count = 2 if cfg.readout == "distilled" else 1
+        rows.append(Stage(_("head") + (_("head.distilled") if heads_count == 2 else ""),
                           f"{cfg.num_classes}", heads_count * _linear(width, cfg.num_classes), _("head.note")))
     return rows
 

@@ -20,7 +20,7 @@ from ..maps import distance, embeddings, norms, readout
 from ..maps.attention import without_tokens
 from ..maps.layout import layer_index, patch_token, to_grid
 from ..maps.rollout import kept_tokens
-from ..maps.source import check_head, kept_column, kept_rows, mean_patch_row, rollout_columns, rollout_rows
+from ..maps.source import check_head, kept_column, kept_rows, query_row_of, rollout_columns, rollout_rows
 from ..records import Analysis, ModelArrays
 
 
@@ -75,24 +75,27 @@ def check_head_of(a: Analysis, layer: int, head: int | None) -> None:
 
 
 def layer_readout_rows(a: Analysis, layer: int, drop: np.ndarray | None = None) -> np.ndarray:
-    """Every head's query row of one layer (``viz.maps.readout.heads_query``: the CLS row, or the mean of the patch
-    rows) -> (H_l, T_l) float32, renormalised over the kept tokens when ``drop`` (gh, gw) is given (the mean of the
+    """Every head's query row of one layer (``viz.maps.readout.heads_query``: the CLS row, the mean of the patch
+    rows, …) -> (H_l, T_l) float32, renormalised over the kept tokens when ``drop`` (gh, gw) is given (the mean of the
     patch rows then reads only the kept patches)."""
     keep = _kept(a, drop)
-    if keep is not None and readout.heads_query(a.readout) == "mean":
-        return np.stack([mean_patch_row(a.maps, layer, h, keep) for h in range(a.architecture.block(layer).heads)])
+    query = readout.heads_query(a.readout)
+    if keep is not None and query != "cls":
+        return np.stack([query_row_of(a.maps, layer, h, query, keep) for h in range(a.architecture.block(layer).heads)])
     rows = a.maps.readout_rows(layer)
     return rows if keep is None else without_tokens(rows, keep)
 
 
 def readout_rows_of(a: Analysis, head: int | None = None, drop: np.ndarray | None = None) -> np.ndarray:
-    """Every layer's query row of one head or the mean of heads -> (L, T) float32 (a model whose blocks all hold the
-    same tokens), renormalised over the kept tokens when ``drop`` (gh, gw) is given."""
+    """Every layer's query row (``viz.maps.readout.heads_query``: the CLS row, the mean of the patch rows, …) of one
+    head or the mean of heads -> (L, T) float32 (a model whose blocks all hold the same tokens), renormalised over
+    the kept tokens when ``drop`` (gh, gw) is given (the mean of the patch rows then reads only the kept patches)."""
     if head is not None:
         check_head(head, a.heads)
     keep = _kept(a, drop)
-    if keep is not None and readout.heads_query(a.readout) == "mean":
-        return np.stack([mean_patch_row(a.maps, layer, head, keep) for layer in range(a.depth)])
+    query = readout.heads_query(a.readout)
+    if keep is not None and query != "cls":
+        return np.stack([query_row_of(a.maps, layer, head, query, keep) for layer in range(a.depth)])
     rows = np.stack([a.maps.readout_rows(layer) for layer in range(a.depth)])          # (L, H, T)
     rows = rows.mean(axis=1) if head is None else rows[:, head]
     return rows if keep is None else without_tokens(rows, keep)
@@ -105,7 +108,7 @@ def readout_rows_all(a: Analysis, drop: np.ndarray | None = None) -> np.ndarray:
 
 def rollout_of(a: Analysis, fusion: str = "mean", discard_ratio: float = 0.0, start_layer: int = 0,
                mask_artifacts: bool = False, norm_ratio: float = 3.0, stop_layer: int | None = None) -> np.ndarray:
-    """Rollout of the analysis' query (CLS, MAP probe or mean of patches) over the photo's patches (gh, gw),
+    """Rollout of the analysis' query (CLS, MAP probe, mean of patches, …) over the photo's patches (gh, gw),
     optionally without the high-norm tokens (they read 0): ``viz.maps.readout.readout_rollout_map``, one layer's
     step at a time, down through every merge of a model with stages (``viz.maps.source.rollout_rows``).
     ``stop_layer``: roll out the layers up to this one only (inclusive; default: all)."""
@@ -117,10 +120,10 @@ def rollout_of(a: Analysis, fusion: str = "mean", discard_ratio: float = 0.0, st
         weights, protect = np.zeros(keep.size, dtype=np.float32), (0,)
         weights[0] = 1.0
     else:
-        p = readout.fuse_probe(a.probe_attention, fusion)[keep] if a.readout == "map" else None
+        p = readout.fuse_probe(a.probe_attention, fusion)[keep] if a.readout in ("map", "map_all") else None
         weights = readout.readout_weights(keep.size, top.prefix, a.readout,
                                           None if p is None else p / max(p.sum(), 1e-12))
-        protect = ()
+        protect = readout.protected(weights, top.prefix, a.readout)
     out = np.zeros(a.num_prefix + a.grid[0] * a.grid[1], dtype=np.float32)
     rows = rollout_rows(a.maps, weights, fusion, discard_ratio, start_layer, None if drop is None else keep, protect,
                         stop_layer)
@@ -134,13 +137,13 @@ def attention_of(a: Analysis, layer: int = -1, head: int | None = None,
     probe's after the last. ``drop`` (gh, gw) bool: tokens removed as keys (and as queries of the mean), rows
     renormalised."""
     readout.check_readout(a.readout, a.probe_attention, a.num_prefix, a.grid)
-    if a.readout != "map":
+    if a.readout not in ("map", "map_all"):
         layer = layer_index(layer, a.depth)
         block = a.architecture.blocks[layer]
         check_head_of(a, layer, head)
         keep = _kept(a, drop)
-        if keep is not None and a.readout == "mean":
-            return to_grid(mean_patch_row(a.maps, layer, head, keep), block.prefix, block.grid)
+        if keep is not None and a.readout != "cls":
+            return to_grid(query_row_of(a.maps, layer, head, a.readout, keep), block.prefix, block.grid)
         rows = a.maps.readout_rows(layer)                                            # (H, T)
         row = rows.mean(axis=0) if head is None else rows[head]
         return to_grid(row if keep is None else without_tokens(row, keep), block.prefix, block.grid)
@@ -231,7 +234,7 @@ def rollout_caption(a: Analysis, lang: str = "en") -> str:
 
 def attention_caption(a: Analysis, layer: int = -1, head: int | None = None, lang: str = "en") -> str:
     """E.g. "CLS, layer 11, mean of heads"; the MAP probe reads after the last layer, whatever ``layer``."""
-    if a.readout == "map":
+    if a.readout in ("map", "map_all"):
         return t("caption.probe", lang, layer=a.depth - 1,
                  heads=t("name.mean_heads", lang) if head is None else t("name.head", lang, head=head % a.heads))
     return t("caption.attention", lang, query=query_label(a.readout, lang), where=where_name(a, layer, head, lang))

@@ -226,7 +226,7 @@ class TrustJob:
         if self.to_map:
             if not self._probability_known():
                 items.append(("", "full", 0, self.N))
-            if self.protocol in PIXEL or self.architecture.readout == "cls":
+            if self.protocol in PIXEL or self.architecture.readout in ("cls", "distilled"):
                 items.append(("", "empty", 0, 0))
         return items
 

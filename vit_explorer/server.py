@@ -2,7 +2,7 @@
 start-up messages (no model, no Chinese font), and Gradio's launch with the queue and the limits set.
 
     python app.py [--weights PATH | --model NAME] [--host 127.0.0.1] [--port 7860] [--share] [--public]
-                  [--device auto] [--max-tokens N]
+                  [--device auto] [--max-tokens N] [--sae DIR ...]
 
 ``main(argv)`` is that command (``app.py`` calls it; an installed package can name it as its console command).
 """
@@ -21,6 +21,7 @@ from vit.command import program
 from vit.device import pick_device
 from vit.image_file import MAX_BYTES
 from viz.analysis.cost import LOCAL_MAX_TOKENS
+from viz.concepts.published import sae_folders
 from viz.i18n.fonts import missing_font_message
 from viz.i18n import LANGUAGES, t
 
@@ -55,6 +56,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help=f"the most tokens one analysis may have: the input size control goes up to it (default "
                         f"{LOCAL_MAX_TOKENS:,} on a server for this machine alone; on one others can reach, as many "
                         f"as keep one analysis within a quarter of the analyses' memory)")
+    p.add_argument("--sae", action="append", default=[], metavar="DIR",
+                   help="sparse autoencoders the Concepts tab offers (repeat for more): an SAE's folder (python -m "
+                        "viz.concepts train's --out, sae-lens' or ViT-Prisma's saved SAE) or a folder of such folders; "
+                        "each model is offered those made for it. A public server opens only these")
     return p.parse_args(argv)
 
 
@@ -77,6 +82,10 @@ def main(argv: list[str] | None = None) -> None:
     # the size control's range depends on it (launch sets it again for a server started from Python)
     state.SETTINGS.any_model = only_this_machine(args.host, args.share) and not args.public
     state.SETTINGS.max_tokens = args.max_tokens
+    try:
+        state.SETTINGS.saes = [str(folder.resolve()) for given in args.sae for folder in sae_folders(given)]
+    except ValueError as err:
+        sys.exit(f"Cannot start: --sae {err}")
     try:
         demo = build_app(source)
     except (ValueError, OSError) as err:

@@ -28,7 +28,7 @@ from bench.app_process import AppProcess
 from canaries import CANARY_BYTES, FifoCanary
 from raw_queue import FILE_MARK, Answer, RawClient
 from viz.i18n import t
-from viz.i18n.page import PAGE
+from viz.i18n import CATALOGUE
 
 pytestmark = pytest.mark.slow        # two served apps, hundreds of events
 
@@ -193,11 +193,11 @@ def retry(client: RawClient, event: dict, values: list, event_data=None, within:
 
 
 def human(text: str | None) -> bool:
-    """Whether ``text`` is one of the page's messages (``viz.i18n``, any language, fields filled; the API says the
-    same sentences): never a Python error's text."""
+    """Whether ``text`` is one of the page's messages (``viz.i18n``'s, and the tabs' own, any language, fields filled;
+    the API says the same sentences): never a Python error's text."""
     if text is None:
         return True
-    for key, texts in PAGE.items():
+    for key, texts in CATALOGUE.items():
         if not key.startswith("message."):
             continue
         for template in texts:
@@ -332,6 +332,9 @@ def test_server_paths_in_every_text_input_open_nothing_and_show_nothing(server, 
         refused = t("message.models_listed_only", "en")
         for event in ("page_analyze", "analyze", "switch_model", "compare", "open_snapshots"):
             assert refused in said(answers[event, "fifo"]), (event, said(answers[event, "fifo"]))
+        for name in ("fifo", "secret", "snapshots"):             # the SAEs go through the same guard
+            answer = said(answers["pick_sae", name])
+            assert t("message.saes_listed_only", "en") in answer, answer
 
 
 # ---- numbers and the shape of events ----------------------------------------------------------------------------

@@ -9,6 +9,7 @@ the same answer for a folder that exists and one that does not; the server's --s
 from __future__ import annotations
 
 import json
+import shutil
 from types import SimpleNamespace
 
 import gradio as gr
@@ -86,8 +87,7 @@ def test_the_tab_offers_the_saes_made_for_the_model_and_draws_the_photos_concept
     session, shown = opened(listed)
     box = shown["concepts_sae"]
     assert box.value == "stripes" and [value for _, value in box.choices] == ["stripes"]   # not the other model's
-    assert box.choices[0][0] == t("concepts.choice.sae", "en", name="stripes", layer=1,
-                                  hook=t("concepts.hook.residual", "en"), latents=LATENTS)
+    assert box.choices[0][0] == t("concepts.choice.sae", "en", name="stripes", layer=1, latents=LATENTS)
     loaded, source, pc = reference(listed, session)
     found = view.strongest(pc, source)
     kept = shown["concepts_state"]
@@ -101,6 +101,7 @@ def test_the_tab_offers_the_saes_made_for_the_model_and_draws_the_photos_concept
         (3 in [c.latent for c in found])                                               # labels.json names latent 3
     metrics = json.loads((listed["saes"] / "stripes" / "metrics.json").read_text())
     assert f"{metrics['fvu']:.1%}" in shown["concepts_line"] and "layer 1" in shown["concepts_line"]
+    assert (t("concepts.line.fvu_worse", "en") in shown["concepts_line"]) == (metrics["fvu"] >= 1)
     assert shown["concepts_edit"] is None and shown["concepts_edit_line"] == t("concepts.line.edit_first", "en")
 
 
@@ -157,10 +158,11 @@ def test_the_language_switch_keeps_what_is_shown_and_a_phone_gets_narrow_picture
     zh = concepts.show(session, switched["concepts_state"], "stripes", True, 0.6, True, "zh-CN")
     assert (zh["concepts_state"].latent, zh["concepts_state"].patch, zh["concepts_state"].edited) == (3, (0, 0),
                                                                                                       (3, 0.0))
-    assert zh["concepts_edit_line"].startswith("关闭潜变量 3：three后的前五类：")
+    assert zh["concepts_edit_line"].startswith("关闭潜变量 3：three 后的前五类：")
     assert "第 1 层" in zh["concepts_line"] and zh["concepts_patch"].startswith("图块 (0, 0)")
     for name in ("concepts_strongest", "concepts_top", "concepts_edit"):
         assert zh[name].width <= 360, (name, zh[name].width)                 # drawn for a 390 px phone
+    assert zh["concepts_top"].height <= 0.85 * 844     # the 64 patches unshrunk on its screen (the page's 85 vh)
 
 
 def test_without_an_sae_for_the_model_the_tab_says_how_to_make_one(made, monkeypatch):
@@ -227,6 +229,25 @@ def test_a_public_server_opens_only_its_listed_saes_and_says_the_same_for_any_ot
     with pytest.raises(gr.Error) as refused:                      # listed, but made for another model: why not
         concepts.pick_sae("other", session, None, False, 0.6, True, "en")
     assert refused.value.message.startswith("Could not open this SAE: This SAE was trained on another model's tokens")
+
+
+def test_an_sae_worse_than_the_tokens_mean_is_said_to_be(made, monkeypatch, tmp_path):
+    """metrics.json's FVU above 1 (the held-out tokens reconstructed worse than by their mean): the line says what it
+    means, in both languages; below 1 it says nothing of the kind."""
+    monkeypatch.setattr(state.SETTINGS, "saes", [])
+    monkeypatch.setattr(state.SETTINGS, "any_model", True)
+    worse = tmp_path / "worse"
+    shutil.copytree(made["sae"], worse)
+    metrics = json.loads((worse / "metrics.json").read_text())
+    for fvu, warned in ((1.16, True), (0.4, False)):
+        (worse / "metrics.json").write_text(json.dumps({**metrics, "fvu": fvu}))
+        session = api.analyze(made["cat"], made["tiny"])[0]
+        for lang in ("en", "zh-CN"):
+            line = concepts.pick_sae(str(worse), session, None, False, 0.6, True, lang)["concepts_line"]
+            said = t("concepts.line.metrics", lang, fvu=fvu, l0=metrics["l0"], pca=metrics["pca_fvu_at_l0"],
+                     pca_k=metrics["pca_components"], dead=metrics["dead_fraction"],
+                     photos=metrics["held_out"]["photos"])
+            assert said in line and (t("concepts.line.fvu_worse", lang) in line) == warned, line
 
 
 def test_a_local_server_opens_a_typed_sae_folder(made, monkeypatch):

@@ -94,7 +94,8 @@ def build(page) -> None:
             page.add("concepts_top5", gr.Label(num_top_classes=5, label=i18n("label.concepts_top5"),
                                                elem_id="concepts-top5"))
         with gr.Column(scale=2, min_width=300):
-            page.add("concepts_edit", picture(i18n, "picture.concepts_edit", elem_id="concepts-edit"))
+            # at its drawn size at most: a phone's three panels one under the other, never shrunk to the screen's height
+            page.add("concepts_edit", picture(i18n, "picture.concepts_edit", enlarge=False, elem_id="concepts-edit"))
             page.add("concepts_edit_line", note("concepts-edit-line"))
 
 
@@ -110,10 +111,9 @@ def _open(folder: str, key: AnalysisKey, lang: str) -> view.ConceptsSource:
 
 
 def _choice(name: str, source: view.ConceptsSource, lang: str) -> str:
-    """An SAE in the box: its name, the layer and hook point it reads, its size."""
-    info = source.sae.info
-    return t("concepts.choice.sae", lang, name=name, layer=info.layer, hook=t(f"concepts.hook.{info.hook_point}", lang),
-             latents=source.sae.latents)
+    """An SAE in the box: its name, the layer it reads, its size (short enough for a phone: the hook point is in the
+    line beside it)."""
+    return t("concepts.choice.sae", lang, name=name, layer=source.sae.info.layer, latents=source.sae.latents)
 
 
 def offered(key: AnalysisKey) -> list[str]:
@@ -170,14 +170,16 @@ def _photo(shown: Shown, source: view.ConceptsSource, lang: str) -> view.PhotoCo
 
 def _line(source: view.ConceptsSource, lang: str) -> str:
     """The SAE in a sentence, and how well it explains tokens of photos it was not trained on (its metrics.json,
-    when it has one)."""
+    when it has one), with a warning when it explains them worse than their mean."""
     line = source.describe(lang)
     path = (source.path if source.path.is_dir() else source.path.parent) / "metrics.json"
     try:
         m = json.loads(path.read_text()) if path.is_file() else None
         if m is not None:
             line += "\n\n" + t("concepts.line.metrics", lang, fvu=m["fvu"], l0=m["l0"], pca=m["pca_fvu_at_l0"],
-                               pca_k=m["pca_components"], dead=m["dead_fraction"])
+                               pca_k=m["pca_components"], dead=m["dead_fraction"], photos=m["held_out"]["photos"])
+            if m["fvu"] >= 1:
+                line += " " + t("concepts.line.fvu_worse", lang)
     except (OSError, ValueError, KeyError, TypeError):     # not ours, or not readable: the SAE alone
         pass
     return line

@@ -20,7 +20,9 @@ MAP_SIZE = 224               # longer side of a latent's map in the strongest-co
 THUMB = 108                  # longer side of a thumbnail there (two rows of them beside a map)
 GAP = 6
 NARROW_MAP, NARROW_THUMB = 144, 64   # for a phone: a map with two rows of two thumbnails beside it
-NARROW_CELL, NARROW_PANEL = 84, 270  # for a phone: four top patches a row; the rollouts' panels one under the other
+NARROW_PANEL = 270                   # for a phone: the rollouts' panels one under the other
+NARROW_COLS, NARROW_CELL = 7, 45     # and a latent's 64 top patches in ten rows of seven: 351 × 664 pixels and the
+                                     # title, under the page's 85 % of a phone's screen height
 
 
 def latent_name(latent: int, label: str | None, lang: str = "en") -> str:

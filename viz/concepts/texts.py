@@ -56,19 +56,22 @@ PAGE: dict[str, tuple[str, str]] = {      # the view's lines and the messages a 
     "picture.concepts_strongest": ("The photo's strongest concepts (click a row)", "这张照片最强的概念（点击一行）"),
     "picture.concepts_top": ("The latent's strongest patches in the training photos", "这个潜变量在训练照片中最强的图块"),
     "picture.concepts_photo": ("Click a patch: the latents active there", "点击一个图块：在那里激活的潜变量"),
-    "picture.concepts_edit": ("Rollout before and after, and what the latent wrote into the patches",
-                              "改变前后的注意力展开，以及这个潜变量写入各图块的内容"),
+    "picture.concepts_edit": ("Rollout before and after the change", "改变前后的注意力展开"),
     "label.concepts_top5": ("Top-5 with the change", "改变后的前五类"),
-    "concepts.choice.sae": ("{name} · layer {layer} ({hook}), {latents} latents",
-                            "{name} · 第 {layer} 层（{hook}），{latents} 个潜变量"),
+    "concepts.choice.sae": ("{name} · layer {layer}, {latents} latents", "{name} · 第 {layer} 层，{latents} 个潜变量"),
     "concepts.choice.latent": ("#{latent}{label} · mean {mean:.3g}", "#{latent}{label} · 均值 {mean:.3g}"),
     "concepts.choice.at_patch": ("#{latent}{label} · {value:.3g} at patch ({row}, {col})",
                                  "#{latent}{label} · 图块 ({row}, {col}) 上为 {value:.3g}"),
-    "concepts.line.metrics": ("On photos it was not trained on, it leaves {fvu:.1%} of the tokens' variance "
+    "concepts.line.metrics": ("On photos it was not trained on ({photos}), it leaves {fvu:.1%} of the tokens' variance "
                               "unexplained with {l0:.3g} latents a patch (PCA with {pca_k} components: {pca:.1%}); "
                               "{dead:.1%} of its latents never fire there.",
-                              "在未参与训练的照片上，它每个图块用 {l0:.3g} 个潜变量，未解释的词元方差为 {fvu:.1%}（用 "
-                              "{pca_k} 个主成分的主成分分析：{pca:.1%}）；{dead:.1%} 的潜变量在那里从不激活。"),
+                              "在未参与训练的照片上（{photos} 张），它每个图块用 {l0:.3g} 个潜变量，未解释的词元方差为 "
+                              "{fvu:.1%}（用 {pca_k} 个主成分的主成分分析：{pca:.1%}）；{dead:.1%} 的潜变量在那里从不"
+                              "激活。"),
+    "concepts.line.fvu_worse": ("Above 100 %, it reconstructs those tokens worse than their mean alone would: its "
+                                "latents are not yet worth reading. Train it on more photos or for more epochs.",
+                                "超过 100% 表示它重建这些词元还不如只用它们的均值：它的潜变量还不值得解读。请用更多照片"
+                                "或更多轮次训练它。"),
     "concepts.line.pick_patch": ("Click a patch of the photo to see the latents active there.",
                                  "点击照片上的一个图块，看在那里激活的潜变量。"),
     "concepts.line.masked": ("Both rollouts leave out the high-norm artifact tokens, as the Rollout tab does (untick "
@@ -112,15 +115,16 @@ PAGE: dict[str, tuple[str, str]] = {      # the view's lines and the messages a 
     "concepts.source.vit-prisma": ("saved by ViT-Prisma", "由 ViT-Prisma 保存"),
     # --- the view's lines ----------------------------------------------------------------------------------------
     "concepts.change.off": ("{name} switched off", "关闭{name}"),
-    "concepts.change.scaled": ("{name} × {factor:g}", "{name}乘以 {factor:g}"),
+    "concepts.change.scaled": ("{name} × {factor:g}", "{name} 乘以 {factor:g}"),
     "concepts.line.sae": ("SAE on layer {layer} ({hook}): {latents} latents, {kind}{k}, {source}",
                           "第 {layer} 层（{hook}）上的稀疏自编码器：{latents} 个潜变量，{kind}{k}，{source}"),
     "concepts.line.patch": ("Latents active at patch ({row}, {col}), strongest first", "图块 ({row}, {col}) 上激活的潜变量，"
                                                                                         "按强度排序"),
     "concepts.line.patch_none": ("No latent is active at patch ({row}, {col}).", "图块 ({row}, {col}) 上没有激活的潜变量。"),
-    "concepts.line.top5_change": ("Top-5 with {change}: {after} (before: {before})", "{change}后的前五类：{after}（之前：{before}）"),
-    "concepts.line.kl": ("KL divergence from the model's own probabilities: {kl:.3g} nats",
-                         "与原模型概率的 KL 散度：{kl:.3g} 奈特"),
+    "concepts.line.top5_change": ("Top-5 with {change}: {after} (before: {before}).",
+                                  "{change} 后的前五类：{after}（之前：{before}）。"),
+    "concepts.line.kl": ("KL divergence from the model's own probabilities: {kl:.3g} nats.",
+                         "与原模型概率的 KL 散度：{kl:.3g} 奈特。"),
     # --- messages ------------------------------------------------------------------------------------------------
     "concepts.error.width": ("This SAE reads tokens of width {sae}, but the model's are {model} wide: it was made for "
                              "another model.", "这个稀疏自编码器读取宽度为 {sae} 的词元，但模型的词元宽度是 {model}：它是为"

@@ -315,10 +315,10 @@ def strongest_view(source: ConceptsSource, pc: PhotoConcepts, count: int = STRON
 
 def top_patches_view(source: ConceptsSource, latent: int, count: int = TOP, lang: str = "en",
                      narrow: bool = False) -> Image.Image:
-    """A latent's ``count`` strongest patches of the training folder, eight a row (``narrow``: four), each with its
-    activation."""
+    """A latent's ``count`` strongest patches of the training folder, eight a row (``narrow``: seven, smaller, so that
+    the 64 fit a phone's screen without being shrunk), each with its activation."""
     latent = _check_latent(source, latent, lang)
-    cols, cell = (4, pictures.NARROW_CELL) if narrow else (8, 96)
+    cols, cell = (pictures.NARROW_COLS, pictures.NARROW_CELL) if narrow else (8, 96)
     found = thumbnails(source, latent, count, cell)
     lang_p = picture_language(lang)
     if found is None:

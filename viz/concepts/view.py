@@ -178,8 +178,6 @@ class PhotoConcepts:
     num_prefix: int
     codes: scipy.sparse.csc_matrix         # (N, M) the patches' activations, row-major patches; a latent a column
     x: torch.Tensor                        # (1, 3, H, W) the model's input
-    probabilities: np.ndarray              # (K,) the model's own (empty without classes)
-    class_names: list[str]
     unedited: tuple | None = None          # (output (1, K), head-fused attention (L, T, T) or None) of the pass
                                            # edits compare with
 
@@ -187,8 +185,7 @@ class PhotoConcepts:
     def nbytes(self) -> int:
         c = self.codes
         kept = 0 if self.unedited is None or self.unedited[1] is None else self.unedited[1].nbytes
-        return (c.data.nbytes + c.indices.nbytes + c.indptr.nbytes + self.x.numel() * 4 + self.probabilities.nbytes
-                + kept)
+        return c.data.nbytes + c.indices.nbytes + c.indptr.nbytes + self.x.numel() * 4 + kept
 
     def latent_map(self, latent: int) -> np.ndarray:
         """(gh, gw) float32: the latent's activation at every patch."""
@@ -197,19 +194,15 @@ class PhotoConcepts:
 
 def photo_concepts(loaded, source: ConceptsSource, crop: Image.Image) -> PhotoConcepts:
     """The photo as the model saw it (an ``Analysis.image``, or ``loaded.preprocess.crop_image(photo)``) -> its
-    patches' codes at the SAE's hook point (the blocks after the SAE's layer never run) and the model's own
-    probabilities (the rest of the blocks, once)."""
+    patches' codes at the SAE's hook point (the blocks after the SAE's layer never run: ``edit`` runs them, with
+    and without the change, when a latent is switched off)."""
     model, sae = loaded.model, source.sae
     device = next(model.parameters()).device
     x = loaded.preprocess.to_tensor(crop).to(device)
     read = hook_tokens(model, x, sae.info.layer, sae.info.hook_point)
     prefix = read.layout.num_prefix
     codes = sae.to(device).encode(read.tokens[0, prefix:]).cpu().numpy()
-    with torch.inference_mode():
-        output = model(x)[0]
-    probabilities = torch.softmax(output.double(), -1).float().cpu().numpy() if loaded.labels else np.zeros(0)
-    return PhotoConcepts(crop, read.layout.grid, prefix, scipy.sparse.csc_matrix(codes), x.cpu(), probabilities,
-                         list(loaded.labels))
+    return PhotoConcepts(crop, read.layout.grid, prefix, scipy.sparse.csc_matrix(codes), x.cpu())
 
 
 def strongest(pc: PhotoConcepts, source: ConceptsSource, count: int = STRONGEST) -> list[Concept]:

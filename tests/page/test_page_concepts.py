@@ -201,6 +201,11 @@ def test_hostile_values_get_one_message_in_the_visitors_language_and_change_noth
         with pytest.raises(gr.Error) as refused:
             concepts.switch_latent("1", factor, kept, session, False, 0.6, True, "zh-CN")
         assert refused.value.message == t("message.concepts_factor", "zh-CN", low=0, high=4)
+    for index in ("x", None, [1], ["a", 2], [float("nan"), 1], [1, float("inf")], {"x": 1}):   # no page sends these
+        assert concepts.click_patch(SimpleNamespace(index=index), kept, session, "en") == {}
+        assert concepts.click_concept(SimpleNamespace(index=index), kept, session, False, "en") == {}
+    far = concepts.click_patch(SimpleNamespace(index=[10**9, -5]), kept, session, "en")     # clamped to the grid
+    assert far["concepts_state"].patch == (0, 7)                                        # of the 8 × 8 patches
     # a state of another photo: nothing drawn over what is shown
     other = api.analyze(str(listed["photos"] / "0000.png"), listed["tiny"])[0]
     assert concepts.pick_latent("1", kept, other, False, "en") == {}

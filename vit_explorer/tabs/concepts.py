@@ -355,11 +355,20 @@ def pick_latent(concepts_latent, concepts_state, session, narrow, lang):
     return _top(shown, source, _photo(shown, source, lang), narrow, lang)
 
 
+def _point(evt: gr.SelectData) -> tuple[float, float] | None:
+    """The clicked pixel (x, y), or None when the event data is not two finite numbers (no page sends that)."""
+    try:
+        x, y = (float(v) for v in evt.index)
+    except (TypeError, ValueError):
+        return None
+    return (x, y) if math.isfinite(x) and math.isfinite(y) else None
+
+
 def click_concept(evt: gr.SelectData, concepts_state, session, narrow, lang):
     """A click on a row of the strongest concepts: that latent picked, its 64 strongest patches."""
-    if (shown := _current(concepts_state, session)) is None:
+    if (shown := _current(concepts_state, session)) is None or (point := _point(evt)) is None:
         return {}
-    latent = view.Rows(None, shown.spans).at(float(evt.index[1]))
+    latent = view.Rows(None, shown.spans).at(point[1])
     if latent is None:                                  # the title or a gap between rows
         return {}
     lang = language(lang)
@@ -370,12 +379,12 @@ def click_concept(evt: gr.SelectData, concepts_state, session, narrow, lang):
 
 def click_patch(evt: gr.SelectData, concepts_state, session, lang):
     """A click on the photo: that patch framed, the latents active there listed (and offered in the latent box)."""
-    if (shown := _current(concepts_state, session)) is None:
+    if (shown := _current(concepts_state, session)) is None or (point := _point(evt)) is None:
         return {}
     lang = language(lang)
     source = _open(shown.folder, shown.key, lang)
     pc = _photo(shown, source, lang)
-    shown = replace(shown, patch=view.patch_at(pc, float(evt.index[0]), float(evt.index[1])))
+    shown = replace(shown, patch=view.patch_at(pc, *point))
     return {"concepts_state": shown, "concepts_photo": view.photo_view(pc, shown.patch),
             "concepts_patch": _patch_text(source, pc, shown.patch, lang),
             "concepts_latent": gr.Dropdown(choices=_latent_choices(source, pc, shown.patch, lang, shown.latent),

@@ -32,6 +32,10 @@ NAMES = {
     "Swin", "docs", "md",
     # concepts: sparse autoencoders, the divergence they are measured by, the command that installs their training
     "SAE", "KL", "pip", "install", "attention", "explorer", "concepts", "overcomplete",
+    # the SAEs' kinds and the tools that save them, and the commands that train one and serve it (python -m
+    # viz.concepts train FOLDER --layer L --latents M --out DIR; python app.py --sae DIR)
+    "topk", "batchtopk", "relu", "jumprelu", "lens", "Prisma", "viz", "train", "FOLDER", "DIR", "layer", "latents",
+    "out", "sae",
 }
 WORD = re.compile(r"[A-Za-z][A-Za-z0-9_]*[A-Za-z0-9]")
 

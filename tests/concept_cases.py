@@ -52,3 +52,34 @@ def planted(photos: int = 400, patches: int = 64, width: int = 32, atoms: int = 
     np.put_along_axis(codes, chosen, rng.uniform(1.0, 3.0, (n, active)), axis=1)
     tokens = codes @ dictionary + noise * rng.normal(size=(n, width))
     return tokens.reshape(photos, 1, patches, width).astype(np.float32), dictionary, codes
+
+
+def constructed_sae(folder: Path, loaded, layer: int, latents: int = 64, k: int = 8, seed: int = 0,
+                    photos: Path | None = None) -> Path:
+    """An SAE for ``loaded``'s tokens at ``layer`` with random weights (no zero biases), saved in our format into
+    ``folder``, made for that model (its weights' hash); with ``photos`` (a folder the model's preprocessing reads),
+    a top_patches.npz of random patches of its photos, strongest first, so that thumbnails are drawn."""
+    from viz.concepts.sae import SaeInfo, SparseAutoencoder
+    from viz.concepts.top_patches import TopPatches
+    from viz.concepts.view import weights_hash
+
+    model = loaded.model
+    width, grid = model.cfg.embed_dim, model.architecture(*loaded.preprocess.crop).grid
+    g = torch.Generator().manual_seed(seed)
+    extra = {"tokens": "patches", "grid": list(grid), "preprocess": loaded.preprocess.to_dict()}
+    if photos is not None:
+        extra["folder"] = str(photos)
+    sae = SparseAutoencoder(torch.randn(width, latents, generator=g) / width ** 0.5,
+                            torch.randn(latents, generator=g) * 0.1, torch.randn(latents, width, generator=g),
+                            torch.randn(width, generator=g) * 0.1, "topk", k, normalisation="layer_norm",
+                            info=SaeInfo(layer, "residual", "constructed", "", weights_hash(loaded), extra=extra))
+    sae.save(folder)
+    if photos is not None:
+        names = sorted(p.name for p in Path(photos).iterdir() if p.suffix.lower() in (".jpg", ".png"))
+        rng = np.random.default_rng(seed)
+        shape = (latents, 64)
+        TopPatches(rng.integers(0, len(names), shape).astype(np.int32),
+                   rng.integers(0, grid[0], shape).astype(np.int32), rng.integers(0, grid[1], shape).astype(np.int32),
+                   -np.sort(-rng.uniform(0.1, 5, shape), axis=1).astype(np.float32), np.array(names)).save(
+            folder / "top_patches.npz")
+    return folder

@@ -2,7 +2,7 @@
 start-up messages (no model, no Chinese font), and Gradio's launch with the queue and the limits set.
 
     python app.py [--weights PATH | --model NAME] [--host 127.0.0.1] [--port 7860] [--share] [--public]
-                  [--device auto] [--max-tokens N] [--max-memory SIZE]
+                  [--device auto] [--max-tokens N] [--max-memory SIZE] [--no-verify] [--sae DIR ...]
 
 ``main(argv)`` is that command (``app.py`` calls it; an installed package can name it as its console command).
 """
@@ -21,6 +21,7 @@ from vit.command import program
 from vit.device import pick_device
 from vit.image_file import MAX_BYTES
 from viz.analysis.cost import LOCAL_MAX_TOKENS
+from viz.concepts.published import sae_folders
 from viz.i18n.fonts import missing_font_message
 from viz.i18n import LANGUAGES, t
 
@@ -64,6 +65,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="open models without checking them against their own library's model of the same file (the "
                         "model line then says unverified; default: checked, a difference beyond float32 tolerance "
                         "refused)")
+    p.add_argument("--sae", action="append", default=[], metavar="DIR",
+                   help="sparse autoencoders the Concepts tab offers (repeat for more): an SAE's folder (python -m "
+                        "viz.concepts train's --out, sae-lens' or ViT-Prisma's saved SAE) or a folder of such folders; "
+                        "each model is offered those made for it. A public server opens only these")
     return p.parse_args(argv)
 
 
@@ -101,6 +106,10 @@ def main(argv: list[str] | None = None) -> None:
     if args.max_memory:
         limits.LIMITS.max_memory = args.max_memory
     state.SETTINGS.verify = not args.no_verify
+    try:
+        state.SETTINGS.saes = [str(folder.resolve()) for given in args.sae for folder in sae_folders(given)]
+    except ValueError as err:
+        sys.exit(f"Cannot start: --sae {err}")
     try:
         demo = build_app(source)
     except (ValueError, OSError) as err:

@@ -71,6 +71,9 @@ class Settings:
     # The models on offer as vit.load sources (paths, known names, Hub names: opaque strings); the first is the
     # server's own. The page names them by display_name, never by where they lie on the server.
     models: list[str] = field(default_factory=list)
+    # The SAEs on offer (--sae): their folders, each named on the page by the folder's name (``listed_saes``). A public
+    # server opens only these, through the models' guard (``sae_source``).
+    saes: list[str] = field(default_factory=list)
     # The most tokens one analysis may have (the input size control's limit, --max-tokens); None: LOCAL_MAX_TOKENS on
     # a server for this machine alone, and on one others can reach as many as keep one analysis within a quarter of
     # ANALYSES_MEMORY (``token_budget``)
@@ -299,18 +302,39 @@ def model_choices(extra: str | None = None) -> list[str]:
     return choices + [extra] if extra and extra not in choices else choices
 
 
-def model_source(name, lang: str = "en") -> str:
+def model_source(name, lang: str = "en", listed: dict[str, str] | None = None,
+                 refusal: str = "message.models_listed_only") -> str:
     """THE models' guard: every handler that opens a checkpoint (the analysis, the Model box, Compare, the snapshots
-    and their slider, the API) asks it for the source to load. A listed model's display name gives its source
+    and their slider, the API) asks it for the source to load, and the Concepts tab for an SAE's folder
+    (``sae_source``: ``listed`` the SAEs on offer, ``refusal`` their message). A listed display name gives its source
     (compared exactly, as a string); on a server only this machine reaches, anything else is a path or name to try
     as it is; on a public server, a gr.Error that is the same whatever was typed (nothing is looked up)."""
     name = "" if name is None else str(name).strip()
-    listed = listed_models()
+    listed = listed_models() if listed is None else listed
     if name in listed:
         return listed[name]
     if SETTINGS.any_model and name:
         return name
-    raise gr.Error(t("message.models_listed_only", lang), print_exception=False)
+    raise gr.Error(t(refusal, lang), print_exception=False)
+
+
+def listed_saes() -> dict[str, str]:
+    """The SAEs on offer, {display name: folder}: each folder of ``Settings.saes`` by its own name (never where it
+    lies), a second folder of the same name with a number after it."""
+    listed: dict[str, str] = {}
+    for folder in dict.fromkeys(SETTINGS.saes):
+        name, n = Path(folder).name, 1
+        while name in listed:
+            n += 1
+            name = f"{Path(folder).name} ({n})"
+        listed[name] = folder
+    return listed
+
+
+def sae_source(name, lang: str = "en") -> str:
+    """The folder of the SAE a visitor named, through the models' guard (``model_source``): a listed SAE's display
+    name, or on a server only this machine reaches a folder typed as it is."""
+    return model_source(name, lang, listed_saes(), "message.saes_listed_only")
 
 
 def example_photos() -> list[str]:

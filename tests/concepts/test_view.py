@@ -147,7 +147,7 @@ def test_the_rollout_before_an_edit_is_the_explorer_s_rollout_of_the_model():
     picture, line = edit_view(source, pc, e)
     assert picture.width > 3 * 224 and line.startswith("Top-5 with latent 0 switched off: ")
     _, line = edit_view(source, pc, e, lang="zh-CN")
-    assert line.startswith("关闭潜变量 0后的前五类：")
+    assert line.startswith("关闭潜变量 0 后的前五类：")
 
 
 def test_edits_name_the_latents_and_factors_they_cannot_take():

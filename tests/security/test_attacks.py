@@ -192,8 +192,8 @@ def retry(client: RawClient, event: dict, values: list, event_data=None, within:
 
 
 def human(text: str | None) -> bool:
-    """Whether ``text`` is one of the page's messages (``viz.i18n``, any language, fields filled; the API says the
-    same sentences): never a Python error's text."""
+    """Whether ``text`` is one of the page's messages (``viz.i18n``'s, and the tabs' own, any language, fields filled;
+    the API says the same sentences): never a Python error's text."""
     if text is None:
         return True
     for key, texts in CATALOGUE.items():
@@ -331,6 +331,9 @@ def test_server_paths_in_every_text_input_open_nothing_and_show_nothing(server, 
         refused = t("message.models_listed_only", "en")
         for event in ("page_analyze", "analyze", "switch_model", "compare", "open_snapshots"):
             assert refused in said(answers[event, "fifo"]), (event, said(answers[event, "fifo"]))
+        for name in ("fifo", "secret", "snapshots"):             # the SAEs go through the same guard
+            answer = said(answers["pick_sae", name])
+            assert t("message.saes_listed_only", "en") in answer, answer
 
 
 # ---- numbers and the shape of events ----------------------------------------------------------------------------

@@ -21,8 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from . import (attention, compare, distance, explain, features, heads, inside, learn, model, norms, position, query,
-               rollout, trust)
+from . import (attention, compare, concepts, distance, explain, features, heads, inside, learn, model, norms, position,
+               query, rollout, trust)
 
 
 @dataclass(frozen=True)
@@ -59,6 +59,7 @@ TABS: tuple[Tab, ...] = (
     # inside the model
     Tab(inside.ID, "inside", inside.build, inside.OUTPUTS, inside.SHOWS, inside.show, wire=inside.wire),
     Tab(features.ID, "inside", features.build, features.OUTPUTS, lazy=features.show, wire=features.wire),
+    Tab(concepts.ID, "inside", concepts.build, concepts.OUTPUTS, lazy=concepts.show, wire=concepts.wire),
     Tab("distance", "inside", distance.build, distance.OUTPUTS, distance.OUTPUTS, distance.show),
     Tab("norms", "inside", norms.build, norms.OUTPUTS, norms.OUTPUTS, norms.show),
     Tab("position", "inside", position.build, position.OUTPUTS, position.OUTPUTS, position.show),

@@ -1,7 +1,11 @@
 """The Concepts pictures: a latent's map over the photo (its own colour bar, from 0 to its largest activation), its
 strongest patches from the training folder as thumbnails (the whole input, the patch framed), a latent's top
 patches as one grid, and the rollout before and after a latent is switched off or scaled. Drawn with the explorer's
-overlays and colour bars (``viz.drawing.render``); texts in the picture's language (``viz.drawing.fonts``)."""
+overlays and colour bars (``viz.drawing.render``); texts in the picture's language (``viz.drawing.fonts``).
+
+For a phone (``narrow``) every picture is at most ``viz.drawing.screens.PHONE_WIDTH`` pixels wide, so that its text
+reads as drawn: a smaller map with four smaller thumbnails beside it, four top patches a row, the rollouts one under
+the other."""
 from __future__ import annotations
 
 import numpy as np
@@ -15,6 +19,10 @@ FRAME = (0, 255, 0)          # the patch framed on a thumbnail
 MAP_SIZE = 224               # longer side of a latent's map in the strongest-concepts picture
 THUMB = 108                  # longer side of a thumbnail there (two rows of them beside a map)
 GAP = 6
+NARROW_MAP, NARROW_THUMB = 144, 64   # for a phone: a map with two rows of two thumbnails beside it
+NARROW_PANEL = 270                   # for a phone: the rollouts' panels one under the other
+NARROW_COLS, NARROW_CELL = 7, 45     # and a latent's 64 top patches in ten rows of seven: 351 × 664 pixels and the
+                                     # title, under the page's 85 % of a phone's screen height
 
 
 def latent_name(latent: int, label: str | None, lang: str = "en") -> str:
@@ -66,16 +74,17 @@ def message_block(text: str, size: tuple[int, int], lang: str = "en") -> Image.I
 
 
 def concept_row(map_image: Image.Image, thumbs: list[Image.Image] | None, per_row: int = 4,
-                lang: str = "en") -> Image.Image:
-    """One concept: its map, and beside it its strongest patches (two rows of ``per_row``), or a note when there
-    are none to show (None: no top patches or folder; []: the latent never fired on the folder)."""
+                lang: str = "en", cell: int = THUMB) -> Image.Image:
+    """One concept: its map, and beside it its strongest patches (two rows of ``per_row`` in cells of ``cell``
+    pixels), or a note when there are none to show (None: no top patches or folder; []: the latent never fired on
+    the folder)."""
     height = map_image.height
-    width = per_row * THUMB + (per_row - 1) * GAP
+    width = per_row * cell + (per_row - 1) * GAP
     if thumbs:
-        side = thumbnails_block(thumbs[:2 * per_row], per_row)
+        side = thumbnails_block(thumbs[:2 * per_row], per_row, cell)
     else:
         key = "concepts.picture.no_top" if thumbs is None else "concepts.picture.no_fire"
-        side = message_block(t(key, picture_language(lang)), (width, 2 * THUMB + GAP), lang)
+        side = message_block(t(key, picture_language(lang)), (width, 2 * cell + GAP), lang)
     row = Image.new("RGB", (map_image.width + 2 * GAP + side.width, max(height, side.height)), "white")
     row.paste(map_image, (0, 0))
     row.paste(side, (map_image.width + 2 * GAP, 0))
@@ -97,15 +106,17 @@ def titled(body: Image.Image, title: str, lang: str = "en", font_size: int = 15)
     return out
 
 
-def stack(rows: list[Image.Image], title: str, lang: str = "en", gap: int = 2 * GAP) -> Image.Image:
-    """Pictures one under the other, left aligned, ``title`` above them."""
+def stack(rows: list[Image.Image], title: str, lang: str = "en", gap: int = 2 * GAP) -> tuple[Image.Image, list[int]]:
+    """Pictures one under the other, left aligned, ``title`` above them -> (the picture, where each row starts)."""
     width = max(r.width for r in rows)
     body = Image.new("RGB", (width, sum(r.height for r in rows) + gap * (len(rows) - 1)), "white")
-    y = 0
+    y, tops = 0, []
     for r in rows:
         body.paste(r, (0, y))
+        tops.append(y)
         y += r.height + gap
-    return titled(body, title, lang)
+    out = titled(body, title, lang)
+    return out, [top + out.height - body.height for top in tops]
 
 
 def patches_picture(thumbs: list[Image.Image], activations: list[float], title: str, cols: int = 8,
@@ -130,9 +141,9 @@ def patches_picture(thumbs: list[Image.Image], activations: list[float], title: 
 
 def comparison_picture(photo: Image.Image, before: np.ndarray, after: np.ndarray, removed: np.ndarray,
                        captions: tuple[str, str, str], cmap: str = render.DEFAULT_CMAP, alpha: float = 0.6,
-                       size: int = MAP_SIZE, lang: str = "en") -> Image.Image:
+                       size: int = MAP_SIZE, lang: str = "en", narrow: bool = False) -> Image.Image:
     """The rollout before and after an edit on one colour scale (their common largest value), and the norm of what
-    the edit took from (or added to) each patch, side by side."""
+    the edit took from (or added to) each patch, side by side (``narrow``: one under the other)."""
     lang = picture_language(lang)
     shown = fit(photo.convert("RGB"), size)
     top = float(max(before.max(), after.max()))
@@ -143,10 +154,19 @@ def comparison_picture(photo: Image.Image, before: np.ndarray, after: np.ndarray
     panels.append(render.caption(render.overlay(shown, removed, cmap, alpha, vmin=0.0, colorbar=True, lang=lang,
                                                 smooth=False, font_size=font_size), captions[2], lang,
                                  font_size=font_size))
-    out = Image.new("RGB", (sum(p.width for p in panels) + 2 * GAP * (len(panels) - 1), max(p.height for p in panels)),
-                    "white")
-    x = 0
-    for p in panels:
-        out.paste(p, (x, 0))
-        x += p.width + 2 * GAP
+    if narrow:
+        return beside(panels, vertical=True)
+    return beside(panels)
+
+
+def beside(panels: list[Image.Image], vertical: bool = False) -> Image.Image:
+    """Pictures side by side, top aligned (``vertical``: one under the other, left aligned), ``2 * GAP`` apart."""
+    along = [p.height if vertical else p.width for p in panels]
+    across = max(p.width if vertical else p.height for p in panels)
+    length = sum(along) + 2 * GAP * (len(panels) - 1)
+    out = Image.new("RGB", (across, length) if vertical else (length, across), "white")
+    at = 0
+    for p, step in zip(panels, along):
+        out.paste(p, (0, at) if vertical else (at, 0))
+        at += step + 2 * GAP
     return out

@@ -23,7 +23,8 @@ are merged, the MLP's hidden units, the embedding) is refused with what it is an
   b_dec is subtracted from the input; normalisations none, layer_norm, constant_norm_rescale. An SAE trained on the
   CLS token alone is refused (the Concepts view reads patch tokens), as are transcoders and gated SAEs.
 
-``open_sae(path)`` opens any of the three formats (ours: ``sae.json``), from the folder or one of its files.
+``open_sae(path)`` opens any of the three formats (ours: ``sae.json``), from the folder or one of its files;
+``sae_folders(path)`` finds the SAEs of a folder (itself, or its sub-folders).
 """
 from __future__ import annotations
 
@@ -191,3 +192,26 @@ def open_sae(path: str | Path) -> SparseAutoencoder:
         return from_prisma(folder)
     raise ValueError(f"No SAE in {folder}: expected sae.json and sae.safetensors (python -m viz.concepts train), "
                      f"cfg.json and sae_weights.safetensors (sae-lens) or config.json and weights.pt (ViT-Prisma).")
+
+
+def holds_sae(folder: Path) -> bool:
+    """Whether ``folder`` holds an SAE in one of the three formats ``open_sae`` reads, from its files' names alone."""
+    return (folder / CONFIG).exists() or (folder / SAE_LENS_CONFIG).exists() or \
+        ((folder / PRISMA_CONFIG).exists() and (folder / PRISMA_WEIGHTS).exists())
+
+
+def sae_folders(path: str | Path) -> list[Path]:
+    """The SAEs of ``path``: itself when it holds one (``holds_sae``), else its sub-folders that do, by name; ValueError
+    when there is none (what ``python app.py --sae DIR`` lists)."""
+    path = Path(path).expanduser()
+    if not path.is_dir():
+        raise ValueError(f"{path} is not a folder: expected the folder of an SAE (python -m viz.concepts train's "
+                         f"--out, sae-lens' or ViT-Prisma's saved SAE) or a folder of such folders.")
+    if holds_sae(path):
+        return [path]
+    found = sorted(sub for sub in path.iterdir() if sub.is_dir() and holds_sae(sub))
+    if not found:
+        raise ValueError(f"No SAE in {path} nor in its sub-folders: expected sae.json and sae.safetensors (python -m "
+                         f"viz.concepts train), cfg.json and sae_weights.safetensors (sae-lens) or config.json and "
+                         f"weights.pt (ViT-Prisma).")
+    return found

@@ -5,6 +5,7 @@ one SAE at a time.
     pc = photo_concepts(loaded, source, a.image)         # the photo up to the SAE's layer: every patch's codes
     strongest(pc, source)                                # [Concept(latent, mean, max, label)], the 8 strongest
     strongest_view(source, pc)                           # each one's map over the photo, its top patches beside it
+    strongest_rows(source, pc).at(y)                     # the same picture, and the latent of the row under a click
     concept_view(source, pc, latent)                     # one of them (one row of the picture above)
     top_patches_view(source, latent)                     # a latent's 64 strongest patches of the training folder
     photo_view(pc, (row, col)); patch_at(pc, x, y)       # the photo to click on, and the patch under a click
@@ -12,9 +13,10 @@ one SAE at a time.
     e = edit(loaded, source, pc, {latent: 0.0})          # switched off (or scaled by any factor): the new top-5
     edit_view(source, pc, e)                             # (the rollout before | after | what was removed, one line)
 
-A photo's codes are computed once (``photo_concepts``: the blocks up to the SAE's layer); every view after that
-reads them, and only ``edit`` runs the model again (the blocks from the SAE's layer on, with the latents' decoder
-directions times their activations removed from, or added to, the layer's patch tokens). Latents, rows and columns
+Every picture takes ``narrow``: drawn for a phone (``viz.concepts.pictures``). A photo's codes are computed once
+(``photo_concepts``: the blocks up to the SAE's layer); every view after that reads them, and only ``edit`` runs the
+model again (the blocks from the SAE's layer on, with the latents' decoder directions times their activations
+removed from, or added to, the layer's patch tokens). Latents, rows and columns
 are 0-based; a latent's "mean" is its activation averaged over the photo's patches (the ranking), "max" its largest.
 """
 from __future__ import annotations
@@ -36,7 +38,7 @@ from vit.inside.hooks import hook_tokens, run_edited_at
 from vit.preprocess import Preprocess
 
 from ..cache import Cache
-from ..drawing import render
+from ..drawing import render, screens
 from ..drawing.fonts import picture_language
 from ..folders.identity import weights_digest
 from ..i18n import t
@@ -54,7 +56,7 @@ THUMBS = 8             # top patches beside each of them
 TOP = 64               # a latent's top patches
 PHOTO_SIZE = 448       # longer side of the photo to click on
 LABELS = "labels.json"
-THUMBNAILS = Cache(None, 24 * 2**20)    # training photos cropped as the model saw them, at thumbnail size
+THUMBNAILS = Cache(None, 24 * 2**20)    # training photos cropped as the model saw them, at the largest thumbnail size
 
 
 @dataclass
@@ -83,11 +85,17 @@ class ConceptsSource:
     def label(self, latent: int) -> str:
         return self.labels.get(int(latent), "")
 
+    @property
+    def nbytes(self) -> int:
+        """Memory it holds: the SAE's weights and the top patches' arrays."""
+        arrays = [] if self.top is None else [self.top.image_index, self.top.row, self.top.col, self.top.activation]
+        return sum(b.numel() * b.element_size() for b in self.sae.buffers()) + sum(a.nbytes for a in arrays)
+
     def describe(self, lang: str = "en") -> str:
         sae, info = self.sae, self.sae.info
         k = f", k = {sae.k}" if sae.k else ""
         return t("concepts.line.sae", lang, layer=info.layer, hook=t(f"concepts.hook.{info.hook_point}", lang),
-                 latents=sae.latents, kind=sae.kind, k=k, source=info.source)
+                 latents=sae.latents, kind=sae.kind, k=k, source=t(f"concepts.source.{info.source}", lang))
 
 
 def read_labels(path: str | Path) -> dict[int, str]:
@@ -170,14 +178,14 @@ class PhotoConcepts:
     num_prefix: int
     codes: scipy.sparse.csc_matrix         # (N, M) the patches' activations, row-major patches; a latent a column
     x: torch.Tensor                        # (1, 3, H, W) the model's input
-    probabilities: np.ndarray              # (K,) the model's own (empty without classes)
-    class_names: list[str]
-    unedited: tuple | None = None          # (output (1, K), rollout (gh, gw) or None) of the pass edits compare with
+    unedited: tuple | None = None          # (output (1, K), head-fused attention (L, T, T) or None) of the pass
+                                           # edits compare with
 
     @property
     def nbytes(self) -> int:
         c = self.codes
-        return c.data.nbytes + c.indices.nbytes + c.indptr.nbytes + self.x.numel() * 4 + self.probabilities.nbytes
+        kept = 0 if self.unedited is None or self.unedited[1] is None else self.unedited[1].nbytes
+        return c.data.nbytes + c.indices.nbytes + c.indptr.nbytes + self.x.numel() * 4 + kept
 
     def latent_map(self, latent: int) -> np.ndarray:
         """(gh, gw) float32: the latent's activation at every patch."""
@@ -186,19 +194,15 @@ class PhotoConcepts:
 
 def photo_concepts(loaded, source: ConceptsSource, crop: Image.Image) -> PhotoConcepts:
     """The photo as the model saw it (an ``Analysis.image``, or ``loaded.preprocess.crop_image(photo)``) -> its
-    patches' codes at the SAE's hook point (the blocks after the SAE's layer never run) and the model's own
-    probabilities (the rest of the blocks, once)."""
+    patches' codes at the SAE's hook point (the blocks after the SAE's layer never run: ``edit`` runs them, with
+    and without the change, when a latent is switched off)."""
     model, sae = loaded.model, source.sae
     device = next(model.parameters()).device
     x = loaded.preprocess.to_tensor(crop).to(device)
     read = hook_tokens(model, x, sae.info.layer, sae.info.hook_point)
     prefix = read.layout.num_prefix
     codes = sae.to(device).encode(read.tokens[0, prefix:]).cpu().numpy()
-    with torch.inference_mode():
-        output = model(x)[0]
-    probabilities = torch.softmax(output.double(), -1).float().cpu().numpy() if loaded.labels else np.zeros(0)
-    return PhotoConcepts(crop, read.layout.grid, prefix, scipy.sparse.csc_matrix(codes), x.cpu(), probabilities,
-                         list(loaded.labels))
+    return PhotoConcepts(crop, read.layout.grid, prefix, scipy.sparse.csc_matrix(codes), x.cpu())
 
 
 def strongest(pc: PhotoConcepts, source: ConceptsSource, count: int = STRONGEST) -> list[Concept]:
@@ -216,16 +220,18 @@ def concept_maps(pc: PhotoConcepts, latents: list[int]) -> np.ndarray:
 
 
 def _training_crop(source: ConceptsSource, index: int, size: int) -> Image.Image | None:
-    """Training photo ``index`` as the model saw it, at ``size`` pixels (None when it cannot be read any more)."""
+    """Training photo ``index`` as the model saw it, at ``size`` pixels (None when it cannot be read any more): read
+    once at the largest thumbnail size (``pictures.THUMB``), whatever size is asked for."""
     path = source.folder / str(source.top.images[index])
 
     def crop() -> Image.Image | None:
         try:
-            return pictures.fit(source.preprocess.crop_image(open_image(path)), size)
+            return pictures.fit(source.preprocess.crop_image(open_image(path)), max(size, pictures.THUMB))
         except (ValueError, OSError):
             return None
 
-    return THUMBNAILS.get((str(path), size, repr(source.preprocess)), crop)
+    found = THUMBNAILS.get((str(path), repr(source.preprocess)), crop)
+    return found if found is None or max(found.size) <= size else pictures.fit(found, size)
 
 
 def thumbnails(source: ConceptsSource, latent: int, count: int, size: int = pictures.THUMB
@@ -251,39 +257,68 @@ def _check_latent(source: ConceptsSource, latent: int, lang: str) -> int:
 
 def concept_view(source: ConceptsSource, pc: PhotoConcepts, latent: int, concept: Concept | None = None,
                  thumbs: int = THUMBS, cmap: str = render.DEFAULT_CMAP, alpha: float = 0.6,
-                 lang: str = "en") -> Image.Image:
+                 lang: str = "en", narrow: bool = False) -> Image.Image:
     """One latent: its map over the photo (captioned with its name, mean and max) and its strongest patches of the
-    training folder beside it."""
+    training folder beside it (``narrow``: a smaller map and four smaller thumbnails)."""
     latent = _check_latent(source, latent, lang)
     values = pc.latent_map(latent)
     concept = concept or Concept(latent, float(values.mean()), float(values.max()), source.label(latent))
     name = pictures.latent_name(latent, concept.label, lang)
     caption = t("concepts.picture.map_caption", picture_language(lang), name=name, mean=concept.mean, max=concept.max)
-    found = thumbnails(source, latent, thumbs)
-    return pictures.concept_row(pictures.map_picture(pc.image, values, caption, cmap, alpha, lang=lang),
-                                None if found is None else found[0], lang=lang)
+    drawn = pictures.map_picture(pc.image, values, caption, cmap, alpha,
+                                 pictures.NARROW_MAP if narrow else pictures.MAP_SIZE, lang)
+    per_row, cell = (thumbs // 2, pictures.THUMB)
+    if narrow:        # two thumbnails a row in what the map leaves of a phone's width
+        per_row, cell = 2, min(pictures.NARROW_THUMB, (screens.PHONE_WIDTH - drawn.width - 3 * pictures.GAP) // 2)
+    found = thumbnails(source, latent, 2 * per_row, cell)
+    return pictures.concept_row(drawn, None if found is None else found[0], per_row, lang, cell)
 
 
-def strongest_view(source: ConceptsSource, pc: PhotoConcepts, count: int = STRONGEST, thumbs: int = THUMBS,
-                   cmap: str = render.DEFAULT_CMAP, alpha: float = 0.6, lang: str = "en") -> Image.Image:
-    """The photo's ``count`` strongest latents, one row each (``concept_view``), under a title naming the layer."""
-    rows = [concept_view(source, pc, c.latent, c, thumbs, cmap, alpha, lang) for c in strongest(pc, source, count)]
+@dataclass
+class Rows:
+    """A picture of one row per latent, and where each row lies: to find the latent under a click."""
+    image: Image.Image
+    spans: tuple[tuple[int, int, int], ...]      # (first pixel row, last pixel row + 1, latent), top to bottom
+
+    def at(self, y: float) -> int | None:
+        """The latent whose row holds pixel row ``y`` (None: the title, a gap, or outside the picture)."""
+        return next((latent for top, bottom, latent in self.spans if top <= y < bottom), None)
+
+
+def strongest_rows(source: ConceptsSource, pc: PhotoConcepts, count: int = STRONGEST, thumbs: int = THUMBS,
+                   cmap: str = render.DEFAULT_CMAP, alpha: float = 0.6, lang: str = "en",
+                   narrow: bool = False) -> Rows:
+    """The photo's ``count`` strongest latents, one row each (``concept_view``), under a title naming the layer,
+    with where each row lies."""
+    found = strongest(pc, source, count)
+    rows = [concept_view(source, pc, c.latent, c, thumbs, cmap, alpha, lang, narrow) for c in found]
     info = source.sae.info
     title = t("concepts.picture.strongest_title", picture_language(lang), count=len(rows), layer=info.layer,
               hook=t(f"concepts.hook.{info.hook_point}", picture_language(lang)))
-    return pictures.stack(rows, title, lang)
+    image, tops = pictures.stack(rows, title, lang)
+    return Rows(image, tuple((top, top + row.height, c.latent) for top, row, c in zip(tops, rows, found)))
 
 
-def top_patches_view(source: ConceptsSource, latent: int, count: int = TOP, lang: str = "en") -> Image.Image:
-    """A latent's ``count`` strongest patches of the training folder, eight a row, each with its activation."""
+def strongest_view(source: ConceptsSource, pc: PhotoConcepts, count: int = STRONGEST, thumbs: int = THUMBS,
+                   cmap: str = render.DEFAULT_CMAP, alpha: float = 0.6, lang: str = "en",
+                   narrow: bool = False) -> Image.Image:
+    """The photo's ``count`` strongest latents, one row each (``concept_view``), under a title naming the layer."""
+    return strongest_rows(source, pc, count, thumbs, cmap, alpha, lang, narrow).image
+
+
+def top_patches_view(source: ConceptsSource, latent: int, count: int = TOP, lang: str = "en",
+                     narrow: bool = False) -> Image.Image:
+    """A latent's ``count`` strongest patches of the training folder, eight a row (``narrow``: seven, smaller, so that
+    the 64 fit a phone's screen without being shrunk), each with its activation."""
     latent = _check_latent(source, latent, lang)
-    found = thumbnails(source, latent, count, 96)
+    cols, cell = (pictures.NARROW_COLS, pictures.NARROW_CELL) if narrow else (8, 96)
+    found = thumbnails(source, latent, count, cell)
     lang_p = picture_language(lang)
     if found is None:
-        return pictures.message_block(t("concepts.picture.no_top", lang_p), (8 * 102, 96), lang)
+        return pictures.message_block(t("concepts.picture.no_top", lang_p), (cols * (cell + pictures.GAP), cell), lang)
     name = pictures.latent_name(latent, source.label(latent), lang)
     return pictures.patches_picture(found[0], found[1], t("concepts.picture.top_title", lang_p, name=name,
-                                                          count=len(found[0])), lang=lang)
+                                                          count=len(found[0])), cols, cell, lang)
 
 
 def photo_view(pc: PhotoConcepts, query: tuple[int, int] | None = None) -> Image.Image:
@@ -331,9 +366,10 @@ class Edited:
 
 
 def edit(loaded, source: ConceptsSource, pc: PhotoConcepts, changes: dict[int, float], k: int = 5,
-         lang: str = "en") -> Edited:
+         lang: str = "en", drop: np.ndarray | None = None) -> Edited:
     """Scale latents at the SAE's layer: each ``{latent: factor}`` adds (factor − 1) × its activation × its decoder
-    direction to every patch token (0 switches it off); the model's new top-``k`` and rollout beside its own."""
+    direction to every patch token (0 switches it off); the model's new top-``k`` and rollout beside its own, both
+    rolled out without the patches ``drop`` (gh, gw) marks (the high-norm artifact tokens the page masks), if given."""
     sae, model = source.sae, loaded.model
     for latent, factor in changes.items():
         _check_latent(source, latent, lang)
@@ -354,17 +390,21 @@ def edit(loaded, source: ConceptsSource, pc: PhotoConcepts, changes: dict[int, f
     layer, hook = sae.info.layer, sae.info.hook_point
     readout = model.architecture(*x.shape[-2:]).readout
 
-    def rollout(maps) -> np.ndarray | None:
+    def fused(maps) -> np.ndarray | None:
         if readout in ("map", "map_all"):     # the probe's attention is not kept by these passes
             return None
-        return readout_rollout_map(fuse_heads(torch.cat(maps).float().cpu().numpy()), pc.num_prefix, pc.grid, readout)
+        return fuse_heads(torch.cat(maps).float().cpu().numpy())
+
+    def rollout(fused_maps: np.ndarray | None) -> np.ndarray | None:
+        return None if fused_maps is None else readout_rollout_map(fused_maps, pc.num_prefix, pc.grid, readout,
+                                                                   drop_patches=drop)
 
     if pc.unedited is None:                   # the same arithmetic as the edited pass (explicit attention), once
         output, maps = run_edited_at(model, x, layer, hook, lambda tokens: tokens, attention=True)
-        pc.unedited = (output.cpu(), rollout(maps))
+        pc.unedited = (output.cpu(), fused(maps))
     before = pc.unedited[0].to(device)
     after, maps_after = run_edited_at(model, x, layer, hook, editor, attention=True)
-    rollouts = [pc.unedited[1], rollout(maps_after)]
+    rollouts = [rollout(pc.unedited[1]), rollout(fused(maps_after))]
     removed_map = removed["norm"].reshape(pc.grid).float().cpu().numpy()
     if not loaded.labels:
         return Edited(changes, [], [], None, *rollouts, removed_map, np.zeros(0))
@@ -386,19 +426,20 @@ def change_name(source: ConceptsSource, changes: dict[int, float], lang: str = "
 
 
 def edit_view(source: ConceptsSource, pc: PhotoConcepts, e: Edited, cmap: str = render.DEFAULT_CMAP,
-              alpha: float = 0.6, lang: str = "en") -> tuple[Image.Image, str]:
-    """(the rollout before and after the change on one scale, and what the change took from each patch; the line
-    with the new top-5 beside the old and the KL between them)."""
+              alpha: float = 0.6, lang: str = "en", narrow: bool = False) -> tuple[Image.Image, str]:
+    """(the rollout before and after the change on one scale, and what the change took from each patch, side by
+    side (``narrow``: one under the other); the line with the new top-5 beside the old and the KL between them)."""
     lang_p = picture_language(lang)
     name = change_name(source, e.changes, lang_p)
     removed_caption = t("concepts.picture.removed", lang_p, name=name)
+    size = pictures.NARROW_PANEL if narrow else pictures.MAP_SIZE
     if e.rollout_before is None:
-        picture = pictures.map_picture(pc.image, e.removed, removed_caption, cmap, alpha, lang=lang)
+        picture = pictures.map_picture(pc.image, e.removed, removed_caption, cmap, alpha, size, lang)
     else:
         captions = (t("concepts.picture.rollout_before", lang_p), t("concepts.picture.rollout_after", lang_p,
                                                                      change=name), removed_caption)
         picture = pictures.comparison_picture(pc.image, e.rollout_before, e.rollout_after, e.removed, captions, cmap,
-                                              alpha, lang=lang)
+                                              alpha, size, lang, narrow)
     if e.kl is None:
         return picture, change_name(source, e.changes, lang)
     listed = lambda top: ", ".join(f"{label} {p:.1%}" for label, p in top)      # noqa: E731

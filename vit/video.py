@@ -392,6 +392,15 @@ class VideoTransformer(nn.Module):
         self.check_clip(x.shape[1], x.shape[-2], x.shape[-1])
         return self.token_layout(x.shape[-2], x.shape[-1])
 
+    def position_table(self) -> tuple[None, str, tuple[int, int]]:
+        """(None, "none", the frame's grid): a photo's position table (Figure 7's centre) has no counterpart here (the
+        positions run through space and time, or are rotations); the image-free arrays read this (``model_arrays``)."""
+        return None, "none", self.cfg.grid
+
+    def rotary_kernel(self) -> None:
+        """None: no photo-grid similarity of positions is drawn for a video model."""
+        return None
+
     def patch_projection(self) -> tuple[str, int]:
         """Where an explanation's graph starts (``vit.explain.passes``): the tubelet embedding's output (B, N, D)."""
         return "patch_embed", -1

@@ -14,12 +14,10 @@ import pytest
 from PIL import Image
 
 import vit
-from video_clips import audio_only
+from video_clips import audio_only, moving_squares_toy
 from viz.analysis import analyze
 from viz.cli import main
 from viz.video.view import clip_rollout
-from vit.train import TrainOptions, fit
-from vit.train.moving_squares import make_moving_squares_folder
 from vit.video_file import read_clip, sample_indices
 
 FILES = {"result.json", "input_frames.npy", "frames.png", "rollout.gif", "temporal_distance.png", "attention.npz"}
@@ -27,12 +25,7 @@ FILES = {"result.json", "input_frames.npy", "frames.png", "rollout.gif", "tempor
 
 @pytest.fixture(scope="module")
 def toy(tmp_path_factory):
-    root = tmp_path_factory.mktemp("squares")
-    data = make_moving_squares_folder(root / "data", count=8)
-    result = fit(TrainOptions(data=str(data), out=str(root / "w" / "toy.pt"), arch="video", img_size=(32, 32),
-                              patch_size=8, frames=8, tubelet=2, depth=2, embed_dim=32, num_heads=2, epochs=1,
-                              batch_size=8, workers=0))
-    return result.files.best, data
+    return moving_squares_toy(tmp_path_factory.mktemp("squares"))
 
 
 def test_one_video_writes_the_contract(toy, tmp_path):

@@ -32,6 +32,7 @@ from PIL import Image
 from vit.architecture import Architecture, BlockLayout, architecture_of
 from vit.device import forward_precision
 from vit.model import attention_rows
+from vit.video_file import Clip, VideoInfo
 
 from ..maps.layout import layer_index
 from ..maps.readout import heads_query
@@ -254,14 +255,15 @@ class ClipAttention:
         return dense_carry(self, layer, rows, fusion, discard_ratio, keep, protect)
 
     def _qk(self, layer: int, head: int | None) -> tuple[torch.Tensor, torch.Tensor, np.ndarray, BlockLayout]:
-        """(q, k (G, h, n, Dh) float32, the log-sum-exps (G, h, n), the step's block) of one head (h = 1) or all."""
+        """(q, k (G, h, n, Dh) in the kept dtype, the log-sum-exps (G, h, n), the step's block) of one head (h = 1) or
+        all; a caller converts only the rows it reads (``attention_rows`` converts the queries it is asked for)."""
         layer = layer_index(layer, self.depth)
         heads = slice(None)
         if head is not None:
             check_head(head, self.heads)
             heads = slice(head % self.heads, head % self.heads + 1)
-        q = torch.from_numpy(np.asarray(self.q[layer][:, heads])).float()
-        k = torch.from_numpy(np.asarray(self.k[layer][:, heads])).float()
+        q = torch.from_numpy(np.asarray(self.q[layer][:, heads]))
+        k = torch.from_numpy(np.asarray(self.k[layer][:, heads]))
         return q, k, self.lse[layer][:, heads], self.architecture.blocks[layer]
 
     def _dense_heads(self, layer: int, head: int | None) -> np.ndarray:
@@ -291,7 +293,7 @@ class ClipAttention:
         if block.groups().shape[0] > 1:
             return np.array(self._dense_heads(layer, head)[:, np.asarray(keys)])
         index = torch.as_tensor(np.asarray(keys), dtype=torch.long)
-        logits = (q[0] * self.scale) @ k[0][:, index].transpose(-2, -1)                    # (h, T, Tk)
+        logits = (q[0].float() * self.scale) @ k[0][:, index].float().transpose(-2, -1)    # (h, T, Tk)
         return torch.exp(logits - torch.from_numpy(lse[0])[..., None]).mean(dim=0).numpy()
 
     def fused(self, layer: int, fusion: str = "mean") -> np.ndarray:
@@ -328,6 +330,12 @@ def clip_analyses(loaded, captured: ClipsCaptured, clips: Sequence, timings: dic
                             probe_attention=None if captured.probe_attention is None else captured.probe_attention[b],
                             source=source, clip=clip, temporal_distance=captured.temporal[b]))
     return out
+
+
+def blank_clip(preprocess) -> Clip:
+    """A black clip of the model's own frame count and size (``VideoPreprocess``): a served model's warm-up."""
+    n, (h, w) = preprocess.num_frames, preprocess.crop
+    return Clip(np.zeros((n, h, w, 3), np.uint8), np.arange(n), np.zeros(n), VideoInfo(n, 0.0, 0.0, w, h, ""))
 
 
 def analyze_clip(loaded, clip, keep=np.float32, dtype: torch.dtype = torch.float32) -> Analysis:

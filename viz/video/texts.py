@@ -6,12 +6,19 @@ PAGE = {
     "tab.video": ("Video", "视频"),
     "about.video": (
         "For a video model: upload a short clip. Each sampled frame with where the model's readout looks (attention "
-        "rollout through every space and time step); the slider picks a frame. Below, how far back in time each head "
+        "rollout through every space and time step); the slider picks a frame. Below, how far in time each head "
         "attends (frames) beside how far in space (pixels), step by step: a TimeSformer's time and space steps apart.",
         "用于视频模型：上传一段短视频。每个采样帧上显示模型读出所关注的位置（经过每个空间与时间步骤的注意力展开）；"
         "滑块选择一帧。下方是每个头在时间上关注多远（帧）与在空间上关注多远（像素），逐步显示：TimeSformer 的时间步与"
         "空间步分开显示。"),
     "video.upload": ("Video clip", "视频片段"),
+    "video.model": ("Video model", "视频模型"),
+    "video.button": ("Analyse the clip", "分析片段"),
+    "video.top5": ("Top-5 classes of the clip", "片段的前 5 个类别"),
+    "video.refused": ("This video cannot be analysed: {reason}", "无法分析这个视频：{reason}"),
+    "picture.video_frame": ("The frame with where the readout looks (rollout)", "该帧及读出关注的位置（注意力展开）"),
+    "picture.video_strip": ("Every sampled frame", "每个采样帧"),
+    "picture.video_distance": ("Attention distance in time and in space", "时间与空间上的注意力距离"),
     "video.frame": ("Frame", "帧"),
     "video.needs_model": ("The Video tab reads clips with a video model (VideoMAE, TimeSformer, ViViT, V-JEPA 2); {name} "
                           "reads photos: choose a video model above.",

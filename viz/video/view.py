@@ -72,20 +72,25 @@ def frame_caption(a: Analysis, frame: int, lang: str = "en") -> str:
 
 def frames_strip(a: Analysis, overlays: list[Image.Image], lang: str = "en", columns: int = COLUMNS) -> Image.Image:
     """The frames in rows of ``columns``, each captioned with its index and time in the video."""
-    lang = language(lang)
-    w, h = overlays[0].size
-    font = render.font(13, lang, frame_caption(a, 0, lang))
-    caption = 20
-    cols = min(columns, len(overlays))
-    rows = math.ceil(len(overlays) / cols)
+    cells = [captioned(picture, frame_caption(a, i, lang), lang) for i, picture in enumerate(overlays)]
+    w, h = cells[0].size
+    cols = min(columns, len(cells))
+    rows = math.ceil(len(cells) / cols)
     gap = 4
-    strip = Image.new("RGB", (cols * (w + gap) - gap, rows * (h + caption + gap) - gap), "white")
-    draw = ImageDraw.Draw(strip)
-    for i, picture in enumerate(overlays):
-        x, y = (i % cols) * (w + gap), (i // cols) * (h + caption + gap)
-        draw.text((x + 2, y + 3), frame_caption(a, i, lang), fill=(0, 0, 0), font=font)
-        strip.paste(picture, (x, y + caption))
+    strip = Image.new("RGB", (cols * (w + gap) - gap, rows * (h + gap) - gap), "white")
+    for i, cell in enumerate(cells):
+        strip.paste(cell, ((i % cols) * (w + gap), (i // cols) * (h + gap)))
     return strip
+
+
+def captioned(picture: Image.Image, caption: str, lang: str = "en") -> Image.Image:
+    """The picture with a line of text above it."""
+    lang = language(lang)
+    font = render.font(13, lang, caption)
+    out = Image.new("RGB", (picture.width, picture.height + 20), "white")
+    ImageDraw.Draw(out).text((2, 3), caption, fill=(0, 0, 0), font=font)
+    out.paste(picture, (0, 20))
+    return out
 
 
 def distance_picture(temporal: np.ndarray, spatial: np.ndarray, lang: str = "en", narrow: bool = False
@@ -119,8 +124,8 @@ def distance_picture(temporal: np.ndarray, spatial: np.ndarray, lang: str = "en"
                       color=matplotlib.colormaps[name](norm(h)), label=t("name.head", lang, head=h)) for h in range(H)]
     axes[1].legend(handles=handles, fontsize=6, loc="upper right", ncol=1 if H <= 4 else 2 if H <= 8 else 3,
                    framealpha=0.85)
-    fig.tight_layout()
     use_language_font(fig, lang)
+    fig.tight_layout()
     return plots.figure_to_image(fig)
 
 

@@ -18,7 +18,7 @@ import app_server  # noqa: F401  (gives this process its own GRADIO_TEMP_DIR bef
 import vit
 from tiny_models import tiny
 from video_clips import moving_squares_toy
-from vit_explorer import state
+from vit_explorer import state, views
 from vit_explorer.tabs import TAB_IDS
 from vit_explorer.tabs import video as tab
 from viz.i18n import t
@@ -95,3 +95,13 @@ def test_what_is_refused_with_one_sentence(server):
 
 def test_the_tab_is_in_the_table():
     assert "video" in TAB_IDS
+
+
+def test_the_model_box_sends_a_video_model_to_its_tab(server, monkeypatch):
+    """Chosen in the page's own Model box, a video model is not switched to (the photo tabs read photos): one warning
+    naming the tab, and the box goes back to the model the page had."""
+    warned = []
+    monkeypatch.setattr(gr, "Warning", warned.append)
+    out = views.switch_model(server.video_model, server.photo_model, None, None, None, "en")
+    assert set(out) == {"model"} and out["model"].value == server.photo_model
+    assert warned == [t("video.in_video_tab", "en", name=server.video_model)]

@@ -340,7 +340,11 @@ def blank_clip(preprocess) -> Clip:
 
 def analyze_clip(loaded, clip, keep=np.float32, dtype: torch.dtype = torch.float32) -> Analysis:
     """A clip (``vit.video_file.Clip``: the frames the model sees, resized and cropped) through a video model ->
-    ``Analysis`` (``keep``: the dtype of the kept queries and keys; the page keeps float16)."""
+    ``Analysis`` (``keep``: the dtype of the kept queries and keys; the page keeps float16). A photo is refused in one
+    sentence (ValueError)."""
+    if not isinstance(clip, Clip):
+        raise ValueError(f"{getattr(loaded, 'name', '') or 'This model'} is a video model: it reads clips, not photos "
+                         f"(the page's Video tab, or python -m viz VIDEO).")
     t0 = time.perf_counter()
     device = next(loaded.model.parameters()).device
     x = loaded.preprocess.clip_tensor(clip.frames).to(device)

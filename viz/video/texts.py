@@ -24,6 +24,9 @@ PAGE = {
                           "reads photos: choose a video model above.",
                           "视频页使用视频模型（VideoMAE、TimeSformer、ViViT、V-JEPA 2）读取片段；{name} 读取的是照片："
                           "请在上方选择一个视频模型。"),
+    "video.in_video_tab": ("{name} is a video model: it reads clips, not photos. Open the Video tab (Where it looks) "
+                           "and choose it there.",
+                           "{name} 是视频模型：它读取视频片段，而不是照片。请打开“视频”页（看哪里）并在那里选择它。"),
     "video.none": ("Upload a clip to see where the model looks in each frame.",
                    "上传一段视频，查看模型在每一帧中关注的位置。"),
     "video.summary": ("{frames} frames sampled of {total} ({seconds:.1f} s): {top}",

@@ -138,7 +138,7 @@ class _Reducer:
             pb = p.view(B, G, H, c, n)
             temporal += torch.einsum("bghcn,gcn->bh", pb, self.dt[:, start:stop])
             spatial += torch.einsum("bghcn,gcn->bh", pb, self.ds[:, start:stop])
-            readout += torch.einsum("bghcn,gc->bghn", pb, self.weights[:, start:stop])
+            readout += torch.matmul(self.weights[None, :, None, None, start:stop], pb).squeeze(-2)   # (B, G, H, n)
             if fused is not None:
                 fused[:, :, start:stop] = torch.matmul(mean_of_heads, p.view(BG, H, c * n)).view(B, G, c, n)
             if self.statistics:   # H(p_i) = lse_i − Σ_j p_ij·logit_ij

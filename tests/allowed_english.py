@@ -11,7 +11,8 @@ NAMES = {
     "Linear", "Conv2d", "qkv", "proj", "GELU", "QuickGELU", "SwiGLU", "SiLU", "LayerScale", "ln_pre", "tanh", "Pre",
     "W_g", "W_x", "RGB", "x_class", "E_pos", "z_L", "sign", "ln", "sin", "cos",
     # model families and explanation methods (each with its Chinese description beside it)
-    "DINO", "BERT", "BEiT", "SigLIP", "CLIP", "EVA", "GAE", "AttnLRP", "CP", "LRP", "Grad", "CAM", "vit", "explain",
+    "DINO", "BERT", "BEiT", "SigLIP", "CLIP", "EVA", "VideoMAE", "TimeSformer", "ViViT", "JEPA", "GAE", "AttnLRP", "CP",
+    "LRP", "Grad", "CAM", "vit", "explain",
     # cited authors and protocols
     "Abnar", "Zuidema", "Darcet", "Petsiuk", "Chefer", "Adebayo", "ROAD", "Rong", "nostalgebraist", "Elhage", "Meng",
     "Heimersheim", "Nanda", "AUC",

@@ -75,3 +75,19 @@ def ten_hours(path) -> Path:
 def huge_frame(path) -> Path:
     """One black frame of 4000×2400 pixels (9.6 megapixels, more than 4K's 8.3), compressed to a few kilobytes."""
     return write_video(path, np.zeros((1, 2400, 4000, 3), np.uint8), fps=1, codec="ffv1")
+
+
+def moving_squares_toy(root) -> tuple[Path, Path]:
+    """The moving squares (8 clips of 8 frames of 32×32, one folder per direction) and a small ViViT-like model
+    trained on them for one epoch (joint attention, tubelets of 2, a CLS token): (its checkpoint, the data folder).
+    What it predicts does not matter to the tests that use it; it is a video model as ``python -m vit.train --arch
+    video`` writes one."""
+    from vit.train import TrainOptions, fit
+    from vit.train.moving_squares import make_moving_squares_folder
+
+    root = Path(root)
+    data = make_moving_squares_folder(root / "data", count=8)
+    result = fit(TrainOptions(data=str(data), out=str(root / "w" / "toy.pt"), arch="video", img_size=(32, 32),
+                              patch_size=8, frames=8, tubelet=2, depth=2, embed_dim=32, num_heads=2, epochs=1,
+                              batch_size=8, workers=0))
+    return result.files.best, data

@@ -44,7 +44,8 @@ def clips(n: int, frames: int, size: int, seed: int = 1) -> torch.Tensor:
 
 class ReferenceRun:
     """One forward pass of a transformers video classifier with every attention it computes: ``logits``; ``steps``,
-    per attention step in our order (``VideoCapture.attention``), (B, G, H, n, n); ``readout`` (B, H, N) for V-JEPA 2."""
+    per attention step in our order, on its layout (``VideoCapture.attention``): (B, H, T, T) for joint attention,
+    (B, G, H, n, n) for TimeSformer's time and space groups; ``readout`` (B, H, N) for V-JEPA 2."""
 
     def __init__(self, model, x: torch.Tensor):
         family = model.config.model_type
@@ -82,4 +83,4 @@ class ReferenceRun:
                 self.steps.append(time.reshape(B, -1, *time.shape[1:]))                 # (B, N, H, T', T')
                 self.steps.append(space.reshape(B, frames, *space.shape[1:]))           # (B, T', H, 1+N, 1+N)
         else:
-            self.steps = [a.unsqueeze(1) for a in [*out.attentions, *extra.get("probe", [])]]
+            self.steps = [*out.attentions, *extra.get("probe", [])]

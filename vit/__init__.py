@@ -7,9 +7,9 @@ from .model import AttentionCapture, TokenLayout, ViTConfig, VisionTransformer, 
 from .preprocess import Preprocess
 from .architecture import Architecture, BlockLayout
 from .swin import SwinConfig, SwinTransformer, WindowCapture, swin_variant
-from .video import VideoCapture, VideoConfig, VideoLayout, VideoTransformer
+from .video import VideoCapture, VideoConfig, VideoTransformer
 
 __all__ = ["Architecture", "AttentionCapture", "BlockLayout", "LoadedModel", "Preprocess", "SwinConfig",
-           "SwinTransformer", "TokenLayout", "VideoCapture", "VideoConfig", "VideoLayout", "VideoTransformer",
+           "SwinTransformer", "TokenLayout", "VideoCapture", "VideoConfig", "VideoTransformer",
            "ViTConfig", "VisionTransformer", "WEIGHTS_DIR", "WindowCapture", "imagenet_labels",
            "list_local_checkpoints", "load", "save_checkpoint", "swin_variant", "variant", "weights_dir"]

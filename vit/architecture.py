@@ -2,9 +2,10 @@
 
 A model's description for one input size is an ``Architecture``: its blocks in forward order and, per block, a
 ``BlockLayout`` — the tokens it holds (prefix tokens, then a grid of patch tokens, frame after frame), how many
-heads attend, and whom a token attends to (every token, or the tokens of its window, the windows shifted or
-not). Three more facts complete it: the stages (blocks on the same grid) and how a map moves between them, the
-readout (how the answer reads the last tokens), and the size of the photo's patches.
+heads attend, and whom a token attends to (every token, the tokens of its window, the windows shifted or not, or
+a video's groups through time or across space). Three more facts complete it: the stages (blocks on the same grid)
+and how a map moves between them, the readout (how the answer reads the last tokens), and the size of the photo's
+patches.
 
 Every model class implements ``architecture(height, width) -> Architecture`` (``vit.model.VisionTransformer``,
 ``vit.swin.SwinTransformer``, ``vit.sam.SamImageEncoder``) and the same capture interface,
@@ -15,6 +16,20 @@ model file, its loader entries and this description of it (docs/development.md, 
     a ViT-B/16 at 224×224        12 blocks × (1 CLS + 14×14 patches), 12 heads each, global attention; one stage
     a Swin-T at 224×224          stage 0: 2 blocks on 56×56 tokens in 7×7 windows (the second shifted by 3), 3 heads;
                                  a 2×2 merge; stage 1: 2 blocks on 28×28 …; stage 3: 2 blocks on 7×7 (one window)
+    a VideoMAE-B/16, 16 frames   12 blocks × 8 time positions (tubelets of 2 frames) × 14×14 patches, no prefix,
+                                 global attention over all 1,568 tokens; read out by the mean of the tokens
+    a TimeSformer-B, 8 frames    24 attention steps, two per block: "time" (each patch place's 8 tokens through the
+                                 frames) then "space" (each frame's 14×14 patches with the CLS token)
+
+**Video.** A video model's blocks hold ``frames`` time positions of the same gh×gw grid, each spanning ``tubelet``
+input frames; token ``prefix + τ·gh·gw + r·gw + c`` is patch (r, c) of time position τ. A block is one attention
+step, and ``attends`` says whom its tokens attend to (``ATTENDS``): "all" (every token: VideoMAE, ViViT, V-JEPA 2
+and every photo model's global blocks), "time" (the tokens of one patch place through the frames; the prefix
+tokens take no part and keep themselves) or "space" (the patches of one frame with the prefix tokens; a prefix
+token is in every frame's group and takes the mean of its outputs). TimeSformer's divided block is two such steps,
+so its description has two ``BlockLayout``s per block, "time" then "space", and a view reads the two apart.
+``BlockLayout.groups`` lists a step's groups as stream indices (G, n): one group of every token, one per patch
+place, or one per frame. A video model's maps lie on (frames, gh, gw) (``Architecture.patch_shape``).
 
 **How a block's attention is kept.** A block with global attention over T tokens has an (H, T, T) map per image:
 the explorer keeps its rows' log-sum-exps and the residual stream, and recomputes any row or column on demand
@@ -36,10 +51,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 import math
+from typing import Literal, get_args
 
 import numpy as np
 
 from .readout import READOUT_NAMES, Readout
+
+Attends = Literal["all", "time", "space"]
+ATTENDS: tuple[str, ...] = get_args(Attends)
 
 
 @dataclass(frozen=True)
@@ -50,8 +69,9 @@ class BlockLayout:
     patch tokens frame by frame, each frame's gh×gw grid in row-major order. With a ``window`` a token attends only
     to the tokens of its window: the grid rolled by −shift and cut into wh×ww tiles, row-major (on the grid itself
     the tiles displaced by ``shift`` and cut at the border; ``viz.maps.windows.window_index`` lists them); without
-    one, every token attends to every token. A grid that is no whole number of windows is padded at the bottom and right
-    with zero tokens to whole windows (``padded_grid``; SAM's windowed blocks), keys like any other.
+    one, a token attends to the tokens of its groups (``attends``, ``groups``): every token, or a video's groups
+    through time or across space. A grid that is no whole number of windows is padded at the bottom and right with
+    zero tokens to whole windows (``padded_grid``; SAM's windowed blocks), keys like any other.
     """
     index: int                                # the block in forward order, 0-based (the page's "layer")
     stage: int                                # blocks of a stage share their grid and heads (a plain ViT: one stage)
@@ -63,6 +83,14 @@ class BlockLayout:
     window: tuple[int, int] | None = None     # (wh, ww) tokens of a window; None: global attention
     shift: tuple[int, int] = (0, 0)           # (sh, sw) the windows' cyclic shift
     frames: int = 1                           # time positions (a video model's tubelets); 1 for a photo
+    tubelet: int = 1                          # input frames one time position spans (1 for a photo)
+    attends: Attends = "all"                  # whom a token attends to (``ATTENDS``, module docstring)
+
+    def __post_init__(self):
+        if self.attends not in ATTENDS:
+            raise ValueError(f"Unknown attention {self.attends!r}! Expected one of {ATTENDS}.")
+        if self.attends != "all" and self.window is not None:
+            raise ValueError("A block attends inside windows or in a video's groups, not both.")
 
     @property
     def num_tokens(self) -> int:
@@ -93,9 +121,38 @@ class BlockLayout:
         """N: tokens of one window (every token for global attention)."""
         return self.num_tokens if self.window is None else self.window[0] * self.window[1]
 
+    @property
+    def num_patches(self) -> int:
+        """frames·gh·gw: the patch tokens."""
+        return self.frames * self.grid[0] * self.grid[1]
+
     def tokens(self) -> tuple[int, tuple[int, int]]:
         """(prefix, grid): the layout an attention source reports for this block."""
         return self.prefix, self.grid
+
+    def groups(self) -> np.ndarray:
+        """(G, n) int64: the stream token of every slot of each group of tokens that attend to each other (slot j of
+        group g is row and column j of that group's attention): "all" one group of every token; "time" one group per
+        patch place, its ``frames`` tokens in time order; "space" one group per time position, the prefix tokens then
+        that frame's patches. A windowed block's groups are its windows (``viz.maps.windows.window_index``)."""
+        if self.window is not None:
+            raise ValueError("A windowed block's groups are its windows: viz.maps.windows.window_index lists them.")
+        P, N = self.prefix, self.grid[0] * self.grid[1]
+        patches = P + np.arange(self.frames * N, dtype=np.int64).reshape(self.frames, N)    # (T', N)
+        if self.attends == "time":
+            return np.ascontiguousarray(patches.T)                                           # (N, T')
+        if self.attends == "space":
+            prefix = np.broadcast_to(np.arange(P, dtype=np.int64), (self.frames, P))
+            return np.concatenate([prefix, patches], axis=1)                                 # (T', P + N)
+        return np.arange(self.num_tokens, dtype=np.int64)[None]                              # (1, T)
+
+    def places(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(τ, row, column) of every patch token (T'·gh·gw,), in stream order after the prefix."""
+        gw, N = self.grid[1], self.grid[0] * self.grid[1]
+        patch = np.arange(self.frames * N, dtype=np.int64)
+        tau, place = np.divmod(patch, N)
+        row, col = np.divmod(place, gw)
+        return tau, row, col
 
 
 @dataclass(frozen=True)
@@ -171,13 +228,38 @@ class Architecture:
         model, so a token has its own row in every block, the (L, H, T, T) array exists, and a token can be dropped
         from the sequence (the views and methods that read one token through every layer need this)."""
         first = self.blocks[0]
-        return all(b.window is None and (b.prefix, b.grid, b.frames) == (first.prefix, first.grid, first.frames)
-                   for b in self.blocks)
+        return all(b.window is None and b.attends == "all" and
+                   (b.prefix, b.grid, b.frames) == (first.prefix, first.grid, first.frames) for b in self.blocks)
 
     @property
     def windowed(self) -> bool:
         """Whether any block attends inside windows."""
         return any(b.window is not None for b in self.blocks)
+
+    @property
+    def frames(self) -> int:
+        """T': time positions of block 0 (1 for a photo)."""
+        return self.blocks[0].frames
+
+    @property
+    def tubelet(self) -> int:
+        """Input frames one time position spans (1 for a photo)."""
+        return self.blocks[0].tubelet
+
+    @property
+    def video(self) -> bool:
+        """Whether the model reads a clip of several frames (frames × tubelet > 1) rather than a photo."""
+        return self.frames * self.tubelet > 1
+
+    @property
+    def patch_shape(self) -> tuple[int, ...]:
+        """Where every input-level map lies: (gh, gw) for a photo, (frames, gh, gw) for a video."""
+        return (self.frames, *self.grid) if self.video else self.grid
+
+    @property
+    def steps(self) -> tuple[str, ...]:
+        """Each block's ``attends``, in forward order ("time", "space" … for a TimeSformer)."""
+        return tuple(b.attends for b in self.blocks)
 
     def block(self, layer: int) -> BlockLayout:
         """Block ``layer`` (negative counts from the end); IndexError names the range."""
@@ -205,10 +287,20 @@ class Architecture:
         return row * gh // gh0, col * gw // gw0
 
     def to_patch_grid(self, values: np.ndarray, layer: int) -> np.ndarray:
-        """A map over block ``layer``'s grid (gh_l, gw_l) (or flat) -> (gh0, gw0) over the photo's patch grid, shared
-        down through every merge (``share_down``): a distribution stays one."""
-        return share_down(np.asarray(values, np.float32).reshape(-1), self.block(layer).grid,
-                          self.grid).reshape(self.grid)
+        """A map over block ``layer``'s patches (gh_l, gw_l), or a video's (frames, gh_l, gw_l), or flat -> over the
+        input's patch grid (``patch_shape``: (gh0, gw0), or (frames, gh0, gw0)), shared down through every merge
+        (``share_down``): a distribution stays one."""
+        block = self.block(layer)
+        flat = np.asarray(values, np.float32).reshape(block.frames, -1)
+        return share_down(flat, block.grid, self.grid).reshape(self.patch_shape)
+
+
+def architecture_of(model, x) -> Architecture:
+    """The description of ``model`` for its input ``x``: images (B, C, H, W), or clips (B, F, C, H, W), whose frame
+    count the description follows (``VideoTransformer.architecture(height, width, frames)``)."""
+    if x.ndim == 5:
+        return model.architecture(x.shape[-2], x.shape[-1], frames=x.shape[1])
+    return model.architecture(x.shape[-2], x.shape[-1])
 
 
 NO_READOUT = ("This model reads no token: its answer is a feature map (SAM's image encoder: what its mask decoder "

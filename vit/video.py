@@ -22,27 +22,32 @@ space and time. Four families, one config field per feature (``VideoConfig``):
 
 ``model(x)`` is the plain forward (fused attention). ``model.forward_with_attention(x)`` returns the output with the
 attention of every step (``VideoCapture``): a joint block is one step, a divided block two (time, then space),
-each as (B, G, H, n, n) attention inside G groups of n tokens with its ``VideoLayout`` saying which tokens a group
-holds. The maps are computed inside the call (explicit softmax, no hooks, no module state), so concurrent calls never
-mix.
+each on its layout in the model's description (``model.architecture(H, W, frames)``, ``vit.architecture``):
+(B, H, T, T) where every token attends to every token, (B, G, H, n, n) inside G groups of n tokens
+(``BlockLayout.groups`` says which). The maps are computed inside the call (explicit softmax, no hooks, no module
+state), so concurrent calls never mix.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterator, Literal, NamedTuple
+from typing import Callable, Iterator, NamedTuple
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from .model import Attention, Block, DropPath, Mlp, ViTConfig, attention_rows
+from .architecture import Architecture, BlockLayout
+from .model import Attention, Block, DropPath, Mlp, TokenLayout, ViTConfig, attention_rows
 from .positions import TokenPositions
 
 ATTENTION_KINDS = ("joint", "divided")
 VIDEO_POS_EMBEDS = ("sincos", "learned", "space_time", "rope3d")
 VIDEO_POOLS = ("token", "avg", "probe")
 VIDEO_FAMILIES = ("videomae", "vivit", "timesformer", "vjepa2")   # VideoConfig.family
-Step = Literal["joint", "time", "space", "probe"]
+READOUT_OF_POOL = {"token": "cls", "avg": "mean", "probe": "map"}   # VideoConfig.global_pool -> Architecture.readout
+# How a caller computes a step's attention itself: (q, k, v (B·G, H, n, Dh) inside the step's groups, batch-major, the
+# step: its BlockLayout, or "time"/"space" inside DividedBlock.step) -> attn @ v (B·G, H, n, Dh)
+Attend = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, object], torch.Tensor]
 
 
 @dataclass(frozen=True)
@@ -135,55 +140,14 @@ class VideoConfig:
                          attn_drop_rate=self.attn_drop_rate, patch_size=self.patch_size, img_size=self.img_size)
 
 
-class VideoLayout(NamedTuple):
-    """How the tokens of one attention step are laid out, and which of them attend to each other.
-
-    The T tokens of the stream are ``num_prefix`` prefix tokens (CLS), then ``frames`` × gh × gw patch tokens in
-    frame-major order: token ``num_prefix + τ·gh·gw + r·gw + c`` is patch (r, c) of time position τ, which covers
-    input frames τ·tubelet … τ·tubelet + tubelet − 1. A step attends inside G groups of n tokens each
-    (``token_index``): "joint" and "probe" one group of every token (the probe's blocks see the patches only);
-    "time" one group per patch place, its ``frames`` tokens through time; "space" one group per time position, the
-    CLS token and that frame's patches (the CLS token is in every group: its update is the mean over the frames).
-    """
-    block: int                   # 0-based block (a divided block's two steps share it; the probe's go on after L)
-    step: str                    # "joint", "time", "space" (TimeSformer's two steps) or "probe"
-    num_prefix: int              # prefix tokens in the stream: 1 (CLS) or 0
-    frames: int                  # T': time positions (input frames / tubelet)
-    grid: tuple[int, int]        # (gh, gw) patches per frame
-    tubelet: int                 # input frames per time position
-    patch_size: int              # pixels per patch side
-
-    @property
-    def num_tokens(self) -> int:
-        """T: tokens in the stream."""
-        return self.num_prefix + self.frames * self.grid[0] * self.grid[1]
-
-    @property
-    def num_patches(self) -> int:
-        """gh·gw: patches of one frame."""
-        return self.grid[0] * self.grid[1]
-
-    def token_index(self) -> torch.Tensor:
-        """(G, n) long: the stream index of slot j of group g, the row and column j of that group's attention."""
-        P, N, Tp = self.num_prefix, self.num_patches, self.frames
-        patches = P + torch.arange(Tp * N).view(Tp, N)                     # (T', N) stream index of every patch
-        if self.step == "time":
-            return patches.t().contiguous()                                 # (N, T'): one place through time
-        if self.step == "space":
-            cls = torch.zeros(Tp, P, dtype=torch.long)                      # the CLS token in every frame's group
-            return torch.cat([cls, patches], dim=1)                         # (T', 1 + N)
-        if self.step == "probe":
-            return patches.reshape(1, -1)                                   # (1, T'·N): the probe sees patches
-        return torch.arange(self.num_tokens).view(1, -1)                    # (1, T)
-
-
 class VideoCapture(NamedTuple):
     """What ``VideoTransformer.forward_with_attention`` returns: the output and the attention behind it."""
     output: torch.Tensor                     # (B, K) logits; (B, D) pooled features without a head
-    attention: list[torch.Tensor]            # per step, in forward order: (B, G, H, n, n) softmax attention inside
-    # each of the step's G groups of n tokens (layouts[i].token_index() says which)
-    layouts: list[VideoLayout]               # per step
-    readout: torch.Tensor | None             # (B, H, T'·N) V-JEPA 2: the probe query's attention over the patches
+    attention: list[torch.Tensor]            # per step (block of the description), in forward order, on its layout:
+    # (B, H, T, T) for a step where every token attends to every token, (B, G, H, n, n) inside the step's G groups of
+    # n tokens (TimeSformer's time and space steps: ``BlockLayout.groups``)
+    architecture: Architecture               # the steps' layouts (``architecture.blocks[i]`` for step i)
+    probe_attention: torch.Tensor | None     # (B, H, T'·N) V-JEPA 2: the probe query's attention over the patches
     token_norms: list[torch.Tensor] | None   # per step: (B, T) L2 norm of every token after it, when asked
 
 
@@ -263,7 +227,8 @@ class DividedBlock(nn.Module):
     def forward(self, x: torch.Tensor, frames: int, return_attn: bool = False) -> tuple[torch.Tensor, None]:
         return self.step(x, frames, ("attn",) if return_attn else ()).out, None
 
-    def step(self, x: torch.Tensor, frames: int, taps: tuple[str, ...] = ()) -> DividedStep:
+    def step(self, x: torch.Tensor, frames: int, taps: tuple[str, ...] = (), attend: Attend | None = None
+             ) -> DividedStep:
         """The block's computation, the one every pass runs; x (B, 1 + T'·N, D), CLS first, patches frame-major:
 
             time:   each patch place's T' tokens attend to each other:
@@ -273,14 +238,15 @@ class DividedBlock(nn.Module):
             MLP:    x = x + mlp(norm2(x))
 
         ``taps``: "attn" keeps both steps' attention (the explicit softmax), "qk" their queries and keys (the fused
-        kernel runs; ``vit.model.attention_rows`` recomputes any rows from them)."""
+        kernel runs; ``vit.model.attention_rows`` recomputes any rows from them). ``attend(q, k, v, "time" or
+        "space")``: computes each step's attn @ v instead of its Attention (a caller reducing the maps as they come)."""
         B, T, D = x.shape
         N = (T - 1) // frames
         explicit = "attn" in taps
         cls, patches = x[:, :1], x[:, 1:]
         places = patches.reshape(B, frames, N, D).transpose(1, 2).reshape(B * N, frames, D)
         q, k, v = self.temporal_attn.project(self.temporal_norm1(places))              # (B·N, H, T', Dh)
-        h, time_attn = self.temporal_attn.attend(q, k, v, None, explicit)
+        h, time_attn = (attend(q, k, v, "time"), None) if attend else self.temporal_attn.attend(q, k, v, None, explicit)
         time_qk = (q, k) if "qk" in taps else None
         h = self.temporal_fc(self.drop_path(self.temporal_attn.merge(h)))              # (B·N, T', D)
         h = h.reshape(B, N, frames, D).transpose(1, 2).reshape(B, frames * N, D)
@@ -288,7 +254,7 @@ class DividedBlock(nn.Module):
         per_frame = torch.cat([cls.expand(B, frames, D).reshape(B * frames, 1, D),
                                patches.reshape(B * frames, N, D)], dim=1)              # (B·T', 1 + N, D)
         q, k, v = self.attn.project(self.norm1(per_frame))                             # (B·T', H, 1 + N, Dh)
-        s, space_attn = self.attn.attend(q, k, v, None, explicit)
+        s, space_attn = (attend(q, k, v, "space"), None) if attend else self.attn.attend(q, k, v, None, explicit)
         space_qk = (q, k) if "qk" in taps else None
         s = self.attn.merge(s).reshape(B, frames, 1 + N, D)
         space = torch.cat([s[:, :, 0].mean(dim=1, keepdim=True), s[:, :, 1:].reshape(B, frames * N, D)], dim=1)
@@ -296,7 +262,7 @@ class DividedBlock(nn.Module):
         x = after_time + self.drop_path(space)
         x = x + self.drop_path(self.mlp(self.norm2(x)))
         grouped = lambda t, G: t.reshape(B, G, *t.shape[1:])                          # noqa: E731  (B, G, H, …)
-        if explicit:
+        if explicit and not attend:
             time_attn, space_attn = grouped(time_attn, N), grouped(space_attn, frames)
         if time_qk is not None:
             time_qk = tuple(grouped(t, N) for t in time_qk)
@@ -382,9 +348,9 @@ class VideoTransformer(nn.Module):
             if isinstance(m, (Attention, AttentiveProbe)):
                 m.fused_attn = value
 
-    def video_layout(self, frames: int, height: int, width: int) -> VideoLayout:
-        """The joint layout of a clip of ``frames`` frames of height×width pixels (step "joint", block 0); ValueError
-        with the sizes this model takes when it does not take this one."""
+    def check_clip(self, frames: int, height: int, width: int) -> tuple[int, tuple[int, int]]:
+        """(time positions, patch grid) of a clip of ``frames`` frames of height×width pixels; ValueError with the
+        sizes this model takes when it does not take this one."""
         cfg = self.cfg
         P, t = cfg.patch_size, cfg.tubelet_size
         if (height, width) != cfg.img_size:
@@ -395,28 +361,63 @@ class VideoTransformer(nn.Module):
             expect = f"exactly {cfg.num_frames} frames" if fixed else f"a positive multiple of {t} frames"
             raise ValueError(f"Wrong number of frames! Expected {expect} (the model's tubelets are {t} frame"
                              f"{'s' if t > 1 else ''} deep) but got {frames}.")
-        return VideoLayout(0, "joint", cfg.num_prefix_tokens, frames // t, (height // P, width // P), t, P)
+        return frames // t, (height // P, width // P)
 
-    def token_layout(self, frames: int, height: int, width: int) -> VideoLayout:
-        """Alias of ``video_layout``: the layout of the stream for a clip of this shape."""
-        return self.video_layout(frames, height, width)
+    def architecture(self, height: int, width: int, frames: int | None = None) -> Architecture:
+        """The description of this model for clips of ``frames`` frames (default: its own count) of height×width
+        pixels: one block per attention step, in forward order (``vit.architecture``): a joint block attends over
+        every token; a divided block is two steps, "time" then "space"; V-JEPA 2's probe blocks follow the encoder's.
+        The readout: the CLS token, the mean of the tokens, or the attentive probe ("map")."""
+        cfg = self.cfg
+        time_positions, grid = self.check_clip(frames or cfg.num_frames, height, width)
+        steps = ("time", "space") if cfg.attention == "divided" else ("all",)
+        kinds = [s for _ in self.blocks for s in steps] + ["all"] * (len(self.probe.blocks) if self.probe else 0)
+        blocks = tuple(BlockLayout(index=i, stage=0, block=i, heads=cfg.num_heads, grid=grid,
+                                   token_size=cfg.patch_size, prefix=cfg.num_prefix_tokens, frames=time_positions,
+                                   tubelet=cfg.tubelet_size, attends=kind) for i, kind in enumerate(kinds))
+        return Architecture(cfg.family, blocks, READOUT_OF_POOL[cfg.global_pool], cfg.patch_size)
 
-    def step_layouts(self, frames: int, height: int, width: int) -> list[VideoLayout]:
-        """The layout of every attention step, in forward order: one per joint block, "time" and "space" per divided
-        block, then the probe's blocks ("probe")."""
-        base = self.video_layout(frames, height, width)
-        steps = ("time", "space") if self.cfg.attention == "divided" else ("joint",)
-        layouts = [base._replace(block=i, step=s) for i in range(len(self.blocks)) for s in steps]
+    def token_layout(self, height: int, width: int) -> TokenLayout:
+        """The prefix tokens and the patch grid of one frame (the stream holds frames × that grid)."""
+        return TokenLayout(self.cfg.num_prefix_tokens, self.cfg.grid if (height, width) == self.cfg.img_size
+                           else self.check_clip(self.cfg.num_frames, height, width)[1])
+
+    def eval_layout(self, x: torch.Tensor, purpose: str) -> TokenLayout:
+        """Token layout of clips x (B, F, C, H, W) for a ``purpose`` ("Explanations") that must see the model as it
+        predicts: ValueError in training mode (dropout on) or for a wrong shape."""
+        if self.training:
+            raise ValueError(f"{purpose} need the model in eval mode (dropout off)! Call model.eval() first.")
+        if x.ndim != 5:
+            raise ValueError(f"Wrong input shape! Expected clips (B, frames, channels, H, W) but got {tuple(x.shape)}.")
+        self.check_clip(x.shape[1], x.shape[-2], x.shape[-1])
+        return self.token_layout(x.shape[-2], x.shape[-1])
+
+    def position_table(self) -> tuple[None, str, tuple[int, int]]:
+        """(None, "none", the frame's grid): a photo's position table (Figure 7's centre) has no counterpart here (the
+        positions run through space and time, or are rotations); the image-free arrays read this (``model_arrays``)."""
+        return None, "none", self.cfg.grid
+
+    def rotary_kernel(self) -> None:
+        """None: no photo-grid similarity of positions is drawn for a video model."""
+        return None
+
+    def patch_projection(self) -> tuple[str, int]:
+        """Where an explanation's graph starts (``vit.explain.passes``): the tubelet embedding's output (B, N, D)."""
+        return "patch_embed", -1
+
+    def gradcam_layer(self) -> str:
+        """Grad-CAM's activation (``vit.explain.gradient_pass``): the tokens the last attention step reads, its
+        LayerNorm's output: the last block's ``norm1`` (TimeSformer's: the space step's, over each frame's group,
+        ``BlockLayout.groups``), or the last probe block's for V-JEPA 2."""
         if self.probe is not None:
-            layouts += [base._replace(block=len(self.blocks) + i, step="probe") for i in range(len(self.probe.blocks))]
-        return layouts
+            return f"probe.blocks.{len(self.probe.blocks) - 1}.norm1"
+        return f"blocks.{len(self.blocks) - 1}.norm1"
 
-    def token_positions(self, layout: VideoLayout, device=None) -> TokenPositions | None:
-        """V-JEPA 2's rotary tables for this layout's tokens; None for the other families."""
+    def token_positions(self, frames: int, grid: tuple[int, int], device=None) -> TokenPositions | None:
+        """V-JEPA 2's rotary tables for ``frames`` time positions of a gh×gw grid; None for the other families."""
         if self.cfg.pos_embed != "rope3d":
             return None
-        return TokenPositions(0, rope3d_tables(layout.frames, layout.grid, self.cfg.embed_dim // self.cfg.num_heads,
-                                               device), None)
+        return TokenPositions(0, rope3d_tables(frames, grid, self.cfg.embed_dim // self.cfg.num_heads, device), None)
 
     def embed(self, x: torch.Tensor) -> torch.Tensor:
         """Clips (B, F, C, H, W) -> the tokens entering the first block (B, T, D): [CLS], then frame-major patches,
@@ -426,7 +427,7 @@ class VideoTransformer(nn.Module):
         B, Fr, C, H, W = x.shape
         if C != self.cfg.in_chans:
             raise ValueError(f"Wrong number of channels! Expected {self.cfg.in_chans} but got {C}.")
-        layout = self.video_layout(Fr, H, W)
+        frames, (gh, gw) = self.check_clip(Fr, H, W)
         x = self.patch_embed(x)                                               # (B, T'·N, D)
         kind = self.cfg.pos_embed
         if kind == "sincos":
@@ -436,71 +437,86 @@ class VideoTransformer(nn.Module):
         if kind == "learned":
             x = x + self.pos_embed
         elif kind == "space_time":
-            N, D = layout.num_patches, x.shape[2]
-            patches = x[:, 1:].reshape(B, layout.frames, N, D) + self.pos_embed[:, None, 1:]   # + place
+            N, D = gh * gw, x.shape[2]
+            patches = x[:, 1:].reshape(B, frames, N, D) + self.pos_embed[:, None, 1:]          # + place
             patches = patches + self.time_embed[:, :, None]                                    # + frame
             x = torch.cat([x[:, :1] + self.pos_embed[:, :1], patches.reshape(B, -1, D)], dim=1)
         return self.pos_drop(x)
 
-    def steps(self, x: torch.Tensor, keep: str | None = "attn") -> Iterator[StepOutput]:
-        """Clips (B, F, C, H, W) -> a ``StepOutput`` after each attention step in turn: the stream (B, T, D) after a
-        joint block, a divided block's time step and its space step (with the MLP); then the probe's blocks' tokens
-        (B, T'·N, D) after the final norm. ``keep``: "attn" each step's attention (explicit softmax), "qk" its
-        queries and keys (the fused kernel runs), None nothing. The forward pass of every call below."""
-        layouts = iter(self.step_layouts(x.shape[1], x.shape[3], x.shape[4]))
-        layout = self.video_layout(x.shape[1], x.shape[3], x.shape[4])
-        positions = self.token_positions(layout, x.device)
+    def steps(self, x: torch.Tensor, keep: str | None = "attn", attend: Attend | None = None) -> Iterator[StepOutput]:
+        """Clips (B, F, C, H, W) -> a ``StepOutput`` after each attention step in turn (each block of the
+        description): the stream (B, T, D) after a joint block, a divided block's time step and its space step (with
+        the MLP); then the probe's blocks' tokens (B, T'·N, D) after the final norm. ``keep``: "attn" each step's
+        attention (explicit softmax), "qk" its queries and keys (the fused kernel runs), None nothing. ``attend``:
+        computes every step's attn @ v from its q, k, v instead (``Attend``; a caller that reduces each step's maps
+        as they come, a chunk of rows at a time). The forward pass of every call below."""
+        blocks = iter(self.architecture(x.shape[3], x.shape[4], x.shape[1]).blocks)
+        frames, grid = self.check_clip(x.shape[1], x.shape[3], x.shape[4])
+        positions = self.token_positions(frames, grid, x.device)
         taps = (keep,) if keep else ()
         x = self.embed(x)
+
+        def joint(blk: Block, x: torch.Tensor, block: BlockLayout, positions) -> StepOutput:
+            if attend is None:
+                s = blk.step(x, positions, taps)
+                return StepOutput(s.out, s.attn, _group(s.q), _group(s.k), block)
+            q, k, v = blk.attn.project(blk.attention_input(x))
+            q, k = blk.attn.positioned(q, k, positions)
+            s = blk.step(x, positions, heads=attend(q, k, v, block))
+            return StepOutput(s.out, None, _group(q), _group(k), block)
+
         for blk in self.blocks:
             if isinstance(blk, DividedBlock):
-                s = blk.step(x, layout.frames, taps)
-                yield StepOutput(s.after_time, s.time_attn, *(s.time_qk or (None, None)), next(layouts))
+                time, space = next(blocks), next(blocks)
+                steps = {"time": time, "space": space}
+                s = blk.step(x, frames, taps, attend and (lambda q, k, v, which: attend(q, k, v, steps[which])))
+                yield StepOutput(s.after_time, s.time_attn, *(s.time_qk or (None, None)), time)
                 x = s.out
-                yield StepOutput(x, s.space_attn, *(s.space_qk or (None, None)), next(layouts))
+                yield StepOutput(x, s.space_attn, *(s.space_qk or (None, None)), space)
             else:
-                s = blk.step(x, positions, taps)
-                x = s.out
-                yield StepOutput(x, _group(s.attn), _group(s.q), _group(s.k), next(layouts))
+                out = joint(blk, x, next(blocks), positions)
+                x = out.tokens
+                yield out
         if self.probe is not None:
             x = self.norm(x)
             for blk in self.probe.blocks:
-                s = blk.step(x, None, taps)
-                x = s.out
-                yield StepOutput(x, _group(s.attn), _group(s.q), _group(s.k), next(layouts))
+                out = joint(blk, x, next(blocks), None)
+                x = out.tokens
+                yield out
 
-    def blocks_with_attention(self, x: torch.Tensor) -> Iterator[tuple[torch.Tensor, torch.Tensor, VideoLayout]]:
-        """After each attention step in turn ``(tokens, its attention (B, G, H, n, n), its VideoLayout)``: for callers
-        that reduce each step's maps as soon as it has run; pass the last tokens to ``forward_head``."""
+    def blocks_with_attention(self, x: torch.Tensor) -> Iterator[tuple[torch.Tensor, torch.Tensor, BlockLayout]]:
+        """After each attention step in turn ``(tokens, its attention on its layout, its BlockLayout)``: (B, H, T, T)
+        where every token attends to every token, (B, G, H, n, n) inside groups; for callers that reduce each step's
+        maps as soon as it has run; pass the last tokens to ``forward_head``."""
         for step in self.steps(x, keep="attn"):
-            yield step.tokens, step.attention, step.layout
+            yield step.tokens, step.attention, step.block
 
     def blocks_with_queries_and_keys(self, x: torch.Tensor
-                                     ) -> Iterator[tuple[torch.Tensor, torch.Tensor, torch.Tensor, VideoLayout]]:
-        """After each attention step in turn ``(tokens, q, k, its VideoLayout)``, q and k (B, G, H, n, Dh) with the
-        positions applied: the plain forward's speed (the fused kernel), and any rows of the step's attention
-        recomputable later, ``step_attention(q, k, scale)`` (attention on demand: 1,568 tokens' maps need not all
-        exist at once)."""
+                                     ) -> Iterator[tuple[torch.Tensor, torch.Tensor, torch.Tensor, BlockLayout]]:
+        """After each attention step in turn ``(tokens, q, k, its BlockLayout)``, q and k (B, G, H, n, Dh) inside the
+        step's groups (one group of every token for a joint step) with the positions applied: the plain forward's
+        speed (the fused kernel), and any rows of the step's attention recomputable later, ``step_attention(q, k,
+        scale)`` (attention on demand: 1,568 tokens' maps need not all exist at once)."""
         for step in self.steps(x, keep="qk"):
-            yield step.tokens, step.q, step.k, step.layout
+            yield step.tokens, step.q, step.k, step.block
 
     @property
     def attention_scale(self) -> float:
         """1/√Dh: the scale of every step's q·kᵀ."""
         return (self.cfg.embed_dim // self.cfg.num_heads) ** -0.5
 
-    def forward_head(self, x: torch.Tensor, return_readout: bool = False):
-        """The last tokens -> logits (B, K) (pooled features without a head); with ``return_readout`` also the probe
+    def forward_head(self, x: torch.Tensor, return_probe: bool = False):
+        """The last tokens -> logits (B, K) (pooled features without a head); with ``return_probe`` also the probe
         query's attention (B, H, T'·N) (None without a probe). For a probe, ``x`` is the output of its last block."""
         readout = None
         if self.probe is not None:
-            pooled, readout = self.probe.read(x, return_readout)
+            pooled, readout = self.probe.read(x, return_probe)
         elif self.cfg.global_pool == "avg":
             pooled = self.fc_norm(self.norm(x)[:, self.cfg.num_prefix_tokens:].mean(dim=1))
         else:
             pooled = self.norm(x)[:, 0]
         logits = self.head(self.head_drop(pooled))
-        return (logits, readout) if return_readout else logits
+        return (logits, readout) if return_probe else logits
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Clips (B, F, C, H, W) -> logits (B, num_classes)."""
@@ -509,25 +525,26 @@ class VideoTransformer(nn.Module):
         return self.forward_head(x)
 
     def forward_with_attention(self, x: torch.Tensor, return_token_norms: bool = False) -> VideoCapture:
-        """The output plus every step's attention and layout, from one forward pass with an explicit softmax
-        (``VideoCapture``), and V-JEPA 2's readout attention. Nothing is kept on the module."""
-        maps, layouts, norms = [], [], [] if return_token_norms else None
-        for x, attn, layout in self.blocks_with_attention(x):
+        """The output plus every step's attention on its layout, from one forward pass with an explicit softmax
+        (``VideoCapture``), and V-JEPA 2's probe attention. Nothing is kept on the module."""
+        architecture = self.architecture(x.shape[3], x.shape[4], x.shape[1])
+        maps, norms = [], [] if return_token_norms else None
+        for x, attn, _ in self.blocks_with_attention(x):
             maps.append(attn)
-            layouts.append(layout)
             if norms is not None:
                 norms.append(x.norm(dim=-1))
-        output, readout = self.forward_head(x, return_readout=True)
-        return VideoCapture(output, maps, layouts, readout, norms)
+        output, probe = self.forward_head(x, return_probe=True)
+        return VideoCapture(output, maps, architecture, probe, norms)
 
 
 class StepOutput(NamedTuple):
     """One attention step of ``VideoTransformer.steps``: the stream after it, what it kept, its layout."""
     tokens: torch.Tensor                 # (B, T, D) the stream after the step (the probe's: (B, T'·N, D))
-    attention: torch.Tensor | None       # (B, G, H, n, n) softmax attention inside each group, when kept
+    attention: torch.Tensor | None       # softmax attention on the step's layout, when kept ((B, H, T, T) or
+    #                                      (B, G, H, n, n) inside groups)
     q: torch.Tensor | None               # (B, G, H, n, Dh) queries, positions applied, when kept
     k: torch.Tensor | None               # (B, G, H, n, Dh) keys, positions applied, when kept
-    layout: VideoLayout
+    block: BlockLayout                   # the step in the model's description
 
 
 def _group(t: torch.Tensor | None) -> torch.Tensor | None:

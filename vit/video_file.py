@@ -41,6 +41,7 @@ MAX_FRAMES = 36_000              # most frames decoded to reach the sampled ones
 MAX_DECODE_SECONDS = 60.0        # wall-clock bound on decoding one video
 INSTALL = 'pip install "vit-attention-explorer[video]"'
 SAMPLINGS = ("uniform", "strided")
+VIDEO_SUFFIXES = {".mp4", ".m4v", ".mov", ".webm", ".mkv", ".avi", ".mpg", ".mpeg"}   # a folder's videos
 
 
 class VideoFileError(ValueError):

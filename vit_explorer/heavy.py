@@ -22,7 +22,7 @@ from gradio.context import LocalContext
 
 from .door import Refusal
 
-GROUPS = ("trust", "inside", "compare")   # concurrency ids of the heavy jobs, one job at a time in each
+GROUPS = ("trust", "inside", "compare", "video")   # concurrency ids of the heavy jobs, one job at a time in each
 QUEUE_MAX = 8                             # heavy jobs waiting at once, all visitors together
 
 

@@ -30,11 +30,13 @@ import torch
 import vit
 from vit.image_file import ImageFileError, open_image
 from vit.preprocess import CHOICES as PREPROCESS_CHOICES
+from vit.video_file import VideoLimits, read_clip
 from viz.analysis import cost
 from viz.explain.explainer import explain_tensor, resolve_target
 from viz.learn.walkthrough import walk
 from viz.analysis.cost import LOCAL_MAX_TOKENS
-from viz.analysis.serve import ServedModel, analyze_photo, serve
+from viz.analysis import analyze
+from viz.analysis.serve import ATTENTION_DTYPE, ServedModel, analyze_photo, serve
 from viz.cache import Cache, nbytes
 from viz.i18n import t
 from viz.records import Analysis
@@ -43,6 +45,7 @@ from viz.controls import AnalysisKey, Session
 from viz.explain.methods import METHODS, methods_for
 from viz.explain.view import Explained, explanations
 from viz.records import cached_bytes
+from viz.video.view import clip_rollout
 
 from . import heavy, limits
 
@@ -54,6 +57,10 @@ WALKS_MEMORY = 16 * 2**20       # the guided walk per (photo, model, preprocessi
 SERIES_MEMORY = 64 * 2**20      # a training run's snapshots on one photo: small arrays per snapshot
 TRUST_MEMORY = 8 * 2**20        # trust checks per (photo, model, target, method): a few kB each
 INSIDE_MEMORY = 16 * 2**20      # inside views per (photo, model, target, …): ViT-B/16's ~150 kB (its DLA source maps)
+VIDEOS_MEMORY = 128 * 2**20     # analysed clips per (video, model): VideoMAE-B/16's 16 frames ~40 MB (q, k in float16)
+# What a public server reads of a visitor's video (vit.video_file's guards, each refused in one sentence): a short clip
+PUBLIC_VIDEO_LIMITS = VideoLimits(max_bytes=20 * 2**20, max_pixels=1920 * 1080, max_seconds=60.0, max_frames=3_600,
+                                  max_decode_seconds=20.0)
 RENDER_CONCURRENCY = 4          # re-renders running at once (milliseconds of numpy each)
 EXAMPLES_DIR = next((d for d in (Path(__file__).resolve().parent.parent / "examples",        # a clone
                                   Path(sys.prefix) / "share" / "vit-attention-explorer" / "examples")  # pip install
@@ -163,6 +170,26 @@ def analyze_key(key: AnalysisKey) -> Analysis:
 
 
 ANALYSES = Cache(analyze_key, ANALYSES_MEMORY, weigh=cached_bytes)
+
+
+def video_limits() -> VideoLimits:
+    """The guards a visitor's video passes: a public server's (``PUBLIC_VIDEO_LIMITS``), or vit.video_file's own."""
+    return VideoLimits() if SETTINGS.any_model else PUBLIC_VIDEO_LIMITS
+
+
+def analyze_video(key: tuple[str, str]) -> tuple[Analysis, object]:
+    """(uploaded video file, video model source) -> (its analysis, its readout's rollout (T', gh, gw) ndarray): the clip
+    decoded under ``video_limits`` (a VideoFileError says why not), then the model's one call, its queries and keys
+    kept in float16."""
+    path, source = key
+    loaded = MODELS.get(source).loaded
+    clip = read_clip(path, loaded.preprocess, limits=video_limits())
+    with MODEL_TURN:
+        a = analyze(loaded, clip, ATTENTION_DTYPE)
+    return a, clip_rollout(a)
+
+
+VIDEOS = Cache(analyze_video, VIDEOS_MEMORY, weigh=lambda found: cached_bytes(found[0]) + found[1].nbytes)
 
 
 def walk_key(key: AnalysisKey):

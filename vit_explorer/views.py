@@ -120,6 +120,9 @@ def switch_model(model, current_model, photo, session, controls: ControlValues, 
     except gr.Error as err:
         gr.Warning(str(err.message))
         return {"model": gr.Dropdown(choices=state.model_choices(current_model), value=current_model)}
+    if served.architecture.video:                 # it reads clips: the Video tab is where it runs
+        gr.Warning(t("video.in_video_tab", lang, name=str(model).strip()))
+        return {"model": gr.Dropdown(choices=state.model_choices(current_model), value=current_model)}
     L, H = served.depth, served.heads
     head = min(int(controls.head), H - 1)
     values = {"current_model": model, "model": gr.Dropdown(choices=state.model_choices(model), value=model),

@@ -11,7 +11,7 @@ Three kinds of part, each importing only from the kinds above it in this list (`
   page's control values and session);
 - **one slice per tab of the page**, its Gradio-free view (for the page, the command line and the data-set run
   alike) and its texts side by side: ``rollout``, ``attention``, ``heads``, ``query``, ``distance``, ``norms``,
-  ``position``, ``model``, ``learn``, ``features``, ``explain``, ``trust``, ``inside``, ``compare``, ``concepts``;
+  ``position``, ``model``, ``learn``, ``features``, ``explain``, ``trust``, ``inside``, ``compare``, ``concepts``, ``video``;
 - **the front ends**: ``explorer`` (the page's Gradio-free side above the tabs: its summary line and a new photo's
   pictures; the page itself is ``vit_explorer``), ``cli`` (``python -m viz``, ``python -m viz.dynamics``) and
   ``dataset`` (``python -m viz FOLDER``: batches, statistics streamed, torchrun, ``--resume``).
@@ -19,6 +19,6 @@ Three kinds of part, each importing only from the kinds above it in this list (`
 from .records import Analysis, ModelArrays
 # every tab's texts in the one catalogue, whichever part of viz is imported first
 from . import (attention, compare, concepts, distance, explain, features, heads, inside, learn, model,  # noqa: F401
-               norms, position, query, rollout, trust)
+               norms, position, query, rollout, trust, video)
 
 __all__ = ["Analysis", "ModelArrays"]

@@ -36,7 +36,10 @@ class Analysis:
     ``viz.maps.windows.WindowedAttention``); rows and columns of block l are over its own T_l tokens.
     ``token_norms[l]`` (T_l,): the L2 norm of every token after block l (an (L, T) array when every block holds the
     same tokens). ``image`` is the cropped RGB image the model saw (width gw·P, height gh·P of block 0's grid): maps
-    are overlaid on exactly these pixels. A model without a classifier (a CLIP or SigLIP image tower, a DINO
+    are overlaid on exactly these pixels. A video model's analysis (``architecture.video``: its blocks hold frames ×
+    the grid, ``viz.analysis.video``) also has ``clip``, the frames it saw (``vit.video_file.Clip``: (T, h, w, 3)
+    uint8, their indices and times in the video; ``image`` is the first), and ``temporal_distance`` (L, H) in
+    frames beside the spatial ``mean_distance``. A model without a classifier (a CLIP or SigLIP image tower, a DINO
     backbone) has no classes: ``probabilities`` is empty and ``top_k`` gives [].
     """
     image: Image.Image
@@ -59,6 +62,8 @@ class Analysis:
     stream: np.ndarray | None = None
     final_norm: FinalNorm | None = None
     source: AttentionSource | None = None    # the attention on demand (or a windowed model's), when not ``attention``
+    clip: object | None = None               # a video model's frames (vit.video_file.Clip); None for a photo
+    temporal_distance: np.ndarray | None = None  # (L, H) a video model's temporal attention distance in frames
 
     @cached_property
     def maps(self) -> AttentionSource:
@@ -160,5 +165,6 @@ def cached_bytes(a: Analysis) -> int:
     else:
         stream = 0 if a.stream is None else a.stream.nbytes
         attention = a.attention.nbytes + sum(f.nbytes for f in a.fused.values()) + stream
-    return (attention + sum(np.asarray(n).nbytes for n in a.token_norms)
+    frames = 0 if a.clip is None else a.clip.frames.nbytes
+    return (attention + sum(np.asarray(n).nbytes for n in a.token_norms) + frames
             + sum(d.nbytes for d in a.mean_distance.values()) + width * height * len(a.image.getbands()))

@@ -18,7 +18,7 @@ REPO = Path(__file__).resolve().parents[2]
 VIZ = REPO / "viz"
 SHARED = {"records", "cache", "i18n", "drawing", "maps", "analysis", "panels", "controls", "folders"}
 SLICES = {"rollout", "attention", "heads", "query", "distance", "norms", "position", "model", "learn", "features",
-          "explain", "trust", "inside", "compare", "concepts"}
+          "explain", "trust", "inside", "compare", "concepts", "video"}
 FRONT_ENDS = {"explorer", "cli", "dataset", "dynamics", "__main__"}
 KIND = {**{p: 0 for p in SHARED}, **{p: 1 for p in SLICES}, **{p: 2 for p in FRONT_ENDS}}
 

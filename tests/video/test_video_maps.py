@@ -8,16 +8,31 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from viz.maps.rollout import rollout_map
-from viz.maps.video import (dense_step, per_block, readout_row, spatial_distance, temporal_distance, token_places,
+from viz.maps.rollout import fuse_heads, rollout_map
+from viz.maps.video import (dense_step, readout_row, rows_through_groups, spatial_distance, temporal_distance,
                             video_rollout)
-from vit.video import VideoLayout
+from vit.architecture import Architecture, BlockLayout
 
 GRID, FRAMES, PATCH = (2, 3), 4, 16
 
 
-def layout(step: str, num_prefix: int = 1) -> VideoLayout:
-    return VideoLayout(0, step, num_prefix, FRAMES, GRID, 2, PATCH)
+def layout(step: str, num_prefix: int = 1, tubelet: int = 1) -> BlockLayout:
+    return BlockLayout(0, 0, 0, heads=3, grid=GRID, token_size=PATCH, prefix=num_prefix, frames=FRAMES,
+                       tubelet=tubelet, attends="all" if step == "joint" else step)
+
+
+def architecture(steps, num_prefix: int = 1, readout: str = "cls") -> Architecture:
+    blocks = tuple(BlockLayout(i, 0, i, heads=3, grid=GRID, token_size=PATCH, prefix=num_prefix, frames=FRAMES,
+                               attends="all" if s == "joint" else s) for i, s in enumerate(steps))
+    return Architecture("test", blocks, readout, PATCH)
+
+
+def token_places(token, num_prefix, grid):
+    """(τ, row, column, is_patch) of one stream token, by hand."""
+    if token < num_prefix:
+        return 0, 0, 0, False
+    tau, place = divmod(token - num_prefix, grid[0] * grid[1])
+    return tau, place // grid[1], place % grid[1], True
 
 
 def random_attention(G, H, n, seed=0):
@@ -46,10 +61,13 @@ def direct(attn, index, num_prefix, what):
 
 @pytest.mark.parametrize("step", ["joint", "time", "space"])
 def test_distances_equal_the_direct_computation(step):
-    index = layout(step).token_index().numpy()
+    block = layout(step)
+    index = block.groups()
     attn = random_attention(*index.shape[:1], 3, index.shape[1])
-    assert np.allclose(temporal_distance(attn, index, 1, GRID), direct(attn, index, 1, "time"), rtol=1e-5)
-    assert np.allclose(spatial_distance(attn, index, 1, GRID, PATCH), direct(attn, index, 1, "space"), rtol=1e-5)
+    assert np.allclose(temporal_distance(attn, block), direct(attn, index, 1, "time"), rtol=1e-5)
+    assert np.allclose(spatial_distance(attn, block), direct(attn, index, 1, "space"), rtol=1e-5)
+    if step == "joint":                                                # (H, T, T): the same step, its own layout
+        assert np.allclose(temporal_distance(attn[0], block), direct(attn, index, 1, "time"), rtol=1e-5)
 
 
 def test_known_answers():
@@ -57,35 +75,33 @@ def test_known_answers():
     a 4-position clip: τ ↔ τ ± 2): |Δτ| = 2, × the tubelet of 2 frames = 4 frames, spatial 0. Attention on the CLS
     token counts as distance 0. A time step reads 0 in space, a space step 0 in time."""
     joint = layout("joint")
-    index = joint.token_index().numpy()
-    T, N = joint.num_tokens, joint.num_patches
+    T, N = joint.num_tokens, GRID[0] * GRID[1]
     attn = np.zeros((1, 2, T, T), np.float32)
     attn[0, 0] = np.eye(T)
     for t in range(FRAMES):
         for p in range(N):
             attn[0, 1, 1 + t * N + p, 1 + ((t + 2) % FRAMES) * N + p] = 1.0
     attn[0, 1, 0, 0] = 1.0
-    assert np.allclose(temporal_distance(attn, index, 1, GRID), [0, 2])
-    assert np.allclose(temporal_distance(attn, index, 1, GRID, tubelet=2), [0, 4])
-    assert np.allclose(spatial_distance(attn, index, 1, GRID, PATCH), [0, 0])
+    assert np.allclose(temporal_distance(attn, joint), [0, 2])
+    assert np.allclose(temporal_distance(attn, layout("joint", tubelet=2)), [0, 4])
+    assert np.allclose(spatial_distance(attn, joint), [0, 0])
     attn[0, 1] = 0
     attn[0, 1, :, 0] = 1.0                                             # everything on the CLS token
-    assert np.allclose(temporal_distance(attn, index, 1, GRID), [0, 0])
+    assert np.allclose(temporal_distance(attn, joint), [0, 0])
     for step, zero in (("time", spatial_distance), ("space", temporal_distance)):
-        idx = layout(step).token_index().numpy()
+        block = layout(step)
+        idx = block.groups()
         a = random_attention(idx.shape[0], 2, idx.shape[1], seed=3)
-        args = (PATCH,) if zero is spatial_distance else ()
-        assert np.allclose(zero(a, idx, 1, GRID, *args), 0)
-    assert per_block([[1, 2], [3, 4], [5, 6]], [0, 0, 1]).tolist() == [[4, 6], [5, 6]]
+        assert np.allclose(zero(a, block), 0)
 
 
 def test_uniform_joint_attention():
     """Uniform attention over every patch: the mean |Δτ| over all pairs of time positions, Σ|t − s| / T'² = 1.25 for
     4 positions."""
-    index = layout("joint", 0).token_index().numpy()
-    n = index.shape[1]
+    block = layout("joint", 0)
+    n = block.num_tokens
     attn = np.full((1, 1, n, n), 1 / n, np.float32)
-    assert np.allclose(temporal_distance(attn, index, 0, GRID), [1.25])
+    assert np.allclose(temporal_distance(attn, block), [1.25])
 
 
 def test_dense_steps():
@@ -93,9 +109,9 @@ def test_dense_steps():
     in every frame; every row sums to 1."""
     for step in ("time", "space"):
         lay = layout(step)
-        index = lay.token_index().numpy()
+        index = lay.groups()
         attn = random_attention(index.shape[0], 2, index.shape[1], seed=1)
-        dense = dense_step(attn, index, lay.num_tokens)
+        dense = dense_step(attn, lay)
         assert np.allclose(dense.sum(-1), 1, atol=1e-6)
         if step == "time":
             assert np.array_equal(dense[:, 0], np.eye(lay.num_tokens)[[0, 0]])
@@ -104,15 +120,18 @@ def test_dense_steps():
             for g in range(FRAMES):
                 mean[:, index[g]] += attn[g, :, 0] / FRAMES
             assert np.allclose(dense[:, 0], mean, atol=1e-7)
-            t, N = 2, lay.num_patches
+            t, N = 2, GRID[0] * GRID[1]
             assert np.allclose(dense[:, 1 + t * N + 1, index[t]], attn[t, :, 2])
+        rows = np.random.default_rng(2).random((3, lay.num_tokens)).astype(np.float32)
+        fused = fuse_heads(attn)                                       # (G, n, n): rows through the groups
+        assert np.allclose(rows_through_groups(rows, fused, lay), rows @ dense.mean(0), atol=1e-6)
 
 
 def test_joint_rollout_is_the_image_rollout_of_the_flattened_tokens():
     lay = layout("joint")
-    index = lay.token_index().numpy()
     steps = [random_attention(1, 3, lay.num_tokens, seed=s) for s in range(3)]
-    ours = video_rollout(steps, [index] * 3, 1, FRAMES, GRID, readout_row(1, lay.num_tokens), discard_ratio=0.5)
+    arch = architecture(["joint"] * 3)
+    ours = video_rollout(steps, arch, readout_row(arch), discard_ratio=0.5)
     flat = rollout_map(np.stack([s[0] for s in steps]), 1, (FRAMES * GRID[0], GRID[1]), discard_ratio=0.5)
     assert np.allclose(ours, flat.reshape(FRAMES, *GRID), atol=1e-6)
 
@@ -121,9 +140,10 @@ def test_divided_rollout_equals_the_dense_product():
     """Through time and space steps: the CLS row of Â_S·…·Â_1, each Â built by hand from the groups."""
     steps, indices = [], []
     for s, step in enumerate(["time", "space", "time", "space"]):
-        idx = layout(step).token_index().numpy()
+        idx = layout(step).groups()
         steps.append(random_attention(idx.shape[0], 2, idx.shape[1], seed=s))
         indices.append(idx)
+    arch = architecture(["time", "space", "time", "space"])
     T = layout("joint").num_tokens
     R = np.eye(T)
     for attn, idx in zip(steps, indices):
@@ -136,7 +156,9 @@ def test_divided_rollout_equals_the_dense_product():
         A[seen == 0, seen == 0] = 1
         A /= np.maximum(seen, 1)[:, None]
         R = (0.5 * A + 0.5 * np.eye(T)) @ R
-    ours = video_rollout(steps, indices, 1, FRAMES, GRID, readout_row(1, T))
+    ours = video_rollout(steps, arch, readout_row(arch))
     assert np.allclose(ours, R[0, 1:].reshape(FRAMES, *GRID), atol=1e-6)
-    mean_row = readout_row(1, T, "avg")
-    assert np.allclose(video_rollout(steps, indices, 1, FRAMES, GRID, mean_row).ravel(), (mean_row @ R)[1:], atol=1e-6)
+    mean = architecture(["time", "space", "time", "space"], readout="mean")
+    mean_row = readout_row(mean)
+    assert mean_row[0] == 0 and np.isclose(mean_row.sum(), 1)
+    assert np.allclose(video_rollout(steps, mean, mean_row).ravel(), (mean_row @ R)[1:], atol=1e-6)

@@ -23,7 +23,7 @@ from vit.video import VideoConfig, VideoTransformer
 def assert_steps(capture, run: ReferenceRun) -> None:
     assert len(capture.attention) == len(run.steps)
     for i, (ours, ref) in enumerate(zip(capture.attention, run.steps)):
-        assert_close(ours, ref, f"attention of step {i} ({capture.layouts[i].step})")
+        assert_close(ours, ref, f"attention of step {i} ({capture.architecture.blocks[i].attends})")
         assert torch.allclose(ours.sum(-1), torch.ones(()), atol=1e-5)
 
 
@@ -44,9 +44,10 @@ def test_folder_equals_transformers(family, size, frames, tmp_path):
     assert_close(plain, run.logits, "logits (fused attention)")
     assert_steps(capture, run)
     if family == "vjepa2":
-        assert_close(capture.readout, run.readout, "the probe query's attention")
+        assert_close(capture.probe_attention, run.readout, "the probe query's attention")
     else:
-        assert capture.readout is None
+        assert capture.probe_attention is None
+    assert capture.architecture == loaded.model.architecture(SIZES[size][4], SIZES[size][4], frames)
 
 
 @pytest.mark.parametrize("family", FAMILIES)
@@ -66,19 +67,26 @@ def test_in_memory_names_equal_transformers(family):
 
 
 def test_timesformer_steps_and_layouts():
-    """A divided block is two steps: time (one group per patch place, its frames) then space (one group per frame:
-    the CLS token and that frame's patches); the groups' token indices cover the stream as the layout says."""
+    """A divided block is two steps of the description: time (one group per patch place, its frames) then space (one
+    group per frame: the CLS token and that frame's patches); the groups' token indices cover the stream as the
+    description says."""
     ref = reference("timesformer", "small", 4)
     model = VideoTransformer(VideoConfig(**huggingface_video_config(ref.config.to_dict(), "t"), num_classes=5)).eval()
-    layouts = model.step_layouts(4, 32, 32)
-    assert [(l.block, l.step) for l in layouts] == [(0, "time"), (0, "space"), (1, "time"), (1, "space")]
-    time, space = layouts[:2]
-    assert (time.frames, time.grid, time.num_prefix, time.tubelet, time.num_tokens) == (4, (4, 4), 1, 1, 65)
-    t_index, s_index = time.token_index(), space.token_index()
+    arch = model.architecture(32, 32, 4)
+    assert arch.steps == ("time", "space", "time", "space") and arch.depth == 4 and not arch.one_sequence
+    assert arch.video and arch.patch_shape == (4, 4, 4) and arch.readout == "cls"
+    time, space = arch.blocks[:2]
+    assert (time.frames, time.grid, time.prefix, time.tubelet, time.num_tokens) == (4, (4, 4), 1, 1, 65)
+    t_index, s_index = time.groups(), space.groups()
     assert t_index.shape == (16, 4) and s_index.shape == (4, 17)
     assert t_index[5].tolist() == [1 + 5, 1 + 16 + 5, 1 + 32 + 5, 1 + 48 + 5]      # patch place 5 through time
     assert s_index[2].tolist() == [0] + list(range(1 + 32, 1 + 48))                # frame 2 with the CLS token
     assert sorted(t_index.flatten().tolist()) == list(range(1, 65))
+    videomae = VideoTransformer(VideoConfig(img_size=32, patch_size=8, num_frames=4, embed_dim=32, depth=2,
+                                            num_heads=2, mlp_dim=64, num_classes=3))
+    joint = videomae.architecture(32, 32, 8)                                       # any multiple of the tubelet
+    assert joint.one_sequence and joint.readout == "mean" and joint.frames == 4 and joint.tubelet == 2
+    assert joint.blocks[0].groups().tolist() == [list(range(64))] and joint.patch_shape == (4, 4, 4)
 
 
 def test_video_refusals(tmp_path):
@@ -146,9 +154,10 @@ def test_attention_on_demand(family, tmp_path):
         capture = model.forward_with_attention(x)
         kept = list(model.blocks_with_queries_and_keys(x))
     assert len(kept) == len(capture.attention)
-    for (tokens, q, k, layout), attn in zip(kept, capture.attention):
-        assert q.shape[:4] == attn.shape[:4] and layout in capture.layouts
-        assert_close(step_attention(q, k, model.attention_scale), attn, f"{layout.step} step recomputed")
+    for (tokens, q, k, block), attn in zip(kept, capture.attention):
+        attn = attn if attn.ndim == 5 else attn.unsqueeze(1)                     # one group of every token
+        assert q.shape[:4] == attn.shape[:4] and block in capture.architecture.blocks
+        assert_close(step_attention(q, k, model.attention_scale), attn, f"{block.attends} step recomputed")
         rows = torch.tensor([0, attn.shape[-1] - 1])
         assert_close(step_attention(q, k, model.attention_scale, rows), attn[..., rows, :], "two rows")
     assert_close(model.forward_head(kept[-1][0]), capture.output, "the output of the fused forward")

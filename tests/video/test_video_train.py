@@ -79,11 +79,10 @@ def test_reads_across_time_and_looks_at_the_square(trained):
         with torch.no_grad():
             capture = model.forward_with_attention(prep.clip_tensor(clip.frames))
         attention = [a[0].numpy() for a in capture.attention]
-        indices = [layout.token_index().numpy() for layout in capture.layouts]
-        lay = capture.layouts[0]
-        distances.append([temporal_distance(a, i, lay.num_prefix, lay.grid) for a, i in zip(attention, indices)])
-        rollout = video_rollout(attention, indices, lay.num_prefix, lay.frames, lay.grid,
-                                readout_row(lay.num_prefix, lay.num_tokens))                  # (T', gh, gw)
+        arch = capture.architecture
+        lay = arch.blocks[0]
+        distances.append([temporal_distance(a, b) / lay.tubelet for a, b in zip(attention, arch.blocks)])
+        rollout = video_rollout(attention, arch, readout_row(arch))                          # (T', gh, gw)
         mask = square_mask(corners)                                                           # (8, 32, 32)
         for tau in range(lay.frames):
             frames = mask[tau * lay.tubelet:(tau + 1) * lay.tubelet].any(axis=0)

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from . import (attention, compare, concepts, distance, explain, features, heads, inside, learn, model, norms, position,
-               query, rollout, trust)
+               query, rollout, trust, video)
 
 
 @dataclass(frozen=True)
@@ -52,6 +52,7 @@ TABS: tuple[Tab, ...] = (
         wire=heads.wire),
     Tab("query", "look", query.build, query.DRAWN, query.OUTPUTS, query.show, query.draw, query.uses,
         wire=query.wire),
+    Tab("video", "look", video.build, video.OUTPUTS, wire=video.wire),
     # why this class
     Tab(explain.ID, "why", explain.build, explain.OUTPUTS, explain.SHOWS, explain.show, lazy=explain.explain,
         wire=explain.wire),

@@ -346,7 +346,9 @@ def analyze(loaded, image: Image.Image, attention_dtype=np.float32, dtype: torch
     """One forward pass with attention capture -> Analysis, for any architecture.
 
     ``loaded``: a ``vit.LoadedModel`` (anything with ``.model``, ``.preprocess``, ``.labels``, ``.name``), on any
-    device. ``image``: any PIL image; ``loaded.preprocess.crop_image`` gives the exact pixels the model sees.
+    device. ``image``: any PIL image; ``loaded.preprocess.crop_image`` gives the exact pixels the model sees. A video
+    model (its description's ``video``) takes a clip instead (``vit.video_file.Clip``, as ``read_clip`` gives it):
+    ``viz.analysis.video.analyze_clip``, its queries and keys kept in ``attention_dtype``.
     How the attention is kept follows the model's description (``vit.architecture``): a model whose blocks all
     attend over one sequence of tokens through ``capture`` (the whole array, or with ``on_demand`` what recomputes
     any row; ``turn``: the context a recomputation runs in); a model with windows or stages block by block
@@ -360,9 +362,12 @@ def analyze(loaded, image: Image.Image, attention_dtype=np.float32, dtype: torch
     (whose attention is kept, float32, (H, T)), or the mean of the patches. A model without a classifier head
     (num_classes 0: a CLIP or SigLIP image tower, a DINO backbone) gets no class probabilities.
     """
+    model = loaded.model
+    if model.architecture(*loaded.preprocess.crop).video:        # a clip (vit.video_file.Clip): the video sibling
+        from .video import analyze_clip
+        return analyze_clip(loaded, image, attention_dtype, dtype)
     t0 = time.perf_counter()
     cropped = loaded.preprocess.crop_image(image)
-    model = loaded.model
     pixels = torch.from_numpy(np.array(cropped)).unsqueeze(0)               # (1, H, W, 3) uint8
     x = model_input(pixels, loaded.preprocess, next(model.parameters()).device)
     t1 = time.perf_counter()

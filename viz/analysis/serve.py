@@ -15,6 +15,7 @@ from vit.image_file import open_image
 
 from ..records import Analysis, ModelArrays
 from .capture import analyze, model_arrays
+from .video import blank_clip
 
 ATTENTION_DTYPE = np.float16  # the kept stream and head-fused maps: half the bytes of float32
 
@@ -91,12 +92,15 @@ class ServedModel:
 
 def serve(loaded, device=None) -> ServedModel:
     """vit.LoadedModel -> ServedModel: moves the model to ``device`` (when given), copies the embedding arrays,
-    and runs the model once on a blank image, so that the first person's photo does not pay PyTorch's warm-up."""
+    and runs the model once on a blank image (a video model: a blank clip), so that the first person's photo does not
+    pay PyTorch's warm-up."""
     require_readout(loaded.model)          # a model that reads no token (SAM's encoder) has no maps to draw
     if device is not None:
         loaded.model.to(device)
     height, width = loaded.preprocess.crop
-    analyze(loaded, Image.new("RGB", (width, height)), ATTENTION_DTYPE, on_demand=True)
+    blank = blank_clip(loaded.preprocess) if loaded.model.architecture(height, width).video else \
+        Image.new("RGB", (width, height))
+    analyze(loaded, blank, ATTENTION_DTYPE, on_demand=True)
     return ServedModel(loaded, model_arrays(loaded.model, loaded.name))
 
 

@@ -41,6 +41,9 @@ def check_run(args, loaded) -> None:
     if args.texts and loaded.text is None:
         raise ValueError(f"--texts needs a CLIP checkpoint with a text tower (OpenAI, open_clip or a Hugging "
                          f"Face CLIPModel folder), but {args.weights} has none.")
+    if args.frames is not None:
+        raise ValueError(f"--frames sets how many frames of a video a video model reads; {loaded.name or 'this model'}"
+                         f" reads photos: leave it out.")
     if args.frame_ms < 10:
         raise ValueError(f"--frame-ms must be at least 10 but got {args.frame_ms}.")
     if args.features and args.compare:
@@ -145,6 +148,9 @@ def main(argv: list[str] | None = None) -> int:
         loaded = load_model(args)
         require_readout(loaded.model)          # a model that reads no token (SAM's encoder) has no maps to draw
         loaded.model.to(device)
+        if loaded.model.architecture(*loaded.preprocess.crop).video:     # a video model reads clips
+            from .video import run_videos
+            return run_videos(args, loaded, dtype)
         o = options_from(args)
         check_architecture(args, loaded, o)   # a NaFlex model's grid follows each photo: its patch checked per photo
         request = explain_request(args, loaded)

@@ -178,6 +178,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--input-size", nargs=2, type=int, metavar=("H", "W"),
                    help="run the model at this input size instead of the checkpoint's (multiples of the patch "
                         "size; position embeddings are resampled, Figure 7 keeps the native grid)")
+    p.add_argument("--frames", type=positive, metavar="N",
+                   help="a video model: how many frames of each video it reads (default: its own count; a multiple "
+                        "of its tubelets)")
     g = p.add_argument_group("CLIP zero-shot")
     g.add_argument("--texts", type=text_list, metavar="TEXTS",
                    help='comma-separated class names or prompts, e.g. "a photo of a cat,a photo of a dog": their '

@@ -35,9 +35,10 @@ class ImageEntry:
     label: int | None = None   # class index when its folder is labelled, else None
 
 
-def image_files(folder: Path) -> list[Path]:
-    """The image files directly inside ``folder``, sorted by name."""
-    return sorted(p for p in folder.iterdir() if p.is_file() and p.suffix.lower() in IMAGE_SUFFIXES)
+def image_files(folder: Path, suffixes=IMAGE_SUFFIXES) -> list[Path]:
+    """The image files (or those with other ``suffixes``: a folder of videos) directly inside ``folder``, sorted by
+    name."""
+    return sorted(p for p in folder.iterdir() if p.is_file() and p.suffix.lower() in suffixes)
 
 
 def skipped_folders(paths: Sequence[str | Path]) -> list[Path]:
@@ -86,11 +87,12 @@ def _unique(names: list[str]) -> list[str]:
     return out
 
 
-def list_images(paths: Sequence[str | Path], labels: Sequence[str]) -> list[ImageEntry]:
+def list_images(paths: Sequence[str | Path], labels: Sequence[str], suffixes=IMAGE_SUFFIXES) -> list[ImageEntry]:
     """Command-line paths -> the run's images in order: files as given, folders as described above.
 
     ``labels``: the model's class names, to read labelled sub-folders. Missing paths are kept (reported when
-    opened), as are files with any suffix when named directly.
+    opened), as are files with any suffix when named directly. ``suffixes``: what a folder's files are read
+    (``vit.video_file.VIDEO_SUFFIXES`` for a folder of videos).
     """
     found: list[tuple[Path, str, int | None]] = []
     for text in paths:
@@ -98,13 +100,13 @@ def list_images(paths: Sequence[str | Path], labels: Sequence[str]) -> list[Imag
         if not path.is_dir():
             found.append((path, path.stem, None))
             continue
-        files = image_files(path)
-        classes = [] if files else sorted(p for p in path.iterdir() if p.is_dir() and image_files(p))
+        files = image_files(path, suffixes)
+        classes = [] if files else sorted(p for p in path.iterdir() if p.is_dir() and image_files(p, suffixes))
         if not classes:
             found.extend((p, p.stem, None) for p in files)
             continue
         for folder in classes:
             label = class_index(folder.name, labels)
-            found.extend((p, f"{folder.name}/{p.stem}", label) for p in image_files(folder))
+            found.extend((p, f"{folder.name}/{p.stem}", label) for p in image_files(folder, suffixes))
     names = _unique([name for _, name, _ in found])
     return [ImageEntry(path, name, label) for (path, _, label), name in zip(found, names)]

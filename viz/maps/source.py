@@ -166,7 +166,7 @@ def residual_step(source: AttentionSource, layer: int, fusion: str, discard_rati
 def dense_carry(source: AttentionSource, layer: int, rows: np.ndarray, fusion: str = "mean",
                 discard_ratio: float = 0.0, keep: np.ndarray | None = None, protect: Sequence[int] = (0,)) -> np.ndarray:
     """``rows @ Â`` for a block of global attention (``residual_step``; ``keep``: the kept tokens, default all)."""
-    keep = np.arange(_tokens(source, layer)) if keep is None else keep
+    keep = np.arange(np.shape(rows)[-1]) if keep is None else keep
     return rows @ residual_step(source, layer, fusion, discard_ratio, keep, protect)
 
 
@@ -198,13 +198,9 @@ def _merged_down(rows: np.ndarray, grid: tuple[int, int], finer: tuple[int, int]
 def rollout_columns(source: AttentionSource, columns: np.ndarray, fusion: str = "mean", discard_ratio: float = 0.0,
                     start_layer: int = 0, keep: np.ndarray | None = None, protect: Sequence[int] = (0,)) -> np.ndarray:
     """``R @ columns`` over the kept tokens, from the start layer up: ``viz.maps.rollout.columns_through``."""
-    keep = np.arange(_tokens(source)) if keep is None else keep
+    keep = np.arange(np.shape(columns)[0]) if keep is None else keep
     out = np.asarray(columns, dtype=np.float32)
     for layer in range(layer_index(start_layer, source.depth), source.depth):
         out = residual_step(source, layer, fusion, discard_ratio, keep, protect) @ out
     return out
 
-
-def _tokens(source: AttentionSource, layer: int = 0) -> int:
-    num_prefix, grid = source.layout(layer)
-    return num_prefix + grid[0] * grid[1]

@@ -1,0 +1,62 @@
+"""Protects the Video tab as a visitor uses it, in chromium, in English and Chinese, on a desktop and a 390 px phone:
+the toy video model (trained on the moving squares, offered from the weights folder) chosen, a clip uploaded, the
+analysis shows the chosen frame with its rollout, the summary in the page's language and a frame slider over the 8
+sampled frames; moving the slider draws another frame; nothing is wider than the phone."""
+from __future__ import annotations
+
+import pytest
+
+from browser_setup import ARTIFACTS, TIMEOUT_MS, app_in_browser, open_tab
+from video_clips import moving_squares_toy
+from viz.i18n import t
+
+DESKTOP = {"width": 1280, "height": 900}
+PHONE = {"width": 390, "height": 844}
+
+
+@pytest.fixture(scope="module")
+def server(real_weights_dir, tmp_path_factory):
+    weights, data = moving_squares_toy(tmp_path_factory.mktemp("squares"))
+    monkeypatch = pytest.MonkeyPatch()
+    monkeypatch.setenv("VIT_WEIGHTS_DIR", str(weights.parent))          # the toy is offered in the Model lists
+    try:
+        with app_in_browser(str(real_weights_dir / "vit_tiny_patch16_224.augreg_in21k_ft_in1k.safetensors")) as (
+                url, browser):
+            yield {"url": url, "browser": browser, "clip": data / "left" / "0000.mp4", "model": weights.name}
+    finally:
+        monkeypatch.undo()
+
+
+@pytest.mark.parametrize("locale, viewport", [("en-US", DESKTOP), ("zh-CN", PHONE)])
+def test_a_visitor_analyses_a_clip_and_moves_through_its_frames(server, locale, viewport):
+    lang = "zh-CN" if locale == "zh-CN" else "en"
+    context = server["browser"].new_context(locale=locale, viewport=viewport)
+    page = context.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    try:
+        page.goto(server["url"])
+        page.locator("#photo-input").wait_for()
+        open_tab(page, "video", lang)
+        box = page.locator("#video-model input")
+        box.click()
+        box.fill(server["model"])
+        box.press("Enter")
+        page.locator("#video-file input[type=file]").set_input_files(str(server["clip"]))
+        page.locator("#video-button").click()
+        page.locator("#video-picture img").wait_for()
+        summary = t("video.summary", lang, frames=8, total=8, seconds=1.0, top="").split("：" if lang != "en" else ":")[0]
+        page.wait_for_function("line => document.querySelector('#video-note').innerText.includes(line)", arg=summary)
+        first = page.locator("#video-picture img").get_attribute("src")
+        slider = page.locator("#video-frame input[type=range]")
+        assert slider.get_attribute("max") == "7"
+        slider.fill("5")
+        page.wait_for_function("src => document.querySelector('#video-picture img').getAttribute('src') !== src",
+                               arg=first)
+        page.locator("#video-strip img").wait_for()
+        page.locator("#video-distance img").wait_for()
+        width = page.evaluate("document.documentElement.scrollWidth")
+        assert width <= viewport["width"] + 1, width
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / f"video-{lang}-{viewport['width']}.png"), full_page=True)
+    finally:
+        context.close()

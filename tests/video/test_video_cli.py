@@ -1,0 +1,84 @@
+"""Protects the command line's contract for video models, end to end on the moving squares with a model trained on
+them: ``python -m viz VIDEO --weights W --out D [--frames N]`` writes D/<stem>/result.json (top-k, "frames" with the
+sampled frames' indices and times, "preprocess"), input_frames.npy ((T, H, W, 3) uint8: the frames as the model saw
+them), frames.png, rollout.gif, temporal_distance.png and attention.npz (rollout (T', gh, gw), frame_indices,
+temporal_distance (L, H), spatial_distance (L, H)), each equal to what ``viz.analysis`` computes; a folder of videos
+read as a folder of photos (labelled sub-folders); a bad video reported in one sentence while the others are
+written; options a video model does not run refused before any video is read."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from PIL import Image
+
+import vit
+from video_clips import audio_only, moving_squares_toy
+from viz.analysis import analyze
+from viz.cli import main
+from viz.video.view import clip_rollout
+from vit.video_file import read_clip, sample_indices
+
+FILES = {"result.json", "input_frames.npy", "frames.png", "rollout.gif", "temporal_distance.png", "attention.npz"}
+
+
+@pytest.fixture(scope="module")
+def toy(tmp_path_factory):
+    return moving_squares_toy(tmp_path_factory.mktemp("squares"))
+
+
+def test_one_video_writes_the_contract(toy, tmp_path):
+    weights, data = toy
+    video = data / "left" / "0000.mp4"
+    assert main([str(video), "--weights", str(weights), "--out", str(tmp_path), "--quiet"]) == 0
+    folder = tmp_path / "0000"
+    assert {p.name for p in folder.iterdir()} == FILES
+    result = json.loads((folder / "result.json").read_text())
+    loaded = vit.load(weights)
+    clip = read_clip(video, loaded.preprocess)
+    assert result["frames"]["indices"] == sample_indices(clip.info.frames, 8).tolist() == clip.indices.tolist()
+    assert np.allclose(result["frames"]["seconds"], clip.indices / clip.info.fps)
+    assert result["preprocess"] == loaded.preprocess_record() and sorted(result["files"]) == sorted(FILES)
+    assert [e["label"] for e in result["top_k"]][:4] and set(e["label"] for e in result["top_k"]) <= set(loaded.labels)
+    frames = np.load(folder / "input_frames.npy")
+    assert frames.dtype == np.uint8 and frames.shape == (8, 32, 32, 3) and np.array_equal(frames, clip.frames)
+    a = analyze(loaded, clip)
+    arrays = np.load(folder / "attention.npz")
+    assert arrays["rollout"].shape == (4, 4, 4)                                  # (T', gh, gw): tubelets of 2
+    assert np.allclose(arrays["rollout"], clip_rollout(a), atol=1e-6)
+    assert 0.0 < arrays["rollout"].sum() <= 1.0 + 1e-5 and (arrays["rollout"] >= 0).all()
+    assert arrays["frame_indices"].tolist() == clip.indices.tolist()
+    assert arrays["temporal_distance"].shape == arrays["spatial_distance"].shape == (2, 2)
+    assert np.allclose(arrays["temporal_distance"], a.temporal_distance, atol=1e-5)
+    assert np.allclose(arrays["spatial_distance"], a.mean_distance[False], atol=1e-4)
+    assert (arrays["temporal_distance"] > 0).all()
+    gif = Image.open(folder / "rollout.gif")
+    assert gif.n_frames == 8
+    assert Image.open(folder / "frames.png").width >= 8 * 32
+
+
+@pytest.mark.slow
+def test_a_folder_of_videos_and_a_bad_one(toy, tmp_path, capsys):
+    weights, data = toy
+    bad = audio_only(tmp_path / "sound.mp4")
+    out = tmp_path / "out"
+    assert main([str(data), str(bad), "--weights", str(weights), "--out", str(out), "--quiet"]) == 1
+    assert "sound.mp4" in capsys.readouterr().err
+    for direction in ("down", "left", "right", "up"):
+        assert {p.name for p in (out / direction / "0000").iterdir()} == FILES
+        assert {p.name for p in (out / direction / "0001").iterdir()} == FILES
+    assert not (out / "sound").exists()
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["--frames", "4"], "Expected exactly 8 frames"),
+    (["--explain", "gradcam"], "--explain is not drawn for video models"),
+    (["--frame-ms", "5"], "--frame-ms must be at least 10"),
+])
+def test_refused_before_any_video_runs(toy, tmp_path, capsys, argv, says):
+    weights, data = toy
+    assert main([str(data / "up" / "0000.mp4"), "--weights", str(weights), "--out", str(tmp_path / "o"), *argv]) == 2
+    err = capsys.readouterr().err
+    assert says in err and err.count("\n") == 1
+    assert not (tmp_path / "o").exists()

@@ -24,9 +24,11 @@ NAMES = {
     "num_heads", "mlp_act", "img_size", "gelu", "quick_gelu", "gelu_tanh", "clip_quickgelu", "preprocess", "labels",
     "preprocessor_config", "json",
     # the 2026 families (rotary, relative-position MLP, parallel blocks, NaFlex) and what their loading assumed
-    "DINOv2", "DINOv3", "RoPE", "NaFlex", "NaFlexViT", "naflexvit", "siglip", "Siglip2VisionModel", "transformers",
+    "DINOv2", "DINOv3", "RoPE", "NaFlex", "NaFlexViT", "naflexvit", "siglip", "Siglip2VisionModel", "VisionTransformer", "transformers", "torchvision",
     "architecture", "config", "rpn", "res_post_norm", "pos_embed_interp", "pos_embed_ar_preserving", "bicubic",
     "bilinear", "false", "true",
+    # the keys and values a checkpoint's config or a load takes, and timm's names of the families they describe
+    "eps", "layer_norm_eps", "cls", "global_pool", "readout", "vit_base_patch16_rpn_224", "beit3",
     # dense features (DINOv2's own key for them)
     "x_norm_patchtokens",
     # Swin Transformers, and the page of the docs that defines their maps (docs/swin.md)

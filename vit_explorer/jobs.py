@@ -214,6 +214,30 @@ def zero_shot(values: dict) -> Need | None:
     return None if found is None else need("zero_shot", *found, values.get("lang", "en"))
 
 
+def concepts(values: dict) -> Need | None:
+    """The Concepts tab: the photo's blocks up to the SAE's layer, or an edit's pass from there with every block's
+    attention for the rollouts before and after; sized as an analysis of the photo (one forward pass that keeps every
+    block's attention), which neither exceeds."""
+    found = session_shape(values)
+    return None if found is None else need("analysis", *found, values.get("lang", "en"))
+
+
+def video(values: dict) -> Need | None:
+    """The Video tab's clip through a video model at its own size and frame count, sized as an analysis of as many
+    tokens (the clip's capture, too, reduces the attention in chunks as it comes; its own peak is not yet measured
+    against the estimate in ``tests/load``); the clip's decoding has its own bounds (``vit.video_file``)."""
+    lang = values.get("lang", "en")
+    if not values.get("video_model") or not values.get("video_file"):
+        return None
+    served = state.served_source(state.model_source(values["video_model"], lang), lang,
+                                 shown=str(values["video_model"]).strip())
+    if not served.architecture.video:                         # a photo model: the handler says so
+        return None
+    height, width = served.loaded.model.cfg.img_size
+    shape = peak.Shape.of(served.loaded.model, height, width, params=served.nbytes)
+    return Need(peak.of("analysis", shape), "job.analysis", (("side", max(height, width)),), None)
+
+
 def api_analysis(values: dict) -> Need | None:
     return None if not values.get("photo") else analysis({**values, "session": None})
 
@@ -253,6 +277,11 @@ JOBS: dict[str, Callable[[dict], Need | None]] = {
     "vit_explorer.tabs.inside.look_inside": inside("views"),
     "vit_explorer.tabs.inside.ablate_heads": inside("ablation"),
     "vit_explorer.tabs.inside.patch_from": inside("patching"),
+    "vit_explorer.tabs.concepts.show": concepts,
+    "vit_explorer.tabs.concepts.pick_sae": concepts,
+    "vit_explorer.tabs.concepts.switch_latent": concepts,
+    "vit_explorer.tabs.concepts.concepts_redraw": concepts,
+    "vit_explorer.tabs.video.analyse": video,
 }
 # handlers that run no job: a cost said before anything runs, a control's look, what a cached report redraws
 LIGHT = frozenset({
@@ -260,6 +289,8 @@ LIGHT = frozenset({
     "vit_explorer.tabs.compare.show_snapshot", "vit_explorer.tabs.inside.pick_layer",
     "vit_explorer.tabs.inside.click_lens", "vit_explorer.tabs.inside.click_dla", "vit_explorer.tabs.inside.click_heads",
     "vit_explorer.tabs.inside.mark_heads", "vit_explorer.tabs.inside.relabel",
+    "vit_explorer.tabs.concepts.pick_latent", "vit_explorer.tabs.concepts.click_concept",
+    "vit_explorer.tabs.concepts.click_patch", "vit_explorer.tabs.video.show_frame",
 })
 
 

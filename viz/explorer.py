@@ -83,7 +83,12 @@ def assumed_text(assumption: str, lang: str = "en") -> str:
     """One of ``vit.LoadedModel.assumptions`` in ``lang`` (its catalogue key ``assumption.<key>``; a plain sentence
     without a key as it is)."""
     key = getattr(assumption, "key", None)
-    return t(f"assumption.{key}", lang, **assumption.fields) if key else str(assumption)
+    if not key:
+        return str(assumption)
+    fields = dict(assumption.fields)
+    if "readout" in fields and "description" in fields:       # the readout said in the page's language
+        fields["description"] = t(f"readout.{fields['readout']}", lang)
+    return t(f"assumption.{key}", lang, **fields)
 
 
 def input_kind(preprocess) -> str:

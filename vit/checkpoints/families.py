@@ -184,7 +184,7 @@ def identify(state: dict, fmt: str, given: dict, source: str = "checkpoint",
                          f"RoPE-ViT with absolute positions (vit_*_patch16_rope_ape_224, a rotation the file does not "
                          f"show) alike: which it is is not in the file. To open it, "
                          + HOW_TO_NAME % f"deit3_{size}_224\" or \"vit_{size}_rope_ape_224" + " (timm's names of "
-                         f"both at its width and patch).")
+                         "both at its width and patch).")
     return None
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from vit.command import program
 
-from .options import PREPROCESS_CHOICES, non_negative, positive
+from .options import PREPROCESS_CHOICES, add_no_verify, non_negative, positive
 
 HOOK_POINTS = ("residual", "attention", "mlp")   # vit.inside.hooks.HOOK_POINTS, without importing torch for --help
 KINDS = ("topk", "batchtopk")                    # viz.concepts.train.TRAINED_KINDS
@@ -61,6 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="photos (their own files, or one sub-folder each of them when it has none)")
     t.add_argument("--weights", default="default", metavar="PATH",
                    help="checkpoint, as for python -m viz (default: torchvision's ViT-B/16)")
+    add_no_verify(t)
     t.add_argument("--layer", type=int, required=True, metavar="L", help="block whose tokens are read (0-based; -1 "
                                                                          "the last)")
     t.add_argument("--hook", choices=HOOK_POINTS, default="residual",

@@ -165,10 +165,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--weights", default="default", metavar="PATH",
                    help="checkpoint: a file, a Hugging Face folder, a known name, a file in weights/ or a Hugging "
                         "Face Hub name such as facebook/dinov2-small (default: torchvision's ViT-B/16)")
-    p.add_argument("--no-verify", action="store_true",
-                   help="open the weights without checking them against their own library's model of the same file "
-                        "(timm, transformers, open_clip, torchvision): the first line and result.json's \"verified\" "
-                        "then say unverified (default: checked; a difference beyond float32 tolerance is refused)")
+    add_no_verify(p)
     p.add_argument("--preprocess", choices=PREPROCESS_CHOICES, default="own",
                    help="how a photo becomes the model's input: own (default: the checkpoint's source's own "
                         "preprocessing, e.g. timm's crop_pct or a Hugging Face processor's squash), crop (keep the "
@@ -325,6 +322,14 @@ def options_from(args: argparse.Namespace) -> panels.MapOptions:
                              distance_renormalise=args.distance_renormalise, cmap=args.cmap, alpha=args.alpha,
                              colorbar=not args.no_colorbar, scale=args.scale, lang=args.lang)
 
+
+
+def add_no_verify(p: argparse.ArgumentParser) -> None:
+    """``--no-verify``, for every command that opens ``--weights`` with ``load_model``."""
+    p.add_argument("--no-verify", action="store_true",
+                   help="open the weights without checking them against their own library's model of the same file "
+                        "(timm, transformers, open_clip, torchvision): the first line and result.json's \"verified\" "
+                        "then say unverified (default: checked; a difference beyond float32 tolerance is refused)")
 
 
 def load_model(args: argparse.Namespace):

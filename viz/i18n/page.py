@@ -108,7 +108,7 @@ PAGE: dict[str, tuple[str, str]] = {
         "文件中没有各块 LayerNorm 的 eps：假定为 {eps}，与 {source} 相同；别的 eps E 需要 layer_norm_eps=E"
         + _how_zh("layer_norm_eps", "E") + "。"),
     "assumption.readout_timm": (ASSUMED["readout_timm"],
-        "文件中没有分类头读取哪些词元：假定为 readout \"{readout}\"，即 timm 中 {family} 模型的默认设置"
+        "文件中没有分类头读取哪些词元：假定为{description}（readout \"{readout}\"），即 timm 中 {family} 模型的默认设置"
         "（global_pool='{pool}'）；以别的读取方式训练的模型（例如 {family} 自己的 CLS 特征）需要 readout=\"cls\""
         + _how_zh("readout", '"cls"') + "。"),
     "assumption.rotary_family": (ASSUMED["rotary_family"],

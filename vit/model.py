@@ -822,7 +822,7 @@ class VisionTransformer(nn.Module):
         # DeiT: the distillation token's own head (an identity on a backbone, whose output is then the mean of both)
         self.head_dist = None if cfg.readout != "distilled" else \
             nn.Linear(width, cfg.num_classes) if cfg.num_classes else nn.Identity()
-        self.apply(_init_weights)
+        self.apply(init_weights)
         learned_pos = self.pos_embed if cfg.pos_embed_kind == "learned" else None
         for p in (self.cls_token, self.dist_token, self.reg_token, learned_pos):
             if p is not None:
@@ -1080,9 +1080,10 @@ class VisionTransformer(nn.Module):
             yield x, maps
 
 
-def _init_weights(m: nn.Module) -> None:
-    """Truncated-normal(0.02) for Linear and patch weights, zeros for biases, ones/zeros for LayerNorm."""
-    if isinstance(m, (nn.Linear, nn.Conv2d)):
+def init_weights(m: nn.Module) -> None:
+    """Truncated-normal(0.02) for Linear and patch (or tubelet) weights, zeros for biases, ones/zeros for LayerNorm:
+    how timm initialises a ViT, and every model file here its shared modules."""
+    if isinstance(m, (nn.Linear, nn.Conv2d, nn.Conv3d)):
         nn.init.trunc_normal_(m.weight, std=0.02)
         if m.bias is not None:
             nn.init.zeros_(m.bias)

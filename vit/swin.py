@@ -47,7 +47,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from .architecture import Architecture, BlockLayout
-from .model import DropPath, TokenLayout, VisionTransformer
+from .model import DropPath, TokenLayout, VisionTransformer, init_weights
 
 SHIFT_MASK = -100.0          # the logit added between tokens a cyclic shift brought into one window (as the papers)
 LOGIT_SCALE_MAX = math.log(100.0)   # v2: τ = exp(logit_scale) is clamped at 100
@@ -633,14 +633,8 @@ class SwinTransformer(nn.Module):
 
 
 def _init_weights(m: nn.Module) -> None:
-    """Truncated-normal(0.02) for Linear and patch weights and the v1 bias table, zeros for biases, ones/zeros for
-    LayerNorm (as timm and torchvision initialise a Swin)."""
-    if isinstance(m, (nn.Linear, nn.Conv2d)):
-        nn.init.trunc_normal_(m.weight, std=0.02)
-        if m.bias is not None:
-            nn.init.zeros_(m.bias)
-    elif isinstance(m, nn.LayerNorm):
-        nn.init.ones_(m.weight)
-        nn.init.zeros_(m.bias)
-    elif type(m) is WindowAttention:
+    """As a ViT's modules (``vit.model.init_weights``), and truncated-normal(0.02) for the v1 bias table (as timm and
+    torchvision initialise a Swin)."""
+    init_weights(m)
+    if type(m) is WindowAttention:
         nn.init.trunc_normal_(m.relative_position_bias_table, std=0.02)

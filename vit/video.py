@@ -37,7 +37,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from .architecture import Architecture, BlockLayout
-from .model import Attention, Block, DropPath, Mlp, TokenLayout, ViTConfig, attention_rows
+from .model import Attention, Block, DropPath, Mlp, TokenLayout, ViTConfig, attention_rows, init_weights
 from .positions import TokenPositions
 
 ATTENTION_KINDS = ("joint", "divided")
@@ -331,7 +331,7 @@ class VideoTransformer(nn.Module):
         self.probe = AttentiveProbe(cfg) if cfg.global_pool == "probe" else None
         self.head_drop = nn.Dropout(cfg.drop_rate)
         self.head = nn.Linear(D, cfg.num_classes) if cfg.num_classes else nn.Identity()
-        self.apply(_init_weights)
+        self.apply(init_weights)
         for p in (self.cls_token, self.pos_embed, self.time_embed):
             if p is not None:
                 nn.init.trunc_normal_(p, std=0.02)
@@ -561,12 +561,3 @@ def step_attention(q: torch.Tensor, k: torch.Tensor, scale: float, rows: torch.T
     return flat.reshape(B, G, *flat.shape[1:])
 
 
-def _init_weights(m: nn.Module) -> None:
-    """Truncated-normal(0.02) for Linear and tubelet weights, zeros for biases, ones/zeros for LayerNorm."""
-    if isinstance(m, (nn.Linear, nn.Conv3d)):
-        nn.init.trunc_normal_(m.weight, std=0.02)
-        if m.bias is not None:
-            nn.init.zeros_(m.bias)
-    elif isinstance(m, nn.LayerNorm):
-        nn.init.ones_(m.weight)
-        nn.init.zeros_(m.bias)

@@ -488,26 +488,36 @@ def open_clip_timm_filter_fn(state_dict: dict) -> dict:
     return timm_filter_fn(swap_keys(state_dict, OPEN_CLIP_TIMM_SWAPS, OPEN_CLIP_TIMM_DROP))
 
 
-def _fuse_qkv(sd: dict) -> dict:
-    """blocks.i.attn.{q,k,v}.{weight,bias} (D, D)/(D,) -> blocks.i.attn.qkv.{weight,bias} (3D, D)/(3D,).
-
-    Biases on q and v without one on k (BEiT, EVA-02) become attn.q_bias and attn.v_bias.
-    """
+def fuse_qkv(sd: dict, pattern: str, names: dict[str, str] = HF_QKV, joined=None) -> dict:
+    """Separate query, key and value tensors -> the fused ones this explorer's blocks hold. A key that matches
+    ``pattern`` (its groups: the attention's prefix, the part's name, "weight" or "bias") is one part, ``names``
+    mapping its name to q, k or v: prefix.{q,k,v}.kind (D, …) -> prefix.qkv.kind (3D, …); biases on q and v without
+    one on k (BEiT, EVA-02, a Swin v2, VideoMAE) -> prefix.q_bias and prefix.v_bias. ``joined(prefix, kind, qkv)``
+    may join a complete set its own way (its entries, or None for the rule above). An incomplete set is left for
+    strict loading to report."""
     out, parts = {}, {}
     for k, v in sd.items():
-        m = re.fullmatch(r"((?:text\.)?blocks\.\d+\.attn)\.(query|key|value|q|k|v)\.(weight|bias)", k)
-        if m:
-            parts.setdefault((m[1], m[3]), {})[HF_QKV[m[2]]] = v
+        m = re.fullmatch(pattern, k)
+        if m and m[2] in names:
+            parts.setdefault((m[1], m[3]), {})[names[m[2]]] = v
         else:
             out[k] = v
     for (prefix, kind), qkv in parts.items():
-        if set(qkv) == {"q", "k", "v"}:
+        own = joined(prefix, kind, qkv) if joined is not None and set(qkv) == {"q", "k", "v"} else None
+        if own is not None:
+            out.update(own)
+        elif set(qkv) == {"q", "k", "v"}:
             out[f"{prefix}.qkv.{kind}"] = torch.cat([qkv["q"], qkv["k"], qkv["v"]], dim=0)
         elif kind == "bias" and set(qkv) == {"q", "v"}:
             out[f"{prefix}.q_bias"], out[f"{prefix}.v_bias"] = qkv["q"], qkv["v"]
-        else:  # incomplete triple: leave the pieces for strict loading to report
+        else:
             out.update({f"{prefix}.{n}.{kind}": t for n, t in qkv.items()})
     return out
+
+
+def _fuse_qkv(sd: dict) -> dict:
+    """blocks.i.attn.{q,k,v}.{weight,bias} (D, D)/(D,) -> blocks.i.attn.qkv.{weight,bias} (3D, D)/(3D,) (``fuse_qkv``)."""
+    return fuse_qkv(sd, r"((?:text\.)?blocks\.\d+\.attn)\.(query|key|value|q|k|v)\.(weight|bias)")
 
 
 def google_prefix(arrays: dict) -> str:

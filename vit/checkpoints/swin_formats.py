@@ -20,10 +20,8 @@ from __future__ import annotations
 import math
 import re
 
-import torch
-
 from . import registry
-from .formats import swap_keys
+from .formats import fuse_qkv, swap_keys
 from .pipelines import huggingface_preprocess, timm_preprocess, torchvision_preprocess
 from ..preprocess import Preprocess
 from ..swin import SwinConfig
@@ -69,7 +67,6 @@ HF_SWIN_SWAPS = [
     (r"^classifier\.", "head."),
 ]
 HF_SWIN_DROP = [r"relative_position_index$", r"relative_coords_table$", r"^((swin|swinv2)\.)?embeddings\.mask_token$"]
-QKV_NAMES = {"query": "q", "key": "k", "value": "v", "q": "q", "k": "k", "v": "v"}
 
 
 def detect_swin(state: dict) -> str | None:
@@ -105,22 +102,8 @@ def _merges_at_stage_end(state: dict) -> bool:
 
 def _fuse_qkv(sd: dict) -> dict:
     """….attn.{q,k,v}.{weight,bias} -> ….attn.qkv.weight (3C, C) and qkv.bias (3C,); v2's biases on q and v alone
-    (its key has none) -> attn.q_bias and attn.v_bias. An incomplete set is left for strict loading to report."""
-    out, parts = {}, {}
-    for k, v in sd.items():
-        m = re.fullmatch(r"(layers\.\d+\.blocks\.\d+\.attn)\.(query|key|value|q|k|v)\.(weight|bias)", k)
-        if m:
-            parts.setdefault((m[1], m[3]), {})[QKV_NAMES[m[2]]] = v
-        else:
-            out[k] = v
-    for (prefix, kind), qkv in parts.items():
-        if set(qkv) == {"q", "k", "v"}:
-            out[f"{prefix}.qkv.{kind}"] = torch.cat([qkv["q"], qkv["k"], qkv["v"]])
-        elif kind == "bias" and set(qkv) == {"q", "v"}:
-            out[f"{prefix}.q_bias"], out[f"{prefix}.v_bias"] = qkv["q"], qkv["v"]
-        else:
-            out.update({f"{prefix}.{n}.{kind}": t for n, t in qkv.items()})
-    return out
+    (its key has none) -> attn.q_bias and attn.v_bias (``formats.fuse_qkv``)."""
+    return fuse_qkv(sd, r"(layers\.\d+\.blocks\.\d+\.attn)\.(query|key|value|q|k|v)\.(weight|bias)")
 
 
 def _split_torchvision_v2_bias(sd: dict) -> dict:

@@ -10,11 +10,9 @@ unchanged, so strict loading names them.
 """
 from __future__ import annotations
 
-import re
-
 import torch
 
-from .formats import swap_keys
+from .formats import fuse_qkv, swap_keys
 from ..video import VideoConfig
 from ..video_file import VideoPreprocess
 
@@ -112,26 +110,15 @@ def video_filter_fn(state: dict, fmt: str) -> dict:
 
 def _fuse_qkv(sd: dict) -> dict:
     """….attn.{query,key,value}.{weight,bias} -> ….attn.qkv.weight (3D, D) and qkv.bias (3D,); a query and value
-    bias without a key bias -> attn.q_bias and attn.v_bias (VideoMAE); the probe's cross-attention's q -> probe.q,
-    its k and v -> probe.kv. An incomplete set is left for strict loading to report."""
-    out, parts = {}, {}
-    for k, v in sd.items():
-        m = re.fullmatch(r"(.*\.(?:attn|cross))\.(query|key|value|q_proj|k_proj|v_proj|q|k|v)\.(weight|bias)", k)
-        if m:
-            parts.setdefault((m[1], m[3]), {})[QKV.get(m[2], m[2])] = v
-        else:
-            out[k] = v
-    for (prefix, kind), qkv in parts.items():
-        if prefix == "probe.cross" and set(qkv) == {"q", "k", "v"}:
-            out[f"probe.q.{kind}"] = qkv["q"]
-            out[f"probe.kv.{kind}"] = torch.cat([qkv["k"], qkv["v"]])
-        elif set(qkv) == {"q", "k", "v"}:
-            out[f"{prefix}.qkv.{kind}"] = torch.cat([qkv["q"], qkv["k"], qkv["v"]])
-        elif kind == "bias" and set(qkv) == {"q", "v"}:
-            out[f"{prefix}.q_bias"], out[f"{prefix}.v_bias"] = qkv["q"], qkv["v"]
-        else:
-            out.update({f"{prefix}.{n}.{kind}": t for n, t in qkv.items()})
-    return out
+    bias without a key bias -> attn.q_bias and attn.v_bias (VideoMAE) (``formats.fuse_qkv``); the probe's
+    cross-attention's q -> probe.q, its k and v -> probe.kv."""
+    def probe(prefix: str, kind: str, qkv: dict) -> dict | None:
+        if prefix != "probe.cross":
+            return None
+        return {f"probe.q.{kind}": qkv["q"], f"probe.kv.{kind}": torch.cat([qkv["k"], qkv["v"]])}
+
+    return fuse_qkv(sd, r"(.*\.(?:attn|cross))\.(query|key|value|q_proj|k_proj|v_proj|q|k|v)\.(weight|bias)",
+                    {**QKV, "q": "q", "k": "k", "v": "v"}, joined=probe)
 
 
 HF_VIDEO_ACTIVATIONS = {"gelu": "gelu", "gelu_fast": "gelu_tanh", "gelu_new": "gelu_tanh",

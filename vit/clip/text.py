@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn as nn
 
-from ..model import Block, ViTConfig, _init_weights
+from ..model import Block, ViTConfig, init_weights
 
 
 @dataclass(frozen=True)
@@ -49,7 +49,7 @@ class TextTransformer(nn.Module):
         self.norm = nn.LayerNorm(W, eps=cfg.layer_norm_eps)
         self.proj = nn.Linear(W, cfg.proj_dim, bias=False)
         self.logit_scale = nn.Parameter(torch.tensor(2.6592))  # log(1/0.07), CLIP's initial temperature
-        self.apply(_init_weights)
+        self.apply(init_weights)
         nn.init.normal_(self.token_embedding.weight, std=0.02)
         nn.init.normal_(self.pos_embed, std=0.01)
 

@@ -19,8 +19,16 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
+from PIL import Image
 
 from vit.explain.video import gradcam_pass
+
+from ..drawing import render
+from ..i18n import t
+from ..records import Analysis
+from .view import captioned, frame_overlays, frames_strip
+
+VIDEO_METHODS = ("gradcam",)     # the explanation methods drawn for a video model (``python -m viz VIDEO --explain``)
 
 
 @dataclass(frozen=True)
@@ -58,3 +66,11 @@ def clip_gradcam(model, x: torch.Tensor, target=None) -> ClipGradCam:
     raw = gradcam_volume(run.activation, run.gradient)[0].cpu().numpy()
     index = int(target.index) if getattr(target, "index", None) is not None else int(run.output[0].argmax())
     return ClipGradCam(scale_clip(raw), raw, index, float(run.score[0]))
+
+
+def gradcam_strip(a: Analysis, cam: ClipGradCam, name: str, cmap: str = render.DEFAULT_CMAP, alpha: float = 0.6,
+                  lang: str = "en") -> Image.Image:
+    """The sampled frames, each with its time position's Grad-CAM on the clip's one scale, under a line naming the
+    explained class (``name``)."""
+    strip = frames_strip(a, frame_overlays(a, cam.values, cmap, alpha), lang)
+    return captioned(strip, t("picture.video_gradcam", lang, name=name), lang)

@@ -11,6 +11,7 @@ import json
 
 import numpy as np
 import pytest
+import torch
 from PIL import Image
 
 import vit
@@ -83,6 +84,21 @@ def test_explain_gradcam_writes_the_class_map(toy, tmp_path):
         assert arrays["gradcam"].shape == (4, 4, 4) and np.allclose(arrays["gradcam"], expected.values, atol=1e-6)
         assert arrays["gradcam"].min() == 0 and arrays["gradcam"].max() > 0.99
         assert Image.open(out / "gradcam.png").width >= 8 * 32
+
+
+def test_explain_refused_without_a_classifier_head(toy, tmp_path, capsys):
+    """A video model saved without its head (num_classes 0) has no class to explain: refused before any video runs."""
+    weights, data = toy
+    saved = torch.load(weights, map_location="cpu", weights_only=False)
+    saved["config"]["num_classes"], saved["labels"] = 0, []
+    saved["model"] = {k: v for k, v in saved["model"].items() if not k.startswith("head.")}
+    headless = tmp_path / "headless.pt"
+    torch.save(saved, headless)
+    argv = [str(data / "up" / "0000.mp4"), "--weights", str(headless), "--out", str(tmp_path / "o")]
+    assert main([*argv, "--explain", "gradcam"]) == 2
+    assert "--explain gradcam explains a class, and this video model has no classifier head" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()
+    assert main([*argv, "--quiet"]) == 0 and (tmp_path / "o" / "0000" / "attention.npz").is_file()
 
 
 @pytest.mark.slow

@@ -44,7 +44,7 @@ def feature_volume(tokens: torch.Tensor, block: BlockLayout, batch: int) -> torc
     index = block.groups()                                                          # (G, n) stream index per slot
     G, n = index.shape
     D = tokens.shape[-1]
-    if tokens.shape != (batch * G, n, D) and not (G == 1 and tokens.shape == (batch, n, D)):
+    if tokens.shape != (batch * G, n, D):
         raise ValueError(f"Wrong activation shape! Expected ({batch * G}, {n}, D) for {batch} clips in {G} groups "
                          f"of {n} tokens but got {tuple(tokens.shape)}.")
     slots = torch.from_numpy(np.flatnonzero(index.ravel() >= block.prefix)).to(tokens.device)

@@ -64,6 +64,9 @@ def check_video_run(args: argparse.Namespace, loaded) -> None:
     if other:
         raise ValueError(f"--explain {other[0]} is not drawn for video models yet; leave it out (--explain gradcam "
                          f"draws Grad-CAM per frame).")
+    if args.explain and not loaded.model.cfg.num_classes:
+        raise ValueError("--explain gradcam explains a class, and this video model has no classifier head; leave it "
+                         "out.")
     if args.target is not None and not args.explain:
         raise ValueError("--target chooses the class of --explain gradcam; give --explain gradcam too.")
     if args.frame_ms < 10:

@@ -2,8 +2,8 @@
 learnt is motion: held-out accuracy >= 0.9; the same model on the same clips with their frames shuffled in time
 near chance (a single frame cannot tell the direction); its heads' temporal attention distance > 0 in every block
 (the direction is read across time); its rollout from the CLS token peaks on the square in >= 80 % of the held-out
-clips' time positions. Also the data set (a single frame's square is anywhere whatever the direction), the command
-line, and the own-format checkpoint reloading as a video model."""
+clips' time positions, its Grad-CAM per frame in >= 70 %. Also the data set (a single frame's square is anywhere
+whatever the direction), the command line, and the own-format checkpoint reloading as a video model."""
 from __future__ import annotations
 
 import subprocess
@@ -15,6 +15,7 @@ import torch
 
 import vit
 from viz.maps.video import readout_row, temporal_distance, video_rollout
+from viz.video.classmap import clip_gradcam
 from vit.train import TrainOptions, fit
 from vit.train.moving_squares import DIRECTIONS, make_moving_squares_folder, square_clip, square_mask
 from vit.train.video_data import VideoTransform
@@ -92,6 +93,27 @@ def test_reads_across_time_and_looks_at_the_square(trained):
     assert hits / total >= 0.8, hits / total
     mean = np.mean(distances, axis=0)                                                         # (L, H)
     assert (mean.max(axis=1) > 0.1).all(), mean
+
+
+@pytest.mark.slow
+def test_gradcam_per_frame_looks_at_the_square(trained):
+    """Grad-CAM per frame for the predicted class peaks on a patch the square covers in most held-out time positions
+    (measured 83 %; at least 70 %, where a patch drawn at random hits about one time in four)."""
+    result, _ = trained
+    loaded = vit.load(result.files.best)
+    model, prep = loaded.model, loaded.preprocess
+    hits = total = 0
+    for path, _ in _held_out(result):
+        clip = read_clip(path, prep)
+        cam = clip_gradcam(model, prep.clip_tensor(clip.frames)).values                         # (T', gh, gw)
+        lay = model.architecture(*prep.crop, len(clip.frames)).blocks[0]
+        mask = square_mask(np.load(path.replace(".mp4", ".npy")))                                # (8, 32, 32)
+        for tau in range(lay.frames):
+            frames = mask[tau * lay.tubelet:(tau + 1) * lay.tubelet].any(axis=0)
+            patches = frames.reshape(lay.grid[0], 8, lay.grid[1], 8).any(axis=(1, 3))
+            hits += bool(patches.ravel()[cam[tau].argmax()])
+            total += 1
+    assert hits / total >= 0.7, hits / total
 
 
 def _held_out(result):

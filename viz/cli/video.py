@@ -13,6 +13,11 @@ its sub-folders, each named ``<sub-folder>/<stem>``):
 - ``attention.npz``: ``rollout`` (T', gh, gw), ``frame_indices`` (T,), ``frame_seconds`` (T,),
   ``temporal_distance`` (L, H) in frames, ``spatial_distance`` (L, H) in pixels, ``probabilities`` (K,).
 
+With ``--explain gradcam [--target CLASS]`` (the one method drawn for video models): ``gradcam.png``, the sampled
+frames with Grad-CAM per frame for the class (``viz.video.classmap``: pytorch-grad-cam's map for video, min-max
+scaled over the clip), ``gradcam`` (T', gh, gw) in attention.npz and "explain": {"target": {"index", "name"},
+"methods": ["gradcam"]} in result.json.
+
 A bad video (``vit.video_file``'s guards) is reported in its sentence and the run goes on; the exit status is 1
 when any video failed, 2 for options this model cannot run.
 """
@@ -26,16 +31,21 @@ from pathlib import Path
 
 import numpy as np
 
+from vit.explain import class_target
 from vit.video_file import VIDEO_SUFFIXES, VideoFileError, read_clip
 
 from ..analysis import analyze
 from ..compare.animate import save_gif
 from ..folders import files
+from ..explain.methods import method_names
+from ..video.classmap import VIDEO_METHODS, ClipGradCam, clip_gradcam, gradcam_strip
 from ..video.view import clip_rollout, distance_picture, frame_overlays, frames_strip
 
 # Options of ``python -m viz`` a video model does not run yet: (is it asked for, the flag)
 PHOTO_ONLY = ((lambda a: a.texts, "--texts"), (lambda a: a.compare, "--compare"), (lambda a: a.features, "--features"),
-              (lambda a: a.concepts, "--concepts"), (lambda a: a.explain, "--explain"), (lambda a: a.inside, "--inside"),
+              (lambda a: a.concepts, "--concepts"), (lambda a: a.contrast, "--contrast"),
+              (lambda a: a.faithfulness, "--faithfulness"), (lambda a: a.sanity, "--sanity"),
+              (lambda a: a.protocol, "--protocol"), (lambda a: a.inside, "--inside"),
               (lambda a: a.animate, "--animate"), (lambda a: a.stats_only, "--stats-only"),
               (lambda a: a.resume, "--resume"), (lambda a: a.input_size, "--input-size"),
               (lambda a: a.batch_size > 1, "--batch-size"), (lambda a: a.workers, "--workers"),
@@ -50,6 +60,15 @@ def check_video_run(args: argparse.Namespace, loaded) -> None:
     if asked:
         raise ValueError(f"{asked[0]} is not drawn for video models yet; leave it out (a video run writes the frames' "
                          f"rollout and the heads' temporal and spatial attention distance).")
+    other = [m for m in method_names(args.explain) if m not in VIDEO_METHODS] if args.explain else []
+    if other:
+        raise ValueError(f"--explain {other[0]} is not drawn for video models yet; leave it out (--explain gradcam "
+                         f"draws Grad-CAM per frame).")
+    if args.explain and not loaded.model.cfg.num_classes:
+        raise ValueError("--explain gradcam explains a class, and this video model has no classifier head; leave it "
+                         "out.")
+    if args.target is not None and not args.explain:
+        raise ValueError("--target chooses the class of --explain gradcam; give --explain gradcam too.")
     if args.frame_ms < 10:
         raise ValueError(f"--frame-ms must be at least 10 but got {args.frame_ms}.")
     if args.frames is not None:
@@ -64,6 +83,7 @@ def run_videos(args: argparse.Namespace, loaded, dtype) -> int:
     if not entries:
         raise ValueError("no videos found in " + ", ".join(args.images))
     keep = np.float16 if args.float16 else np.float32
+    target = class_target(loaded.labels, args.target) if args.target is not None else None
     failed = 0
     for entry in entries:
         t0 = time.perf_counter()
@@ -75,15 +95,22 @@ def run_videos(args: argparse.Namespace, loaded, dtype) -> int:
             continue
         decode_s = time.perf_counter() - t0
         a = analyze(loaded, clip, keep, dtype)
-        write_video_result(entry.path, args.out / entry.name, a, args, loaded.preprocess_record(), decode_s)
+        cam = explained(loaded, a, target) if args.explain else None
+        write_video_result(entry.path, args.out / entry.name, a, args, loaded.preprocess_record(), decode_s, cam)
     if not args.quiet:
         print(f"wrote {len(entries) - failed} of {len(entries)} videos to {args.out}", file=sys.stderr)
     return 1 if failed else 0
 
 
+def explained(loaded, a, target) -> ClipGradCam:
+    """Grad-CAM per frame of the analysed clip for ``target`` (None: its top-1 class), in float32."""
+    x = loaded.preprocess.clip_tensor(a.clip.frames).to(next(loaded.model.parameters()).device)   # (1, T, 3, h, w)
+    return clip_gradcam(loaded.model, x, target)
+
+
 def write_video_result(path: Path, folder: Path, a, args: argparse.Namespace, preprocess: dict,
-                       decode_s: float) -> None:
-    """One analysed clip's files (module docstring)."""
+                       decode_s: float, cam: ClipGradCam | None = None) -> None:
+    """One analysed clip's files (module docstring); ``cam``: its Grad-CAM with --explain gradcam."""
     t0 = time.perf_counter()
     rollout = clip_rollout(a, args.fusion, args.discard_ratio)
     overlays = frame_overlays(a, rollout, args.cmap, args.alpha)
@@ -93,13 +120,18 @@ def write_video_result(path: Path, folder: Path, a, args: argparse.Namespace, pr
     frames_strip(a, overlays, args.lang).save(folder / "frames.png")
     save_gif(overlays, folder / "rollout.gif", args.frame_ms)
     distance_picture(a.temporal_distance, spatial, args.lang).save(folder / "temporal_distance.png")
+    extra = {}
+    if cam is not None:
+        name = a.labels[cam.index] if cam.index < len(a.labels) else str(cam.index)
+        gradcam_strip(a, cam, name, args.cmap, args.alpha, args.lang).save(folder / "gradcam.png")
+        extra["gradcam"] = cam.values
     save = np.savez_compressed if args.compress else np.savez
     save(folder / "attention.npz", rollout=rollout, frame_indices=np.asarray(a.clip.indices, np.int64),
          frame_seconds=np.asarray(a.clip.times, np.float64), temporal_distance=a.temporal_distance,
-         spatial_distance=spatial, probabilities=a.probabilities)
+         spatial_distance=spatial, probabilities=a.probabilities, **extra)
     t1 = time.perf_counter()
-    written = ["attention.npz", "frames.png", "input_frames.npy", "result.json", "rollout.gif",
-               "temporal_distance.png"]
+    written = sorted(["attention.npz", "frames.png", "input_frames.npy", "result.json", "rollout.gif",
+                      "temporal_distance.png"] + (["gradcam.png"] if cam is not None else []))
     result = {
         "video": str(path),
         "model": a.model_name,
@@ -116,4 +148,6 @@ def write_video_result(path: Path, folder: Path, a, args: argparse.Namespace, pr
         "timings_s": {"decode": decode_s, **a.timings, "write": t1 - t0},
         "files": written,
     }
+    if cam is not None:
+        result["explain"] = {"target": {"index": cam.index, "name": name}, "methods": ["gradcam"]}
     (folder / "result.json").write_text(json.dumps(result, indent=2) + "\n")

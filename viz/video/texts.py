@@ -40,6 +40,8 @@ PICTURES = {
     "axis.spatial_distance": ("mean distance in space (pixels)", "空间上的平均距离（像素）"),
     "picture.temporal_distance": ("How far in time each head attends", "每个头在时间上关注多远"),
     "picture.spatial_distance": ("How far in space each head attends", "每个头在空间上关注多远"),
+    "picture.video_gradcam": ("Grad-CAM per frame for {name}: which part of which frame made the model say it",
+                              "“{name}”的逐帧 Grad-CAM：哪一帧的哪一部分让模型作出这个判断"),
 }
 
 register(PAGE, PICTURES)

@@ -1,0 +1,79 @@
+"""The model-side half of Grad-CAM for a video transformer: one plain forward and one backward per (clips, target).
+
+pytorch-grad-cam explains a video model by hooking its target layer and handing the tokens to a ``reshape_transform``
+that lays them out as a 3-D feature map (B, C, T', gh, gw); its GradCAM then reads that volume as it reads a
+convolution's. ``gradcam_pass`` records the same thing: the output of the model's ``gradcam_layer`` (the tokens the
+last attention step reads, its LayerNorm's output) and the target score's gradient there, put into that volume by the
+description (``feature_volume``), not by the family: the layer's output holds the last step's groups of tokens
+(``BlockLayout.groups``: every token at once, or a TimeSformer's one group per frame with its CLS token), the prefix
+tokens are dropped and every patch token goes to its (time position, row, column).
+
+The forward runs the fused attention (no attention map is kept: Grad-CAM needs none), the graph starts at the tubelet
+projection (``patch_projection``) and ``torch.autograd.grad`` goes to the one activation, so no weight gradient is
+computed and the model is never changed (``rules.without_parameter_grads``, ``rules.rewired``). The formula that
+turns the volume into maps is ``viz.video.classmap``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn as nn
+
+from ..architecture import BlockLayout, architecture_of
+from .passes import _differentiable, _GraphStart, _Record
+from .rules import rewired, without_parameter_grads
+from .targets import ClassTarget, Target
+
+
+@dataclass(frozen=True)
+class ClassMapPass:
+    """B clips through the plain model and back from the target's score (detached, on the model's device)."""
+    output: torch.Tensor            # (B, K) what model(x) returns (logits)
+    score: torch.Tensor             # (B,) the explained score
+    activation: torch.Tensor        # (B, D, T', gh, gw) the ``gradcam_layer``'s patch tokens as a feature volume
+    gradient: torch.Tensor          # (B, D, T', gh, gw) ∂score/∂activation
+    block: BlockLayout              # the attention step that reads the activation (the description's last)
+
+
+def feature_volume(tokens: torch.Tensor, block: BlockLayout, batch: int) -> torch.Tensor:
+    """The tokens a step reads, (B·G, n, D) in its G groups of n (``block.groups()``), -> (B, D, T', gh, gw): the
+    prefix tokens dropped, every patch token at its time position, row and column (pytorch-grad-cam's 3-D
+    ``reshape_transform``)."""
+    index = block.groups()                                                          # (G, n) stream index per slot
+    G, n = index.shape
+    D = tokens.shape[-1]
+    if tokens.shape != (batch * G, n, D):
+        raise ValueError(f"Wrong activation shape! Expected ({batch * G}, {n}, D) for {batch} clips in {G} groups "
+                         f"of {n} tokens but got {tuple(tokens.shape)}.")
+    slots = torch.from_numpy(np.flatnonzero(index.ravel() >= block.prefix)).to(tokens.device)
+    order = torch.from_numpy(index.ravel()[slots.cpu().numpy()] - block.prefix).to(tokens.device)
+    patches = tokens.reshape(batch, G * n, D).index_select(1, slots)                # (B, T'·N, D) in slot order
+    stream = torch.empty_like(patches).index_copy_(1, order, patches)               # in stream order
+    return stream.reshape(batch, block.frames, *block.grid, D).permute(0, 4, 1, 2, 3)
+
+
+def gradcam_pass(model: nn.Module, x: torch.Tensor, target: Target | None = None) -> ClassMapPass:
+    """Clips (B, F, C, H, W) -> ``ClassMapPass`` for ``target`` (default: each clip's top-1 class): the activation of
+    ``model.gradcam_layer()`` and its gradient, from one forward of the plain model and one ``autograd.grad``."""
+    model.eval_layout(x, "Explanations")
+    block = architecture_of(model, x).blocks[-1]
+    target = target if target is not None else ClassTarget()
+    store: dict[str, torch.Tensor] = {}
+    start, cam = model.patch_projection()[0], model.gradcam_layer()
+
+    def replace(name: str, module: nn.Module) -> nn.Module | None:
+        if name == start:
+            return _GraphStart(module, store)
+        return _Record(module, store, "tokens") if name == cam else None
+
+    view = rewired(without_parameter_grads(model), replace)
+    with torch.inference_mode(False), torch.enable_grad():
+        output = view(_differentiable(x))
+        score = target.score(output)                                                # (B,)
+        (grad,) = torch.autograd.grad(score.sum(), [store["tokens"]])               # clips are independent: sum
+    B = x.shape[0]
+    return ClassMapPass(output=output.detach(), score=score.detach(),
+                        activation=feature_volume(store["tokens"].detach(), block, B),
+                        gradient=feature_volume(grad, block, B), block=block)

@@ -16,7 +16,7 @@ PAGE = {
     "video.button": ("Analyse the clip", "分析片段"),
     "video.top5": ("Top-5 classes of the clip", "片段的前 5 个类别"),
     "video.refused": ("This video cannot be analysed: {reason}", "无法分析这个视频：{reason}"),
-    "picture.video_frame": ("The frame with where the readout looks (rollout)", "该帧及读出关注的位置（注意力展开）"),
+    "picture.video_frame": ("This frame, rolled out", "该帧的注意力展开"),
     "picture.video_strip": ("Every sampled frame", "每个采样帧"),
     "picture.video_distance": ("Attention distance in time and in space", "时间与空间上的注意力距离"),
     "video.frame": ("Frame", "帧"),

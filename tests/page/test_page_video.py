@@ -78,16 +78,16 @@ def test_the_slider_never_runs_the_model(server):
     state.VIDEOS.clear()
     with pytest.raises(gr.Error) as refused:
         tab.show_frame(server.video_model, server.clip, 3, "en")
-    assert refused.value.message == t("video.none", "en") and state.MODEL_TURN.taken == taken
+    assert refused.value.message == t("message.video_none", "en") and state.MODEL_TURN.taken == taken
 
 
 def test_what_is_refused_with_one_sentence(server):
     with pytest.raises(gr.Error) as refused:
         tab.analyse(server.photo_model, server.clip, "zh-CN")
-    assert refused.value.message == t("video.needs_model", "zh-CN", name=server.photo_model)
+    assert refused.value.message == t("message.video_needs_model", "zh-CN", name=server.photo_model)
     with pytest.raises(gr.Error) as refused:
         tab.analyse(server.video_model, None, "en")
-    assert refused.value.message == t("video.none", "en")
+    assert refused.value.message == t("message.video_none", "en")
     with pytest.raises(gr.Error) as refused:
         tab.analyse("/etc/passwd", server.clip, "en")
     assert refused.value.message == t("message.models_listed_only", "en")

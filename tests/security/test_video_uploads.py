@@ -67,7 +67,7 @@ def public_only(folder: Path) -> dict[str, Path]:
 @pytest.mark.parametrize("lang", ["en", "zh-CN"])
 def test_every_hostile_video_is_refused_in_one_sentence(public, toy, lang):
     model = Path(toy[0]).name
-    prefix = t("video.refused", lang, reason="")
+    prefix = t("message.video_refused", lang, reason="")
     for name, path in hostile(public, toy[1] / "up" / "0000.mp4").items():
         taken, cached = state.MODEL_TURN.taken, len(state.VIDEOS)
         start = time.perf_counter()

@@ -44,7 +44,7 @@ def build(page) -> None:
 def video_key(video_model, video_file, lang: str) -> tuple[str, str]:
     """(the uploaded video's path, the model's source): the upload folder's and the models' guards first."""
     if not video_file:
-        raise gr.Error(t("video.none", lang), print_exception=False)
+        raise gr.Error(t("message.video_none", lang), print_exception=False)
     return uploaded_photo(video_file), state.model_source(video_model, lang)
 
 
@@ -54,11 +54,11 @@ def analyse(video_model, video_file, lang, narrow=False):
     path, source = video_key(video_model, video_file, lang)
     served = state.served_source(source, lang, shown=str(video_model).strip())
     if not served.architecture.video:
-        raise gr.Error(t("video.needs_model", lang, name=str(video_model).strip()), print_exception=False)
+        raise gr.Error(t("message.video_needs_model", lang, name=str(video_model).strip()), print_exception=False)
     try:
         a, rollout = state.VIDEOS.get((path, source))
     except ValueError as err:                         # vit.video_file.VideoFileError: its one sentence
-        raise gr.Error(t("video.refused", lang, reason=err), print_exception=False) from None
+        raise gr.Error(t("message.video_refused", lang, reason=err), print_exception=False) from None
     last = len(a.clip.frames) - 1
     info = a.clip.info
     top = a.top_k(5)
@@ -76,7 +76,7 @@ def show_frame(video_model, video_file, video_frame, lang):
     """The slider moved: that frame with its rollout, from the cached analysis (nothing is decoded or run here)."""
     found = state.VIDEOS.find(video_key(video_model, video_file, lang))
     if found is None:
-        raise gr.Error(t("video.none", lang), print_exception=False)
+        raise gr.Error(t("message.video_none", lang), print_exception=False)
     return dict(video_picture=_frame(*found, video_frame, lang))
 
 

@@ -15,19 +15,19 @@ PAGE = {
     "video.model": ("Video model", "视频模型"),
     "video.button": ("Analyse the clip", "分析片段"),
     "video.top5": ("Top-5 classes of the clip", "片段的前 5 个类别"),
-    "video.refused": ("This video cannot be analysed: {reason}", "无法分析这个视频：{reason}"),
+    "message.video_refused": ("This video cannot be analysed: {reason}", "无法分析这个视频：{reason}"),
     "picture.video_frame": ("This frame, rolled out", "该帧的注意力展开"),
     "picture.video_strip": ("Every sampled frame", "每个采样帧"),
     "picture.video_distance": ("Attention distance in time and in space", "时间与空间上的注意力距离"),
     "video.frame": ("Frame", "帧"),
-    "video.needs_model": ("The Video tab reads clips with a video model (VideoMAE, TimeSformer, ViViT, V-JEPA 2); {name} "
+    "message.video_needs_model": ("The Video tab reads clips with a video model (VideoMAE, TimeSformer, ViViT, V-JEPA 2); {name} "
                           "reads photos: choose a video model above.",
                           "视频页使用视频模型（VideoMAE、TimeSformer、ViViT、V-JEPA 2）读取片段；{name} 读取的是照片："
                           "请在上方选择一个视频模型。"),
     "video.in_video_tab": ("{name} is a video model: it reads clips, not photos. Open the Video tab (Where it looks) "
                            "and choose it there.",
                            "{name} 是视频模型：它读取视频片段，而不是照片。请打开“视频”页（看哪里）并在那里选择它。"),
-    "video.none": ("Upload a clip to see where the model looks in each frame.",
+    "message.video_none": ("Upload a clip to see where the model looks in each frame.",
                    "上传一段视频，查看模型在每一帧中关注的位置。"),
     "video.summary": ("{frames} frames sampled of {total} ({seconds:.1f} s): {top}",
                       "从 {total} 帧（{seconds:.1f} 秒）中采样 {frames} 帧：{top}"),

@@ -105,7 +105,7 @@ class RelevancePass:
     rules: str                      # "attnlrp" or "cp_lrp"
 
 
-class _GraphStart(nn.Module):
+class GraphStart(nn.Module):
     """The patch projection whose output starts the graph: detached, then requiring grad (kept in ``store``).
 
     Nothing below it (pixels, patch weights) gets a gradient, and everything above does, even when no
@@ -122,7 +122,7 @@ class _GraphStart(nn.Module):
         return y
 
 
-class _Record(nn.Module):
+class Record(nn.Module):
     """Runs ``inner`` and keeps its output under ``key`` in ``store`` (a block's output: its tokens, the first of
     what it returns)."""
 
@@ -136,7 +136,7 @@ class _Record(nn.Module):
         return y
 
 
-def _differentiable(x: torch.Tensor) -> torch.Tensor:
+def differentiable(x: torch.Tensor) -> torch.Tensor:
     """A copy usable in autograd even if ``x`` was made under torch.inference_mode()."""
     return x.clone() if x.is_inference() else x
 
@@ -157,13 +157,13 @@ def gradient_pass(model: nn.Module, x: torch.Tensor, target: Target | None = Non
 
     def replace(name: str, module: nn.Module) -> nn.Module | None:
         if name == start:
-            return _GraphStart(module, store)
-        return _Record(module, store, "tokens") if name == cam else None
+            return GraphStart(module, store)
+        return Record(module, store, "tokens") if name == cam else None
 
     view = rewired(without_parameter_grads(model), replace)
     with torch.inference_mode(False), torch.enable_grad():
         maps: list[torch.Tensor] = []
-        for tokens, attention, *_ in view.blocks_with_attention(_differentiable(x)):
+        for tokens, attention, *_ in view.blocks_with_attention(differentiable(x)):
             maps.append(attention)                                          # part of the graph
         output, probe = view.forward_head(tokens, return_probe=True)
         score = target.score(output)                                        # (B,)
@@ -192,11 +192,11 @@ def relevance_pass(model: nn.Module, x: torch.Tensor, target: Target | None = No
     start, channels = model.patch_projection()
 
     def first(name: str, module: nn.Module) -> nn.Module | None:
-        return _GraphStart(module, store) if name == start else None
+        return GraphStart(module, store) if name == start else None
 
     view = rule_view(without_parameter_grads(model), rules, first)
     with torch.inference_mode(False), torch.enable_grad():
-        output = view(_differentiable(x))
+        output = view(differentiable(x))
         score = target.score(output)
         (grad,) = torch.autograd.grad(score.sum(), [store["patches"]])     # e.g. (B, N, D) or (B, D, gh, gw)
     patches = store["patches"].detach()

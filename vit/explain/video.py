@@ -22,7 +22,7 @@ import torch
 import torch.nn as nn
 
 from ..architecture import BlockLayout, architecture_of
-from .passes import _differentiable, _GraphStart, _Record
+from .passes import GraphStart, Record, differentiable
 from .rules import rewired, without_parameter_grads
 from .targets import ClassTarget, Target
 
@@ -65,12 +65,12 @@ def gradcam_pass(model: nn.Module, x: torch.Tensor, target: Target | None = None
 
     def replace(name: str, module: nn.Module) -> nn.Module | None:
         if name == start:
-            return _GraphStart(module, store)
-        return _Record(module, store, "tokens") if name == cam else None
+            return GraphStart(module, store)
+        return Record(module, store, "tokens") if name == cam else None
 
     view = rewired(without_parameter_grads(model), replace)
     with torch.inference_mode(False), torch.enable_grad():
-        output = view(_differentiable(x))
+        output = view(differentiable(x))
         score = target.score(output)                                                # (B,)
         (grad,) = torch.autograd.grad(score.sum(), [store["tokens"]])               # clips are independent: sum
     B = x.shape[0]

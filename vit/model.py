@@ -789,7 +789,25 @@ class AttentionCapture(NamedTuple):
                                              # own heads; "map": 0 on prefix tokens)
 
 
-class VisionTransformer(nn.Module):
+class FusedAttentionSwitch:
+    """``model.fused_attn`` of a whole model: True when every attention module in it (each one holding its own
+    ``fused_attn`` flag) runs the fused kernel in its plain forward; setting it sets them all (False: the explicit
+    softmax everywhere, e.g. for a reference or an autograd-safe pass). Every model class mixes it in."""
+
+    def _attention_modules(self) -> list[nn.Module]:
+        return [m for m in self.modules() if m is not self and "fused_attn" in vars(m)]
+
+    @property
+    def fused_attn(self) -> bool:
+        return all(m.fused_attn for m in self._attention_modules())
+
+    @fused_attn.setter
+    def fused_attn(self, value: bool) -> None:
+        for m in self._attention_modules():
+            m.fused_attn = value
+
+
+class VisionTransformer(FusedAttentionSwitch, nn.Module):
     def __init__(self, cfg: ViTConfig):
         super().__init__()
         self.cfg = cfg
@@ -839,17 +857,6 @@ class VisionTransformer(nn.Module):
         n_pre = self._pos_len(grid) - grid[0] * grid[1]
         table = sincos_2d_position_embedding(grid, self.cfg.embed_dim)
         return torch.cat([table.new_zeros(n_pre, table.shape[1]), table]).unsqueeze(0)
-
-    @property
-    def fused_attn(self) -> bool:
-        return all(b.attn.fused_attn for b in self.blocks)
-
-    @fused_attn.setter
-    def fused_attn(self, value: bool) -> None:
-        for b in self.blocks:
-            b.attn.fused_attn = value
-        if self.attn_pool is not None:
-            self.attn_pool.fused_attn = value
 
     def token_layout(self, height: int, width: int) -> TokenLayout:
         """Token layout for an input of height×width pixels; raises ValueError when the patch size does not divide it."""

@@ -38,7 +38,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from .architecture import Architecture, BlockLayout
-from .model import MLP_ACTIVATIONS
+from .model import MLP_ACTIVATIONS, FusedAttentionSwitch
 from .swin import WindowCapture
 
 
@@ -265,7 +265,7 @@ class SamHead(nn.Module):
         return self.fc(features.mean(dim=(2, 3)))
 
 
-class SamImageEncoder(nn.Module):
+class SamImageEncoder(FusedAttentionSwitch, nn.Module):
     def __init__(self, cfg: SamConfig):
         super().__init__()
         self.cfg = cfg
@@ -282,15 +282,6 @@ class SamImageEncoder(nn.Module):
         else:
             self.neck = LayerNorm2d(cfg.embed_dim, eps=cfg.neck_norm_eps)
         self.head = SamHead(cfg, width)
-
-    @property
-    def fused_attn(self) -> bool:
-        return all(b.attn.fused_attn for b in self.blocks)
-
-    @fused_attn.setter
-    def fused_attn(self, value: bool) -> None:
-        for b in self.blocks:
-            b.attn.fused_attn = value
 
     def token_grid(self, height: int, width: int) -> tuple[int, int]:
         """The token grid of an input; ValueError unless the patch divides it."""

@@ -47,7 +47,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from .architecture import Architecture, BlockLayout
-from .model import DropPath, TokenLayout, VisionTransformer, init_weights
+from .model import DropPath, FusedAttentionSwitch, TokenLayout, VisionTransformer, init_weights
 
 SHIFT_MASK = -100.0          # the logit added between tokens a cyclic shift brought into one window (as the papers)
 LOGIT_SCALE_MAX = math.log(100.0)   # v2: τ = exp(logit_scale) is clamped at 100
@@ -462,7 +462,7 @@ class SwinStage(nn.Module):
         self.blocks = nn.ModuleList([SwinBlock(cfg, stage, j, r) for j, r in enumerate(rates)])
 
 
-class SwinTransformer(nn.Module):
+class SwinTransformer(FusedAttentionSwitch, nn.Module):
     def __init__(self, cfg: SwinConfig):
         super().__init__()
         self.cfg = cfg
@@ -486,15 +486,6 @@ class SwinTransformer(nn.Module):
     def blocks(self) -> tuple[SwinBlock, ...]:
         """Every block in forward order (stage by stage): what cascading randomisation walks from the top down."""
         return tuple(b for layer in self.layers for b in layer.blocks)
-
-    @property
-    def fused_attn(self) -> bool:
-        return all(b.attn.fused_attn for b in self.blocks)
-
-    @fused_attn.setter
-    def fused_attn(self, value: bool) -> None:
-        for b in self.blocks:
-            b.attn.fused_attn = value
 
     def architecture(self, height: int, width: int) -> Architecture:
         """The description the explorer reads (``vit.architecture``): every block's windows for an input of

@@ -37,7 +37,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from .architecture import Architecture, BlockLayout
-from .model import Attention, Block, DropPath, Mlp, TokenLayout, ViTConfig, attention_rows, init_weights
+from .model import (Attention, Block, DropPath, FusedAttentionSwitch, Mlp, TokenLayout, ViTConfig, attention_rows,
+                    init_weights)
 from .positions import TokenPositions
 
 ATTENTION_KINDS = ("joint", "divided")
@@ -306,7 +307,7 @@ class AttentiveProbe(nn.Module):
         return pooled + self.mlp(self.mlp_norm(pooled)), attn
 
 
-class VideoTransformer(nn.Module):
+class VideoTransformer(FusedAttentionSwitch, nn.Module):
     def __init__(self, cfg: VideoConfig):
         super().__init__()
         self.cfg = cfg
@@ -337,16 +338,6 @@ class VideoTransformer(nn.Module):
                 nn.init.trunc_normal_(p, std=0.02)
         if self.probe is not None:
             nn.init.trunc_normal_(self.probe.query, std=0.02)
-
-    @property
-    def fused_attn(self) -> bool:
-        return all(m.fused_attn for m in self.modules() if isinstance(m, (Attention, AttentiveProbe)))
-
-    @fused_attn.setter
-    def fused_attn(self, value: bool) -> None:
-        for m in self.modules():
-            if isinstance(m, (Attention, AttentiveProbe)):
-                m.fused_attn = value
 
     def check_clip(self, frames: int, height: int, width: int) -> tuple[int, tuple[int, int]]:
         """(time positions, patch grid) of a clip of ``frames`` frames of height×width pixels; ValueError with the

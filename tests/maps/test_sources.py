@@ -137,7 +137,7 @@ def test_columns_of_peaked_attention_whose_small_entries_underflow():
                   1e-4)
 
 
-@pytest.mark.parametrize("size", [(224, 224), (224, 320)])
+@pytest.mark.parametrize("size", [(224, 224), pytest.param((224, 320), marks=pytest.mark.slow)])
 def test_the_real_vit_ti_on_the_cat(real_weights_dir, cat, size, no_fused_copies):
     """The AugReg ViT-Ti, at 224 and at a non-square size; a 0.9 discard may zero another of two near-equal entries
     when rounding differs in the last bit, which moves the rollout by up to 1e-3 of its largest value."""

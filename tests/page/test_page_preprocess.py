@@ -115,6 +115,7 @@ def test_explanations_walks_and_comparisons_follow_the_mode(shown, wide, augreg_
     assert sides == ["squash", "squash"]                  # B's input is made the way A's is
 
 
+@pytest.mark.slow
 def test_the_api_takes_the_mode_last_with_own_as_default(demo, wide, augreg_weights):
     outputs = api.API_OUTPUTS
     default = dict(zip(outputs, api.analyze(wide, augreg_weights)))

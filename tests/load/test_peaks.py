@@ -2,7 +2,9 @@
 runs it in a process of its own (``measured_peaks.py``), peaks at no more than its estimate, and at no more than
 ``peak.TOLERANCE`` below it (an estimate that wasteful would refuse jobs that fit). Small and medium sizes of the
 AugReg ViT-Ti (real weights: its trust check and inside views run as they do for visitors) and a random ViT-S/16
-(twice the heads and the width: the terms that follow them), so that the terms are checked where they differ.
+(twice the heads and the width: the terms that follow them), so that the terms are checked where they differ; the
+Video tab's jobs (a clip's analysis, its Grad-CAM per frame) on a random VideoMAE-like model at two clip sizes
+(``measured_video_peaks.py``).
 
 The peak is the process's VmHWM above its VmRSS before the job, from /proc, malloc tuned as the server tunes it."""
 from __future__ import annotations
@@ -57,6 +59,27 @@ def test_each_jobs_peak_is_within_its_estimate(real_weights_dir, vit_s, model, s
     factor, slack = peak.TOLERANCE
     rows = measured(weights, side, jobs)
     table = "\n".join(f"{r['job']:>16} at {side}: measured {r['measured'] / 2**20:7.1f} MB, estimated "
+                      f"{r['estimate'] / 2**20:7.1f} MB ({r['seconds']:.1f} s)" for r in rows)
+    print(table)
+    under = [r["job"] for r in rows if r["measured"] > r["estimate"]]
+    wasteful = [r["job"] for r in rows if r["estimate"] > factor * r["measured"] + slack]
+    assert not under, f"estimated below the measured peak: {under}\n{table}"
+    assert not wasteful, f"estimated beyond {factor} × the measured peak + {slack / 2**20:.0f} MB: {wasteful}\n{table}"
+
+
+def measured_clips(side: int, frames: int, jobs: tuple[str, ...]) -> list[dict]:
+    run = subprocess.run([sys.executable, str(HERE / "measured_video_peaks.py"), str(side), str(frames), *jobs],
+                         capture_output=True, text=True, timeout=1200)
+    rows = [json.loads(line) for line in run.stdout.splitlines() if line.startswith("{")]
+    assert run.returncode == 0 and len(rows) == len(jobs), run.stderr[-3000:]
+    return rows
+
+
+@pytest.mark.parametrize("side, frames", [(112, 8), (224, 16)], ids=["196 tokens", "1568 tokens"])
+def test_a_clips_jobs_peak_within_their_estimates(side, frames):
+    factor, slack = peak.TOLERANCE
+    rows = measured_clips(side, frames, ("video", "video_gradcam"))
+    table = "\n".join(f"{r['job']:>16} at {side} px × {frames}: measured {r['measured'] / 2**20:7.1f} MB, estimated "
                       f"{r['estimate'] / 2**20:7.1f} MB ({r['seconds']:.1f} s)" for r in rows)
     print(table)
     under = [r["job"] for r in rows if r["measured"] > r["estimate"]]

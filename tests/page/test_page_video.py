@@ -22,7 +22,9 @@ import vit
 from tiny_models import tiny
 from video_clips import moving_squares_toy
 from vit.explain.targets import ClassTarget
-from vit_explorer import heavy, state, views
+from vit_explorer import heavy, jobs, limits, state, views
+from vit_explorer.door import Refusal
+from viz.analysis import peak
 from vit_explorer.tabs import TAB_IDS
 from vit_explorer.tabs import video as tab
 from viz.i18n import t
@@ -172,6 +174,29 @@ def test_every_method_of_the_table_is_a_choice_with_its_texts():
         for lang in ("en", "zh-CN"):
             assert t(f"video.method.{m}", lang) != f"video.method.{m}"
             assert t(f"video.method_about.{m}", lang) != f"video.method_about.{m}"
+
+
+def test_a_clips_jobs_are_admitted_by_their_own_estimates(server, monkeypatch):
+    """The analysis and the class map each need their own estimate (``peak.ClipShape``); over the budget, the class
+    map is refused before it runs, in the jobs' one sentence (no other method fits: the table has only Grad-CAM)."""
+    values = dict(video_model=server.video_model, video_file=server.clip, video_class=None, video_method="gradcam",
+                  video_frame=0, lang="en")
+    state.VIDEOS.clear()
+    assert jobs.video_classmap(values) is None            # not analysed yet: the handler says so itself
+    tab.analyse(server.video_model, server.clip, "en")
+    served = state.MODELS.get(state.model_source(server.video_model))
+    shape = peak.ClipShape.of(served.loaded.model, params=served.nbytes)
+    assert (shape.frames, shape.tokens, shape.depth) == (8, 65, 2)          # a CLS token, 4 × 4 × 4 patches
+    analysis, classmap = jobs.video(values), jobs.video_classmap(values)
+    assert (analysis.bytes, analysis.what) == (peak.of("video", shape), "job.video")
+    assert (classmap.bytes, classmap.what) == (peak.of("video_classmap", shape, method="gradcam"), "job.video_classmap")
+    monkeypatch.setattr(limits.LIMITS, "max_memory", classmap.bytes - 1)
+    with pytest.raises(Refusal) as refused:
+        with jobs.admitted(tab.explain_clip, values):
+            pass
+    assert str(refused.value) == t("message.memory_refused", "en", job=t("job.video_classmap", "en", frames=8, side=32),
+                                   need=classmap.bytes / 2**30, budget=(classmap.bytes - 1) / 2**30,
+                                   advice=t("message.memory_no_advice", "en"))
 
 
 # ---- a job whose visitor has gone stops at the next attention step ---------------------------------------------------

@@ -53,7 +53,7 @@ PAGE = {
         "summed and what is below zero is dropped. It is coarse: one value per patch and time position (the frames "
         "of one tubelet share it), seen from the last step only, so it says where the evidence ended up, not how "
         "the model moved it there through time.",
-        "Grad-CAM 读取模型最后一个注意力步骤的 token：每个通道按类别分数随它上升多少来加权（它的梯度，在整个片段上"
+        "Grad-CAM 读取模型最后一个注意力步骤的词元：每个通道按类别分数随它上升多少来加权（它的梯度，在整个片段上"
         "取平均），加权后的通道相加，去掉小于零的部分。它很粗糙：每个图块和时间位置只有一个值（同一管块里的帧共用"
         "它），只从最后一步看，所以它说明证据最终落在哪里，而不是模型如何在时间中把证据移到那里。"),
     "video.classmap_summary": ("{method} for “{name}” ({probability:.1%}): strongest in frame {index} ({seconds:.2f} s).",

@@ -3,7 +3,8 @@ with where the readout looks (its slice, ``viz.video``), a frame slider, the top
 distance in time and in space. The clip comes only from the upload folder (``door.uploaded_photo``), the model only
 through the models' guard (``state.model_source``); decoding passes ``state.video_limits`` (a public server reads a
 short clip only) and every refusal is one sentence. The analysis is a heavy job of its own group; the slider draws
-from the cached analysis, never runs the model."""
+from the cached analysis, never runs the model. Below, a class map per frame (``viz.video.classmap``) for one of the
+clip's top-5 classes, by a method of its table, a heavy job of the same group (its own block at the end)."""
 from __future__ import annotations
 
 import gradio as gr

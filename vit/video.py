@@ -29,6 +29,7 @@ state), so concurrent calls never mix.
 """
 from __future__ import annotations
 
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Callable, Iterator, NamedTuple
 
@@ -552,3 +553,15 @@ def step_attention(q: torch.Tensor, k: torch.Tensor, scale: float, rows: torch.T
     return flat.reshape(B, G, *flat.shape[1:])
 
 
+
+
+def in_turns(steps: Iterator[StepOutput], turn=None) -> Iterator[StepOutput]:
+    """``steps`` (``VideoTransformer.steps``) each computed inside ``turn``, a context manager taken once per attention
+    step (a server's model turn, which stops a job whose visitor has gone before its next step); None: no turn."""
+    turn = nullcontext() if turn is None else turn
+    while True:
+        with turn:
+            step = next(steps, None)
+        if step is None:
+            return
+        yield step

@@ -24,11 +24,13 @@ import gradio as gr
 from viz.analysis import cost, peak
 from viz.explain.methods import families_of, methods_for
 from viz.i18n import t
+from viz.video.classmap import VIDEO_METHODS
 
 from . import heavy, state
 from .budget import BUDGET, Need
 from .door import Refusal
 from .tabs.trust import FAST, protocols_for
+from .tabs.video import video_key
 
 LARGE_REDRAW_TOKENS = 1200       # a redraw of an analysis with more tokens (a ViT-B/16 above 544 px) is a large one
 LARGE_REDRAW = threading.Semaphore(1)
@@ -222,20 +224,49 @@ def concepts(values: dict) -> Need | None:
     return None if found is None else need("analysis", *found, values.get("lang", "en"))
 
 
-def video(values: dict) -> Need | None:
-    """The Video tab's clip through a video model at its own size and frame count, sized as an analysis of as many
-    tokens (the clip's capture, too, reduces the attention in chunks as it comes; its own peak is not yet measured
-    against the estimate in ``tests/load``); the clip's decoding has its own bounds (``vit.video_file``)."""
+def video_served(values: dict):
+    """(the served video model, its clip's shape) the Video tab's values name, or None (no model or clip yet, or a
+    photo model: the handler says so)."""
     lang = values.get("lang", "en")
     if not values.get("video_model") or not values.get("video_file"):
         return None
     served = state.served_source(state.model_source(values["video_model"], lang), lang,
                                  shown=str(values["video_model"]).strip())
-    if not served.architecture.video:                         # a photo model: the handler says so
+    if not served.architecture.video:
         return None
-    height, width = served.loaded.model.cfg.img_size
-    shape = peak.Shape.of(served.loaded.model, height, width, params=served.nbytes)
-    return Need(peak.of("analysis", shape), "job.analysis", (("side", max(height, width)),), None)
+    return served, peak.ClipShape.of(served.loaded.model, params=served.nbytes)
+
+
+def clip_values(shape: peak.ClipShape) -> tuple:
+    return ("frames", shape.frames), ("side", max(shape.height, shape.width))
+
+
+def video(values: dict) -> Need | None:
+    """The Video tab's clip through a video model at its own size and frame count: one forward pass that reduces each
+    step's attention in chunks as it comes and keeps the queries and keys in float16, the rollout, the first pictures
+    (``peak.video``); the clip's decoding has its own bounds (``vit.video_file``). No smaller change fits: the model
+    reads its own frame count and size."""
+    found = video_served(values)
+    if found is None:
+        return None
+    return Need(peak.of("video", found[1]), "job.video", clip_values(found[1]), None)
+
+
+def video_classmap(values: dict) -> Need | None:
+    """A class map of the analysed clip (``viz.video.classmap``): one forward pass whose every step autograd keeps and
+    one backward (``peak.video_classmap``); what would fit instead: the other methods that do."""
+    found = video_served(values)
+    lang = values.get("lang", "en")
+    if found is None or state.VIDEOS.find(video_key(values["video_model"], values["video_file"], lang)) is None:
+        return None                                   # the handler says: analyse the clip first
+    shape = found[1]
+    method = values.get("video_method") if values.get("video_method") in VIDEO_METHODS else VIDEO_METHODS[0]
+
+    def advice(lang: str, budget: int) -> str | None:
+        fitting = [t(f"video.method.{m}", lang) for m in VIDEO_METHODS
+                   if m != method and peak.of("video_classmap", shape, method=m) <= budget]
+        return t("advice.other_methods", lang, methods=", ".join(fitting)) if fitting else None
+    return Need(peak.of("video_classmap", shape, method=method), "job.video_classmap", clip_values(shape), advice)
 
 
 def api_analysis(values: dict) -> Need | None:
@@ -282,6 +313,7 @@ JOBS: dict[str, Callable[[dict], Need | None]] = {
     "vit_explorer.tabs.concepts.switch_latent": concepts,
     "vit_explorer.tabs.concepts.concepts_redraw": concepts,
     "vit_explorer.tabs.video.analyse": video,
+    "vit_explorer.tabs.video.explain_clip": video_classmap,
 }
 # handlers that run no job: a cost said before anything runs, a control's look, what a cached report redraws
 LIGHT = frozenset({
@@ -291,6 +323,7 @@ LIGHT = frozenset({
     "vit_explorer.tabs.inside.mark_heads", "vit_explorer.tabs.inside.relabel",
     "vit_explorer.tabs.concepts.pick_latent", "vit_explorer.tabs.concepts.click_concept",
     "vit_explorer.tabs.concepts.click_patch", "vit_explorer.tabs.video.show_frame",
+    "vit_explorer.tabs.video.offer_classes", "vit_explorer.tabs.video.show_classmap_frame",
 })
 
 

@@ -58,6 +58,7 @@ SERIES_MEMORY = 64 * 2**20      # a training run's snapshots on one photo: small
 TRUST_MEMORY = 8 * 2**20        # trust checks per (photo, model, target, method): a few kB each
 INSIDE_MEMORY = 16 * 2**20      # inside views per (photo, model, target, …): ViT-B/16's ~150 kB (its DLA source maps)
 VIDEOS_MEMORY = 128 * 2**20     # analysed clips per (video, model): VideoMAE-B/16's 16 frames ~40 MB (q, k in float16)
+CLASSMAPS_MEMORY = 16 * 2**20   # class maps of clips: a few kB each (VideoMAE-B/16's 16 frames: 8×14×14 float32)
 # What a public server reads of a visitor's video (vit.video_file's guards, each refused in one sentence): a short clip
 PUBLIC_VIDEO_LIMITS = VideoLimits(max_bytes=20 * 2**20, max_pixels=1920 * 1080, max_seconds=60.0, max_frames=3_600,
                                   max_decode_seconds=20.0)
@@ -180,16 +181,18 @@ def video_limits() -> VideoLimits:
 def analyze_video(key: tuple[str, str]) -> tuple[Analysis, object]:
     """(uploaded video file, video model source) -> (its analysis, its readout's rollout (T', gh, gw) ndarray): the clip
     decoded under ``video_limits`` (a VideoFileError says why not), then the model's one call, its queries and keys
-    kept in float16."""
+    kept in float16, each attention step a model turn."""
     path, source = key
     loaded = MODELS.get(source).loaded
     clip = read_clip(path, loaded.preprocess, limits=video_limits())
     with MODEL_TURN:
-        a = analyze(loaded, clip, ATTENTION_DTYPE)
+        a = analyze(loaded, clip, ATTENTION_DTYPE, turn=MODEL_TURN)     # each step a turn: a left job stops there
     return a, clip_rollout(a)
 
 
 VIDEOS = Cache(analyze_video, VIDEOS_MEMORY, weigh=lambda found: cached_bytes(found[0]) + found[1].nbytes)
+# a clip's class maps per (video, model source, method, class index): (T', gh, gw) each, computed by the Video tab
+CLASSMAPS = Cache(None, CLASSMAPS_MEMORY)
 
 
 def walk_key(key: AnalysisKey):

@@ -1,7 +1,8 @@
 """Protects the Video tab as a visitor uses it, in chromium, in English and Chinese, on a desktop and a 390 px phone:
 the toy video model (trained on the moving squares, offered from the weights folder) chosen, a clip uploaded, the
 analysis shows the chosen frame with its rollout, the summary in the page's language and a frame slider over the 8
-sampled frames; moving the slider draws another frame; nothing is wider than the phone."""
+sampled frames; the clip's top-1 class offered for a class map, whose Grad-CAM per frame draws the strip and the
+chosen frame; moving the slider draws another frame of both; nothing is wider than the phone."""
 from __future__ import annotations
 
 import pytest
@@ -9,6 +10,8 @@ import pytest
 from browser_setup import ARTIFACTS, TIMEOUT_MS, app_in_browser, open_tab
 from video_clips import moving_squares_toy
 from viz.i18n import t
+
+pytestmark = pytest.mark.slow   # a toy trained, a served app and a browser
 
 DESKTOP = {"width": 1280, "height": 900}
 PHONE = {"width": 390, "height": 844}
@@ -27,7 +30,8 @@ def server(real_weights_dir, tmp_path_factory):
         monkeypatch.undo()
 
 
-@pytest.mark.parametrize("locale, viewport", [("en-US", DESKTOP), ("zh-CN", PHONE)])
+@pytest.mark.parametrize("locale, viewport", [("en-US", DESKTOP), ("zh-CN", PHONE), ("en-US", PHONE),
+                                              ("zh-CN", DESKTOP)])
 def test_a_visitor_analyses_a_clip_and_moves_through_its_frames(server, locale, viewport):
     lang = "zh-CN" if locale == "zh-CN" else "en"
     context = server["browser"].new_context(locale=locale, viewport=viewport)
@@ -46,17 +50,29 @@ def test_a_visitor_analyses_a_clip_and_moves_through_its_frames(server, locale, 
         page.locator("#video-picture img").wait_for()
         summary = t("video.summary", lang, frames=8, total=8, seconds=1.0, top="").split("：" if lang != "en" else ":")[0]
         page.wait_for_function("line => document.querySelector('#video-note').innerText.includes(line)", arg=summary)
+        page.wait_for_function("() => document.querySelector('#video-class input').value !== ''")
+        page.locator("#video-classmap-button").click()
+        page.locator("#video-classmap-strip img").wait_for()
+        page.locator("#video-classmap-frame img").wait_for()
+        title = t("video.method.gradcam", lang)
+        page.wait_for_function("line => document.querySelector('#video-classmap-note').innerText.includes(line)",
+                               arg=title)
         first = page.locator("#video-picture img").get_attribute("src")
+        explained = page.locator("#video-classmap-frame img").get_attribute("src")
         slider = page.locator("#video-frame input[type=range]")
         assert slider.get_attribute("max") == "7"
         slider.fill("5")
         page.wait_for_function("src => document.querySelector('#video-picture img').getAttribute('src') !== src",
                                arg=first)
+        page.wait_for_function("src => document.querySelector('#video-classmap-frame img').getAttribute('src') !== "
+                               "src", arg=explained)
         page.locator("#video-strip img").wait_for()
         page.locator("#video-distance img").wait_for()
         width = page.evaluate("document.documentElement.scrollWidth")
         assert width <= viewport["width"] + 1, width
         ARTIFACTS.mkdir(exist_ok=True)
         page.screenshot(path=str(ARTIFACTS / f"video-{lang}-{viewport['width']}.png"), full_page=True)
+        page.locator("#video-classmap-about").scroll_into_view_if_needed()
+        page.screenshot(path=str(ARTIFACTS / f"video-classmap-{lang}-{viewport['width']}.png"))
     finally:
         context.close()

@@ -124,6 +124,29 @@ def test_the_estimates_grow_with_the_input_as_the_jobs_do():
     assert peak.Shape.of(model, 448, 448) == peak.Shape.of_config(model.cfg, 448, 448, params)
 
 
+def test_a_clips_estimates_follow_its_steps_groups_and_the_docs_quote_them():
+    """A clip's shape is read from the description: a divided model's time and space steps attend inside their groups
+    (far fewer pairs than one joint step over as many tokens), and video.md quotes VideoMAE-B/16's two estimates."""
+    from pathlib import Path
+
+    import torch
+
+    from vit.video import VideoConfig, VideoTransformer
+
+    with torch.device("meta"):
+        videomae = VideoTransformer(VideoConfig(k_bias=False))                      # B/16, 16 frames, tubelets of 2
+        timesformer = VideoTransformer(VideoConfig(num_frames=8, tubelet_size=1, attention="divided", class_token=True,
+                                                   pos_embed="space_time", global_pool="token"))
+    joint, divided = peak.ClipShape.of(videomae), peak.ClipShape.of(timesformer)
+    assert (joint.tokens, joint.depth, joint.layer) == (1568, 12, 12 * 1568**2)
+    assert (divided.tokens, divided.depth) == (1569, 24)
+    assert divided.layer == max(12 * 196 * 8**2, 12 * 8 * 197**2) < joint.layer
+    analysis, classmap = peak.of("video", joint), peak.of("video_classmap", joint, method="gradcam")
+    assert analysis < classmap
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "video.md").read_text(encoding="utf-8")
+    assert f"{analysis / GB:.2f} GB for the analysis and {classmap / GB:.2f} GB for Grad-CAM per frame" in docs
+
+
 def test_every_handler_the_page_wires_runs_a_known_job(augreg_weights):
     """A new handler must say what it runs (``vit_explorer.jobs.JOBS``) or that it runs nothing (``LIGHT``)."""
     from vit_explorer.layout import build_app

@@ -2,7 +2,9 @@
 runs it in a process of its own (``measured_peaks.py``), peaks at no more than its estimate, and at no more than
 ``peak.TOLERANCE`` below it (an estimate that wasteful would refuse jobs that fit). Small and medium sizes of the
 AugReg ViT-Ti (real weights: its trust check and inside views run as they do for visitors) and a random ViT-S/16
-(twice the heads and the width: the terms that follow them), so that the terms are checked where they differ.
+(twice the heads and the width: the terms that follow them), so that the terms are checked where they differ; the
+Video tab's jobs (a clip's analysis, its Grad-CAM per frame) on a random VideoMAE-like model at two clip sizes
+(``measured_video_peaks.py``).
 
 The peak is the process's VmHWM above its VmRSS before the job, from /proc, malloc tuned as the server tunes it."""
 from __future__ import annotations
@@ -41,12 +43,25 @@ def vit_s(tmp_path_factory) -> Path:
     return vit.save_checkpoint(path, model, [f"class {i}" for i in range(10)], vit.Preprocess.for_crop(224))
 
 
-def measured(weights: Path, side: int, jobs: tuple[str, ...]) -> list[dict]:
-    run = subprocess.run([sys.executable, str(HERE / "measured_peaks.py"), str(weights), str(side), *jobs],
+def measured(script: str, *args, jobs: tuple[str, ...]) -> list[dict]:
+    """The rows ``script`` (``measured_peaks.py`` or ``measured_video_peaks.py``) prints for ``jobs``."""
+    run = subprocess.run([sys.executable, str(HERE / script), *map(str, args), *jobs],
                          capture_output=True, text=True, timeout=3000)
     rows = [json.loads(line) for line in run.stdout.splitlines() if line.startswith("{")]
     assert run.returncode == 0 and len(rows) == len(jobs), run.stderr[-3000:]
     return rows
+
+
+def assert_within_estimates(rows: list[dict], where: str) -> None:
+    """Every row's measured peak ≤ its estimate ≤ ``peak.TOLERANCE`` of it; the table printed."""
+    factor, slack = peak.TOLERANCE
+    table = "\n".join(f"{r['job']:>16} at {where}: measured {r['measured'] / 2**20:7.1f} MB, estimated "
+                      f"{r['estimate'] / 2**20:7.1f} MB ({r['seconds']:.1f} s)" for r in rows)
+    print(table)
+    under = [r["job"] for r in rows if r["measured"] > r["estimate"]]
+    wasteful = [r["job"] for r in rows if r["estimate"] > factor * r["measured"] + slack]
+    assert not under, f"estimated below the measured peak: {under}\n{table}"
+    assert not wasteful, f"estimated beyond {factor} × the measured peak + {slack / 2**20:.0f} MB: {wasteful}\n{table}"
 
 
 @pytest.mark.parametrize("model, side, jobs", [("augreg", 224, EVERY), ("augreg", 224, THOROUGH),
@@ -54,12 +69,10 @@ def measured(weights: Path, side: int, jobs: tuple[str, ...]) -> list[dict]:
                          ids=["ViT-Ti 224", "ViT-Ti 224 thorough", "ViT-Ti 384", "ViT-S 224"])
 def test_each_jobs_peak_is_within_its_estimate(real_weights_dir, vit_s, model, side, jobs):
     weights = real_weights_dir / AUGREG if model == "augreg" else vit_s
-    factor, slack = peak.TOLERANCE
-    rows = measured(weights, side, jobs)
-    table = "\n".join(f"{r['job']:>16} at {side}: measured {r['measured'] / 2**20:7.1f} MB, estimated "
-                      f"{r['estimate'] / 2**20:7.1f} MB ({r['seconds']:.1f} s)" for r in rows)
-    print(table)
-    under = [r["job"] for r in rows if r["measured"] > r["estimate"]]
-    wasteful = [r["job"] for r in rows if r["estimate"] > factor * r["measured"] + slack]
-    assert not under, f"estimated below the measured peak: {under}\n{table}"
-    assert not wasteful, f"estimated beyond {factor} × the measured peak + {slack / 2**20:.0f} MB: {wasteful}\n{table}"
+    assert_within_estimates(measured("measured_peaks.py", weights, side, jobs=jobs), str(side))
+
+
+@pytest.mark.parametrize("side, frames", [(112, 8), (224, 16)], ids=["196 tokens", "1568 tokens"])
+def test_a_clips_jobs_peak_within_their_estimates(side, frames):
+    rows = measured("measured_video_peaks.py", side, frames, jobs=("video", "video_gradcam"))
+    assert_within_estimates(rows, f"{side} px × {frames}")

@@ -2,7 +2,10 @@
 video model trained on the moving squares: an uploaded clip gives the top-5, a frame slider over the sampled frames,
 the chosen frame with its rollout (equal to the slice's drawing of the cached analysis), the strip and the distance
 picture, in English and Chinese; the slider draws from the cache without running the model; a photo model, a clip
-before any upload, and a photo model's name are each answered with one sentence."""
+before any upload, and a photo model's name are each answered with one sentence. The class maps per frame: the clip's
+top-5 offered, the top-1's Grad-CAM equal to the library's (``viz.video.classmap``) drawn on every frame and the
+slider's, a class outside the top-5 or a method outside the table refused; a clip's analysis and its class map whose
+visitor has gone stop at the next attention step, nothing of them cached."""
 from __future__ import annotations
 
 import os
@@ -18,11 +21,15 @@ import app_server  # noqa: F401  (gives this process its own GRADIO_TEMP_DIR bef
 import vit
 from tiny_models import tiny
 from video_clips import moving_squares_toy
-from vit_explorer import state, views
+from vit.explain.targets import ClassTarget
+from vit_explorer import heavy, jobs, limits, state, views
+from vit_explorer.door import Refusal
+from viz.analysis import peak
 from vit_explorer.tabs import TAB_IDS
 from vit_explorer.tabs import video as tab
 from viz.i18n import t
-from viz.video.view import captioned, frame_caption, frame_overlay
+from viz.video.classmap import VIDEO_METHODS, clip_gradcam
+from viz.video.view import captioned, frame_caption, frame_overlay, frame_overlays, frames_strip
 
 
 @pytest.fixture(scope="module")
@@ -105,3 +112,131 @@ def test_the_model_box_sends_a_video_model_to_its_tab(server, monkeypatch):
     out = views.switch_model(server.video_model, server.photo_model, None, None, None, "en")
     assert set(out) == {"model"} and out["model"].value == server.photo_model
     assert warned == [t("video.in_video_tab", "en", name=server.video_model)]
+
+
+# ---- class maps per frame ------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("lang", ["en", "zh-CN"])
+def test_a_class_map_per_frame_for_one_of_the_top5(server, lang):
+    state.CLASSMAPS.clear()
+    with pytest.raises(gr.Error) as refused:
+        tab.explain_clip(server.video_model, server.clip, None, "gradcam", 0, lang)
+    assert refused.value.message == t("message.video_classmap_first", lang)
+    tab.analyse(server.video_model, server.clip, lang)
+    a, _ = state.VIDEOS.find((os.path.realpath(server.clip), state.model_source(server.video_model)))
+    offered = tab.offer_classes(server.video_model, server.clip, lang)
+    top = [name for name, _ in a.top_k(5)]
+    assert offered["video_class"].choices == [(n, n) for n in top] and offered["video_class"].value == top[0]
+    assert all(offered[name] is None for name in tab.CLASSMAP_OUTPUTS)
+    second = top[1]
+    out = tab.explain_clip(server.video_model, server.clip, second, "gradcam", 5, lang)
+    assert set(out) == set(tab.CLASSMAP_OUTPUTS)
+    loaded = state.MODELS.get(state.model_source(server.video_model)).loaded
+    index = a.labels.index(second)
+    expected = clip_gradcam(loaded.model, loaded.preprocess.clip_tensor(a.clip.frames), ClassTarget(index))
+    cam = state.CLASSMAPS.find((os.path.realpath(server.clip), state.model_source(server.video_model), "gradcam",
+                                index))
+    assert cam.values.shape == (4, 4, 4) and np.abs(cam.values - expected.values).max() < 1e-6
+    title = t("video.method.gradcam", lang)
+    strip = captioned(frames_strip(a, frame_overlays(a, cam.values, cell=tab.STRIP_CELL), lang),
+                      t("picture.video_classmap", lang, method=title, name=second), lang)
+    assert np.array_equal(np.asarray(out["video_classmap_strip"]), np.asarray(strip))
+    frame = captioned(frame_overlay(a, cam.values, 5, cell=tab.FRAME_SIZE), frame_caption(a, 5, lang), lang)
+    assert np.array_equal(np.asarray(out["video_classmap_frame"]), np.asarray(frame))
+    assert out["video_classmap_note"].startswith(t("video.classmap_summary", lang, method=title, name=second,
+                                                   probability=float(a.probabilities[index]), index=0,
+                                                   seconds=0.0).split("：" if lang != "en" else ":")[0])
+    taken = state.MODEL_TURN.taken                        # the slider and the default class draw from the cache
+    moved = tab.show_classmap_frame(server.video_model, server.clip, second, "gradcam", 2, lang)
+    frame = captioned(frame_overlay(a, cam.values, 2, cell=tab.FRAME_SIZE), frame_caption(a, 2, lang), lang)
+    assert np.array_equal(np.asarray(moved["video_classmap_frame"]), np.asarray(frame))
+    assert tab.show_classmap_frame(server.video_model, server.clip, top[2], "gradcam", 2, lang) == {}
+    tab.explain_clip(server.video_model, server.clip, second, "gradcam", 1, lang)
+    assert state.MODEL_TURN.taken == taken
+
+
+def test_a_class_or_method_outside_the_choices_is_refused(server):
+    tab.analyse(server.video_model, server.clip, "en")
+    a, _ = state.VIDEOS.find((os.path.realpath(server.clip), state.model_source(server.video_model)))
+    outside = next(name for name in a.labels if name not in dict(a.top_k(5))) if len(a.labels) > 5 else None
+    for name in filter(None, [outside, "tabby cat", "x" * 5000]):
+        with pytest.raises(gr.Error) as refused:
+            tab.explain_clip(server.video_model, server.clip, name, "gradcam", 0, "en")
+        assert refused.value.message.startswith("Choose one of the clip's top-5 classes")
+    with pytest.raises(gr.Error) as refused:
+        tab.explain_clip(server.video_model, server.clip, None, "attnlrp", 0, "zh-CN")
+    assert refused.value.message == t("message.video_method_unknown", "zh-CN", methods=", ".join(
+        t(f"video.method.{m}", "zh-CN") for m in VIDEO_METHODS))
+
+
+def test_every_method_of_the_table_is_a_choice_with_its_texts():
+    for m in VIDEO_METHODS:
+        for lang in ("en", "zh-CN"):
+            assert t(f"video.method.{m}", lang) != f"video.method.{m}"
+            assert t(f"video.method_about.{m}", lang) != f"video.method_about.{m}"
+
+
+def test_a_clips_jobs_are_admitted_by_their_own_estimates(server, monkeypatch):
+    """The analysis and the class map each need their own estimate (``peak.ClipShape``); over the budget, the class
+    map is refused before it runs, in the jobs' one sentence (no other method fits: the table has only Grad-CAM)."""
+    values = dict(video_model=server.video_model, video_file=server.clip, video_class=None, video_method="gradcam",
+                  video_frame=0, lang="en")
+    state.VIDEOS.clear()
+    assert jobs.video_classmap(values) is None            # not analysed yet: the handler says so itself
+    tab.analyse(server.video_model, server.clip, "en")
+    served = state.MODELS.get(state.model_source(server.video_model))
+    shape = peak.ClipShape.of(served.loaded.model, params=served.nbytes)
+    assert (shape.frames, shape.tokens, shape.depth) == (8, 65, 2)          # a CLS token, 4 × 4 × 4 patches
+    analysis, classmap = jobs.video(values), jobs.video_classmap(values)
+    assert (analysis.bytes, analysis.what) == (peak.of("video", shape), "job.video")
+    assert (classmap.bytes, classmap.what) == (peak.of("video_classmap", shape, method="gradcam"), "job.video_classmap")
+    monkeypatch.setattr(limits.LIMITS, "max_memory", classmap.bytes - 1)
+    with pytest.raises(Refusal) as refused:
+        with jobs.admitted(tab.explain_clip, values):
+            pass
+    assert str(refused.value) == t("message.memory_refused", "en", job=t("job.video_classmap", "en", frames=8, side=32),
+                                   need=classmap.bytes / 2**30, budget=(classmap.bytes - 1) / 2**30,
+                                   advice=t("message.memory_no_advice", "en"))
+
+
+# ---- a job whose visitor has gone stops at the next attention step ---------------------------------------------------
+
+def _wanted_for(monkeypatch, checks: int) -> list:
+    """The visitor is there for ``checks`` checks of ``heavy.still_wanted``, then gone; the calls are counted."""
+    calls = []
+
+    def still_wanted():
+        calls.append(None)
+        return len(calls) <= checks
+    monkeypatch.setattr(heavy, "still_wanted", still_wanted)
+    return calls
+
+
+def test_a_clips_analysis_stops_at_the_next_step_when_its_visitor_leaves(server, monkeypatch):
+    """The toy's two attention steps each take the model's turn (two checks each, the analysis's own turn two): a
+    visitor gone after the first step stops the analysis before the second; nothing is cached."""
+    source = state.model_source(server.video_model)
+    state.MODELS.get(source)                              # loaded (and warmed up) while the visitor is there
+    state.VIDEOS.clear()
+    taken, there = state.MODEL_TURN.taken, heavy.still_wanted
+    _wanted_for(monkeypatch, 4)
+    with pytest.raises(heavy.Stopped):
+        tab.analyse(server.video_model, server.clip, "en")
+    assert state.MODEL_TURN.taken - taken == 2            # the analysis's turn and its first step's; not the second
+    assert state.VIDEOS.find((os.path.realpath(server.clip), source)) is None
+    monkeypatch.setattr(heavy, "still_wanted", there)     # the visitor is back
+    taken = state.MODEL_TURN.taken
+    tab.analyse(server.video_model, server.clip, "en")
+    assert state.MODEL_TURN.taken - taken == 1 + 2 + 1    # its turn, a turn per step, and the one that finds no more
+
+
+def test_a_class_map_stops_at_the_next_step_when_its_visitor_leaves(server, monkeypatch):
+    source = state.model_source(server.video_model)
+    tab.analyse(server.video_model, server.clip, "en")
+    state.CLASSMAPS.clear()
+    taken = state.MODEL_TURN.taken
+    _wanted_for(monkeypatch, 4)
+    with pytest.raises(heavy.Stopped):
+        tab.explain_clip(server.video_model, server.clip, None, "gradcam", 0, "en")
+    assert state.MODEL_TURN.taken - taken == 2            # the job's turn and its first step's
+    assert not [key for key in state.CLASSMAPS.keys() if key[:2] == (os.path.realpath(server.clip), source)]

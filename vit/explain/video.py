@@ -15,6 +15,7 @@ turns the volume into maps is ``viz.video.classmap``.
 """
 from __future__ import annotations
 
+from contextlib import nullcontext
 from dataclasses import dataclass
 
 import numpy as np
@@ -22,6 +23,7 @@ import torch
 import torch.nn as nn
 
 from ..architecture import BlockLayout, architecture_of
+from ..video import in_turns
 from .passes import GraphStart, Record, differentiable
 from .rules import rewired, without_parameter_grads
 from .targets import ClassTarget, Target
@@ -54,9 +56,11 @@ def feature_volume(tokens: torch.Tensor, block: BlockLayout, batch: int) -> torc
     return stream.reshape(batch, block.frames, *block.grid, D).permute(0, 4, 1, 2, 3)
 
 
-def gradcam_pass(model: nn.Module, x: torch.Tensor, target: Target | None = None) -> ClassMapPass:
+def gradcam_pass(model: nn.Module, x: torch.Tensor, target: Target | None = None, turn=None) -> ClassMapPass:
     """Clips (B, F, C, H, W) -> ``ClassMapPass`` for ``target`` (default: each clip's top-1 class): the activation of
-    ``model.gradcam_layer()`` and its gradient, from one forward of the plain model and one ``autograd.grad``."""
+    ``model.gradcam_layer()`` and its gradient, from one forward of the plain model and one ``autograd.grad``.
+    ``turn``: a context manager taken for each attention step of the forward and for the backward (a server's model
+    turn: a job whose visitor has gone stops at the next one)."""
     model.eval_layout(x, "Explanations")
     block = architecture_of(model, x).blocks[-1]
     target = target if target is not None else ClassTarget()
@@ -70,9 +74,13 @@ def gradcam_pass(model: nn.Module, x: torch.Tensor, target: Target | None = None
 
     view = rewired(without_parameter_grads(model), replace)
     with torch.inference_mode(False), torch.enable_grad():
-        output = view(differentiable(x))
+        tokens = differentiable(x)
+        for step in in_turns(view.steps(tokens, keep=None), turn):                  # the plain forward, step by step
+            tokens = step.tokens
+        output = view.forward_head(tokens)
         score = target.score(output)                                                # (B,)
-        (grad,) = torch.autograd.grad(score.sum(), [store["tokens"]])               # clips are independent: sum
+        with turn if turn is not None else nullcontext():
+            (grad,) = torch.autograd.grad(score.sum(), [store["tokens"]])           # clips are independent: sum
     B = x.shape[0]
     return ClassMapPass(output=output.detach(), score=score.detach(),
                         activation=feature_volume(store["tokens"].detach(), block, B),

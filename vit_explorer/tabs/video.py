@@ -3,14 +3,19 @@ with where the readout looks (its slice, ``viz.video``), a frame slider, the top
 distance in time and in space. The clip comes only from the upload folder (``door.uploaded_photo``), the model only
 through the models' guard (``state.model_source``); decoding passes ``state.video_limits`` (a public server reads a
 short clip only) and every refusal is one sentence. The analysis is a heavy job of its own group; the slider draws
-from the cached analysis, never runs the model."""
+from the cached analysis, never runs the model. Below, a class map per frame (``viz.video.classmap``) for one of the
+clip's top-5 classes, by a method of its table, a heavy job of the same group (its own block at the end)."""
 from __future__ import annotations
 
 import gradio as gr
+import numpy as np
 import torch
 
+from vit.explain.targets import ClassTarget
 from viz.i18n import t
-from viz.video.view import captioned, distance_picture, frame_caption, frame_overlay, frame_overlays, frames_strip
+from viz.video.classmap import VIDEO_METHODS, clip_classmap
+from viz.video.view import (captioned, distance_picture, frame_caption, frame_maps, frame_overlay, frame_overlays,
+                            frames_strip)
 
 from .. import state
 from ..components import picture
@@ -39,6 +44,7 @@ def build(page) -> None:
                                       elem_id="video-frame"))
     page.add("video_strip", picture(i18n, "picture.video_strip", enlarge=False, elem_id="video-strip"))
     page.add("video_distance", picture(i18n, "picture.video_distance", enlarge=False, elem_id="video-distance"))
+    build_classmaps(page)
 
 
 def video_key(video_model, video_file, lang: str) -> tuple[str, str]:
@@ -57,6 +63,8 @@ def analyse(video_model, video_file, lang, narrow=False):
         raise gr.Error(t("message.video_needs_model", lang, name=str(video_model).strip()), print_exception=False)
     try:
         a, rollout = state.VIDEOS.get((path, source))
+    except gr.Error:                                  # heavy.Stopped: its visitor left (a gr.Error is a ValueError)
+        raise
     except ValueError as err:                         # vit.video_file.VideoFileError: its one sentence
         raise gr.Error(t("message.video_refused", lang, reason=err), print_exception=False) from None
     last = len(a.clip.frames) - 1
@@ -88,3 +96,98 @@ def _frame(a, rollout, frame, lang: str):
 def wire(page) -> None:
     page["video_button"].click(**page.wire(analyse, list(OUTPUTS), heavy_group="video"))
     page["video_frame"].input(**page.wire(show_frame, ["video_picture"]), **page.render)
+    wire_classmaps(page)
+
+
+# ---- class maps per frame: one of viz.video.classmap's VIDEO_METHODS for one of the clip's top-5 classes ----------
+# A heavy job of the video group (a forward and a backward pass of the clip, ``jobs.video_classmap``), cached per
+# (clip, model, method, class) in ``state.CLASSMAPS``; drawn as every sampled frame on one scale, and the frame the
+# slider chose. A method is a choice because it is an entry of VIDEO_METHODS, named by its texts (``video.method.*``,
+# ``video.method_about.*``).
+
+CLASSMAP_OUTPUTS = ("video_classmap_note", "video_classmap_frame", "video_classmap_strip")
+
+
+def build_classmaps(page) -> None:
+    i18n = page.i18n
+    gr.Markdown(i18n("about.video_classmap"), elem_id="video-classmap-about")
+    with gr.Row(equal_height=True):
+        page.add("video_class", gr.Dropdown([], value=None, allow_custom_value=False, scale=3, min_width=160,
+                                            label=i18n("video.class"), elem_id="video-class"))
+        page.add("video_method", gr.Radio([(i18n(f"video.method.{m}"), m) for m in VIDEO_METHODS],
+                                          value=VIDEO_METHODS[0], scale=2, min_width=160, label=i18n("video.method"),
+                                          elem_id="video-method"))
+        page.add("video_classmap_button", gr.Button(i18n("video.classmap_button"), variant="primary", scale=1,
+                                                    min_width=90, elem_id="video-classmap-button"))
+    page.add("video_classmap_note", gr.Markdown(elem_id="video-classmap-note", elem_classes=["note"]))
+    page.add("video_classmap_frame", picture(i18n, "picture.video_classmap_frame", enlarge=False,
+                                             elem_id="video-classmap-frame"))
+    page.add("video_classmap_strip", picture(i18n, "picture.video_classmap_strip", enlarge=False,
+                                             elem_id="video-classmap-strip"))
+
+
+def offer_classes(video_model, video_file, lang):
+    """A clip was analysed (its top-5 shown): its five classes to explain, the top-1 chosen, the last class maps
+    cleared (they were another clip's). Nothing runs: the classes come from the cached analysis."""
+    found = state.VIDEOS.find(video_key(video_model, video_file, lang)) if video_file else None
+    names = [name for name, _ in found[0].top_k(5)] if found is not None else []
+    return dict(video_class=gr.Dropdown(choices=names, value=names[0] if names else None),
+                **dict.fromkeys(CLASSMAP_OUTPUTS))
+
+
+def explain_clip(video_model, video_file, video_class, video_method, video_frame, lang, narrow=False):
+    """The chosen class's map by the chosen method on every sampled frame, and on the slider's frame."""
+    a, key, method, index = _classmap_request(video_model, video_file, video_class, video_method, lang)
+    served = state.MODELS.get(key[1])
+    loaded = served.loaded
+
+    def compute():
+        x = loaded.preprocess.clip_tensor(a.clip.frames).to(next(loaded.model.parameters()).device)
+        with state.MODEL_TURN:
+            return clip_classmap(loaded.model, x, method, ClassTarget(index), turn=state.MODEL_TURN)
+
+    cam = state.CLASSMAPS.get(key, compute)
+    name = a.labels[index]
+    title = t(f"video.method.{method}", lang)
+    strongest = int(np.argmax(frame_maps(a, cam.values).reshape(len(a.clip.frames), -1).max(axis=1)))
+    note = " ".join([t("video.classmap_summary", lang, method=title, name=name,
+                       probability=float(a.probabilities[index]), index=int(a.clip.indices[strongest]),
+                       seconds=float(a.clip.times[strongest])), t(f"video.method_about.{method}", lang)])
+    strip = frames_strip(a, frame_overlays(a, cam.values, cell=STRIP_CELL), lang, columns=4 if narrow else 8)
+    return dict(video_classmap_note=note, video_classmap_frame=_frame(a, cam.values, video_frame, lang),
+                video_classmap_strip=captioned(strip, t("picture.video_classmap", lang, method=title, name=name),
+                                               lang))
+
+
+def show_classmap_frame(video_model, video_file, video_class, video_method, video_frame, lang):
+    """The slider moved: that frame's class map, when the chosen class's map was drawn (from the cache)."""
+    if not video_file or not video_class:
+        return {}
+    a, key, _, _ = _classmap_request(video_model, video_file, video_class, video_method, lang)
+    cam = state.CLASSMAPS.find(key)
+    return {} if cam is None else dict(video_classmap_frame=_frame(a, cam.values, video_frame, lang))
+
+
+def _classmap_request(video_model, video_file, video_class, video_method, lang):
+    """(the cached analysis, the class map's cache key, the method, the class index) of what the visitor chose: the
+    clip analysed first, a method of the table, one of the clip's top-5 classes (empty: the top-1); gr.Error else."""
+    path, source = video_key(video_model, video_file, lang)
+    found = state.VIDEOS.find((path, source))
+    if found is None:
+        raise gr.Error(t("message.video_classmap_first", lang), print_exception=False)
+    a = found[0]
+    if video_method not in VIDEO_METHODS:
+        raise gr.Error(t("message.video_method_unknown", lang,
+                         methods=", ".join(t(f"video.method.{m}", lang) for m in VIDEO_METHODS)),
+                       print_exception=False)
+    top = [int(i) for i in np.argsort(-a.probabilities, kind="stable")[:5]]
+    chosen = top[0] if not video_class else next((i for i in top if a.labels[i] == video_class), None)
+    if chosen is None:
+        raise gr.Error(t("message.video_class_unknown", lang, name=str(video_class)), print_exception=False)
+    return a, (path, source, video_method, chosen), video_method, chosen
+
+
+def wire_classmaps(page) -> None:
+    page["video_top5"].change(**page.wire(offer_classes, ["video_class", *CLASSMAP_OUTPUTS]), **page.render)
+    page["video_classmap_button"].click(**page.wire(explain_clip, list(CLASSMAP_OUTPUTS), heavy_group="video"))
+    page["video_frame"].input(**page.wire(show_classmap_frame, ["video_classmap_frame"]), **page.render)

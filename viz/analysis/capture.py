@@ -351,7 +351,7 @@ def analyze(loaded, image: Image.Image, attention_dtype=np.float32, dtype: torch
     ``viz.analysis.video.analyze_clip``, its queries and keys kept in ``attention_dtype``.
     How the attention is kept follows the model's description (``vit.architecture``): a model whose blocks all
     attend over one sequence of tokens through ``capture`` (the whole array, or with ``on_demand`` what recomputes
-    any row; ``turn``: the context a recomputation runs in); a model with windows or stages block by block
+    any row; ``turn``: the context a recomputation runs in, and a clip's every attention step); a model with windows or stages block by block
     (``capture_blocks``: every block's window maps, small enough to keep).
     ``keep_stream``: also the residual stream, for the patch features of any layer (``viz.features``).
     ``attention_dtype``: np.float16 halves the cache (ViT-B/16 at 224: 11 MB instead of 22 MB). Measured on
@@ -365,7 +365,7 @@ def analyze(loaded, image: Image.Image, attention_dtype=np.float32, dtype: torch
     model = loaded.model
     if model.architecture(*loaded.preprocess.crop).video:        # a clip (vit.video_file.Clip): the video sibling
         from .video import analyze_clip
-        return analyze_clip(loaded, image, attention_dtype, dtype)
+        return analyze_clip(loaded, image, attention_dtype, dtype, turn)
     t0 = time.perf_counter()
     cropped = loaded.preprocess.crop_image(image)
     pixels = torch.from_numpy(np.array(cropped)).unsqueeze(0)               # (1, H, W, 3) uint8

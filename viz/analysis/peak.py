@@ -26,8 +26,9 @@ it, at most ``TOLERANCE`` above it).
 The jobs (``JOBS``): an analysis (its forward pass and every tab's first pictures), a redraw (a rollout control:
 every layer's head-fused matrix recomputed), each family of explanation passes and the Explain tab's every method,
 the trust check (fast or thorough, with or without the sanity check), the inside views (the views, an ablation,
-patching), a comparison, the depth animation, the dense features, the guided walk, a training run's snapshots and
-CLIP's zero-shot scores.
+patching), a comparison, the depth animation, the dense features, the guided walk, a training run's snapshots,
+CLIP's zero-shot scores, and the Video tab's two: a clip's analysis and a clip's class map (their terms from
+``ClipShape``: each attention step inside its groups, ``of("video", ClipShape.of(model))``).
 """
 from __future__ import annotations
 
@@ -35,14 +36,17 @@ from dataclasses import dataclass, fields
 from typing import Callable, Literal
 
 from .cost import follows_size
+from .video import CHUNK_BYTES as CLIP_CHUNK_BYTES
+from .video import FUSED_BYTES
 
 F32 = 4
 MB = 2**20
 CHUNK = 16 * MB                   # float32 elements computed together at most (viz.analysis.capture.CHUNK_BYTES / 4)
+CLIP_CHUNK = CLIP_CHUNK_BYTES // F32   # float32 elements a clip's capture reduces together at most
 TOLERANCE = (1.6, 96 * MB)        # tests/load: measured <= estimate <= 1.6 · measured + 96 MB
 
 Job = Literal["analysis", "render", "explain", "trust", "inside", "compare", "animation", "features", "walk",
-              "snapshots", "zero_shot"]
+              "snapshots", "zero_shot", "video", "video_classmap"]
 JOBS: tuple[str, ...] = Job.__args__
 
 
@@ -116,9 +120,12 @@ class Terms:
     activation: float = 0.0
     photo: float = 0.0
     params: float = 0.0           # copies of the model's parameters (bytes, not float32 elements)
+    fused: float = 0.0            # a clip's terms (``ClipShape``): its head-fused maps kept in float16, …
+    tables: float = 0.0           # … its steps' distance tables, …
+    graph: float = 0.0            # … and what autograd keeps of every step
 
     def bytes(self, s: Shape) -> int:
-        held = sum(getattr(self, f.name) * getattr(s, f.name) for f in fields(self)
+        held = sum(getattr(self, f.name) * getattr(s, f.name, 0) for f in fields(self)
                    if f.name not in ("constant", "params"))
         return int(self.constant + F32 * held + self.params * s.params)
 
@@ -131,7 +138,11 @@ class Terms:
 # graph, its gradient, both stacked, and GAE's product of the two (vit.explain.passes, viz.explain.gae); a relevance
 # pass: the rules' activations of every block; the attention family: every block's attention captured. The inside
 # views: one forward and one backward with every block's attention and the stream kept (vit.inside); patching: two
-# photos' streams.
+# photos' streams. A clip's analysis (``ClipShape``, fitted to random VideoMAE-like models of 196 to 1,568 tokens, widths
+# 192 to 768): the capture's chunks of probabilities and its distance tables, the queries and keys kept in float16 (as
+# large as the stream), the head-fused maps in float16, then the rollout's steps made matrices of the stream; the clip's
+# pixels and its tensor. A clip's Grad-CAM: every step's graph (the fused kernel keeps no attention: its output and
+# log-sum-exp) and the backward's step; no weight gradient is computed.
 COEFFICIENTS: dict[str, Terms] = {
     "render": Terms(constant=32 * MB, square=5.0, chunk=1.2, stream=1.2),
     "analysis": Terms(constant=72 * MB, square=5.0, chunk=1.2, stream=3.0),
@@ -153,6 +164,9 @@ COEFFICIENTS: dict[str, Terms] = {
     "walk": Terms(constant=48 * MB, attention=0.9, square=12.0, stream=4.0),
     "snapshots": Terms(constant=80 * MB, square=5.0, chunk=1.2, stream=3.0, params=2.0),
     "zero_shot": Terms(constant=48 * MB, activation=4.0, params=1.0),
+    "video": Terms(constant=32 * MB, chunk=2.0, square=4.0, stream=2.0, activation=2.0, fused=1.0, tables=2.0,
+                   photo=2.0),
+    "video_gradcam": Terms(constant=32 * MB, graph=2.0, activation=1.0, photo=2.0),
 }
 FAMILY_NAMES = ("gradient", "attnlrp", "cp_lrp", "attention", "none")     # viz.explain.methods.FAMILIES
 
@@ -202,9 +216,98 @@ def features(s: Shape, second: bool = False) -> int:
     return COEFFICIENTS["features"].bytes(s) + (COEFFICIENTS["capture"].bytes(s) if second else 0)
 
 
+# ---- a clip's jobs: the Video tab --------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ClipShape:
+    """What a video model's jobs follow for one clip (``vit.architecture``: one block per attention step, each
+    attending inside its groups, ``BlockLayout.groups``), in elements as ``Shape``'s; the names a ``Terms`` reads."""
+    height: int                   # a frame, pixels
+    width: int
+    frames: int                   # F: input frames of the clip
+    tokens: int                   # T: the stream's tokens (prefix and every time position's patches)
+    depth: int                    # attention steps (a divided block's time and space steps are two)
+    attention: int                # Σ_steps heads·G·n²: every step's attention inside its G groups of n tokens
+    layer: int                    # the largest step's heads·G·n²
+    stream: int                   # Σ_steps T·D (+ the embedding's): a float16 copy of q and k per step is as large
+    activation: int               # the largest step's T·(3·D + M) (a time step's M: its temporal_fc's D)
+    graph: int                    # Σ_steps T·(3·D + M): what autograd keeps of every step for a backward pass (the
+                                  # fused attention kernel keeps its output and log-sum-exp, not the attention)
+    fused: int                    # Σ_steps G·n² when the capture keeps the head-fused maps (within FUSED_BYTES in
+                                  # float16, ``viz.analysis.video``), else 0
+    tables: int                   # Σ over the step kinds of G·n²: the capture's distance tables (one per layout)
+    params: int = 0
+
+    @property
+    def square(self) -> int:
+        """T²: one step made one matrix of the stream (a rollout's step, ``viz.maps.video.dense_step``)."""
+        return self.tokens * self.tokens
+
+    @property
+    def chunk(self) -> int:
+        """The probabilities a capture reduces together (``viz.analysis.video.CHUNK_BYTES`` of float32)."""
+        return min(self.layer, CLIP_CHUNK)
+
+    @property
+    def photo(self) -> int:
+        """The clip's pixels, F·H·W·3 (the frames as the model sees them, and their tensor)."""
+        return self.frames * self.height * self.width * 3
+
+    @classmethod
+    def of(cls, model, frames: int | None = None, params: int | None = None) -> "ClipShape":
+        """The shape of a video model's clip of ``frames`` frames (default: its own count) at its own frame size,
+        read from its description (``model.architecture(H, W, frames)``)."""
+        cfg = model.cfg
+        if params is None:
+            params = sum(p.numel() * p.element_size() for p in model.parameters())
+        height, width = cfg.img_size
+        frames = frames or cfg.num_frames
+        arch = model.architecture(height, width, frames)
+        D = cfg.embed_dim
+        attention = layer = activation = graph = fused = 0
+        stream = arch.blocks[0].num_tokens * D
+        kinds = {}
+        for b in arch.blocks:
+            G, n = b.groups().shape
+            T = b.num_tokens
+            M = getattr(cfg, "probe_mlp_dim", cfg.mlp_dim) if b.index >= arch.depth - _probe_blocks(model) \
+                else cfg.mlp_dim
+            if b.attends == "time":          # a divided block's time step: its attention and temporal_fc, no MLP
+                M = D
+            attention += b.heads * G * n * n
+            layer = max(layer, b.heads * G * n * n)
+            fused += G * n * n
+            kinds[(b.attends, b.prefix, b.frames, b.grid)] = G * n * n
+            stream += T * D
+            activation = max(activation, T * (3 * D + M))
+            graph += T * (3 * D + M)
+        kept_fused = fused if fused * 2 <= FUSED_BYTES else 0
+        return cls(height, width, frames, arch.blocks[0].num_tokens, arch.depth, attention, layer, stream, activation,
+                   graph, kept_fused, sum(kinds.values()), params)
+
+
+def _probe_blocks(model) -> int:
+    probe = getattr(model, "probe", None)
+    return len(probe.blocks) if probe is not None else 0
+
+
+def video(s: ClipShape) -> int:
+    """A clip's analysis on the page (``viz.analysis.video.capture_clips``, queries and keys kept in float16) with its
+    rollout and first pictures, the clip decoded before it."""
+    return COEFFICIENTS["video"].bytes(s)
+
+
+def video_classmap(s: ClipShape, method: str = "gradcam") -> int:
+    """A class map of the clip (``viz.video.classmap``): one forward of the clip whose every step autograd keeps, one
+    backward to the layer the method reads, the map drawn on the frames."""
+    if f"video_{method}" not in COEFFICIENTS:
+        raise ValueError(f"No memory estimate for the video method {method!r}!")
+    return COEFFICIENTS[f"video_{method}"].bytes(s)
+
+
 PEAKS: dict[str, Callable[..., int]] = {
     "analysis": analysis, "render": render, "explain": explain, "trust": trust, "inside": inside,
-    "compare": compare, "features": features,
+    "compare": compare, "features": features, "video": video, "video_classmap": video_classmap,
     **{job: (lambda job: lambda s: COEFFICIENTS[job].bytes(s))(job)
        for job in ("animation", "walk", "snapshots", "zero_shot")},
 }

@@ -32,6 +32,7 @@ from PIL import Image
 from vit.architecture import Architecture, BlockLayout, architecture_of
 from vit.device import forward_precision
 from vit.model import attention_rows
+from vit.video import in_turns
 from vit.video_file import Clip, VideoInfo
 
 from ..maps.layout import layer_index
@@ -167,12 +168,13 @@ def _logsumexp(logits: torch.Tensor, p: torch.Tensor, start: int) -> torch.Tenso
 
 @torch.inference_mode()
 def capture_clips(model, x: torch.Tensor, keep=np.float32, statistics: bool = False,
-                  dtype: torch.dtype = torch.float32) -> ClipsCaptured:
+                  dtype: torch.dtype = torch.float32, turn=None) -> ClipsCaptured:
     """Clips (B, F, C, H, W) on the model's device -> ``ClipsCaptured`` on the host.
 
     ``keep``: np.float32 or np.float16 for the kept queries, keys and fused maps (what recomputes any row), or None to
     keep none (a data set's statistics). ``statistics``: also each head's entropy. ``dtype``: the forward pass's
-    format (``vit.device``)."""
+    format (``vit.device``). ``turn``: a context manager taken for each attention step (a server's model turn: a job
+    whose visitor has gone stops before its next step)."""
     architecture = architecture_of(model, x)
     device, B = x.device, x.shape[0]
     query = heads_query(architecture.readout)
@@ -195,7 +197,7 @@ def capture_clips(model, x: torch.Tensor, keep=np.float32, statistics: bool = Fa
     _synchronize(device)
     t0 = time.perf_counter()
     with forward_precision(device, dtype):
-        for step in model.steps(x, keep="qk", attend=attend):
+        for step in in_turns(model.steps(x, keep="qk", attend=attend), turn):
             norms.append(step.tokens.float().norm(dim=-1))
             if kept is not None:
                 qs.append(step.q.to(kept))
@@ -338,10 +340,10 @@ def blank_clip(preprocess) -> Clip:
     return Clip(np.zeros((n, h, w, 3), np.uint8), np.arange(n), np.zeros(n), VideoInfo(n, 0.0, 0.0, w, h, ""))
 
 
-def analyze_clip(loaded, clip, keep=np.float32, dtype: torch.dtype = torch.float32) -> Analysis:
+def analyze_clip(loaded, clip, keep=np.float32, dtype: torch.dtype = torch.float32, turn=None) -> Analysis:
     """A clip (``vit.video_file.Clip``: the frames the model sees, resized and cropped) through a video model ->
     ``Analysis`` (``keep``: the dtype of the kept queries and keys; the page keeps float16). A photo is refused in one
-    sentence (ValueError)."""
+    sentence (ValueError). ``turn``: taken for each attention step (``capture_clips``)."""
     if not isinstance(clip, Clip):
         raise ValueError(f"{getattr(loaded, 'name', '') or 'This model'} is a video model: it reads clips, not photos "
                          f"(the page's Video tab, or python -m viz VIDEO).")
@@ -349,7 +351,7 @@ def analyze_clip(loaded, clip, keep=np.float32, dtype: torch.dtype = torch.float
     device = next(loaded.model.parameters()).device
     x = loaded.preprocess.clip_tensor(clip.frames).to(device)
     t1 = time.perf_counter()
-    captured = capture_clips(loaded.model, x, keep, dtype=dtype)
+    captured = capture_clips(loaded.model, x, keep, dtype=dtype, turn=turn)
     return clip_analyses(loaded, captured, [clip], {"preprocess": t1 - t0, **captured.timings})[0]
 
 

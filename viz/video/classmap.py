@@ -57,12 +57,12 @@ def scale_clip(cam: np.ndarray) -> np.ndarray:
     return (cam / (1e-7 + cam.max())).astype(np.float32)
 
 
-def clip_gradcam(model, x: torch.Tensor, target=None) -> ClipGradCam:
+def clip_gradcam(model, x: torch.Tensor, target=None, turn=None) -> ClipGradCam:
     """One clip (1, F, C, H, W) -> its ``ClipGradCam`` for ``target`` (a ``vit.explain.ClassTarget``; default its
-    top-1 class)."""
+    top-1 class); ``turn``: taken for each step of the model (``vit.explain.video.gradcam_pass``)."""
     if x.ndim != 5 or x.shape[0] != 1:
         raise ValueError(f"Wrong input shape! Expected one clip (1, frames, channels, H, W) but got {tuple(x.shape)}.")
-    run = gradcam_pass(model, x, target)
+    run = gradcam_pass(model, x, target, turn)
     raw = gradcam_volume(run.activation, run.gradient)[0].cpu().numpy()
     index = int(target.index) if getattr(target, "index", None) is not None else int(run.output[0].argmax())
     return ClipGradCam(scale_clip(raw), raw, index, float(run.score[0]))
@@ -74,3 +74,15 @@ def gradcam_strip(a: Analysis, cam: ClipGradCam, name: str, cmap: str = render.D
     explained class (``name``)."""
     strip = frames_strip(a, frame_overlays(a, cam.values, cmap, alpha), lang)
     return captioned(strip, t("picture.video_gradcam", lang, name=name), lang)
+
+
+CLASS_MAPS = {"gradcam": clip_gradcam}      # each of VIDEO_METHODS: (model, clip, target, turn) -> its map
+assert set(CLASS_MAPS) == set(VIDEO_METHODS), "every video method needs its computation"
+
+
+def clip_classmap(model, x: torch.Tensor, method: str = "gradcam", target=None, turn=None) -> ClipGradCam:
+    """One clip (1, F, C, H, W) -> the class map of ``method`` (one of ``VIDEO_METHODS``) for ``target`` (default:
+    its top-1 class), its values (T', gh, gw) on one scale over the clip: the page's one call, whatever the method."""
+    if method not in CLASS_MAPS:
+        raise ValueError(f"Unknown video method {method!r}! Expected one of {VIDEO_METHODS}.")
+    return CLASS_MAPS[method](model, x, target, turn)

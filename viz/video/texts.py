@@ -31,6 +31,41 @@ PAGE = {
                    "上传一段视频，查看模型在每一帧中关注的位置。"),
     "video.summary": ("{frames} frames sampled of {total} ({seconds:.1f} s): {top}",
                       "从 {total} 帧（{seconds:.1f} 秒）中采样 {frames} 帧：{top}"),
+
+    # ---- class maps per frame (``viz.video.classmap``; one choice per entry of its VIDEO_METHODS) ----
+    "about.video_classmap": (
+        "**Which part of which frame made it say this class.** Pick one of the clip's top-5 classes and a method; "
+        "the map is drawn on every sampled frame on one scale for the whole clip, so a pale frame counted for less "
+        "than a bright one (not for nothing). It runs the clip forward and back again: a few times the analysis's "
+        "memory and time.",
+        "**哪一帧的哪一部分让模型说出这个类别。** 从片段的前 5 个类别中选一个，再选一种方法；类别图画在每个采样帧上，"
+        "整个片段使用同一个色标，所以颜色浅的帧贡献较小（而不是没有贡献）。它要让片段前向再反向各走一遍："
+        "内存和时间是分析的几倍。"),
+    "video.class": ("Class to explain", "要解释的类别"),
+    "video.method": ("Method", "方法"),
+    "video.classmap_button": ("Explain this class", "解释该类别"),
+    "picture.video_classmap_frame": ("This frame, explained", "该帧的类别图"),
+    "picture.video_classmap_strip": ("Every sampled frame, explained", "每个采样帧的类别图"),
+    "video.method.gradcam": ("Grad-CAM per frame", "逐帧 Grad-CAM"),
+    "video.method_about.gradcam": (
+        "Grad-CAM reads the tokens of the model's last attention step: each of their channels is weighted by how much "
+        "the class's score rises with it (its gradient, averaged over the whole clip), the weighted channels are "
+        "summed and what is below zero is dropped. It is coarse: one value per patch and time position (the frames "
+        "of one tubelet share it), seen from the last step only, so it says where the evidence ended up, not how "
+        "the model moved it there through time.",
+        "Grad-CAM 读取模型最后一个注意力步骤的词元：每个通道按类别分数随它上升多少来加权（它的梯度，在整个片段上"
+        "取平均），加权后的通道相加，去掉小于零的部分。它很粗糙：每个图块和时间位置只有一个值（同一管块里的帧共用"
+        "它），只从最后一步看，所以它说明证据最终落在哪里，而不是模型如何在时间中把证据移到那里。"),
+    "video.classmap_summary": ("{method} for “{name}” ({probability:.1%}): strongest in frame {index} ({seconds:.2f} s).",
+                               "“{name}”（{probability:.1%}）的{method}：在第 {index} 帧（{seconds:.2f} 秒）最强。"),
+    "message.video_classmap_first": ("Analyse the clip first: a class map explains one of its top-5 classes.",
+                                     "请先分析片段：类别图解释的是它前 5 个类别中的一个。"),
+    "message.video_class_unknown": ("Choose one of the clip's top-5 classes: {name} is not one of them.",
+                                    "请从片段的前 5 个类别中选择：{name} 不在其中。"),
+    "message.video_method_unknown": ("Choose a method among {methods}.", "请从以下方法中选择：{methods}。"),
+    "job.video": ("The analysis of a clip of {frames} frames of {side} px", "{frames} 帧、{side} 像素片段的分析"),
+    "job.video_classmap": ("A class map of a clip of {frames} frames of {side} px",
+                           "{frames} 帧、{side} 像素片段的类别图"),
 }
 
 PICTURES = {
@@ -42,6 +77,7 @@ PICTURES = {
     "picture.spatial_distance": ("How far in space each head attends", "每个头在空间上关注多远"),
     "picture.video_gradcam": ("Grad-CAM per frame for {name}: which part of which frame made the model say it",
                               "“{name}”的逐帧 Grad-CAM：哪一帧的哪一部分让模型作出这个判断"),
+    "picture.video_classmap": ("{method} for {name}", "“{name}”的{method}"),
 }
 
 register(PAGE, PICTURES)

@@ -12,6 +12,12 @@ The forward runs the fused attention (no attention map is kept: Grad-CAM needs n
 projection (``patch_projection``) and ``torch.autograd.grad`` goes to the one activation, so no weight gradient is
 computed and the model is never changed (``rules.without_parameter_grads``, ``rules.rewired``). The formula that
 turns the volume into maps is ``viz.video.classmap``.
+
+With ``attention=True`` the same pass serves GAE too (``viz.video.gae``): the forward runs
+``blocks_with_attention`` (the explicit softmax, every step's attention a tensor of the graph, on its layout) and
+``forward_head(..., return_probe=True)``, and the one ``autograd.grad`` goes to every step's attention as well as to
+Grad-CAM's activation; the steps' attention costs about one (H, T, T) float32 array per step twice (the map and its
+gradient), where the fused forward keeps none.
 """
 from __future__ import annotations
 
@@ -21,7 +27,7 @@ import numpy as np
 import torch
 import torch.nn as nn
 
-from ..architecture import BlockLayout, architecture_of
+from ..architecture import Architecture, BlockLayout, architecture_of
 from .passes import GraphStart, Record, differentiable
 from .rules import rewired, without_parameter_grads
 from .targets import ClassTarget, Target
@@ -35,6 +41,12 @@ class ClassMapPass:
     activation: torch.Tensor        # (B, D, T', gh, gw) the ``gradcam_layer``'s patch tokens as a feature volume
     gradient: torch.Tensor          # (B, D, T', gh, gw) ∂score/∂activation
     block: BlockLayout              # the attention step that reads the activation (the description's last)
+    architecture: Architecture | None = None        # every step's layout for this clip
+    # with ``attention=True``: every step's attention on its layout ((B, H, T, T), or (B, G, H, n, n) inside its
+    # groups), first first, and ∂score/∂attention paired with it; V-JEPA 2's probe query's attention (B, H, T'·N)
+    attention: tuple[torch.Tensor, ...] | None = None
+    attention_grad: tuple[torch.Tensor, ...] | None = None
+    probe: torch.Tensor | None = None
 
 
 def feature_volume(tokens: torch.Tensor, block: BlockLayout, batch: int) -> torch.Tensor:
@@ -54,11 +66,22 @@ def feature_volume(tokens: torch.Tensor, block: BlockLayout, batch: int) -> torc
     return stream.reshape(batch, block.frames, *block.grid, D).permute(0, 4, 1, 2, 3)
 
 
-def gradcam_pass(model: nn.Module, x: torch.Tensor, target: Target | None = None) -> ClassMapPass:
+def in_graph(attention: torch.Tensor) -> torch.Tensor:
+    """The tensor of the graph behind a step's attention: a divided step hands its groups' attention out as a view
+    (B, G, H, n, n) of the (B·G, H, n, n) softmax the step multiplied by the values; the gradient is taken there (and
+    read back in the view's shape)."""
+    base = attention._base
+    return base if base is not None and base.numel() == attention.numel() else attention
+
+
+def gradcam_pass(model: nn.Module, x: torch.Tensor, target: Target | None = None,
+                 attention: bool = False) -> ClassMapPass:
     """Clips (B, F, C, H, W) -> ``ClassMapPass`` for ``target`` (default: each clip's top-1 class): the activation of
-    ``model.gradcam_layer()`` and its gradient, from one forward of the plain model and one ``autograd.grad``."""
+    ``model.gradcam_layer()`` and its gradient, from one forward of the plain model and one ``autograd.grad``; with
+    ``attention`` also every step's attention and its gradient (and the probe's attention) from the same pass."""
     model.eval_layout(x, "Explanations")
-    block = architecture_of(model, x).blocks[-1]
+    architecture = architecture_of(model, x)
+    block = architecture.blocks[-1]
     target = target if target is not None else ClassTarget()
     store: dict[str, torch.Tensor] = {}
     start, cam = model.patch_projection()[0], model.gradcam_layer()
@@ -69,11 +92,23 @@ def gradcam_pass(model: nn.Module, x: torch.Tensor, target: Target | None = None
         return Record(module, store, "tokens") if name == cam else None
 
     view = rewired(without_parameter_grads(model), replace)
+    maps: list[torch.Tensor] = []
+    probe = None
     with torch.inference_mode(False), torch.enable_grad():
-        output = view(differentiable(x))
+        if attention:
+            for tokens, step, _ in view.blocks_with_attention(differentiable(x)):
+                maps.append(step)                                                   # part of the graph
+            output, probe = view.forward_head(tokens, return_probe=True)
+        else:
+            output = view(differentiable(x))
         score = target.score(output)                                                # (B,)
-        (grad,) = torch.autograd.grad(score.sum(), [store["tokens"]])               # clips are independent: sum
+        wrt = [store["tokens"]] + [in_graph(m) for m in maps]
+        grads = torch.autograd.grad(score.sum(), wrt)                               # clips are independent: sum
+    grads = [grads[0]] + [g.reshape(m.shape) for g, m in zip(grads[1:], maps)]
     B = x.shape[0]
     return ClassMapPass(output=output.detach(), score=score.detach(),
                         activation=feature_volume(store["tokens"].detach(), block, B),
-                        gradient=feature_volume(grad, block, B), block=block)
+                        gradient=feature_volume(grads[0], block, B), block=block, architecture=architecture,
+                        attention=tuple(m.detach() for m in maps) if attention else None,
+                        attention_grad=tuple(grads[1:]) if attention else None,
+                        probe=None if probe is None else probe.detach())

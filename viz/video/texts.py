@@ -42,6 +42,16 @@ PICTURES = {
     "picture.spatial_distance": ("How far in space each head attends", "每个头在空间上关注多远"),
     "picture.video_gradcam": ("Grad-CAM per frame for {name}: which part of which frame made the model say it",
                               "“{name}”的逐帧 Grad-CAM：哪一帧的哪一部分让模型作出这个判断"),
+    "picture.video_gae": ("GAE per frame for {name}: gradient-weighted attention carried through every space and time "
+                          "step",
+                          "“{name}”的逐帧 GAE：梯度加权的注意力经过每个空间与时间步骤传递"),
+    "picture.video_trust": ("Removing and revealing the clip's tubelets for {name} (p = {probability:.2f}), removed "
+                            "tubelets: {variant}",
+                            "对“{name}”（p = {probability:.2f}）移除与显现片段的管块，被移除的管块：{variant}"),
+    "video.trust.mean_colour": ("the clip's mean colour", "片段的平均颜色"),
+    "video.trust.blur": ("each frame blurred", "每帧模糊后的图像"),
+    "video.trust.axis.removed": ("fraction of tubelets removed", "移除的管块比例"),
+    "video.trust.axis.kept": ("fraction of tubelets kept", "保留的管块比例"),
 }
 
 register(PAGE, PICTURES)

@@ -2,7 +2,8 @@
 learnt is motion: held-out accuracy >= 0.9; the same model on the same clips with their frames shuffled in time
 near chance (a single frame cannot tell the direction); its heads' temporal attention distance > 0 in every block
 (the direction is read across time); its rollout from the CLS token peaks on the square in >= 80 % of the held-out
-clips' time positions, its Grad-CAM per frame in >= 70 %, its GAE in >= 80 %, and deleting the tubelets Grad-CAM or GAE ranks first loses the class faster than a random order. Also the data set (a single frame's square is anywhere
+clips' time positions, its Grad-CAM per frame in >= 70 %, its GAE in >= 80 %, and deleting the tubelets Grad-CAM or
+GAE ranks first loses the class faster than a random order. Also the data set (a single frame's square is anywhere
 whatever the direction), the command line, and the own-format checkpoint reloading as a video model."""
 from __future__ import annotations
 

@@ -22,6 +22,7 @@ gradient), where the fused forward keeps none.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 import torch
@@ -47,6 +48,12 @@ class ClassMapPass:
     attention: tuple[torch.Tensor, ...] | None = None
     attention_grad: tuple[torch.Tensor, ...] | None = None
     probe: torch.Tensor | None = None
+    reduced: tuple | None = None    # with ``reduce``: what it kept of each step (instead of attention, attention_grad)
+
+
+# What a caller keeps of a step's attention once its gradient is known: (the attention, ∂score/∂attention, both on
+# the step's layout with the clips first, the step) -> anything (e.g. GAE's per-group mean_h((∇A ⊙ A)⁺))
+Reduce = Callable[[torch.Tensor, torch.Tensor, BlockLayout], object]
 
 
 def feature_volume(tokens: torch.Tensor, block: BlockLayout, batch: int) -> torch.Tensor:
@@ -75,10 +82,14 @@ def in_graph(attention: torch.Tensor) -> torch.Tensor:
 
 
 def gradcam_pass(model: nn.Module, x: torch.Tensor, target: Target | None = None,
-                 attention: bool = False) -> ClassMapPass:
+                 attention: bool = False, reduce: Reduce | None = None) -> ClassMapPass:
     """Clips (B, F, C, H, W) -> ``ClassMapPass`` for ``target`` (default: each clip's top-1 class): the activation of
     ``model.gradcam_layer()`` and its gradient, from one forward of the plain model and one ``autograd.grad``; with
-    ``attention`` also every step's attention and its gradient (and the probe's attention) from the same pass."""
+    ``attention`` also every step's attention and its gradient (and the probe's attention) from the same pass.
+
+    ``reduce``: each step's attention and gradient are handed to it as soon as the backward reaches the step (a
+    tensor hook) and only what it returns is kept (``reduced``): a step's attention and gradient are then freed as
+    the backward goes down, instead of every step's being held together at the end."""
     model.eval_layout(x, "Explanations")
     architecture = architecture_of(model, x)
     block = architecture.blocks[-1]
@@ -94,21 +105,35 @@ def gradcam_pass(model: nn.Module, x: torch.Tensor, target: Target | None = None
     view = rewired(without_parameter_grads(model), replace)
     maps: list[torch.Tensor] = []
     probe = None
+    pending: dict[int, tuple[torch.Tensor, BlockLayout]] = {}
+    reduced: dict[int, object] = {}
+
+    def keep(i: int, grad: torch.Tensor) -> None:
+        attn, layout = pending.pop(i)
+        reduced[i] = reduce(attn, grad.reshape(attn.shape), layout)
+
     with torch.inference_mode(False), torch.enable_grad():
         if attention:
-            for tokens, step, _ in view.blocks_with_attention(differentiable(x)):
-                maps.append(step)                                                   # part of the graph
+            for i, (tokens, step, layout) in enumerate(view.blocks_with_attention(differentiable(x))):
+                if reduce is None:
+                    maps.append(step)                                               # part of the graph
+                else:
+                    pending[i] = (step.detach(), layout)
+                    in_graph(step).register_hook(lambda grad, i=i: keep(i, grad))
             output, probe = view.forward_head(tokens, return_probe=True)
         else:
             output = view(differentiable(x))
         score = target.score(output)                                                # (B,)
-        wrt = [store["tokens"]] + [in_graph(m) for m in maps]
+        # with ``reduce`` the backward goes down to the tubelet projection, through every step's hook
+        wrt = [store["tokens"]] + ([store["patches"]] if reduce is not None and attention else
+                                   [in_graph(m) for m in maps])
         grads = torch.autograd.grad(score.sum(), wrt)                               # clips are independent: sum
     grads = [grads[0]] + [g.reshape(m.shape) for g, m in zip(grads[1:], maps)]
     B = x.shape[0]
     return ClassMapPass(output=output.detach(), score=score.detach(),
                         activation=feature_volume(store["tokens"].detach(), block, B),
                         gradient=feature_volume(grads[0], block, B), block=block, architecture=architecture,
-                        attention=tuple(m.detach() for m in maps) if attention else None,
-                        attention_grad=tuple(grads[1:]) if attention else None,
-                        probe=None if probe is None else probe.detach())
+                        attention=tuple(m.detach() for m in maps) if maps else None,
+                        attention_grad=tuple(grads[1:]) if maps else None,
+                        probe=None if probe is None else probe.detach(),
+                        reduced=tuple(reduced[i] for i in range(len(reduced))) if reduced else None)

@@ -27,7 +27,7 @@ from vit.explain.video import ClassMapPass, gradcam_pass
 from ..drawing import render
 from ..i18n import t
 from ..records import Analysis
-from .gae import gae_of_pass
+from .gae import gae_of_pass, relevance_of_step
 from .view import captioned, frame_overlays, frames_strip
 
 
@@ -84,7 +84,8 @@ def _gradcam_of_pass(run: ClassMapPass, clip: int) -> np.ndarray:
 @dataclass(frozen=True)
 class VideoMethod:
     """One class map of a video model: how it is read from the one gradient pass (``gradcam_pass``), and whether that
-    pass must keep every step's attention (the explicit softmax; about two (H, T, T) float32 arrays per step)."""
+    pass runs the explicit softmax and reduces every step's attention with its gradient (``viz.video.gae``; the
+    forward then holds one (H, T, T) float32 array per joint step, G·H·n² per grouped one, until the backward)."""
     name: str
     attention: bool                                     # the pass keeps every step's attention and its gradient
     of_pass: Callable[[ClassMapPass, int], np.ndarray]  # (pass, clip) -> the clip's map (T', gh, gw), as written
@@ -126,7 +127,8 @@ def clip_maps(model, x: torch.Tensor, methods=tuple(VIDEO_METHODS), target=None)
     if x.ndim != 5 or x.shape[0] != 1:
         raise ValueError(f"Wrong input shape! Expected one clip (1, frames, channels, H, W) but got {tuple(x.shape)}.")
     names = video_method_names(methods)
-    run = gradcam_pass(model, x, target, attention=any(VIDEO_METHODS[n].attention for n in names))
+    attention = any(VIDEO_METHODS[n].attention for n in names)
+    run = gradcam_pass(model, x, target, attention=attention, reduce=relevance_of_step if attention else None)
     index = int(target.index) if getattr(target, "index", None) is not None else int(run.output[0].argmax())
     probability = float(torch.softmax(run.output[0].float(), dim=-1)[index])
     return ClipMaps({n: VIDEO_METHODS[n].of_pass(run, 0) for n in names}, index, float(run.score[0]), probability)

@@ -66,18 +66,32 @@ def rows_through_step(rows: np.ndarray, relevance: np.ndarray, block: BlockLayou
 def video_gae(attention, attention_grad, architecture: Architecture, readout: np.ndarray) -> np.ndarray:
     """Every step's attention and gradient on its layout (first first, one clip) and the readout's row (T,) over the
     last step's tokens -> GAE (T', gh, gw): the readout's row of R over every frame's patches."""
-    blocks = architecture.blocks
-    if not len(attention) == len(attention_grad) == len(blocks):
-        raise ValueError(f"Expected the attention and its gradient of the {len(blocks)} steps but got "
+    if not len(attention) == len(attention_grad) == architecture.depth:
+        raise ValueError(f"Expected the attention and its gradient of the {architecture.depth} steps but got "
                          f"{len(attention)} and {len(attention_grad)}.")
+    return gae_of_relevance([step_relevance(_array(A), _array(G), block)
+                             for A, G, block in zip(attention, attention_grad, architecture.blocks)],
+                            architecture, readout)
+
+
+def gae_of_relevance(relevance, architecture: Architecture, readout: np.ndarray) -> np.ndarray:
+    """Every step's (G, n, n) groups of mean_h((∇A ⊙ A)⁺) (``step_relevance``, first first, one clip) and the
+    readout's row (T,) -> GAE (T', gh, gw)."""
+    blocks = architecture.blocks
     row = np.asarray(readout, dtype=np.float32)
     if row.shape != (blocks[-1].num_tokens,):
         raise ValueError(f"Wrong readout shape! Expected weights over the {blocks[-1].num_tokens} tokens but got "
                          f"{row.shape}.")
-    for A, G, block in reversed(list(zip(attention, attention_grad, blocks))):
-        row = rows_through_step(row, step_relevance(_array(A), _array(G), block), block)
-    first = blocks[0]
-    return row[first.prefix:].reshape(architecture.patch_shape)
+    for E, block in reversed(list(zip(relevance, blocks))):
+        row = rows_through_step(row, E, block)
+    return row[blocks[0].prefix:].reshape(architecture.patch_shape)
+
+
+def relevance_of_step(attention: torch.Tensor, attention_grad: torch.Tensor, block: BlockLayout) -> np.ndarray:
+    """A step's attention and gradient for B clips ((B, H, T, T) or (B, G, H, n, n)) -> (B, G, n, n): each clip's
+    ``step_relevance``; the ``reduce`` of ``gradcam_pass`` that keeps only this of every step."""
+    A, G = _array(attention), _array(attention_grad)
+    return np.stack([step_relevance(a, g, block) for a, g in zip(A, G)])
 
 
 def _array(values) -> np.ndarray:
@@ -88,10 +102,13 @@ def _array(values) -> np.ndarray:
 
 
 def gae_of_pass(run: ClassMapPass, clip: int = 0) -> np.ndarray:
-    """The ``gradcam_pass(..., attention=True)`` of clips -> GAE (T', gh, gw) of clip ``clip``."""
-    if run.attention is None:
-        raise ValueError("GAE needs every step's attention and its gradient: run gradcam_pass(..., attention=True).")
+    """The ``gradcam_pass(..., attention=True)`` of clips (with ``reduce=relevance_of_step``, or keeping every
+    step's attention and gradient) -> GAE (T', gh, gw) of clip ``clip``."""
     probe = None if run.probe is None else _array(run.probe[clip])
     readout = readout_row(run.architecture, probe)
+    if run.reduced is not None:
+        return gae_of_relevance([E[clip] for E in run.reduced], run.architecture, readout)
+    if run.attention is None:
+        raise ValueError("GAE needs every step's attention and its gradient: run gradcam_pass(..., attention=True).")
     return video_gae([a[clip] for a in run.attention], [g[clip] for g in run.attention_grad], run.architecture,
                      readout)

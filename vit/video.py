@@ -555,9 +555,10 @@ def step_attention(q: torch.Tensor, k: torch.Tensor, scale: float, rows: torch.T
 
 
 
-def in_turns(steps: Iterator[StepOutput], turn=None) -> Iterator[StepOutput]:
-    """``steps`` (``VideoTransformer.steps``) each computed inside ``turn``, a context manager taken once per attention
-    step (a server's model turn, which stops a job whose visitor has gone before its next step); None: no turn."""
+def in_turns(steps: Iterator, turn=None) -> Iterator:
+    """``steps`` (``VideoTransformer.steps`` or ``blocks_with_attention``) each computed inside ``turn``, a context
+    manager taken once per attention step (a server's model turn, which stops a job whose visitor has gone before its
+    next step); None: no turn."""
     turn = nullcontext() if turn is None else turn
     while True:
         with turn:

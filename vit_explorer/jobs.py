@@ -260,7 +260,7 @@ def video_classmap(values: dict) -> Need | None:
     if found is None or state.VIDEOS.find(video_key(values["video_model"], values["video_file"], lang)) is None:
         return None                                   # the handler says: analyse the clip first
     shape = found[1]
-    method = values.get("video_method") if values.get("video_method") in VIDEO_METHODS else VIDEO_METHODS[0]
+    method = values.get("video_method") if values.get("video_method") in VIDEO_METHODS else next(iter(VIDEO_METHODS))
 
     def advice(lang: str, budget: int) -> str | None:
         fitting = [t(f"video.method.{m}", lang) for m in VIDEO_METHODS

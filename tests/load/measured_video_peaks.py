@@ -6,8 +6,9 @@ estimate of ``viz.analysis.peak`` (``ClipShape``): what ``test_peaks.py`` runs i
 The model is a random VideoMAE-like one (tubelets of 2 frames, joint attention, no CLS token, the mean read; width
 192, 3 heads, 4 blocks) for clips of FRAMES frames of SIDE×SIDE pixels, saved as this explorer's own checkpoint and
 served from it; the clip is twice as many frames of moving colour gradients, uploaded. The jobs: ``video`` (the clip
-decoded and analysed, its rollout and first pictures: ``vit_explorer.tabs.video.analyse``) and ``video_gradcam``
-(Grad-CAM per frame of its top-1 class on the analysed clip: ``explain_clip``). Each peak is VmHWM after the job less
+decoded and analysed, its rollout and first pictures: ``vit_explorer.tabs.video.analyse``), ``video_gradcam``
+(Grad-CAM per frame of its top-1 class on the analysed clip: ``explain_clip``) and ``video_gae`` (GAE through space and
+time, the same way). Each peak is VmHWM after the job less
 VmRSS before it, as ``measured_peaks.py`` measures a photo's jobs.
 """
 from __future__ import annotations
@@ -58,7 +59,9 @@ def main(argv: list[str]) -> None:
     shape = peak.ClipShape.of(served.loaded.model, params=served.nbytes)
     calls = {"video": (lambda: tab.analyse(weights, clip, "en"), peak.of("video", shape)),
              "video_gradcam": (lambda: tab.explain_clip(weights, clip, None, "gradcam", 0, "en"),
-                               peak.of("video_classmap", shape, method="gradcam"))}
+                               peak.of("video_classmap", shape, method="gradcam")),
+             "video_gae": (lambda: tab.explain_clip(weights, clip, None, "gae", 0, "en"),
+                           peak.of("video_classmap", shape, method="gae"))}
     if jobs[0] != "video":
         tab.analyse(weights, clip, "en")
     for name in jobs:

@@ -74,5 +74,5 @@ def test_each_jobs_peak_is_within_its_estimate(real_weights_dir, vit_s, model, s
 
 @pytest.mark.parametrize("side, frames", [(112, 8), (224, 16)], ids=["196 tokens", "1568 tokens"])
 def test_a_clips_jobs_peak_within_their_estimates(side, frames):
-    rows = measured("measured_video_peaks.py", side, frames, jobs=("video", "video_gradcam"))
+    rows = measured("measured_video_peaks.py", side, frames, jobs=("video", "video_gradcam", "video_gae"))
     assert_within_estimates(rows, f"{side} px × {frames}")

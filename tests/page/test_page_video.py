@@ -28,7 +28,7 @@ from viz.analysis import peak
 from vit_explorer.tabs import TAB_IDS
 from vit_explorer.tabs import video as tab
 from viz.i18n import t
-from viz.video.classmap import VIDEO_METHODS, clip_gradcam
+from viz.video.classmap import VIDEO_METHODS, clip_gradcam, clip_maps, scale_clip
 from viz.video.view import captioned, frame_caption, frame_overlay, frame_overlays, frames_strip
 
 
@@ -136,23 +136,27 @@ def test_a_class_map_per_frame_for_one_of_the_top5(server, lang):
     expected = clip_gradcam(loaded.model, loaded.preprocess.clip_tensor(a.clip.frames), ClassTarget(index))
     cam = state.CLASSMAPS.find((os.path.realpath(server.clip), state.model_source(server.video_model), "gradcam",
                                 index))
-    assert cam.values.shape == (4, 4, 4) and np.abs(cam.values - expected.values).max() < 1e-6
+    assert cam.shape == (4, 4, 4) and np.abs(cam - expected.values).max() < 1e-6
     title = t("video.method.gradcam", lang)
-    strip = captioned(frames_strip(a, frame_overlays(a, cam.values, cell=tab.STRIP_CELL), lang),
+    strip = captioned(frames_strip(a, frame_overlays(a, cam, cell=tab.STRIP_CELL), lang),
                       t("picture.video_classmap", lang, method=title, name=second), lang)
     assert np.array_equal(np.asarray(out["video_classmap_strip"]), np.asarray(strip))
-    frame = captioned(frame_overlay(a, cam.values, 5, cell=tab.FRAME_SIZE), frame_caption(a, 5, lang), lang)
+    frame = captioned(frame_overlay(a, cam, 5, cell=tab.FRAME_SIZE), frame_caption(a, 5, lang), lang)
     assert np.array_equal(np.asarray(out["video_classmap_frame"]), np.asarray(frame))
     assert out["video_classmap_note"].startswith(t("video.classmap_summary", lang, method=title, name=second,
                                                    probability=float(a.probabilities[index]), index=0,
                                                    seconds=0.0).split("：" if lang != "en" else ":")[0])
     taken = state.MODEL_TURN.taken                        # the slider and the default class draw from the cache
     moved = tab.show_classmap_frame(server.video_model, server.clip, second, "gradcam", 2, lang)
-    frame = captioned(frame_overlay(a, cam.values, 2, cell=tab.FRAME_SIZE), frame_caption(a, 2, lang), lang)
+    frame = captioned(frame_overlay(a, cam, 2, cell=tab.FRAME_SIZE), frame_caption(a, 2, lang), lang)
     assert np.array_equal(np.asarray(moved["video_classmap_frame"]), np.asarray(frame))
     assert tab.show_classmap_frame(server.video_model, server.clip, top[2], "gradcam", 2, lang) == {}
     tab.explain_clip(server.video_model, server.clip, second, "gradcam", 1, lang)
     assert state.MODEL_TURN.taken == taken
+    tab.explain_clip(server.video_model, server.clip, second, "gae", 1, lang)    # the table's other entry
+    gae = state.CLASSMAPS.find((os.path.realpath(server.clip), state.model_source(server.video_model), "gae", index))
+    x = loaded.preprocess.clip_tensor(a.clip.frames)
+    assert np.abs(gae - scale_clip(clip_maps(loaded.model, x, ["gae"], ClassTarget(index)).maps["gae"])).max() < 1e-6
 
 
 def test_a_class_or_method_outside_the_choices_is_refused(server):

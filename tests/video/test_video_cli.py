@@ -18,7 +18,8 @@ import vit
 from video_clips import audio_only, moving_squares_toy
 from viz.analysis import analyze
 from viz.cli import main
-from viz.video.classmap import clip_gradcam
+from viz.video.classmap import clip_gradcam, clip_maps
+from viz.video.faithfulness import ClipCheck
 from viz.video.view import clip_rollout
 from vit.explain import ClassTarget
 from vit.video_file import read_clip, sample_indices
@@ -86,6 +87,42 @@ def test_explain_gradcam_writes_the_class_map(toy, tmp_path):
         assert Image.open(out / "gradcam.png").width >= 8 * 32
 
 
+def test_explain_gae_and_faithfulness(toy, tmp_path):
+    """--explain gradcam,gae --faithfulness: gae.png, trust.png, ``gae`` (T', gh, gw) in attention.npz and the photo
+    command's "faithfulness", "perturbation" and "gains" in result.json, equal to the library's (one gradient pass
+    for both maps, the tubelets' curves with the clip's mean colour as the baseline, the random order among them)."""
+    weights, data = toy
+    video = data / "left" / "0001.mp4"
+    loaded = vit.load(weights)
+    x = loaded.preprocess.clip_tensor(read_clip(video, loaded.preprocess).frames)
+    assert main([str(video), "--weights", str(weights), "--out", str(tmp_path), "--quiet", "--explain", "gradcam,gae",
+                 "--faithfulness", "--steps", "5"]) == 0
+    out = tmp_path / "0001"
+    assert {p.name for p in out.iterdir()} == FILES | {"gradcam.png", "gae.png", "trust.png"}
+    arrays = np.load(out / "attention.npz")
+    result = json.loads((out / "result.json").read_text())
+    explain = result["explain"]
+    index = explain["target"]["index"]
+    expected = clip_maps(loaded.model, x, ("gradcam", "gae"), ClassTarget(index))
+    assert explain["methods"] == ["gradcam", "gae"] and index == int(np.argmax(arrays["probabilities"]))
+    for method in ("gradcam", "gae"):
+        assert arrays[method].shape == (4, 4, 4)
+        assert np.allclose(arrays[method], expected.maps[method], rtol=1e-5, atol=1e-6 * abs(arrays[method]).max())
+    report = ClipCheck(loaded.model, x, index, expected.maps, points=5).result()
+    assert explain["perturbation"] == "mean_colour" and set(explain["faithfulness"]) == {"gradcam", "gae", "random"}
+    for method in ("gradcam", "gae", "random"):
+        mine = report.methods[method].faithfulness if method != "random" else report.random
+        entry = explain["faithfulness"][method]
+        assert len(entry["deletion"]) == 5 and set(entry) == {"deletion_auc", "insertion_auc", "deletion", "insertion",
+                                                              "auc_error"}
+        assert np.allclose(entry["deletion"], mine.deletion, atol=1e-6)
+        assert np.allclose(entry["insertion"], mine.insertion, atol=1e-6)
+    assert set(explain["gains"]) == {"gradcam", "gae"}
+    assert set(explain["gains"]["gae"]) == {"deletion_gain", "insertion_gain"}
+    assert sorted(result["files"]) == sorted(FILES | {"gradcam.png", "gae.png", "trust.png"})
+    assert Image.open(out / "trust.png").width >= 600
+
+
 def test_explain_refused_without_a_classifier_head(toy, tmp_path, capsys):
     """A video model saved without its head (num_classes 0) has no class to explain: refused before any video runs."""
     weights, data = toy
@@ -96,7 +133,7 @@ def test_explain_refused_without_a_classifier_head(toy, tmp_path, capsys):
     torch.save(saved, headless)
     argv = [str(data / "up" / "0000.mp4"), "--weights", str(headless), "--out", str(tmp_path / "o")]
     assert main([*argv, "--explain", "gradcam"]) == 2
-    assert "--explain gradcam explains a class, and this video model has no classifier head" in capsys.readouterr().err
+    assert "--explain explains a class, and this video model has no classifier head" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()
     assert main([*argv, "--quiet"]) == 0 and (tmp_path / "o" / "0000" / "attention.npz").is_file()
 
@@ -116,11 +153,17 @@ def test_a_folder_of_videos_and_a_bad_one(toy, tmp_path, capsys):
 
 @pytest.mark.parametrize("argv, says", [
     (["--frames", "4"], "Expected exactly 8 frames"),
-    (["--explain", "gradcam,gae"], "--explain gae is not drawn for video models yet; leave it out (--explain gradcam"),
+    (["--explain", "gradcam,attention"], "--explain attention is not drawn for video models; the video methods are "
+                                         "gradcam, gae."),
     (["--explain", "nope"], "Unknown explanation method 'nope'"),
-    (["--target", "up"], "--target chooses the class of --explain gradcam"),
+    (["--target", "up"], "--target chooses the class of --explain; give --explain gradcam (or gae) too."),
     (["--explain", "gradcam", "--contrast", "up"], "--contrast is not drawn for video models"),
-    (["--explain", "gradcam", "--faithfulness"], "--faithfulness is not drawn for video models"),
+    (["--explain", "gradcam", "--sanity"], "--sanity is not drawn for video models"),
+    (["--faithfulness"], "--faithfulness scores the maps of --explain; give --explain METHODS too"),
+    (["--explain", "gae", "--faithfulness", "--perturbation", "tokens,blur"],
+     "--perturbation tokens,blur is not run for video models; a video's tubelets are removed in pixel space, one way "
+     "per run: mean_colour or blur."),
+    (["--explain", "gae", "--faithfulness", "--perturbation", "road"], "--perturbation road is not run for video"),
     (["--explain", "gradcam", "--target", "sideways"], "Unknown class 'sideways'"),
     (["--frame-ms", "5"], "--frame-ms must be at least 10"),
 ])

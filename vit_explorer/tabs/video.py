@@ -13,7 +13,7 @@ import torch
 
 from vit.explain.targets import ClassTarget
 from viz.i18n import t
-from viz.video.classmap import VIDEO_METHODS, clip_classmap
+from viz.video.classmap import VIDEO_METHODS, clip_maps, scale_clip
 from viz.video.view import (captioned, distance_picture, frame_caption, frame_maps, frame_overlay, frame_overlays,
                             frames_strip)
 
@@ -115,7 +115,7 @@ def build_classmaps(page) -> None:
         page.add("video_class", gr.Dropdown([], value=None, allow_custom_value=False, scale=3, min_width=160,
                                             label=i18n("video.class"), elem_id="video-class"))
         page.add("video_method", gr.Radio([(i18n(f"video.method.{m}"), m) for m in VIDEO_METHODS],
-                                          value=VIDEO_METHODS[0], scale=2, min_width=160, label=i18n("video.method"),
+                                          value=next(iter(VIDEO_METHODS)), scale=2, min_width=160, label=i18n("video.method"),
                                           elem_id="video-method"))
         page.add("video_classmap_button", gr.Button(i18n("video.classmap_button"), variant="primary", scale=1,
                                                     min_width=90, elem_id="video-classmap-button"))
@@ -144,17 +144,19 @@ def explain_clip(video_model, video_file, video_class, video_method, video_frame
     def compute():
         x = loaded.preprocess.clip_tensor(a.clip.frames).to(next(loaded.model.parameters()).device)
         with state.MODEL_TURN:
-            return clip_classmap(loaded.model, x, method, ClassTarget(index), turn=state.MODEL_TURN)
+            maps = clip_maps(loaded.model, x, [method], ClassTarget(index), turn=state.MODEL_TURN)
+        values = maps.maps[method]                         # drawn on one scale over the clip
+        return values if VIDEO_METHODS[method].scaled else scale_clip(values)
 
     cam = state.CLASSMAPS.get(key, compute)
     name = a.labels[index]
     title = t(f"video.method.{method}", lang)
-    strongest = int(np.argmax(frame_maps(a, cam.values).reshape(len(a.clip.frames), -1).max(axis=1)))
+    strongest = int(np.argmax(frame_maps(a, cam).reshape(len(a.clip.frames), -1).max(axis=1)))
     note = " ".join([t("video.classmap_summary", lang, method=title, name=name,
                        probability=float(a.probabilities[index]), index=int(a.clip.indices[strongest]),
                        seconds=float(a.clip.times[strongest])), t(f"video.method_about.{method}", lang)])
-    strip = frames_strip(a, frame_overlays(a, cam.values, cell=STRIP_CELL), lang, columns=4 if narrow else 8)
-    return dict(video_classmap_note=note, video_classmap_frame=_frame(a, cam.values, video_frame, lang),
+    strip = frames_strip(a, frame_overlays(a, cam, cell=STRIP_CELL), lang, columns=4 if narrow else 8)
+    return dict(video_classmap_note=note, video_classmap_frame=_frame(a, cam, video_frame, lang),
                 video_classmap_strip=captioned(strip, t("picture.video_classmap", lang, method=title, name=name),
                                                lang))
 
@@ -165,7 +167,7 @@ def show_classmap_frame(video_model, video_file, video_class, video_method, vide
         return {}
     a, key, _, _ = _classmap_request(video_model, video_file, video_class, video_method, lang)
     cam = state.CLASSMAPS.find(key)
-    return {} if cam is None else dict(video_classmap_frame=_frame(a, cam.values, video_frame, lang))
+    return {} if cam is None else dict(video_classmap_frame=_frame(a, cam, video_frame, lang))
 
 
 def _classmap_request(video_model, video_file, video_class, video_method, lang):

@@ -142,7 +142,9 @@ class Terms:
 # 192 to 768): the capture's chunks of probabilities and its distance tables, the queries and keys kept in float16 (as
 # large as the stream), the head-fused maps in float16, then the rollout's steps made matrices of the stream; the clip's
 # pixels and its tensor. A clip's Grad-CAM: every step's graph (the fused kernel keeps no attention: its output and
-# log-sum-exp) and the backward's step; no weight gradient is computed.
+# log-sum-exp) and the backward's step; no weight gradient is computed. Its GAE: every step's explicit attention
+# held until the backward reaches it (``vit.explain.video.gradcam_pass``'s reduce), and a step's attention, gradient
+# and product at once.
 COEFFICIENTS: dict[str, Terms] = {
     "render": Terms(constant=32 * MB, square=5.0, chunk=1.2, stream=1.2),
     "analysis": Terms(constant=72 * MB, square=5.0, chunk=1.2, stream=3.0),
@@ -167,6 +169,7 @@ COEFFICIENTS: dict[str, Terms] = {
     "video": Terms(constant=32 * MB, chunk=2.0, square=4.0, stream=2.0, activation=2.0, fused=1.0, tables=2.0,
                    photo=2.0),
     "video_gradcam": Terms(constant=32 * MB, graph=2.0, activation=1.0, photo=2.0),
+    "video_gae": Terms(constant=32 * MB, graph=2.0, activation=1.0, photo=2.0, attention=1.2, layer=3.0),
 }
 FAMILY_NAMES = ("gradient", "attnlrp", "cp_lrp", "attention", "none")     # viz.explain.methods.FAMILIES
 

@@ -34,9 +34,15 @@ def gae_step(attention: np.ndarray, attention_grad: np.ndarray) -> np.ndarray:
     if attention.shape != attention_grad.shape or attention.ndim < 3 or attention.shape[-1] != attention.shape[-2]:
         raise ValueError(f"Wrong shapes! Expected a block's attention and its gradient both (…, H, T, T) but got "
                          f"{attention.shape} and {attention_grad.shape}.")
-    step = np.maximum(attention * attention_grad, 0.0).mean(axis=-3, dtype=np.float32)
+    step = weighted_attention(attention, attention_grad)
     np.einsum("...ii->...i", step)[...] += 1.0
     return step
+
+
+def weighted_attention(attention: np.ndarray, attention_grad: np.ndarray) -> np.ndarray:
+    """Ē = mean_h((∂score/∂A ⊙ A)⁺), heads on axis −3: (…, H, n, n) -> (…, n, n) float32 (GAE's update without the
+    identity; ``viz.video.gae`` places a video step's groups of it on the stream)."""
+    return np.maximum(np.asarray(attention) * np.asarray(attention_grad), 0.0).mean(axis=-3, dtype=np.float32)
 
 
 def gae_steps(attention: Sequence[np.ndarray], attention_grad: Sequence[np.ndarray]) -> list[np.ndarray]:

@@ -16,19 +16,19 @@ the map stays on the tokens: time position τ covers the ``tubelet`` input frame
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 import torch
 from PIL import Image
 
-from vit.explain.video import gradcam_pass
+from vit.explain.video import ClassMapPass, gradcam_pass
 
 from ..drawing import render
 from ..i18n import t
 from ..records import Analysis
+from .gae import gae_of_pass, relevance_of_step
 from .view import captioned, frame_overlays, frames_strip
-
-VIDEO_METHODS = ("gradcam",)     # the explanation methods drawn for a video model (``python -m viz VIDEO --explain``)
 
 
 @dataclass(frozen=True)
@@ -62,27 +62,74 @@ def clip_gradcam(model, x: torch.Tensor, target=None, turn=None) -> ClipGradCam:
     top-1 class); ``turn``: taken for each step of the model (``vit.explain.video.gradcam_pass``)."""
     if x.ndim != 5 or x.shape[0] != 1:
         raise ValueError(f"Wrong input shape! Expected one clip (1, frames, channels, H, W) but got {tuple(x.shape)}.")
-    run = gradcam_pass(model, x, target, turn)
+    run = gradcam_pass(model, x, target, turn=turn)
     raw = gradcam_volume(run.activation, run.gradient)[0].cpu().numpy()
     index = int(target.index) if getattr(target, "index", None) is not None else int(run.output[0].argmax())
     return ClipGradCam(scale_clip(raw), raw, index, float(run.score[0]))
 
 
-def gradcam_strip(a: Analysis, cam: ClipGradCam, name: str, cmap: str = render.DEFAULT_CMAP, alpha: float = 0.6,
-                  lang: str = "en") -> Image.Image:
-    """The sampled frames, each with its time position's Grad-CAM on the clip's one scale, under a line naming the
-    explained class (``name``)."""
-    strip = frames_strip(a, frame_overlays(a, cam.values, cmap, alpha), lang)
-    return captioned(strip, t("picture.video_gradcam", lang, name=name), lang)
+def _gradcam_of_pass(run: ClassMapPass, clip: int) -> np.ndarray:
+    """Grad-CAM of clip ``clip`` of a pass, min-max scaled over the clip (the values pytorch-grad-cam shows)."""
+    return scale_clip(gradcam_volume(run.activation[clip:clip + 1], run.gradient[clip:clip + 1])[0].cpu().numpy())
 
 
-CLASS_MAPS = {"gradcam": clip_gradcam}      # each of VIDEO_METHODS: (model, clip, target, turn) -> its map
-assert set(CLASS_MAPS) == set(VIDEO_METHODS), "every video method needs its computation"
+@dataclass(frozen=True)
+class VideoMethod:
+    """One class map of a video model: how it is read from the one gradient pass (``gradcam_pass``), and whether that
+    pass runs the explicit softmax and reduces every step's attention with its gradient (``viz.video.gae``; the
+    forward then holds one (H, T, T) float32 array per joint step, G·H·n² per grouped one, until the backward)."""
+    name: str
+    attention: bool                                     # the pass keeps every step's attention and its gradient
+    of_pass: Callable[[ClassMapPass, int], np.ndarray]  # (pass, clip) -> the clip's map (T', gh, gw), as written
+    caption: str                                        # the strip's caption (``viz.i18n`` key, ``{name}``: class)
+    scaled: bool                                        # the values are min-max scaled over the clip (else raw)
 
 
-def clip_classmap(model, x: torch.Tensor, method: str = "gradcam", target=None, turn=None) -> ClipGradCam:
-    """One clip (1, F, C, H, W) -> the class map of ``method`` (one of ``VIDEO_METHODS``) for ``target`` (default:
-    its top-1 class), its values (T', gh, gw) on one scale over the clip: the page's one call, whatever the method."""
-    if method not in CLASS_MAPS:
-        raise ValueError(f"Unknown video method {method!r}! Expected one of {VIDEO_METHODS}.")
-    return CLASS_MAPS[method](model, x, target, turn)
+# The explanation methods of a video model, one entry each (``python -m viz VIDEO --explain``, the page's choices).
+VIDEO_METHODS: dict[str, VideoMethod] = {m.name: m for m in (
+    VideoMethod("gradcam", False, _gradcam_of_pass, "picture.video_gradcam", True),
+    VideoMethod("gae", True, gae_of_pass, "picture.video_gae", False),
+)}
+
+
+@dataclass(frozen=True)
+class ClipMaps:
+    """Class maps of one clip for one class: ``maps`` {method: (T', gh, gw)} (``VideoMethod.of_pass``'s values), the
+    explained class, its logit and its softmax probability."""
+    maps: dict[str, np.ndarray]
+    index: int
+    score: float
+    probability: float
+
+
+def video_method_names(names) -> list[str]:
+    """"gradcam,gae" (or a list) -> the names, each once; ValueError naming the video methods for another name."""
+    names = [n.strip() for n in names.split(",")] if isinstance(names, str) else [str(n) for n in names]
+    unknown = [n for n in names if n not in VIDEO_METHODS]
+    if unknown or not names:
+        raise ValueError(f"--explain {unknown[0] if unknown else ''} is not drawn for video models; the video methods "
+                         f"are {', '.join(VIDEO_METHODS)}.")
+    return list(dict.fromkeys(names))
+
+
+def clip_maps(model, x: torch.Tensor, methods=tuple(VIDEO_METHODS), target=None, turn=None) -> ClipMaps:
+    """One clip (1, F, C, H, W) -> ``ClipMaps`` of ``methods`` for ``target`` (a ``vit.explain.ClassTarget``; default
+    its top-1 class), from one forward and one backward (``gradcam_pass``, keeping the steps' attention when a
+    method needs it; ``turn``: a server's model turn, taken at every step)."""
+    if x.ndim != 5 or x.shape[0] != 1:
+        raise ValueError(f"Wrong input shape! Expected one clip (1, frames, channels, H, W) but got {tuple(x.shape)}.")
+    names = video_method_names(methods)
+    attention = any(VIDEO_METHODS[n].attention for n in names)
+    run = gradcam_pass(model, x, target, attention=attention, reduce=relevance_of_step if attention else None,
+                       turn=turn)
+    index = int(target.index) if getattr(target, "index", None) is not None else int(run.output[0].argmax())
+    probability = float(torch.softmax(run.output[0].float(), dim=-1)[index])
+    return ClipMaps({n: VIDEO_METHODS[n].of_pass(run, 0) for n in names}, index, float(run.score[0]), probability)
+
+
+def classmap_strip(a: Analysis, values: np.ndarray, method: str, name: str, cmap: str = render.DEFAULT_CMAP,
+                   alpha: float = 0.6, lang: str = "en") -> Image.Image:
+    """The sampled frames, each with its time position's map of ``method`` on the clip's one scale (min-max over the
+    clip), under the method's caption naming the explained class (``name``)."""
+    strip = frames_strip(a, frame_overlays(a, scale_clip(values), cmap, alpha), lang)
+    return captioned(strip, t(VIDEO_METHODS[method].caption, lang, name=name), lang)

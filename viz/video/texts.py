@@ -56,6 +56,17 @@ PAGE = {
         "Grad-CAM 读取模型最后一个注意力步骤的词元：每个通道按类别分数随它上升多少来加权（它的梯度，在整个片段上"
         "取平均），加权后的通道相加，去掉小于零的部分。它很粗糙：每个图块和时间位置只有一个值（同一管块里的帧共用"
         "它），只从最后一步看，所以它说明证据最终落在哪里，而不是模型如何在时间中把证据移到那里。"),
+    "video.method.gae": ("GAE through space and time", "贯穿空间与时间的 GAE"),
+    "video.method_about.gae": (
+        "GAE (Chefer et al. 2021) follows the readout back through every attention step, space and time alike: each "
+        "step's attention is weighted by its gradient for the class, the heads' positive parts averaged, and the "
+        "relevance carried down step by step to the tubelets. Unlike Grad-CAM it sees how the model moved the "
+        "evidence through time; it is drawn min-max scaled over the clip, so a faint frame holds less relevance, "
+        "not none. It keeps every step's attention until the backward pass: several times Grad-CAM's memory.",
+        "GAE（Chefer 等，2021）沿着每个注意力步骤（空间与时间）把读出往回追：每一步的注意力按它对该类别的梯度加权，"
+        "取各头正的部分的平均，把相关性一步一步传回到各个管块。与 Grad-CAM 不同，它能看到模型如何在时间中移动证据；"
+        "它在整个片段上做最小-最大缩放后绘制，所以颜色浅的帧相关性较少，而不是没有。它要把每一步的注意力保留到反向"
+        "传播：内存是 Grad-CAM 的数倍。"),
     "video.classmap_summary": ("{method} for “{name}” ({probability:.1%}): strongest in frame {index} ({seconds:.2f} s).",
                                "“{name}”（{probability:.1%}）的{method}：在第 {index} 帧（{seconds:.2f} 秒）最强。"),
     "message.video_classmap_first": ("Analyse the clip first: a class map explains one of its top-5 classes.",
@@ -78,6 +89,16 @@ PICTURES = {
     "picture.video_gradcam": ("Grad-CAM per frame for {name}: which part of which frame made the model say it",
                               "“{name}”的逐帧 Grad-CAM：哪一帧的哪一部分让模型作出这个判断"),
     "picture.video_classmap": ("{method} for {name}", "“{name}”的{method}"),
+    "picture.video_gae": ("GAE per frame for {name}: gradient-weighted attention carried through every space and time "
+                          "step",
+                          "“{name}”的逐帧 GAE：梯度加权的注意力经过每个空间与时间步骤传递"),
+    "picture.video_trust": ("Removing and revealing the clip's tubelets for {name} (p = {probability:.2f}), removed "
+                            "tubelets: {variant}",
+                            "对“{name}”（p = {probability:.2f}）移除与显现片段的管块，被移除的管块：{variant}"),
+    "video.trust.mean_colour": ("the clip's mean colour", "片段的平均颜色"),
+    "video.trust.blur": ("each frame blurred", "每帧模糊后的图像"),
+    "video.trust.axis.removed": ("fraction of tubelets removed", "移除的管块比例"),
+    "video.trust.axis.kept": ("fraction of tubelets kept", "保留的管块比例"),
 }
 
 register(PAGE, PICTURES)

@@ -291,6 +291,8 @@ LIGHT = frozenset({
     "vit_explorer.tabs.inside.mark_heads", "vit_explorer.tabs.inside.relabel",
     "vit_explorer.tabs.concepts.pick_latent", "vit_explorer.tabs.concepts.click_concept",
     "vit_explorer.tabs.concepts.click_patch", "vit_explorer.tabs.video.show_frame",
+    "vit_explorer.tabs.video.show_attention", "vit_explorer.tabs.video.show_step", "vit_explorer.tabs.video.show_heads",
+    "vit_explorer.tabs.video.pick_patch",
 })
 
 

@@ -60,3 +60,44 @@ def test_a_visitor_analyses_a_clip_and_moves_through_its_frames(server, locale, 
         page.screenshot(path=str(ARTIFACTS / f"video-{lang}-{viewport['width']}.png"), full_page=True)
     finally:
         context.close()
+
+
+@pytest.mark.parametrize("locale, viewport", [("en-US", DESKTOP), ("zh-CN", DESKTOP), ("en-US", PHONE),
+                                              ("zh-CN", PHONE)])
+def test_a_visitor_presses_an_example_and_clicks_a_patch(server, locale, viewport):
+    """No clip and no weights of one's own: one press on an example clip (the bundled moving-squares toy on a square
+    moving right) gives the analysis and one step's views; a click on the chosen frame gives that patch's row and
+    column over every frame, captioned in the page's language; another step redraws them."""
+    lang = "zh-CN" if locale == "zh-CN" else "en"
+    context = server["browser"].new_context(locale=locale, viewport=viewport)
+    page = context.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    try:
+        page.goto(server["url"])
+        page.locator("#photo-input").wait_for()
+        open_tab(page, "video", lang)
+        page.locator("#video-examples button:has-text('right 1')").click()
+        page.locator("#video-readout img").wait_for()
+        page.locator("#video-heads img").wait_for()
+        summary = t("video.summary", lang, frames=8, total=8, seconds=1.0, top="right")
+        page.wait_for_function("line => document.querySelector('#video-note').innerText.includes(line)", arg=summary)
+        joint = t("video.step_joint", lang, step=2, last=2, head=t("video.mean_of_heads", lang))
+        page.wait_for_function("line => document.querySelector('#video-attention-note').innerText.includes(line)",
+                               arg=joint)
+        picture = page.locator("#video-picture img")
+        picture.scroll_into_view_if_needed()
+        box = picture.bounding_box()
+        top = 20 / 468 * box["height"]                                    # the caption line above the frame
+        page.mouse.click(box["x"] + 0.6 * box["width"], box["y"] + top + 0.4 * (box["height"] - top))
+        page.locator("#video-patch-column").scroll_into_view_if_needed()       # the pictures load lazily
+        page.locator("#video-patch-row img").wait_for()
+        page.locator("#video-patch-column img").wait_for()
+        clicked = t("video.patch_note", lang, row=1, col=2, index=0, tau=0)
+        page.wait_for_function("line => document.querySelector('#video-attention-note').innerText.includes(line)",
+                               arg=clicked)
+        width = page.evaluate("document.documentElement.scrollWidth")
+        assert width <= viewport["width"] + 1, width
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / f"video-attention-{lang}-{viewport['width']}.png"), full_page=True)
+    finally:
+        context.close()

@@ -111,7 +111,7 @@ def build_examples(page) -> None:
     clips, toy = state.example_clips(), list(state.example_video_models())
     if not clips or not toy:
         return
-    labels = [f"{Path(c).parent.name} {Path(c).stem[-1]}" for c in clips]
+    labels = [f"{Path(c).parent.name} {int(Path(c).stem) + 1}" for c in clips]      # "right 1": right/0000.mp4
     examples = gr.Examples([[toy[0], c] for c in clips], inputs=[page["video_model"], page["video_file"]],
                            cache_examples=False, api_visibility="private", example_labels=labels,
                            label=page.i18n("video.examples"), examples_per_page=8, elem_id="video-examples")
@@ -134,11 +134,9 @@ def build_attention(page) -> None:
     page.add("video_attention_note", note("video-attention-note"))
     page.add("video_readout", picture(i18n, "picture.video_readout", enlarge=False, elem_id="video-readout"))
     page.add("video_heads", picture(i18n, "picture.video_heads", enlarge=False, elem_id="video-heads"))
-    with gr.Row():
-        page.add("video_patch_row", picture(i18n, "picture.video_patch_row", enlarge=False,
-                                            elem_id="video-patch-row", min_width=300))
-        page.add("video_patch_column", picture(i18n, "picture.video_patch_column", enlarge=False,
-                                               elem_id="video-patch-column", min_width=300))
+    page.add("video_patch_row", picture(i18n, "picture.video_patch_row", enlarge=False, elem_id="video-patch-row"))
+    page.add("video_patch_column", picture(i18n, "picture.video_patch_column", enlarge=False,
+                                           elem_id="video-patch-column"))
 
 
 def _cached(video_model, video_file, lang):

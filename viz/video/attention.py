@@ -159,11 +159,14 @@ def head_label(head: int | None, lang: str = "en") -> str:
 def attention_note(a: Analysis, layer: int, head: int | None, lang: str = "en",
                    patch: tuple[int, int, int] | None = None) -> str:
     """What the views of this step show, for a student: which kind of step it is and what its rows mean (a time
-    step's CLS token attends to itself only), what the readout row is for this model, and the clicked patch."""
+    step's CLS token attends to itself only), what the readout row is for this model, what uniform attention would
+    read (each picture has its own colour scale: a narrow range near it is no preference), and the clicked patch."""
     layer = layer_index(layer, a.depth)
     kind = step_kind(a, layer)
     lines = [t(f"video.step_{kind}", lang, step=layer, last=a.depth - 1, head=head_label(head, lang)),
              t(READOUT_NOTES.get(a.architecture.readout, "video.readout_mean"), lang)]
+    n = a.architecture.block(layer).groups().shape[1]
+    lines.append(t("video.uniform_note", lang, tokens=n, uniform=1.0 / n))
     if patch is not None:
         frame, row, col = patch
         lines.append(t("video.patch_note", lang, row=row, col=col, index=int(a.clip.indices[frame]),

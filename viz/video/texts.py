@@ -83,6 +83,11 @@ ATTENTION_PAGE = {
         "The model has no CLS token (its attentive probe reads the last step): the row shown is the mean of every "
         "patch's row.",
         "该模型没有 CLS 词元（其注意力探针读取最后一步）：显示的行是每个图块的行的平均。"),
+    "video.uniform_note": (
+        "Each picture has its own colour scale: a query attends over {tokens} tokens here, so attention spread evenly "
+        "would read {uniform:.4f} everywhere; a colour bar whose ends are both near it shows no preference.",
+        "每张图都有自己的色标：这里一个查询在 {tokens} 个词元上分配注意力，均匀分配时处处为 {uniform:.4f}；"
+        "若色条两端都接近这个值，说明没有偏好。"),
     "video.patch_note": (
         "Clicked: row {row}, column {col} of frame {index} (time position {tau}), framed in green.",
         "已点击：第 {index} 帧（时间位置 {tau}）的第 {row} 行、第 {col} 列，以绿色框出。"),

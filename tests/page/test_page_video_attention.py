@@ -74,7 +74,7 @@ def test_the_step_views_come_from_the_cached_analysis(server, lang):
                                                   head=head_label(3, lang)) in step["video_attention_note"]
     side = tab.FRAME_SIZE / 4
     clicked = tab.pick_patch(select(2.5 * side, CAPTION_HEIGHT + 1.5 * side), TOY, server, 5, 1, 3, lang)
-    assert clicked["video_patch"] == (5, 1, 2)
+    assert set(clicked) == {"video_patch", *tab.PATCH_OUTPUTS} and clicked["video_patch"] == (5, 1, 2)
     row, column = patch_maps(a, 1, 3, patch_token(a, 5, 1, 2))
     where = t("video.where", lang, step=1, head=head_label(3, lang))
     assert same(clicked["video_patch_row"], clip_strip(a, row, t("video.colorbar_row", lang, where=where), lang,

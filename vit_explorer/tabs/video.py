@@ -103,7 +103,8 @@ def wire(page) -> None:
 
 ATTENTION_OUTPUTS = ("video_step", "video_head", "video_patch", "video_readout", "video_heads", "video_patch_row",
                      "video_patch_column", "video_attention_note")
-STEP_OUTPUTS = ("video_readout", "video_heads", "video_patch_row", "video_patch_column", "video_attention_note")
+PATCH_OUTPUTS = ("video_patch_row", "video_patch_column", "video_attention_note")
+STEP_OUTPUTS = ("video_readout", "video_heads", *PATCH_OUTPUTS)
 
 
 def build_examples(page) -> None:
@@ -174,19 +175,23 @@ def _patch(a, video_patch, lang) -> tuple[int, int, int] | None:
 
 
 def _step_views(a, step: int, head: int | None, frame: int, patch, lang: str, narrow) -> dict:
-    columns = 4 if narrow else 8
     where = t("video.where", lang, step=step, head=head_label(head, lang))
-    views = dict(video_readout=clip_strip(a, readout_frames(a, step, head), t("video.colorbar_readout", lang,
-                                          where=where), lang, cell=STRIP_CELL, columns=columns),
-                 video_heads=heads_picture(a, step, frame, lang, cell=STRIP_CELL, columns=4 if narrow else 6),
-                 video_attention_note=attention_note(a, step, head, lang, patch),
-                 video_patch_row=None, video_patch_column=None)
+    return dict(video_readout=clip_strip(a, readout_frames(a, step, head), t("video.colorbar_readout", lang,
+                                         where=where), lang, cell=STRIP_CELL, columns=4 if narrow else 8),
+                video_heads=heads_picture(a, step, frame, lang, cell=STRIP_CELL, columns=4 if narrow else 6),
+                **_patch_views(a, step, head, patch, lang, narrow))
+
+
+def _patch_views(a, step: int, head: int | None, patch, lang: str, narrow) -> dict:
+    """The clicked patch's row and column in the step (None without a click), and the step's note."""
+    views = dict(video_attention_note=attention_note(a, step, head, lang, patch), video_patch_row=None,
+                 video_patch_column=None)
     if patch is not None:
+        where = t("video.where", lang, step=step, head=head_label(head, lang))
         row, column = patch_maps(a, step, head, patch_token(a, *patch))
-        views.update(video_patch_row=clip_strip(a, row, t("video.colorbar_row", lang, where=where), lang,
-                                                cell=STRIP_CELL, columns=columns, patch=patch),
-                     video_patch_column=clip_strip(a, column, t("video.colorbar_column", lang, where=where), lang,
-                                                   cell=STRIP_CELL, columns=columns, patch=patch))
+        strip = dict(lang=lang, cell=STRIP_CELL, columns=4 if narrow else 8, patch=patch)
+        views.update(video_patch_row=clip_strip(a, row, t("video.colorbar_row", lang, where=where), **strip),
+                     video_patch_column=clip_strip(a, column, t("video.colorbar_column", lang, where=where), **strip))
     return views
 
 
@@ -232,7 +237,7 @@ def pick_patch(evt: gr.SelectData, video_model, video_file, video_frame, video_s
     except ValueError:
         raise gr.Error(t("message.video_bad_click", lang), print_exception=False) from None
     patch = (frame, row, col)
-    return dict(video_patch=patch, **_step_views(a, step, head, frame, patch, lang, narrow))
+    return dict(video_patch=patch, **_patch_views(a, step, head, patch, lang, narrow))
 
 
 def wire_attention(page, analysed) -> None:
@@ -246,4 +251,4 @@ def wire_attention(page, analysed) -> None:
     page["video_step"].input(**step, **page.render)
     page["video_head"].input(**step, **page.render)
     page["video_frame"].input(**page.wire(show_heads, ["video_heads"]), **page.render)
-    page["video_picture"].select(**page.wire(pick_patch, ["video_patch", *STEP_OUTPUTS]), **page.render)
+    page["video_picture"].select(**page.wire(pick_patch, ["video_patch", *PATCH_OUTPUTS]), **page.render)

@@ -116,10 +116,6 @@ def build_examples(page) -> None:
     examples = gr.Examples([[toy[0], c] for c in clips], inputs=[page["video_model"], page["video_file"]],
                            cache_examples=False, api_visibility="private", example_labels=labels,
                            label=page.i18n("video.examples"), examples_per_page=8, elem_id="video-examples")
-    for sample, label in zip(examples.dataset.samples, labels):   # the page names no server folder (docs/app.md)
-        for value in sample:
-            if isinstance(value, dict) and "path" in value:
-                value.update(path=label, url=None)
     page.add("video_examples", examples)
 
 

@@ -230,7 +230,7 @@ def video_served(values: dict):
     lang = values.get("lang", "en")
     if not values.get("video_model") or not values.get("video_file"):
         return None
-    served = state.served_source(state.model_source(values["video_model"], lang), lang,
+    served = state.served_source(state.model_source(values["video_model"], lang, state.video_models()), lang,
                                  shown=str(values["video_model"]).strip())
     if not served.architecture.video:
         return None
@@ -324,6 +324,8 @@ LIGHT = frozenset({
     "vit_explorer.tabs.concepts.pick_latent", "vit_explorer.tabs.concepts.click_concept",
     "vit_explorer.tabs.concepts.click_patch", "vit_explorer.tabs.video.show_frame",
     "vit_explorer.tabs.video.offer_classes", "vit_explorer.tabs.video.show_classmap_frame",
+    "vit_explorer.tabs.video.show_attention", "vit_explorer.tabs.video.show_step", "vit_explorer.tabs.video.show_heads",
+    "vit_explorer.tabs.video.pick_patch",
 })
 
 

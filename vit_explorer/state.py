@@ -361,6 +361,26 @@ def listed_saes() -> dict[str, str]:
     return listed
 
 
+def example_video_models() -> dict[str, str]:
+    """The video models bundled with the examples (``examples/video/*.pt``: the moving-squares toy), {display name:
+    file}: offered in the Video tab only (the photo tabs read photos)."""
+    if EXAMPLES_DIR is None:
+        return {}
+    return {p.name: str(p) for p in sorted((EXAMPLES_DIR / "video").glob("*.pt"))}
+
+
+def video_models() -> dict[str, str]:
+    """The Video tab's models on offer: the listed models, then the bundled example video models."""
+    return {**example_video_models(), **listed_models()}
+
+
+def example_clips() -> list[str]:
+    """The bundled moving-squares clips (``examples/video/clips/<direction>/*.mp4``), the Video tab's examples."""
+    if EXAMPLES_DIR is None:
+        return []
+    return sorted(str(p) for p in (EXAMPLES_DIR / "video" / "clips").glob("*/*.mp4"))
+
+
 def sae_source(name, lang: str = "en") -> str:
     """The folder of the SAE a visitor named, through the models' guard (``model_source``): a listed SAE's display
     name, or on a server only this machine reaches a folder typed as it is."""

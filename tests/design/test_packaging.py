@@ -70,6 +70,9 @@ def test_the_wheel_holds_the_packages_and_their_data(installed):
     assert not [n for n in names if n.startswith(("tests/", "bench/", "docs/", "app.py"))]
     examples = installed / "prefix" / "share" / "vit-attention-explorer" / "examples"
     assert sorted(p.name for p in examples.glob("*.jpg")) == sorted(p.name for p in (REPO / "examples").glob("*.jpg"))
+    video = sorted(p.relative_to(examples).as_posix() for p in (examples / "video").rglob("*") if p.is_file())
+    assert video == sorted(p.relative_to(REPO / "examples").as_posix() for p in (REPO / "examples" / "video").rglob("*")
+                           if p.is_file())                         # the Video tab's example model and clips
     from vit_explorer.site import DOCS
 
     docs = installed / "prefix" / "share" / "vit-attention-explorer" / "docs"   # what the page's links open

@@ -7,18 +7,23 @@ from the cached analysis, never runs the model. Below, a class map per frame (``
 clip's top-5 classes, by a method of its table, a heavy job of the same group (its own block at the end)."""
 from __future__ import annotations
 
+import math
+from pathlib import Path
+
 import gradio as gr
 import numpy as np
 import torch
 
 from vit.explain.targets import ClassTarget
 from viz.i18n import t
+from viz.video.attention import attention_note, clip_strip, head_label, heads_picture, patch_at, patch_maps, \
+    patch_token, readout_frames
 from viz.video.classmap import VIDEO_METHODS, clip_maps, scale_clip
 from viz.video.view import (captioned, distance_picture, frame_caption, frame_maps, frame_overlay, frame_overlays,
                             frames_strip)
 
 from .. import state
-from ..components import picture
+from ..components import note, picture
 from ..door import uploaded_photo
 
 OUTPUTS = ("video_note", "video_top5", "video_frame", "video_picture", "video_strip", "video_distance")
@@ -30,12 +35,13 @@ def build(page) -> None:
     i18n = page.i18n
     gr.Markdown(i18n("about.video"))
     with gr.Row(equal_height=True):
-        page.add("video_model", gr.Dropdown(state.model_choices(), value=None, allow_custom_value=True, scale=3,
+        page.add("video_model", gr.Dropdown(list(state.video_models()), value=None, allow_custom_value=True, scale=3,
                                             label=i18n("video.model"), elem_id="video-model"))
         page.add("video_file", gr.File(label=i18n("video.upload"), file_types=["video"], type="filepath", scale=3,
                                        elem_id="video-file"))
         page.add("video_button", gr.Button(i18n("video.button"), variant="primary", scale=1, min_width=90,
                                            elem_id="video-button"))
+    build_examples(page)
     page.add("video_note", gr.Markdown(elem_id="video-note", elem_classes=["note"]))
     with gr.Row():
         page.add("video_picture", picture(i18n, "picture.video_frame", enlarge=False, elem_id="video-picture"))
@@ -44,6 +50,7 @@ def build(page) -> None:
                                       elem_id="video-frame"))
     page.add("video_strip", picture(i18n, "picture.video_strip", enlarge=False, elem_id="video-strip"))
     page.add("video_distance", picture(i18n, "picture.video_distance", enlarge=False, elem_id="video-distance"))
+    build_attention(page)
     build_classmaps(page)
 
 
@@ -51,7 +58,7 @@ def video_key(video_model, video_file, lang: str) -> tuple[str, str]:
     """(the uploaded video's path, the model's source): the upload folder's and the models' guards first."""
     if not video_file:
         raise gr.Error(t("message.video_none", lang), print_exception=False)
-    return uploaded_photo(video_file), state.model_source(video_model, lang)
+    return uploaded_photo(video_file), state.model_source(video_model, lang, state.video_models())
 
 
 @torch.inference_mode()
@@ -94,9 +101,162 @@ def _frame(a, rollout, frame, lang: str):
 
 
 def wire(page) -> None:
-    page["video_button"].click(**page.wire(analyse, list(OUTPUTS), heavy_group="video"))
+    analysed = page["video_button"].click(**page.wire(analyse, list(OUTPUTS), heavy_group="video"))
     page["video_frame"].input(**page.wire(show_frame, ["video_picture"]), **page.render)
+    wire_attention(page, analysed)
     wire_classmaps(page)
+
+
+# ---- one attention step's views: the readout per frame, the heads at the chosen frame, a clicked patch -------------
+# (viz.video.attention draws them; every handler here draws from the cached analysis, ``state.VIDEOS``)
+
+ATTENTION_OUTPUTS = ("video_step", "video_head", "video_patch", "video_readout", "video_heads", "video_patch_row",
+                     "video_patch_column", "video_attention_note")
+PATCH_OUTPUTS = ("video_patch_row", "video_patch_column", "video_attention_note")
+STEP_OUTPUTS = ("video_readout", "video_heads", *PATCH_OUTPUTS)
+
+
+def build_examples(page) -> None:
+    """The bundled moving-squares clips with the toy model trained on them: one click fills both and analyses."""
+    clips, toy = state.example_clips(), list(state.example_video_models())
+    if not clips or not toy:
+        return
+    labels = [f"{Path(c).parent.name} {int(Path(c).stem) + 1}" for c in clips]      # "right 1": right/0000.mp4
+    examples = gr.Examples([[toy[0], c] for c in clips], inputs=[page["video_model"], page["video_file"]],
+                           cache_examples=False, api_visibility="private", example_labels=labels,
+                           label=page.i18n("video.examples"), examples_per_page=8, elem_id="video-examples")
+    page.add("video_examples", examples)
+
+
+def build_attention(page) -> None:
+    i18n = page.i18n
+    gr.Markdown(i18n("about.video_attention"))
+    page.add("video_patch", gr.State(None))            # (frame, row, col) of the clicked patch, or None
+    with gr.Row():
+        page.add("video_step", gr.Slider(0, 1, value=0, step=1, label=i18n("video.step"), interactive=False,
+                                         min_width=200, scale=3, elem_id="video-step"))
+        page.add("video_head", gr.Dropdown([], value=None, label=i18n("video.head"), interactive=False,
+                                           min_width=160, scale=1, elem_id="video-head"))
+    page.add("video_attention_note", note("video-attention-note"))
+    page.add("video_readout", picture(i18n, "picture.video_readout", enlarge=False, elem_id="video-readout"))
+    page.add("video_heads", picture(i18n, "picture.video_heads", enlarge=False, elem_id="video-heads"))
+    page.add("video_patch_row", picture(i18n, "picture.video_patch_row", enlarge=False, elem_id="video-patch-row"))
+    page.add("video_patch_column", picture(i18n, "picture.video_patch_column", enlarge=False,
+                                           elem_id="video-patch-column"))
+
+
+def _cached(video_model, video_file, lang):
+    """(analysis, rollout) of the clip from the cache (nothing is decoded or run), or one sentence."""
+    found = state.VIDEOS.find(video_key(video_model, video_file, lang))
+    if found is None:
+        raise gr.Error(t("message.video_none", lang), print_exception=False)
+    return found
+
+
+def _whole(value, lo: int, hi: int, message: str, lang: str) -> int:
+    """An event's integer in [lo, hi], or the one sentence ``message`` (a float with a fraction, a string, NaN…)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+            or value != int(value) or not lo <= int(value) <= hi:
+        raise gr.Error(t(message, lang), print_exception=False)
+    return int(value)
+
+
+def _step_head(a, video_step, video_head, lang) -> tuple[int, int | None]:
+    step = _whole(video_step, 0, a.depth - 1, "message.video_bad_step", lang)
+    heads = a.architecture.block(step).heads
+    head = None if video_head in (None, -1) else _whole(video_head, 0, heads - 1, "message.video_bad_head", lang)
+    return step, head
+
+
+def _patch(a, video_patch, lang) -> tuple[int, int, int] | None:
+    if video_patch is None:
+        return None
+    if not isinstance(video_patch, (list, tuple)) or len(video_patch) != 3:
+        raise gr.Error(t("message.video_bad_click", lang), print_exception=False)
+    gh, gw = a.architecture.grid
+    frame, row, col = (_whole(v, 0, top - 1, "message.video_bad_click", lang)
+                       for v, top in zip(video_patch, (len(a.clip.frames), gh, gw)))
+    return frame, row, col
+
+
+def _step_views(a, step: int, head: int | None, frame: int, patch, lang: str, narrow) -> dict:
+    where = t("video.where", lang, step=step, head=head_label(head, lang))
+    return dict(video_readout=clip_strip(a, readout_frames(a, step, head), t("video.colorbar_readout", lang,
+                                         where=where), lang, cell=STRIP_CELL, columns=4 if narrow else 8),
+                video_heads=heads_picture(a, step, frame, lang, cell=STRIP_CELL, columns=4 if narrow else 6),
+                **_patch_views(a, step, head, patch, lang, narrow))
+
+
+def _patch_views(a, step: int, head: int | None, patch, lang: str, narrow) -> dict:
+    """The clicked patch's row and column in the step (None without a click), and the step's note."""
+    views = dict(video_attention_note=attention_note(a, step, head, lang, patch), video_patch_row=None,
+                 video_patch_column=None)
+    if patch is not None:
+        where = t("video.where", lang, step=step, head=head_label(head, lang))
+        row, column = patch_maps(a, step, head, patch_token(a, *patch))
+        strip = dict(lang=lang, cell=STRIP_CELL, columns=4 if narrow else 8, patch=patch)
+        views.update(video_patch_row=clip_strip(a, row, t("video.colorbar_row", lang, where=where), **strip),
+                     video_patch_column=clip_strip(a, column, t("video.colorbar_column", lang, where=where), **strip))
+    return views
+
+
+def show_attention(video_model, video_file, lang, narrow=False):
+    """After an analysis: the step slider over the model's attention steps (at the last), the head choice (the mean
+    of heads), no clicked patch, and the last step's views."""
+    a, _ = _cached(video_model, video_file, lang)
+    last = a.depth - 1
+    heads = [(t("video.mean_of_heads", lang), -1)] + [(t("name.head", lang, head=h), h) for h in range(a.heads)]
+    return dict(video_step=gr.Slider(minimum=0, maximum=max(last, 1), value=last, interactive=last > 0),
+                video_head=gr.Dropdown(choices=heads, value=-1, interactive=True), video_patch=None,
+                **_step_views(a, last, None, 0, None, lang, narrow))
+
+
+def show_step(video_model, video_file, video_frame, video_step, video_head, video_patch, lang, narrow=False):
+    """The step slider, the head choice or the frame slider moved: the views of that step, head and frame."""
+    a, _ = _cached(video_model, video_file, lang)
+    step, head = _step_head(a, video_step, video_head, lang)
+    frame = _whole(video_frame, 0, len(a.clip.frames) - 1, "message.video_bad_click", lang)
+    return _step_views(a, step, head, frame, _patch(a, video_patch, lang), lang, narrow)
+
+
+def show_heads(video_model, video_file, video_frame, video_step, video_head, lang, narrow=False):
+    """The frame slider moved: each head of the step at that frame."""
+    a, _ = _cached(video_model, video_file, lang)
+    step, _ = _step_head(a, video_step, video_head, lang)
+    frame = _whole(video_frame, 0, len(a.clip.frames) - 1, "message.video_bad_click", lang)
+    return dict(video_heads=heads_picture(a, step, frame, lang, cell=STRIP_CELL, columns=4 if narrow else 6))
+
+
+def pick_patch(evt: gr.SelectData, video_model, video_file, video_frame, video_step, video_head, lang,
+               narrow=False):
+    """A click on the chosen frame: that patch's row and column in the chosen step, over every frame."""
+    a, _ = _cached(video_model, video_file, lang)
+    step, head = _step_head(a, video_step, video_head, lang)
+    frame = _whole(video_frame, 0, len(a.clip.frames) - 1, "message.video_bad_click", lang)
+    index = getattr(evt, "index", None)
+    if not isinstance(index, (list, tuple)) or len(index) != 2:
+        raise gr.Error(t("message.video_bad_click", lang), print_exception=False)
+    x, y = (_whole(v, 0, 2**16, "message.video_bad_click", lang) for v in index)
+    try:
+        row, col = patch_at(a, x, y, FRAME_SIZE)
+    except ValueError:
+        raise gr.Error(t("message.video_bad_click", lang), print_exception=False) from None
+    patch = (frame, row, col)
+    return dict(video_patch=patch, **_patch_views(a, step, head, patch, lang, narrow))
+
+
+def wire_attention(page, analysed) -> None:
+    """The step views after every analysis (the button's, an example's), and their controls' and clicks' events."""
+    follow = page.wire(show_attention, list(ATTENTION_OUTPUTS))
+    analysed.success(**follow, **page.render)
+    if "video_examples" in page.components:
+        example = page["video_examples"].load_input_event
+        example.success(**page.wire(analyse, list(OUTPUTS), heavy_group="video")).success(**follow, **page.render)
+    step = page.wire(show_step, list(STEP_OUTPUTS))
+    page["video_step"].input(**step, **page.render)
+    page["video_head"].input(**step, **page.render)
+    page["video_frame"].input(**page.wire(show_heads, ["video_heads"]), **page.render)
+    page["video_picture"].select(**page.wire(pick_patch, ["video_patch", *PATCH_OUTPUTS]), **page.render)
 
 
 # ---- class maps per frame: one of viz.video.classmap's VIDEO_METHODS for one of the clip's top-5 classes ----------
@@ -115,8 +275,8 @@ def build_classmaps(page) -> None:
         page.add("video_class", gr.Dropdown([], value=None, allow_custom_value=False, scale=3, min_width=160,
                                             label=i18n("video.class"), elem_id="video-class"))
         page.add("video_method", gr.Radio([(i18n(f"video.method.{m}"), m) for m in VIDEO_METHODS],
-                                          value=next(iter(VIDEO_METHODS)), scale=2, min_width=160, label=i18n("video.method"),
-                                          elem_id="video-method"))
+                                          value=next(iter(VIDEO_METHODS)), scale=2, min_width=160,
+                                          label=i18n("video.method"), elem_id="video-method"))
         page.add("video_classmap_button", gr.Button(i18n("video.classmap_button"), variant="primary", scale=1,
                                                     min_width=90, elem_id="video-classmap-button"))
     page.add("video_classmap_note", gr.Markdown(elem_id="video-classmap-note", elem_classes=["note"]))

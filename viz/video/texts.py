@@ -101,4 +101,68 @@ PICTURES = {
     "video.trust.axis.kept": ("fraction of tubelets kept", "保留的管块比例"),
 }
 
-register(PAGE, PICTURES)
+# ---- the attention views of one step (viz.video.attention): a step slider, a head choice, a clicked patch ----------
+
+ATTENTION_PAGE = {
+    "about.video_attention": (
+        "**One attention step at a time.** Pick a step and a head (or the mean of the heads). The strip shows the "
+        "readout's attention in that step over every frame, the grid each head's at the chosen frame. Click a patch "
+        "of the chosen frame above: where it attends in every frame, and which patches attend to it.",
+        "**逐个注意力步骤查看。** 选择一个步骤和一个头（或各头的平均）。条带显示读出在该步骤中对每一帧的注意力，网格显示"
+        "每个头在所选帧上的注意力。点击上方所选帧中的一个图块：查看它在每一帧中关注哪里，以及哪些图块关注它。"),
+    "video.step": ("Attention step", "注意力步骤"),
+    "video.head": ("Head", "头"),
+    "video.examples": ("Example clips (the moving-squares toy model)", "示例片段（移动方块玩具模型）"),
+    "picture.video_readout": ("The readout's attention in this step, every frame", "读出在该步骤中的注意力（每一帧）"),
+    "picture.video_heads": ("Each head at the chosen frame", "所选帧上的每个头"),
+    "picture.video_patch_row": ("Where the clicked patch attends", "所点图块关注哪里"),
+    "picture.video_patch_column": ("Which patches attend to it", "哪些图块关注它"),
+    "video.step_joint": (
+        "Step {step} of 0–{last} ({head}) is a joint step: every token attends to every token of every frame.",
+        "第 {step} 步（共 0–{last} 步，{head}）是联合步骤：每个词元关注所有帧中的每个词元。"),
+    "video.step_time": (
+        "Step {step} of 0–{last} ({head}) is a time step: each patch attends only to the same place in the other "
+        "frames, and the CLS token takes no part (it keeps itself), so the readout's row is empty here: the next "
+        "step, a space step, shows it.",
+        "第 {step} 步（共 0–{last} 步，{head}）是时间步骤：每个图块只关注其他帧中同一位置的图块，CLS 词元不参与（保持自身），"
+        "因此这里读出的行为空：下一步（空间步骤）显示它。"),
+    "video.step_space": (
+        "Step {step} of 0–{last} ({head}) is a space step: each patch attends only inside its own frame, with the CLS "
+        "token; the CLS token's row is the mean of its rows in every frame.",
+        "第 {step} 步（共 0–{last} 步，{head}）是空间步骤：每个图块只在自己的帧内关注（连同 CLS 词元）；CLS 词元的行是它在"
+        "每一帧中的行的平均。"),
+    "video.readout_cls": ("The readout's row is the CLS token's.", "读出的行是 CLS 词元的行。"),
+    "video.readout_mean": (
+        "The model has no CLS token and reads the mean of the patch tokens: the readout's row is the mean of every "
+        "patch's row.",
+        "该模型没有 CLS 词元，读取图块词元的平均：读出的行是每个图块的行的平均。"),
+    "video.readout_map": (
+        "The model has no CLS token (its attentive probe reads the last step): the row shown is the mean of every "
+        "patch's row.",
+        "该模型没有 CLS 词元（其注意力探针读取最后一步）：显示的行是每个图块的行的平均。"),
+    "video.uniform_note": (
+        "Each picture has its own colour scale: a query attends over {tokens} tokens here, so attention spread evenly "
+        "would read {uniform:.4f} everywhere; a colour bar whose ends are both near it shows no preference.",
+        "每张图都有自己的色标：这里一个查询在 {tokens} 个词元上分配注意力，均匀分配时处处为 {uniform:.4f}；"
+        "若色条两端都接近这个值，说明没有偏好。"),
+    "video.patch_note": (
+        "Clicked: row {row}, column {col} of frame {index} (time position {tau}), framed in green.",
+        "已点击：第 {index} 帧（时间位置 {tau}）的第 {row} 行、第 {col} 列，以绿色框出。"),
+    "message.video_bad_step": ("Choose an attention step of the analysed clip's model.",
+                               "请选择已分析片段的模型中的一个注意力步骤。"),
+    "message.video_bad_head": ("Choose one of the model's heads, or the mean of heads.",
+                               "请选择模型的一个头，或各头的平均。"),
+    "message.video_bad_click": ("Click on the chosen frame (below its caption) to pick a patch.",
+                                "请点击所选帧（标题下方）来选择一个图块。"),
+}
+
+ATTENTION_PICTURES = {
+    "video.mean_of_heads": ("mean of heads", "各头平均"),
+    "video.colorbar_attention": ("attention weight", "注意力权重"),
+    "video.colorbar_readout": ("readout's attention, {where}", "读出的注意力，{where}"),
+    "video.colorbar_row": ("clicked patch attends to, {where}", "所点图块关注，{where}"),
+    "video.colorbar_column": ("attends to clicked patch, {where}", "关注所点图块，{where}"),
+    "video.where": ("step {step}, {head}", "第 {step} 步，{head}"),
+}
+
+register({**PAGE, **ATTENTION_PAGE}, {**PICTURES, **ATTENTION_PICTURES})

@@ -141,6 +141,21 @@ def differentiable(x: torch.Tensor) -> torch.Tensor:
     return x.clone() if x.is_inference() else x
 
 
+def gradient_view(model: nn.Module) -> tuple[nn.Module, dict[str, torch.Tensor]]:
+    """The model rewired for one gradient pass, and the store it fills: the graph starts at the patch projection
+    (``model.patch_projection()``, kept as "patches"; nothing below it needs a gradient) and Grad-CAM's activation is
+    recorded at ``model.gradcam_layer()`` (as "tokens"); no weight gradient is computed."""
+    store: dict[str, torch.Tensor] = {}
+    start, cam = model.patch_projection()[0], model.gradcam_layer()
+
+    def replace(name: str, module: nn.Module) -> nn.Module | None:
+        if name == start:
+            return GraphStart(module, store)
+        return Record(module, store, "tokens") if name == cam else None
+
+    return rewired(without_parameter_grads(model), replace), store
+
+
 def gradient_pass(model: nn.Module, x: torch.Tensor, target: Target | None = None) -> GradientPass:
     """Images (B, C, H, W) -> ``GradientPass`` for ``target`` (default: each image's top-1 class).
 
@@ -152,15 +167,7 @@ def gradient_pass(model: nn.Module, x: torch.Tensor, target: Target | None = Non
     layout = model.eval_layout(x, "Explanations")
     architecture = model.architecture(x.shape[-2], x.shape[-1])
     target = target if target is not None else ClassTarget()
-    store: dict[str, torch.Tensor] = {}
-    start, cam = model.patch_projection()[0], model.gradcam_layer()
-
-    def replace(name: str, module: nn.Module) -> nn.Module | None:
-        if name == start:
-            return GraphStart(module, store)
-        return Record(module, store, "tokens") if name == cam else None
-
-    view = rewired(without_parameter_grads(model), replace)
+    view, store = gradient_view(model)
     with torch.inference_mode(False), torch.enable_grad():
         maps: list[torch.Tensor] = []
         for tokens, attention, *_ in view.blocks_with_attention(differentiable(x)):

@@ -31,8 +31,7 @@ import torch.nn as nn
 
 from ..architecture import Architecture, BlockLayout, architecture_of
 from ..video import in_turns
-from .passes import GraphStart, Record, differentiable
-from .rules import rewired, without_parameter_grads
+from .passes import differentiable, gradient_view
 from .targets import ClassTarget, Target
 
 
@@ -98,15 +97,7 @@ def gradcam_pass(model: nn.Module, x: torch.Tensor, target: Target | None = None
     architecture = architecture_of(model, x)
     block = architecture.blocks[-1]
     target = target if target is not None else ClassTarget()
-    store: dict[str, torch.Tensor] = {}
-    start, cam = model.patch_projection()[0], model.gradcam_layer()
-
-    def replace(name: str, module: nn.Module) -> nn.Module | None:
-        if name == start:
-            return GraphStart(module, store)
-        return Record(module, store, "tokens") if name == cam else None
-
-    view = rewired(without_parameter_grads(model), replace)
+    view, store = gradient_view(model)
     maps: list[torch.Tensor] = []
     probe = None
     pending: dict[int, tuple[torch.Tensor, BlockLayout]] = {}

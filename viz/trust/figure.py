@@ -127,6 +127,18 @@ def _map(ax, report, name, i, photo, cmap, colour, lang) -> None:
     ax.set_title(title, fontsize=screens.MIN_POINTS, color="firebrick" if m.flagged else colour[name])
 
 
+def curve_axes(ax, kind: str, lang: str, removed: str = "trust.axis.removed", kept: str = "trust.axis.kept") -> None:
+    """A deletion or insertion plot's axes: the fraction removed (``removed``'s text) or kept (``kept``'s) against
+    the class's probability, both from 0 to 1, titled with the kind of curve."""
+    ax.set_ylim(0, 1.02)
+    ax.set_xlim(0, 1)
+    ax.set_title(t(f"trust.{kind}", lang), fontsize=screens.MIN_POINTS + 1)
+    ax.set_xlabel(t(removed if kind == "deletion" else kept, lang), fontsize=screens.MIN_POINTS)
+    ax.set_ylabel(t("trust.axis.probability", lang), fontsize=screens.MIN_POINTS)
+    ax.tick_params(labelsize=screens.MIN_POINTS)
+    ax.grid(alpha=0.3)
+
+
 def _curves(ax, report, kind, names, colour, lang, legend: bool) -> None:
     x = np.asarray(report.fractions)
     for name in names:
@@ -136,14 +148,7 @@ def _curves(ax, report, kind, names, colour, lang, legend: bool) -> None:
     if "random" not in names:
         ax.plot(x, getattr(report.random, kind), color="gray", linestyle="--", linewidth=1.0,
                 label=t("method.random", lang))
-    ax.set_ylim(0, 1.02)
-    ax.set_xlim(0, 1)
-    ax.set_title(t(f"trust.{kind}", lang), fontsize=screens.MIN_POINTS + 1)
-    ax.set_xlabel(t("trust.axis.removed" if kind == "deletion" else "trust.axis.kept", lang),
-                  fontsize=screens.MIN_POINTS)
-    ax.set_ylabel(t("trust.axis.probability", lang), fontsize=screens.MIN_POINTS)
-    ax.tick_params(labelsize=screens.MIN_POINTS)
-    ax.grid(alpha=0.3)
+    curve_axes(ax, kind, lang)
     if legend:
         ax.legend(fontsize=screens.MIN_POINTS, loc="upper right", ncol=2 if len(names) > 5 else 1)
 

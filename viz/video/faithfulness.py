@@ -41,6 +41,7 @@ from ..drawing.plots import new_figure
 from ..explain.baselines import random_values
 from ..i18n import language, t
 from ..trust.curves import POINTS, Faithfulness, fractions, keep_sets
+from ..trust.figure import curve_axes
 from ..trust.protocols import fill
 from ..trust.report import MethodTrust, TrustReport
 
@@ -169,14 +170,7 @@ def curves_figure(report: TrustReport, lang: str = "en") -> Figure:
         r = report.random
         ax.plot(x, getattr(r, kind), color="gray", linestyle="--", linewidth=1.0, label=f"{t('method.random', lang)}: " +
                 t("trust.aucs", lang, deletion=r.deletion_auc, insertion=r.insertion_auc))
-        ax.set_xlim(0, 1)
-        ax.set_ylim(0, 1.02)
-        ax.set_title(t(f"trust.{kind}", lang), fontsize=screens.MIN_POINTS + 1)
-        ax.set_xlabel(t("video.trust.axis.removed" if kind == "deletion" else "video.trust.axis.kept", lang),
-                      fontsize=screens.MIN_POINTS)
-        ax.set_ylabel(t("trust.axis.probability", lang), fontsize=screens.MIN_POINTS)
-        ax.tick_params(labelsize=screens.MIN_POINTS)
-        ax.grid(alpha=0.3)
+        curve_axes(ax, kind, lang, "video.trust.axis.removed", "video.trust.axis.kept")
     fig.legend(handles=fig.axes[-1].get_lines(), loc="lower center", ncol=2, fontsize=screens.MIN_POINTS,
                frameon=False)
     return use_language_font(fig, lang)

@@ -138,7 +138,7 @@ class _Reducer:
             p = torch.matmul(qs[:, :, start:stop], kt, out=chunk)                       # logits (B·G, H, c, n)
             own = p.diagonal(start, -2, -1).clone()                                      # each row's own logit
             torch.softmax(p, dim=-1, out=p)                                              # probabilities, in place
-            lse[:, :, start:stop] = _logsumexp(own, p, lambda: qs[:, :, start:stop] @ kt, start)
+            lse[:, :, start:stop] = _logsumexp(own, p, qs[:, :, start:stop], kt, start)
             heads[:, :, start:stop] = torch.matmul(p.to(v.dtype), v)
             flat = p.view(BG, H, c * n)
             table = self.table[:, :, start:stop].reshape(G, 2, c * n)
@@ -161,15 +161,15 @@ class _Reducer:
                        "readout": stream, "lse": lse.view(B, G, H, n), "fused": fused}
 
 
-def _logsumexp(own: torch.Tensor, p: torch.Tensor, logits, start: int) -> torch.Tensor:
+def _logsumexp(own: torch.Tensor, p: torch.Tensor, qs: torch.Tensor, kt: torch.Tensor, start: int) -> torch.Tensor:
     """Each row's log Σ_j exp(logit_ij) from its softmax: the logit of its own token (``own`` (…, c)) minus that
     entry's log (every slot's own token is in its group); where that entry underflows below 1e-30, from the row's
-    logits, computed again (``logits()``: the softmax was written over them) -> (…, c)."""
+    logits computed again (``qs @ kt``: the softmax was written over them) -> (…, c)."""
     mine = p.diagonal(start, -2, -1)
     lse = own - mine.clamp_min(1e-30).log()
     weak = mine < 1e-30
     if weak.any():
-        lse = torch.where(weak, logits().logsumexp(dim=-1), lse)
+        lse = torch.where(weak, (qs @ kt).logsumexp(dim=-1), lse)
     return lse
 
 

@@ -1,11 +1,11 @@
 """The checkpoint's own library's model of it, made from the same file, for the load's check (``verify``).
 
 Each format is read by the library that saves it: timm's (and DINO's, Meta's DINOv3 and Google's .npz files, which
-timm reads with its own converters), transformers' folders, open_clip's folders and OpenAI's state dicts, and
-torchvision's ViTs. Where the file or its folder names the model (a timm architecture with its model_args, a
+timm reads with its own converters), transformers' folders (its video classifiers' too), open_clip's folders and
+OpenAI's state dicts, and torchvision's ViTs. Where the file or its folder names the model (a timm architecture with its model_args, a
 transformers class in config.json, an open_clip config), the library builds that; for a bare timm file, the timm
 class and arguments that make the configuration the loader read (``timm_arguments``). A ``Reference`` runs the
-library's model on an image batch and returns its output, read as this explorer reads it, and the last block's
+library's model on an image batch (a clip batch) and returns its output, read as this explorer reads it, and the last block's
 softmax attention as the library itself computed it (its explicit-softmax path; the weights of its own attention
 module). Nothing here is a re-implementation of the model: only the library's modules run.
 
@@ -493,10 +493,7 @@ def _transformers_video(origin: Origin, cfg):
     named = _named_class(origin)
     if isinstance(named, Unbuilt):
         return named
-    model = _from_pretrained(named[0], origin.path)
-    if model.config.model_type not in LAST_STEP:
-        return Unbuilt("transformers_no_class", {"name": named[2][0]})
-    return partial(_run_transformers_video, model)
+    return partial(_run_transformers_video, _from_pretrained(named[0], origin.path))
 
 
 def _run_transformers_video(model, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

@@ -34,6 +34,16 @@ def test_each_family_is_checked_against_transformers(family, frames, tmp_path):
     assert verified.to_dict()["status"] == "verified"
 
 
+def test_another_frame_count_is_said_not_checked(tmp_path):
+    """A load asked for another frame count than the folder's (VideoMAE's positions extend to it) opens, said as not
+    checked: transformers' model is checked at the folder's own frame count and size."""
+    reference("videomae", "small", 4).save_pretrained(tmp_path / "videomae")
+    verified = vit.load(tmp_path / "videomae", num_frames=8).verified
+    assert (verified.status, verified.key) == ("not_verified", "resized"), verified
+    assert str(verified) == "not verified (transformers is checked at the file's own input size, and this load asked " \
+                            "for another)"
+
+
 def swap_two_tensors(monkeypatch, first: str, second: str) -> None:
     """The loader's renaming with two tensors of the same shape exchanged: a wrong mapping the strict load takes."""
     rename = load_module.video_filter_fn

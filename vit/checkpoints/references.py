@@ -493,6 +493,11 @@ def _transformers_video(origin: Origin, cfg):
     named = _named_class(origin)
     if isinstance(named, Unbuilt):
         return named
+    config = named[1]
+    frames = config.get("num_frames") or config.get("frames_per_clip")
+    size = config.get("image_size") or config.get("crop_size")
+    if (frames, tuple(size) if isinstance(size, (list, tuple)) else (size, size)) != (cfg.num_frames, cfg.img_size):
+        return Unbuilt("resized", {"library": "transformers"})    # a load asked for another frame count or size
     return partial(_run_transformers_video, _from_pretrained(named[0], origin.path))
 
 

@@ -788,7 +788,7 @@ def named_but_made_otherwise(tmp_path, monkeypatch):
     same_as(vit.load(path), ref)
 
 
-@case("does not open as the model {} {} makes of the same file: on the same image the outputs differ by")
+@case("does not open as the model {} {} makes of the same file: on the same {} the outputs differ by")
 def checked_against_the_library(tmp_path, monkeypatch):
     """A BEiT-3 folder opened with another LayerNorm eps than timm's: timm's model of the same folder differs, and
     the load is refused with both numbers and what was given. Advice: give what the file is (nothing here: timm

@@ -65,7 +65,8 @@ def test_a_clip_gives_every_output(server, lang):
     assert (slider.minimum, slider.maximum, slider.value, slider.interactive) == (0, 7, 0, True)
     assert set(out["video_top5"]) <= {"down", "left", "right", "up"} and len(out["video_top5"]) == 4
     assert out["video_note"] == t("video.summary", lang, frames=8, total=8, seconds=1.0,
-                                  top=max(out["video_top5"], key=out["video_top5"].get))
+                                  top=max(out["video_top5"], key=out["video_top5"].get)) + " " + t(
+        "verified.not_verified", lang, reason=t("verified.reason.own_format", lang))   # the model line's check
     for name in ("video_picture", "video_strip", "video_distance"):
         assert isinstance(out[name], Image.Image) and min(out[name].size) > 100, name
     a, rollout = state.VIDEOS.find((os.path.realpath(server.clip), state.model_source(server.video_model)))

@@ -16,7 +16,8 @@ from video_references import FAMILIES, clips, reference
 from viz.analysis import analyze
 from viz.analysis.video import capture_clips, clip_analyses
 from viz.maps.source import rollout_rows
-from viz.maps.video import dense_step, distances, readout_row, video_rollout
+from viz.maps.video import dense_step, distances, readout_row, spatial_distance, temporal_distance, video_rollout
+from vit.architecture import BlockLayout
 from vit.video_file import Clip, VideoInfo
 
 FRAMES, SIZE = 4, 32
@@ -115,3 +116,36 @@ def test_analyze_sends_a_clip_to_the_video_capture(family_model):
         logits = loaded.model(x)
     assert_close(torch.from_numpy(a.probabilities)[None], logits.softmax(-1), "probabilities of the analysed clip")
     assert a.architecture.video and a.clip is clip and np.array_equal(np.asarray(a.image), frames[0])
+
+
+@pytest.mark.parametrize("step", ["joint", "time", "space"])
+@pytest.mark.parametrize("budget", [1, 3 * 2**10, 2**30])
+def test_reductions_in_chunks_equal_the_direct_computation(step, budget, monkeypatch):
+    """The reductions the capture folds into one read of each chunk of probabilities (both distances through one
+    table, the readout row, the head mean, the log-sum-exps from each row's own entry, the entropy) equal the direct
+    computation on the whole softmax of hand-built queries and keys, in one chunk, a few rows at a time or one row at
+    a time; a row whose own entry underflows (a query far from its own key) keeps its exact log-sum-exp."""
+    from viz.analysis import video as module
+    monkeypatch.setattr(module, "CHUNK_BYTES", budget)
+    block = BlockLayout(0, 0, 0, heads=3, grid=(2, 3), token_size=16, prefix=1, frames=4, tubelet=2,
+                        attends="all" if step == "joint" else step)
+    G, n = block.groups().shape
+    B, H, Dh = 2, 3, 8
+    gen = torch.Generator().manual_seed(7)
+    q, k, v = (torch.randn(B * G, H, n, Dh, generator=gen) for _ in range(3))
+    q[0, 1, 1], k[0, 1, 1] = 30.0, -30.0                  # its own logit 1800 below the others: p < 1e-30
+    reducer = module._Reducer(block, "cls", 0.5, True, torch.float32, "cpu")
+    heads, out = reducer.attend(q, k, v)
+    logits = (q @ k.transpose(-2, -1)) * 0.5
+    p = logits.softmax(-1)
+    assert p[0, 1, 1, 1] < 1e-30
+    assert torch.allclose(heads, p @ v, atol=1e-5)
+    assert torch.allclose(out["lse"].reshape(B * G, H, n), logits.logsumexp(-1), rtol=1e-6, atol=1e-4)
+    groups = p.reshape(B, G, H, n, n).numpy()
+    entropy = -(groups * np.log(np.maximum(groups, 1e-30))).sum(-1).mean(axis=(1, 3))
+    assert np.allclose(out["entropy"].numpy(), entropy, rtol=1e-5, atol=1e-6)
+    assert np.allclose(out["fused"].numpy(), groups.mean(axis=2), atol=1e-6)
+    for b in range(B):
+        assert np.allclose(out["temporal"][b].numpy(), temporal_distance(groups[b], block), rtol=1e-5, atol=1e-6)
+        assert np.allclose(out["spatial"][b].numpy(), spatial_distance(groups[b], block), rtol=1e-5, atol=1e-5)
+        assert np.allclose(out["readout"][b].numpy(), expected_readout(groups[b], block), atol=1e-6)

@@ -1,11 +1,11 @@
 """The checkpoint's own library's model of it, made from the same file, for the load's check (``verify``).
 
 Each format is read by the library that saves it: timm's (and DINO's, Meta's DINOv3 and Google's .npz files, which
-timm reads with its own converters), transformers' folders, open_clip's folders and OpenAI's state dicts, and
-torchvision's ViTs. Where the file or its folder names the model (a timm architecture with its model_args, a
+timm reads with its own converters), transformers' folders (its video classifiers' too), open_clip's folders and
+OpenAI's state dicts, and torchvision's ViTs. Where the file or its folder names the model (a timm architecture with its model_args, a
 transformers class in config.json, an open_clip config), the library builds that; for a bare timm file, the timm
 class and arguments that make the configuration the loader read (``timm_arguments``). A ``Reference`` runs the
-library's model on an image batch and returns its output, read as this explorer reads it, and the last block's
+library's model on an image batch (a clip batch) and returns its output, read as this explorer reads it, and the last block's
 softmax attention as the library itself computed it (its explicit-softmax path; the weights of its own attention
 module). Nothing here is a re-implementation of the model: only the library's modules run.
 
@@ -65,7 +65,6 @@ WHY_UNBUILT = {
                             "only the image tower",
     "torchvision_headless": "torchvision's ViT always has its classifier",
     "resized": "{library} is checked at the file's own input size, and this load asked for another",
-    "video": "the load's check does not build video models yet",
 }
 
 
@@ -84,7 +83,8 @@ LIBRARY_OF_FORMAT = {"timm": "timm", "timm-naflex": "timm", "dino": "timm", "din
                      "huggingface-dinov3": "transformers", "openai-clip": "open_clip", "open-clip-timm": "timm",
                      "torchvision": "torchvision", "timm-swin": "timm", "torchvision-swin": "torchvision",
                      "huggingface-swin": "transformers", "timm-sam": "timm", "sam": "timm",
-                     "huggingface-sam": "transformers", "huggingface-aimv2": "transformers"}
+                     "huggingface-sam": "transformers", "huggingface-aimv2": "transformers",
+                     **{f: "transformers" for f in VIDEO_FORMATS}}
 
 
 # what a library raises when it cannot make a model from a file or folder it did not write itself
@@ -103,8 +103,6 @@ def installed(library: str) -> str | None:
 def reference(origin: Origin, cfg: ViTConfig) -> Reference | Unbuilt:
     """The library's model of the checkpoint ``origin``, as the loader configured it (``cfg``), or why there is
     none."""
-    if origin.format in VIDEO_FORMATS:
-        return Unbuilt("video")
     library = LIBRARY_OF_FORMAT.get(origin.format)
     if library is None:
         return Unbuilt("own_format") if origin.format == "own" else Unbuilt("no_library", {"format": origin.format})
@@ -116,6 +114,8 @@ def reference(origin: Origin, cfg: ViTConfig) -> Reference | Unbuilt:
         build = {"timm": _timm_swin, "torchvision": _torchvision_swin}
     if origin.format in ("timm-sam", "sam"):
         build = {"timm": _timm_sam}
+    if origin.format in VIDEO_FORMATS:
+        build = {"transformers": _transformers_video}
     try:
         made = build[library](origin, cfg)
     except LIBRARY_ERRORS as e:           # the library itself cannot make it (an incomplete config, …): said
@@ -383,7 +383,8 @@ def _timm_sam(origin: Origin, cfg):
 
 # --- transformers ----------------------------------------------------------------------------------------------
 
-def _transformers(origin: Origin, cfg: ViTConfig):
+def _named_class(origin: Origin) -> tuple[type, dict, list] | Unbuilt:
+    """The transformers class the folder's config.json names, the config and its "architectures", or why none."""
     import transformers
     folder = origin.path
     if folder is None or not folder.is_dir() or not (folder / "config.json").is_file():
@@ -393,14 +394,28 @@ def _transformers(origin: Origin, cfg: ViTConfig):
     cls = getattr(transformers, names[0], None) if names else None
     if cls is None:
         return Unbuilt("transformers_no_class", {"name": names[0] if names else "(none named)"})
+    return cls, config, names
+
+
+def _from_pretrained(cls, folder: Path):
+    """``cls.from_pretrained(folder)`` as a user calls it, in float32 with the eager attention (its softmax written
+    out, for the check to read), printing nothing of its own."""
     from transformers.utils import logging as hf_logging
     bars = hf_logging.is_progress_bar_enabled()
     hf_logging.disable_progress_bar()                          # a load's check prints nothing of its own
     try:
-        model = cls.from_pretrained(folder, attn_implementation="eager", dtype=torch.float32).eval()
+        return cls.from_pretrained(folder, attn_implementation="eager", dtype=torch.float32).eval()
     finally:
         if bars:
             hf_logging.enable_progress_bar()
+
+
+def _transformers(origin: Origin, cfg: ViTConfig):
+    named = _named_class(origin)
+    if isinstance(named, Unbuilt):
+        return named
+    cls, config, names = named
+    model = _from_pretrained(cls, origin.path)
     if config.get("model_type") in ("sam", "sam_vision_model"):   # SAM's image encoder: the mean of its neck's map
         return partial(_run_sam_encoder, getattr(model, "vision_encoder", model))
     base = getattr(model, getattr(model, "base_model_prefix", ""), None)
@@ -458,6 +473,49 @@ def _naflex_patches(x: torch.Tensor, P: int) -> dict:
     patches = x.unfold(2, P, P).unfold(3, P, P).permute(0, 2, 3, 4, 5, 1).reshape(B, (H // P) * (W // P), P * P * C)
     return dict(pixel_values=patches, pixel_attention_mask=torch.ones(B, patches.shape[1], dtype=torch.long),
                 spatial_shapes=torch.tensor([[H // P, W // P]] * B))
+
+
+# --- transformers' video classifiers ----------------------------------------------------------------------------
+
+# the module whose output[1] is the softmax of our description's last step: the last block's (the space step of
+# TimeSformer's last divided block), V-JEPA 2's last probe block's (its last encoder block's without probe blocks)
+LAST_STEP = {
+    "videomae": lambda m: m.videomae.encoder.layer[-1].attention.attention,
+    "timesformer": lambda m: m.timesformer.encoder.layer[-1].attention.attention,
+    "vivit": lambda m: m.vivit.layers[-1].attention,
+    "vjepa2": lambda m: (m.pooler.self_attention_layers[-1].self_attn if len(m.pooler.self_attention_layers)
+                         else m.vjepa2.encoder.layer[-1].attention),
+}
+
+
+def _transformers_video(origin: Origin, cfg):
+    """transformers' video classifier of the folder, made as a user makes it (``from_pretrained`` on the folder)."""
+    named = _named_class(origin)
+    if isinstance(named, Unbuilt):
+        return named
+    config = named[1]
+    frames = config.get("num_frames") or config.get("frames_per_clip")
+    size = config.get("image_size") or config.get("crop_size")
+    if (frames, tuple(size) if isinstance(size, (list, tuple)) else (size, size)) != (cfg.num_frames, cfg.img_size):
+        return Unbuilt("resized", {"library": "transformers"})    # a load asked for another frame count or size
+    return partial(_run_transformers_video, _from_pretrained(named[0], origin.path))
+
+
+def _run_transformers_video(model, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """transformers' logits of the clips (B, F, C, H, W) and its last step's attention, as its own attention module
+    returns it (TimeSformer's module asked for it, as ``output_attentions`` asks every block's)."""
+    family = model.config.model_type
+    module = LAST_STEP[family](model)
+    maps, hooks = [], [module.register_forward_hook(lambda m, args, out: maps.append(out[1]))]
+    if family == "timesformer":                   # (hidden_states, output_attentions): asked of this module only
+        hooks.append(module.register_forward_pre_hook(lambda m, args, kw: ((args[0], True), kw), with_kwargs=True))
+    try:
+        with torch.no_grad():
+            out = model(**{"pixel_values_videos" if family == "vjepa2" else "pixel_values": x})
+    finally:
+        for hook in hooks:
+            hook.remove()
+    return out.logits, maps[-1]
 
 
 # --- open_clip ---------------------------------------------------------------------------------------------------

@@ -1,5 +1,5 @@
 """Every load checked against its own library: the library's model of the same file (``references``) and ours run
-one fixed image, and their outputs and last blocks' attention are compared.
+one fixed image (a video model: one fixed clip), and their outputs and last blocks' attention are compared.
 
     verified       checked against timm 1.0.31: Δ 3e-07 (output), Δ 1e-08 (attention)
     unverified     the user asked not to check (``vit.load(..., verify=False)``, ``--no-verify``)
@@ -8,8 +8,10 @@ one fixed image, and their outputs and last blocks' attention are compared.
 A difference beyond float32 tolerance (``OUTPUT_TOL`` of the output's scale, ``ATTENTION_TOL`` on probabilities)
 refuses the load, with both numbers and the likely cause. The check costs the library's model build (on the meta
 device where the library allows: no initialisation) and one forward of each model on one image at the model's own
-input size (ours fused but for the last block, whose attention is written out); a process keeps each file's result (``CACHE``, by the files' identity and the load's arguments), so
-loading the same unchanged file again costs nothing more.
+input size (ours fused but for the last block, whose attention is written out; a video model's on a clip of its own
+frame count and size, ours fused, its last step's attention recomputed from that step's queries and keys); a
+process keeps each file's result (``CACHE``, by the files' identity and the load's arguments), so loading the same
+unchanged file again costs nothing more.
 """
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ import torch
 
 from ..model import VisionTransformer
 from ..readout import kind as readout_kind
+from ..video import READOUT_OF_POOL, VideoConfig, VideoTransformer, step_attention
 from .references import LIBRARY_OF_FORMAT, WHY_UNBUILT, Origin, Unbuilt, installed, reference
 
 OUTPUT_TOL = 1e-4         # max |Δ output| / max |library's output|: float32 through a deep network, any CPU
@@ -95,8 +98,9 @@ def check(model, cfg, origin: Origin, source: str, overrides: dict, assumed=()) 
 
 def check_image(cfg) -> torch.Tensor:
     """The fixed image (1, C, H, W) both models see: seeded normal pixels at the model's own input size (about the
-    range of a normalised photo)."""
-    return torch.randn(1, cfg.in_chans, *cfg.img_size, generator=torch.Generator().manual_seed(CHECK_SEED))
+    range of a normalised photo); a video model's fixed clip (1, F, C, H, W) at its own frame count and size."""
+    frames = (cfg.num_frames,) if isinstance(cfg, VideoConfig) else ()
+    return torch.randn(1, *frames, cfg.in_chans, *cfg.img_size, generator=torch.Generator().manual_seed(CHECK_SEED))
 
 
 def _compare(model, cfg, made, source: str, overrides: dict, assumed) -> Verification:
@@ -109,19 +113,25 @@ def _compare(model, cfg, made, source: str, overrides: dict, assumed) -> Verific
     result = Verification("verified", made.library, made.version, out_delta, attention_delta)
     if out_delta <= OUTPUT_TOL * max(scale, 1e-6) and (attention_delta or 0.0) <= ATTENTION_TOL:
         return result
+    attention = attention_delta if attention_delta is not None else float("nan")
     raise ValueError(
         f"{source} does not open as the model {made.library} {made.version} makes of the same file: on the same "
-        f"image the outputs differ by {out_delta:.2g} (of {scale:.2g}) and the last block's attention by "
-        f"{attention_delta if attention_delta is not None else float('nan'):.2g} (float32 tolerance: {OUTPUT_TOL:g} of the output, {ATTENTION_TOL:g} of the "
-        f"attention). {_likely_cause(cfg, attention_delta, overrides, assumed)} Give what differs as the file is, "
+        f"{'clip' if isinstance(cfg, VideoConfig) else 'image'} the outputs differ by {out_delta:.2g} (of {scale:.2g}) "
+        f"and the last block's attention by {attention:.2g} (float32 tolerance: {OUTPUT_TOL:g} of the output, "
+        f"{ATTENTION_TOL:g} of the attention). {_likely_cause(cfg, attention_delta, overrides, assumed)} Give what differs as the file is, "
         f"or, to look at it as it was given, unchecked: vit.load(..., verify=False), or --no-verify for python app.py "
         f"and python -m viz.")
 
 
 def _ours(model, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Our output and last block's attention: a ViT's blocks run fused but the last, whose softmax is written out
-    (the capture's own step); a Swin's or SAM's capture as it is."""
+    (the capture's own step); a video model's steps fused, its last step's attention recomputed from the queries and
+    keys it kept (on its layout: (B, G, H, n, n)); a Swin's or SAM's capture as it is."""
     with torch.no_grad():
+        if isinstance(model, VideoTransformer):
+            for step in model.steps(x, keep="qk"):
+                pass
+            return model.forward_head(step.tokens), step_attention(step.q, step.k, model.attention_scale)
         if isinstance(model, VisionTransformer):
             positions = model.token_positions(x.shape[-2], x.shape[-1], x.device)
             x = model.embed(x)
@@ -150,7 +160,8 @@ def _likely_cause(cfg, attention_delta: float, overrides: dict, assumed) -> str:
         where = ("The blocks already differ: the heads, the norms (their eps, before or after each branch), the "
                  "position embedding or the rotation are not the library's.")
     else:
-        where = (f"The blocks agree, so what reads them out differs: the readout ({readout_kind(cfg.readout).description}"
+        readout = getattr(cfg, "readout", None) or READOUT_OF_POOL[cfg.global_pool]      # a video config: its pool
+        where = (f"The blocks agree, so what reads them out differs: the readout ({readout_kind(readout).description}"
                  f"), the final norm or the head.")
     given = ", ".join(f"{k}={v!r}" for k, v in overrides.items())
     listed = " ".join(str(a) for a in assumed)

@@ -15,6 +15,7 @@ import numpy as np
 import torch
 
 from vit.explain.targets import ClassTarget
+from viz.explorer import verified_text
 from viz.i18n import t
 from viz.video.attention import attention_note, clip_strip, head_label, heads_picture, patch_at, patch_maps, \
     patch_token, readout_frames
@@ -78,7 +79,7 @@ def analyse(video_model, video_file, lang, narrow=False):
     info = a.clip.info
     top = a.top_k(5)
     note = t("video.summary", lang, frames=last + 1, total=info.frames, seconds=info.seconds,
-             top=top[0][0] if top else "")
+             top=top[0][0] if top else "") + " " + verified_text(served.loaded.verified, lang)   # the model line's check
     return dict(video_note=note, video_top5=dict(top),
                 video_frame=gr.Slider(minimum=0, maximum=max(last, 1), value=0, interactive=last > 0),
                 video_picture=_frame(a, rollout, 0, lang),

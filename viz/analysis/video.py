@@ -20,7 +20,6 @@ recomputed from them in milliseconds.
 """
 from __future__ import annotations
 
-import threading
 import time
 from dataclasses import dataclass
 from typing import Sequence
@@ -44,7 +43,7 @@ from ..records import Analysis
 from .capture import _synchronize, class_labels, to_host
 
 _TORCH_DTYPES = {np.dtype(np.float32): torch.float32, np.dtype(np.float16): torch.float16}
-CHUNK_BYTES = 4 * 2**20      # float32 probabilities of one step reduced together (a few MB: they stay in the cache)
+CHUNK_BYTES = 16 * 2**20     # float32 probabilities of one step reduced together (few chunks, each read a few times)
 FUSED_BYTES = 128 * 2**20    # the head-fused maps of every step are kept below this, per batch
 
 
@@ -67,9 +66,10 @@ class ClipsCaptured:
     timings: dict | None = None          # seconds for the whole batch: "forward", "to_numpy"
 
 
-def _distance_tables(block: BlockLayout, device) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """(G, n, n) |τ_i − τ_j|·tubelet and ‖p_i − p_j‖·token size between the patch tokens of each group (0 where either
-    is a prefix token), and (G, n) whether each slot is a patch: the weights of ``viz.maps.video``'s distances."""
+def _distance_tables(block: BlockLayout, device) -> tuple[torch.Tensor, torch.Tensor]:
+    """(G, 2, n, n): |τ_i − τ_j|·tubelet and ‖p_i − p_j‖·token size between the patch tokens of each group (0 where
+    either is a prefix token), and (G, n) whether each slot is a patch: the weights of ``viz.maps.video``'s distances,
+    side by side so that one chunk of probabilities is read once for both."""
     index = block.groups()
     tau, row, col = block.places()
     is_patch = index >= block.prefix
@@ -78,8 +78,8 @@ def _distance_tables(block: BlockLayout, device) -> tuple[torch.Tensor, torch.Te
     t, r, c = tau[at], row[at], col[at]
     dt = np.abs(t[:, :, None] - t[:, None, :]) * both * block.tubelet
     ds = np.hypot(r[:, :, None] - r[:, None, :], c[:, :, None] - c[:, None, :]) * both * block.token_size
-    as_tensor = lambda a: torch.from_numpy(np.ascontiguousarray(a, dtype=np.float32)).to(device)   # noqa: E731
-    return as_tensor(dt), as_tensor(ds), torch.from_numpy(is_patch).to(device)
+    table = np.ascontiguousarray(np.stack([dt, ds], axis=1), dtype=np.float32)
+    return torch.from_numpy(table).to(device), torch.from_numpy(is_patch).to(device)
 
 
 def _readout_weights(block: BlockLayout, query: str, device) -> tuple[torch.Tensor, torch.Tensor | None]:
@@ -104,12 +104,15 @@ def _readout_weights(block: BlockLayout, query: str, device) -> tuple[torch.Tens
 
 class _Reducer:
     """One step layout's reductions (module docstring): ``attend`` computes attn @ v a chunk of query rows at a time,
-    from the explicit softmax, and reduces each chunk's probabilities as it comes."""
+    from the explicit softmax, and reduces each chunk's probabilities as it comes, each reduction one read of the
+    chunk: both distances (a product with the chunk's rows of the distance tables), the readout row (the rows'
+    weights times the chunk), the head mean (1/H times the chunk's heads); the log-sum-exps from each row's own entry
+    (no pass); the softmax is written over its logits (one chunk of memory, not two)."""
 
     def __init__(self, block: BlockLayout, query: str, scale: float, statistics: bool, keep_fused, device):
         self.block, self.scale, self.statistics, self.keep_fused = block, scale, statistics, keep_fused
         self.index = torch.from_numpy(block.groups()).to(device)
-        self.dt, self.ds, self.is_patch = _distance_tables(block, device)
+        self.table, self.is_patch = _distance_tables(block, device)
         self.weights, self.alone = _readout_weights(block, query, device)
 
     def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, dict]:
@@ -122,47 +125,52 @@ class _Reducer:
         qs, kt = q.float() * self.scale, k.float().transpose(-2, -1)
         heads = torch.empty_like(v)
         lse = qs.new_empty(BG, H, n)
-        temporal, spatial, entropy = (qs.new_zeros(B, H) for _ in range(3))
+        distance = qs.new_zeros(B, G, H, 2)                      # Σ p·|Δτ|, Σ p·‖Δp‖ of each head in each group
+        entropy = qs.new_zeros(B, H)
         readout = qs.new_zeros(B, G, H, n)
         fused = qs.new_empty(B, G, n, n, dtype=self.keep_fused) if self.keep_fused is not None else None
-        mean_of_heads = qs.new_full((1, H), 1.0 / H)
-        logits = probabilities = None
+        mean_of_heads = qs.new_full((BG, 1, H), 1.0 / H)
+        chunk = None
         for start in range(0, n, rows):
             stop = min(start + rows, n)
             c = stop - start
-            if logits is None or logits.shape[2] != c:
-                logits, probabilities = qs.new_empty(BG, H, c, n), qs.new_empty(BG, H, c, n)
-            torch.matmul(qs[:, :, start:stop], kt, out=logits)                                 # (B·G, H, c, n)
-            p = torch.softmax(logits, dim=-1, out=probabilities)
-            lse[:, :, start:stop] = _logsumexp(logits, p, start)
+            if chunk is None or chunk.shape[2] != c:
+                chunk = qs.new_empty(BG, H, c, n)
+            p = torch.matmul(qs[:, :, start:stop], kt, out=chunk)                       # logits (B·G, H, c, n)
+            own = p.diagonal(start, -2, -1).clone()                                      # each row's own logit
+            torch.softmax(p, dim=-1, out=p)                                              # probabilities, in place
+            lse[:, :, start:stop] = _logsumexp(own, p, qs[:, :, start:stop], kt, start)
             heads[:, :, start:stop] = torch.matmul(p.to(v.dtype), v)
-            pb = p.view(B, G, H, c, n)
-            temporal += torch.einsum("bghcn,gcn->bh", pb, self.dt[:, start:stop])
-            spatial += torch.einsum("bghcn,gcn->bh", pb, self.ds[:, start:stop])
-            readout += torch.matmul(self.weights[None, :, None, None, start:stop], pb).squeeze(-2)   # (B, G, H, n)
+            flat = p.view(BG, H, c * n)
+            table = self.table[:, :, start:stop].reshape(G, 2, c * n)
+            if G == 1:        # one group: two matrix-vector products (a product with two columns reads slower)
+                distance[:, 0] += torch.stack([flat @ table[0, 0], flat @ table[0, 1]], dim=-1)
+            else:
+                distance += torch.einsum("bghx,gkx->bghk", flat.view(B, G, H, c * n), table)
+            readout += torch.matmul(self.weights[None, :, None, None, start:stop], p.view(B, G, H, c, n)).squeeze(-2)
             if fused is not None:
-                fused[:, :, start:stop] = torch.matmul(mean_of_heads, p.view(BG, H, c * n)).view(B, G, c, n)
-            if self.statistics:   # H(p_i) = lse_i − Σ_j p_ij·logit_ij
-                entropy += (lse[:, :, start:stop] - (p * logits).sum(dim=-1)).view(B, G, H, c).sum(dim=(1, 3))
+                fused[:, :, start:stop] = torch.bmm(mean_of_heads, flat).view(B, G, c, n)
+            if self.statistics:   # H(p_i) = −Σ_j p_ij·log p_ij
+                entropy -= torch.special.xlogy(p, p).view(B, G, H, c * n).sum(dim=(1, 3))
         queries = self.is_patch.sum()
         stream = qs.new_zeros(B, H, self.block.num_tokens)
         stream.index_add_(2, self.index.flatten(), readout.permute(0, 2, 1, 3).reshape(B, H, G * n))
         if self.alone is not None:
             stream += self.alone
-        return heads, {"temporal": temporal / queries, "spatial": spatial / queries, "entropy": entropy / (G * n),
+        distance = distance.sum(dim=1) / queries
+        return heads, {"temporal": distance[..., 0], "spatial": distance[..., 1], "entropy": entropy / (G * n),
                        "readout": stream, "lse": lse.view(B, G, H, n), "fused": fused}
 
 
-def _logsumexp(logits: torch.Tensor, p: torch.Tensor, start: int) -> torch.Tensor:
-    """Each row's log Σ_j exp(logit_ij) from its softmax: the logit of its own token minus that entry's log (every
-    slot's own token is in its group); where that entry underflows below 1e-30, from the row's logits -> (…, c)."""
-    c = p.shape[-2]
-    rows, own_columns = torch.arange(c, device=p.device), torch.arange(start, start + c, device=p.device)
-    own = p[..., rows, own_columns]
-    lse = logits[..., rows, own_columns] - own.clamp_min(1e-30).log()
-    weak = own < 1e-30
+def _logsumexp(own: torch.Tensor, p: torch.Tensor, qs: torch.Tensor, kt: torch.Tensor, start: int) -> torch.Tensor:
+    """Each row's log Σ_j exp(logit_ij) from its softmax: the logit of its own token (``own`` (…, c)) minus that
+    entry's log (every slot's own token is in its group); where that entry underflows below 1e-30, from the row's
+    logits computed again (``qs @ kt``: the softmax was written over them) -> (…, c)."""
+    mine = p.diagonal(start, -2, -1)
+    lse = own - mine.clamp_min(1e-30).log()
+    weak = mine < 1e-30
     if weak.any():
-        lse = torch.where(weak, logits.logsumexp(dim=-1), lse)
+        lse = torch.where(weak, (qs @ kt).logsumexp(dim=-1), lse)
     return lse
 
 
@@ -228,8 +236,8 @@ def capture_clips(model, x: torch.Tensor, keep=np.float32, statistics: bool = Fa
 class ClipAttention:
     """An ``AttentionSource`` (``viz.maps.source``) over one clip's attention steps, recomputed from the kept queries
     and keys: rows and columns of any step and head over the stream's T tokens (a grouped step's as the model mixes
-    its tokens, ``viz.maps.video.dense_step``), its heads fused, the readout's rows. Layers are the steps of the
-    description; ``layout`` gives (prefix, the grid of one frame)."""
+    its tokens, ``viz.maps.video.dense_step``, from the few groups the asked tokens are in), its heads fused, the
+    readout's rows. Layers are the steps of the description; ``layout`` gives (prefix, the grid of one frame)."""
 
     def __init__(self, architecture: Architecture, q: Sequence[np.ndarray], k: Sequence[np.ndarray],
                  logsumexp: Sequence[np.ndarray], readout_rows: np.ndarray, scale: float,
@@ -238,8 +246,6 @@ class ClipAttention:
         self._readout, self.scale = readout_rows, scale
         self.fused_copies = tuple(fused) if fused is not None else (None,) * architecture.depth
         self.depth, self.heads = architecture.depth, architecture.max_heads
-        self._dense: tuple | None = None                      # (layer, head, (h, T, T)) of a grouped step
-        self._lock = threading.Lock()
 
     @property
     def nbytes(self) -> int:
@@ -254,7 +260,14 @@ class ClipAttention:
 
     def carry(self, layer: int, rows: np.ndarray, fusion: str = "mean", discard_ratio: float = 0.0,
               keep: np.ndarray | None = None, protect: Sequence[int] = (0,)) -> np.ndarray:
-        return dense_carry(self, layer, rows, fusion, discard_ratio, keep, protect)
+        kept = self.fused_copies[layer_index(layer, self.depth)]
+        if fusion != "mean" or discard_ratio or keep is not None or kept is None or kept.shape[0] != 1:
+            return dense_carry(self, layer, rows, fusion, discard_ratio, keep, protect)
+        # one group of every token, its heads' mean A kept: rows @ Â for Â = (A + I) / (A·1 + 1) (``with_residual``)
+        # is r @ A + r with r = rows / (A·1 + 1): A read twice, Â never formed
+        a = torch.from_numpy(np.asarray(kept[0])).float()
+        r = torch.from_numpy(np.asarray(rows, dtype=np.float32)) / (a.sum(dim=-1) + 1)
+        return (r @ a + r).numpy()
 
     def _qk(self, layer: int, head: int | None) -> tuple[torch.Tensor, torch.Tensor, np.ndarray, BlockLayout]:
         """(q, k (G, h, n, Dh) in the kept dtype, the log-sum-exps (G, h, n), the step's block) of one head (h = 1) or
@@ -268,35 +281,43 @@ class ClipAttention:
         k = torch.from_numpy(np.asarray(self.k[layer][:, heads]))
         return q, k, self.lse[layer][:, heads], self.architecture.blocks[layer]
 
-    def _dense_heads(self, layer: int, head: int | None) -> np.ndarray:
-        """(T, T) a grouped step's heads (one, or their mean) made one matrix of the stream (``dense_step``); the
-        last one asked is kept (clicks in one step recompute nothing)."""
-        layer = layer_index(layer, self.depth)
-        with self._lock:
-            if self._dense is not None and self._dense[:2] == (layer, head):
-                return self._dense[2]
-        q, k, _, block = self._qk(layer, head)
-        G, h, n, _ = q.shape
-        attn = attention_rows(q, k, self.scale).mean(dim=1, keepdim=True)                 # (G, 1, n, n)
-        dense = dense_step(attn.numpy(), block)[0]
-        with self._lock:
-            self._dense = (layer, head, dense)
-        return dense
-
     def rows(self, layer: int, head: int | None, queries: Sequence[int]) -> np.ndarray:
         q, k, _, block = self._qk(layer, head)
-        if block.groups().shape[0] > 1:
-            return np.array(self._dense_heads(layer, head)[np.asarray(queries)])
-        index = torch.as_tensor(np.asarray(queries), dtype=torch.long)
-        return attention_rows(q[0][None], k[0][None], self.scale, None, index)[0].mean(dim=0).numpy()
+        queries = np.asarray(queries)
+        if block.groups().shape[0] == 1:
+            index = torch.as_tensor(queries, dtype=torch.long)
+            return attention_rows(q[0][None], k[0][None], self.scale, None, index)[0].mean(dim=0).numpy()
+        # a grouped step: each query's rows in the groups it is in, at their tokens' places, as ``dense_step`` puts
+        # them (the mean of its rows where it is in several; a token in no group attends to itself)
+        index = block.groups()
+        count = np.bincount(index.ravel(), minlength=block.num_tokens)             # each token's groups
+        asked, g, i = np.nonzero(index[None] == queries[:, None, None])
+        p = torch.softmax((q[g, :, i].float() * self.scale)[:, :, None] @ k[g].float().transpose(-2, -1), dim=-1)
+        out = np.zeros((len(queries), block.num_tokens), np.float32)
+        np.add.at(out, (asked[:, None], index[g]), p.mean(dim=1)[:, 0].numpy() / count[queries[asked]][:, None])
+        alone = count[queries] == 0
+        out[alone, queries[alone]] = 1.0
+        return out
 
     def columns(self, layer: int, head: int | None, keys: Sequence[int]) -> np.ndarray:
         q, k, lse, block = self._qk(layer, head)
-        if block.groups().shape[0] > 1:
-            return np.array(self._dense_heads(layer, head)[:, np.asarray(keys)])
-        index = torch.as_tensor(np.asarray(keys), dtype=torch.long)
-        logits = (q[0].float() * self.scale) @ k[0][:, index].float().transpose(-2, -1)    # (h, T, Tk)
-        return torch.exp(logits - torch.from_numpy(lse[0])[..., None]).mean(dim=0).numpy()
+        keys = np.asarray(keys)
+        if block.groups().shape[0] == 1:
+            index = torch.as_tensor(keys, dtype=torch.long)
+            logits = (q[0].float() * self.scale) @ k[0][:, index].float().transpose(-2, -1)    # (h, T, Tk)
+            return torch.exp(logits - torch.from_numpy(lse[0])[..., None]).mean(dim=0).numpy()
+        # a grouped step: each key's column in the groups it is in (p_ij = exp(q_i·k_j·scale − lse_i)), at the
+        # queries' places, each query's share 1/(its groups)
+        index = block.groups()
+        count = np.bincount(index.ravel(), minlength=block.num_tokens)             # each token's groups
+        asked, g, j = np.nonzero(index[None] == keys[:, None, None])
+        logits = (q[g].float() * self.scale) @ k[g, :, j].float()[:, :, :, None]                # (P, h, n, 1)
+        p = torch.exp(logits[..., 0] - torch.from_numpy(lse[g])).mean(dim=1).numpy()           # (P, n)
+        out = np.zeros((block.num_tokens, len(keys)), np.float32)
+        np.add.at(out, (index[g], asked[:, None]), p / count[index[g]])
+        alone = count[keys] == 0
+        out[keys[alone], np.flatnonzero(alone)] = 1.0
+        return out
 
     def fused(self, layer: int, fusion: str = "mean") -> np.ndarray:
         if fusion not in FUSIONS:

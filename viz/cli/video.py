@@ -117,7 +117,8 @@ def run_videos(args: argparse.Namespace, loaded, dtype) -> int:
         decode_s = time.perf_counter() - t0
         a = analyze(loaded, clip, keep, dtype)
         cam = explained(loaded, a, target, args) if args.explain else None
-        write_video_result(entry.path, args.out / entry.name, a, args, loaded.preprocess_record(), decode_s, cam)
+        write_video_result(entry.path, args.out / entry.name, a, args, loaded.preprocess_record(), decode_s, cam,
+                           loaded.verified.to_dict())
     if not args.quiet:
         print(f"wrote {len(entries) - failed} of {len(entries)} videos to {args.out}", file=sys.stderr)
     return 1 if failed else 0
@@ -137,9 +138,11 @@ def explained(loaded, a, target, args: argparse.Namespace) -> tuple[ClipMaps, ob
 
 
 def write_video_result(path: Path, folder: Path, a, args: argparse.Namespace, preprocess: dict,
-                       decode_s: float, cam: tuple[ClipMaps, object] | None = None) -> None:
+                       decode_s: float, cam: tuple[ClipMaps, object] | None = None,
+                       verified: dict | None = None) -> None:
     """One analysed clip's files (module docstring); ``cam``: its class maps and their check (``explained``) with
-    --explain."""
+    --explain; ``verified``: the load's check against its own library (``vit.LoadedModel.verified.to_dict()``),
+    result.json's "verified"."""
     t0 = time.perf_counter()
     rollout = clip_rollout(a, args.fusion, args.discard_ratio)
     overlays = frame_overlays(a, rollout, args.cmap, args.alpha)
@@ -175,6 +178,7 @@ def write_video_result(path: Path, folder: Path, a, args: argparse.Namespace, pr
         "weights": args.weights,
         "input_size": list(a.input_size),
         "preprocess": preprocess,
+        **({"verified": verified} if verified is not None else {}),
         "architecture": a.architecture.family,
         "readout": a.readout,
         "frames": {"indices": [int(i) for i in a.clip.indices], "seconds": [float(s) for s in a.clip.times]},

@@ -79,7 +79,6 @@ PAGE: dict[str, tuple[str, str]] = {
         "open_clip_image_only": "open_clip 只能从文件夹或两个塔的张量构建 CLIP，而这个文件只有图像塔",
         "torchvision_headless": "torchvision 的 ViT 总带有分类头",
         "resized": "{library} 只在文件自己的输入尺寸上核对，而这次加载要求了别的尺寸",
-        "video": "加载时的核对还不构建视频模型",
     }.items()},
     "summary.assumed": ("**Assumed when loading** (not in the checkpoint):", "**加载时的假设**（检查点中没有）："),
 

@@ -5,7 +5,9 @@ picture, in English and Chinese; the slider draws from the cache without running
 before any upload, and a photo model's name are each answered with one sentence. The class maps per frame: the clip's
 top-5 offered, the top-1's Grad-CAM equal to the library's (``viz.video.classmap``) drawn on every frame and the
 slider's, a class outside the top-5 or a method outside the table refused; a clip's analysis and its class map whose
-visitor has gone stop at the next attention step, nothing of them cached."""
+visitor has gone stop at the next attention step, nothing of them cached. The check of the drawn maps: its curves
+``ClipCheck``'s on the cached maps, its note the Trust tab's verdicts, refused without a drawn map or for a class or
+method outside the choices, admitted by its own estimate, stopped at the next forward batch when its visitor leaves."""
 from __future__ import annotations
 
 import os
@@ -200,12 +202,18 @@ def test_a_clips_jobs_are_admitted_by_their_own_estimates(server, monkeypatch):
     analysis, classmap = jobs.video(values), jobs.video_classmap(values)
     assert (analysis.bytes, analysis.what) == (peak.of("video", shape), "job.video")
     assert (classmap.bytes, classmap.what) == (peak.of("video_classmap", shape, method="gradcam"), "job.video_classmap")
-    monkeypatch.setattr(limits.LIMITS, "max_memory", classmap.bytes - 1)
+    assert_refused_over_budget(monkeypatch, tab.explain_clip, values, classmap)
+
+
+def assert_refused_over_budget(monkeypatch, handler, values: dict, need) -> None:
+    """With a budget one byte below ``need``, the handler's job is refused before it runs, in the jobs' one sentence
+    (no smaller change fits this clip)."""
+    monkeypatch.setattr(limits.LIMITS, "max_memory", need.bytes - 1)
     with pytest.raises(Refusal) as refused:
-        with jobs.admitted(tab.explain_clip, values):
+        with jobs.admitted(handler, values):
             pass
-    assert str(refused.value) == t("message.memory_refused", "en", job=t("job.video_classmap", "en", frames=8, side=32),
-                                   need=classmap.bytes / 2**30, budget=(classmap.bytes - 1) / 2**30,
+    assert str(refused.value) == t("message.memory_refused", "en", job=t(need.what, "en", frames=8, side=32),
+                                   need=need.bytes / 2**30, budget=(need.bytes - 1) / 2**30,
                                    advice=t("message.memory_no_advice", "en"))
 
 
@@ -331,13 +339,7 @@ def test_a_check_is_admitted_by_its_own_estimate(server, monkeypatch):
     shape = peak.ClipShape.of(served.loaded.model, params=served.nbytes)
     need = jobs.video_check(values)
     assert (need.bytes, need.what) == (peak.of("video_check", shape, batch=BATCH), "job.video_check")
-    monkeypatch.setattr(limits.LIMITS, "max_memory", need.bytes - 1)
-    with pytest.raises(Refusal) as refused:
-        with jobs.admitted(tab.check_clip, values):
-            pass
-    assert str(refused.value) == t("message.memory_refused", "en", job=t("job.video_check", "en", frames=8, side=32),
-                                   need=need.bytes / 2**30, budget=(need.bytes - 1) / 2**30,
-                                   advice=t("message.memory_no_advice", "en"))
+    assert_refused_over_budget(monkeypatch, tab.check_clip, values, need)
 
 
 def test_a_check_stops_at_the_next_batch_when_its_visitor_leaves(server, monkeypatch):

@@ -25,6 +25,7 @@ from viz.analysis import cost, peak
 from viz.explain.methods import families_of, methods_for
 from viz.i18n import t
 from viz.video.classmap import VIDEO_METHODS
+from viz.video.faithfulness import BATCH as CHECK_BATCH
 
 from . import heavy, state
 from .budget import BUDGET, Need
@@ -269,6 +270,17 @@ def video_classmap(values: dict) -> Need | None:
     return Need(peak.of("video_classmap", shape, method=method), "job.video_classmap", clip_values(shape), advice)
 
 
+def video_check(values: dict) -> Need | None:
+    """The deletion and insertion check of the analysed clip's class maps (``viz.video.faithfulness.ClipCheck``):
+    ``CHECK_BATCH`` perturbed clips at a time through the plain model (``peak.video_check``). No smaller change fits:
+    the model reads its own frame count and size, and the batch is the check's."""
+    found = video_served(values)
+    if found is None or state.VIDEOS.find(video_key(values["video_model"], values["video_file"],
+                                                    values.get("lang", "en"))) is None:
+        return None                                   # the handler says: analyse the clip first
+    return Need(peak.of("video_check", found[1], batch=CHECK_BATCH), "job.video_check", clip_values(found[1]), None)
+
+
 def api_analysis(values: dict) -> Need | None:
     return None if not values.get("photo") else analysis({**values, "session": None})
 
@@ -314,6 +326,7 @@ JOBS: dict[str, Callable[[dict], Need | None]] = {
     "vit_explorer.tabs.concepts.concepts_redraw": concepts,
     "vit_explorer.tabs.video.analyse": video,
     "vit_explorer.tabs.video.explain_clip": video_classmap,
+    "vit_explorer.tabs.video.check_clip": video_check,
 }
 # handlers that run no job: a cost said before anything runs, a control's look, what a cached report redraws
 LIGHT = frozenset({
@@ -325,7 +338,7 @@ LIGHT = frozenset({
     "vit_explorer.tabs.concepts.click_patch", "vit_explorer.tabs.video.show_frame",
     "vit_explorer.tabs.video.offer_classes", "vit_explorer.tabs.video.show_classmap_frame",
     "vit_explorer.tabs.video.show_attention", "vit_explorer.tabs.video.show_step", "vit_explorer.tabs.video.show_heads",
-    "vit_explorer.tabs.video.pick_patch",
+    "vit_explorer.tabs.video.pick_patch", "vit_explorer.tabs.video.forget_check",
 })
 
 

@@ -59,6 +59,7 @@ TRUST_MEMORY = 8 * 2**20        # trust checks per (photo, model, target, method
 INSIDE_MEMORY = 16 * 2**20      # inside views per (photo, model, target, …): ViT-B/16's ~150 kB (its DLA source maps)
 VIDEOS_MEMORY = 128 * 2**20     # analysed clips per (video, model): VideoMAE-B/16's 16 frames ~40 MB (q, k in float16)
 CLASSMAPS_MEMORY = 16 * 2**20   # class maps of clips: a few kB each (VideoMAE-B/16's 16 frames: 8×14×14 float32)
+CLIP_CHECKS_MEMORY = 8 * 2**20  # checks of clips' class maps: their maps and curves, a few kB each
 # What a public server reads of a visitor's video (vit.video_file's guards, each refused in one sentence): a short clip
 PUBLIC_VIDEO_LIMITS = VideoLimits(max_bytes=20 * 2**20, max_pixels=1920 * 1080, max_seconds=60.0, max_frames=3_600,
                                   max_decode_seconds=20.0)
@@ -193,6 +194,9 @@ def analyze_video(key: tuple[str, str]) -> tuple[Analysis, object]:
 VIDEOS = Cache(analyze_video, VIDEOS_MEMORY, weigh=lambda found: cached_bytes(found[0]) + found[1].nbytes)
 # a clip's class maps per (video, model source, method, class index): (T', gh, gw) each, computed by the Video tab
 CLASSMAPS = Cache(None, CLASSMAPS_MEMORY)
+# the deletion and insertion check of a clip's class maps per (video, model source, class index, methods): a
+# viz.trust.TrustReport, run by the Video tab
+CLIP_CHECKS = Cache(None, CLIP_CHECKS_MEMORY)
 
 
 def walk_key(key: AnalysisKey):

@@ -2,7 +2,8 @@
 the toy video model (trained on the moving squares, offered from the weights folder) chosen, a clip uploaded, the
 analysis shows the chosen frame with its rollout, the summary in the page's language and a frame slider over the 8
 sampled frames; the clip's top-1 class offered for a class map, whose Grad-CAM per frame draws the strip and the
-chosen frame; moving the slider draws another frame of both; nothing is wider than the phone. And a visitor with no clip
+chosen frame, then checked: its deletion and insertion curves over the tubelets and the note with its verdict; moving
+the slider draws another frame of both; nothing is wider than the phone. And a visitor with no clip
 and no weights: an example clip pressed, the step views shown, a patch of the chosen frame clicked, another step
 chosen, in both languages on a desktop and on the phone (screenshots in tests/artifacts/)."""
 from __future__ import annotations
@@ -77,6 +78,12 @@ def test_a_visitor_analyses_a_clip_and_moves_through_its_frames(server, locale, 
         title = t("video.method.gradcam", lang)
         page.wait_for_function("line => document.querySelector('#video-classmap-note').innerText.includes(line)",
                                arg=title)
+        page.locator("#video-check-button").click()
+        shown(page, "#video-check-picture")
+        page.wait_for_function("line => document.querySelector('#video-check-note').innerText.includes(line)",
+                               arg=f"{title}{'：' if lang != 'en' else ':'}")
+        checked = page.locator("#video-check-picture img").bounding_box()
+        assert checked["width"] <= viewport["width"], checked
         first = page.locator("#video-picture img").get_attribute("src")
         explained = page.locator("#video-classmap-frame img").get_attribute("src")
         slider = page.locator("#video-frame input[type=range]")
@@ -94,6 +101,10 @@ def test_a_visitor_analyses_a_clip_and_moves_through_its_frames(server, locale, 
         page.screenshot(path=str(ARTIFACTS / f"video-{lang}-{viewport['width']}.png"), full_page=True)
         page.locator("#video-classmap-about").scroll_into_view_if_needed()
         page.screenshot(path=str(ARTIFACTS / f"video-classmap-{lang}-{viewport['width']}.png"))
+        page.locator("#video-check-about").scroll_into_view_if_needed()
+        page.screenshot(path=str(ARTIFACTS / f"video-check-{lang}-{viewport['width']}.png"))
+        page.locator("#video-check-picture").scroll_into_view_if_needed()
+        page.screenshot(path=str(ARTIFACTS / f"video-check-picture-{lang}-{viewport['width']}.png"))
 
 
 @pytest.mark.parametrize("locale, viewport", [("en-US", DESKTOP), ("zh-CN", DESKTOP), ("en-US", PHONE),

@@ -7,9 +7,10 @@ The model is a random VideoMAE-like one (tubelets of 2 frames, joint attention, 
 192, 3 heads, 4 blocks) for clips of FRAMES frames of SIDE×SIDE pixels, saved as this explorer's own checkpoint and
 served from it; the clip is twice as many frames of moving colour gradients, uploaded. The jobs: ``video`` (the clip
 decoded and analysed, its rollout and first pictures: ``vit_explorer.tabs.video.analyse``), ``video_gradcam``
-(Grad-CAM per frame of its top-1 class on the analysed clip: ``explain_clip``) and ``video_gae`` (GAE through space and
-time, the same way). Each peak is VmHWM after the job less
-VmRSS before it, as ``measured_peaks.py`` measures a photo's jobs.
+(Grad-CAM per frame of its top-1 class on the analysed clip: ``explain_clip``), ``video_gae`` (GAE through space and
+time, the same way) and ``video_check`` (the deletion and insertion check of the maps drawn for that class, Grad-CAM's
+drawn first when none is: ``check_clip``). Each peak is VmHWM after the job less VmRSS before it, as
+``measured_peaks.py`` measures a photo's jobs.
 """
 from __future__ import annotations
 
@@ -26,10 +27,12 @@ os.environ.setdefault("GRADIO_TEMP_DIR", tempfile.mkdtemp(prefix="vit-explorer-v
 import torch  # noqa: E402
 
 import vit  # noqa: E402
+from handler_steps import finished  # noqa: E402
 from measured_peaks import measure  # noqa: E402
 from video_clips import gradient_frames, write_video  # noqa: E402
 from vit.video import VideoConfig, VideoTransformer  # noqa: E402
 from vit.video_file import VideoPreprocess  # noqa: E402
+from viz.video.faithfulness import BATCH  # noqa: E402
 from vit_explorer import server, state  # noqa: E402
 from vit_explorer.tabs import video as tab  # noqa: E402
 from viz.analysis import peak  # noqa: E402
@@ -61,11 +64,15 @@ def main(argv: list[str]) -> None:
              "video_gradcam": (lambda: tab.explain_clip(weights, clip, None, "gradcam", 0, "en"),
                                peak.of("video_classmap", shape, method="gradcam")),
              "video_gae": (lambda: tab.explain_clip(weights, clip, None, "gae", 0, "en"),
-                           peak.of("video_classmap", shape, method="gae"))}
+                           peak.of("video_classmap", shape, method="gae")),
+             "video_check": (lambda: finished(tab.check_clip(weights, clip, None, "gradcam", "en")),
+                             peak.of("video_check", shape, batch=BATCH))}
     if jobs[0] != "video":
         tab.analyse(weights, clip, "en")
     for name in jobs:
         fn, estimate = calls[name]
+        if name == "video_check":                  # a map to check, drawn before the peak (or found, drawn already)
+            tab.explain_clip(weights, clip, None, "gradcam", 0, "en")
         measured, seconds = measure(fn)
         print(json.dumps({"job": name, "side": side, "frames": frames, "tokens": shape.tokens,
                           "measured": measured, "estimate": estimate, "seconds": round(seconds, 2)}), flush=True)

@@ -126,12 +126,13 @@ def test_the_estimates_grow_with_the_input_as_the_jobs_do():
 
 def test_a_clips_estimates_follow_its_steps_groups_and_the_docs_quote_them():
     """A clip's shape is read from the description: a divided model's time and space steps attend inside their groups
-    (far fewer pairs than one joint step over as many tokens), and video.md quotes VideoMAE-B/16's two estimates."""
+    (far fewer pairs than one joint step over as many tokens), and video.md quotes VideoMAE-B/16's estimates."""
     from pathlib import Path
 
     import torch
 
     from vit.video import VideoConfig, VideoTransformer
+    from viz.video.faithfulness import BATCH
 
     with torch.device("meta"):
         videomae = VideoTransformer(VideoConfig(k_bias=False))                      # B/16, 16 frames, tubelets of 2
@@ -147,6 +148,7 @@ def test_a_clips_estimates_follow_its_steps_groups_and_the_docs_quote_them():
     docs = " ".join((Path(__file__).resolve().parents[2] / "docs" / "video.md").read_text(encoding="utf-8").split())
     assert (f"{analysis / GB:.2f} GB for the analysis, {classmap / GB:.2f} GB for Grad-CAM per frame and "
             f"{gae / GB:.2f} GB for GAE") in docs
+    assert f"estimated at {peak.of('video_check', joint, batch=BATCH) / GB:.2f} GB for VideoMAE-B/16" in docs
 
 
 def test_every_handler_the_page_wires_runs_a_known_job(augreg_weights):

@@ -5,7 +5,9 @@ picture, in English and Chinese; the slider draws from the cache without running
 before any upload, and a photo model's name are each answered with one sentence. The class maps per frame: the clip's
 top-5 offered, the top-1's Grad-CAM equal to the library's (``viz.video.classmap``) drawn on every frame and the
 slider's, a class outside the top-5 or a method outside the table refused; a clip's analysis and its class map whose
-visitor has gone stop at the next attention step, nothing of them cached."""
+visitor has gone stop at the next attention step, nothing of them cached. The check of the drawn maps: its curves
+``ClipCheck``'s on the cached maps, its note the Trust tab's verdicts, refused without a drawn map or for a class or
+method outside the choices, admitted by its own estimate, stopped at the next forward batch when its visitor leaves."""
 from __future__ import annotations
 
 import os
@@ -30,6 +32,12 @@ from vit_explorer.tabs import video as tab
 from viz.i18n import t
 from viz.video.classmap import VIDEO_METHODS, clip_gradcam, clip_maps, scale_clip
 from viz.video.view import captioned, frame_caption, frame_overlay, frame_overlays, frames_strip
+from viz.video.faithfulness import BATCH, ClipCheck, curves_figure
+from viz.drawing import screens
+from viz.drawing.plots import figure_to_image
+from viz.trust.verdicts import ProtocolsReport
+from viz.trust.view import verdict_words
+from handler_steps import finished
 
 
 @pytest.fixture(scope="module")
@@ -195,12 +203,18 @@ def test_a_clips_jobs_are_admitted_by_their_own_estimates(server, monkeypatch):
     analysis, classmap = jobs.video(values), jobs.video_classmap(values)
     assert (analysis.bytes, analysis.what) == (peak.of("video", shape), "job.video")
     assert (classmap.bytes, classmap.what) == (peak.of("video_classmap", shape, method="gradcam"), "job.video_classmap")
-    monkeypatch.setattr(limits.LIMITS, "max_memory", classmap.bytes - 1)
+    assert_refused_over_budget(monkeypatch, tab.explain_clip, values, classmap)
+
+
+def assert_refused_over_budget(monkeypatch, handler, values: dict, need) -> None:
+    """With a budget one byte below ``need``, the handler's job is refused before it runs, in the jobs' one sentence
+    (no smaller change fits this clip)."""
+    monkeypatch.setattr(limits.LIMITS, "max_memory", need.bytes - 1)
     with pytest.raises(Refusal) as refused:
-        with jobs.admitted(tab.explain_clip, values):
+        with jobs.admitted(handler, values):
             pass
-    assert str(refused.value) == t("message.memory_refused", "en", job=t("job.video_classmap", "en", frames=8, side=32),
-                                   need=classmap.bytes / 2**30, budget=(classmap.bytes - 1) / 2**30,
+    assert str(refused.value) == t("message.memory_refused", "en", job=t(need.what, "en", frames=8, side=32),
+                                   need=need.bytes / 2**30, budget=(need.bytes - 1) / 2**30,
                                    advice=t("message.memory_no_advice", "en"))
 
 
@@ -245,3 +259,99 @@ def test_a_class_map_stops_at_the_next_step_when_its_visitor_leaves(server, monk
         tab.explain_clip(server.video_model, server.clip, None, "gradcam", 0, "en")
     assert state.MODEL_TURN.taken - taken == 2            # the job's turn and its first step's
     assert not [key for key in state.CLASSMAPS.keys() if key[:2] == (os.path.realpath(server.clip), source)]
+
+
+# ---- the deletion and insertion check of the drawn class maps --------------------------------------------------------
+
+def _report_key(server, index: int, methods: tuple[str, ...]) -> tuple:
+    return os.path.realpath(server.clip), state.model_source(server.video_model), index, methods
+
+
+@pytest.mark.parametrize("lang", ["en", "zh-CN"])
+def test_the_check_of_the_drawn_maps_is_the_librarys(server, lang):
+    """Without a drawn map, one sentence asks for one; after Grad-CAM, the curves are ClipCheck's on the cached map
+    (the random order beside them), the note words each verdict as the Trust tab does, the picture is the library's
+    figure of the cached report (narrow: the phone's); run again, it is drawn from the cache without the model. With
+    GAE drawn as well, both maps are checked."""
+    tab.analyse(server.video_model, server.clip, lang)
+    state.CLASSMAPS.clear()
+    state.CLIP_CHECKS.clear()
+    a, _ = state.VIDEOS.find((os.path.realpath(server.clip), state.model_source(server.video_model)))
+    top = [name for name, _ in a.top_k(5)]
+    index = a.labels.index(top[0])
+    with pytest.raises(gr.Error) as refused:
+        finished(tab.check_clip(server.video_model, server.clip, top[0], "gradcam", lang))
+    assert refused.value.message == t("message.video_check_first", lang, name=top[0])
+    tab.explain_clip(server.video_model, server.clip, top[0], "gradcam", 0, lang)
+    out = finished(tab.check_clip(server.video_model, server.clip, top[0], "gradcam", lang, True))
+    assert set(out) == set(tab.CHECK_OUTPUTS)
+    report = state.CLIP_CHECKS.find(_report_key(server, index, ("gradcam",)))
+    loaded = state.MODELS.get(state.model_source(server.video_model)).loaded
+    cam = state.CLASSMAPS.find((os.path.realpath(server.clip), state.model_source(server.video_model), "gradcam",
+                                index))
+    expected = ClipCheck(loaded.model, loaded.preprocess.clip_tensor(a.clip.frames), index, {"gradcam": cam}).result()
+    assert list(report.methods) == ["gradcam"] and report.protocol == "mean_colour"
+    for got, want in ((report.methods["gradcam"].faithfulness, expected.methods["gradcam"].faithfulness),
+                      (report.random, expected.random)):
+        for kind in ("deletion", "insertion"):
+            assert np.allclose(getattr(got, kind), getattr(want, kind), rtol=1e-5, atol=1e-6), kind
+    assert np.asarray(out["video_check_picture"]).shape[1] == round(screens.NARROW_INCHES * screens.NARROW_DPI)
+    assert np.array_equal(np.asarray(out["video_check_picture"]),
+                          np.asarray(figure_to_image(curves_figure(report, lang, narrow=True))))
+    verdict = ProtocolsReport({"mean_colour": report}).verdicts()["gradcam"]
+    note = out["video_check_note"]
+    assert note.startswith(t("video.check_head", lang, name=top[0], probability=report.probability,
+                             variant=t("video.trust.mean_colour", lang), points=11))
+    assert f"**{t('video.method.gradcam', lang)}**" in note and verdict_words(verdict, lang) in note
+    assert f"{verdict.abpc_gain['mean_colour']:+.3f} ± {verdict.margin['mean_colour']:.3f}" in note
+    taken = state.MODEL_TURN.taken
+    again = finished(tab.check_clip(server.video_model, server.clip, top[0], "gae", lang, True))
+    assert state.MODEL_TURN.taken == taken and again["video_check_note"] == note
+    tab.explain_clip(server.video_model, server.clip, top[0], "gae", 0, lang)
+    both = finished(tab.check_clip(server.video_model, server.clip, top[0], "gradcam", lang))
+    assert list(state.CLIP_CHECKS.find(_report_key(server, index, ("gradcam", "gae"))).methods) == ["gradcam", "gae"]
+    assert f"**{t('video.method.gae', lang)}**" in both["video_check_note"]
+
+
+def test_a_check_of_a_class_or_method_outside_the_choices_is_refused(server):
+    tab.analyse(server.video_model, server.clip, "en")
+    a, _ = state.VIDEOS.find((os.path.realpath(server.clip), state.model_source(server.video_model)))
+    tab.explain_clip(server.video_model, server.clip, None, "gradcam", 0, "en")
+    taken = state.MODEL_TURN.taken
+    for name in ("tabby cat", "x" * 5000, 3, ["right"]):
+        with pytest.raises(gr.Error) as refused:
+            finished(tab.check_clip(server.video_model, server.clip, name, "gradcam", "en"))
+        assert refused.value.message.startswith("Choose one of the clip's top-5 classes")
+    for method in ("attnlrp", "random", "../gradcam", None):
+        with pytest.raises(gr.Error) as refused:
+            finished(tab.check_clip(server.video_model, server.clip, None, method, "zh-CN"))
+        assert refused.value.message == t("message.video_method_unknown", "zh-CN", methods=", ".join(
+            t(f"video.method.{m}", "zh-CN") for m in VIDEO_METHODS))
+    assert state.MODEL_TURN.taken == taken
+
+
+def test_a_check_is_admitted_by_its_own_estimate(server, monkeypatch):
+    values = dict(video_model=server.video_model, video_file=server.clip, video_class=None, video_method="gradcam",
+                  lang="en")
+    state.VIDEOS.clear()
+    assert jobs.video_check(values) is None               # not analysed yet: the handler says so itself
+    tab.analyse(server.video_model, server.clip, "en")
+    served = state.MODELS.get(state.model_source(server.video_model))
+    shape = peak.ClipShape.of(served.loaded.model, params=served.nbytes)
+    need = jobs.video_check(values)
+    assert (need.bytes, need.what) == (peak.of("video_check", shape, batch=BATCH), "job.video_check")
+    assert_refused_over_budget(monkeypatch, tab.check_clip, values, need)
+
+
+def test_a_check_stops_at_the_next_batch_when_its_visitor_leaves(server, monkeypatch):
+    """Each forward batch takes the model's turn (two checks of ``still_wanted`` each): a visitor gone after two
+    batches stops the check before the third; nothing of it is cached."""
+    tab.analyse(server.video_model, server.clip, "en")
+    tab.explain_clip(server.video_model, server.clip, None, "gradcam", 0, "en")
+    state.CLIP_CHECKS.clear()
+    taken = state.MODEL_TURN.taken
+    _wanted_for(monkeypatch, 4)
+    steps = tab.check_clip(server.video_model, server.clip, None, "gradcam", "en")
+    with pytest.raises(heavy.Stopped):
+        finished(steps)
+    assert state.MODEL_TURN.taken - taken == 2 and len(state.CLIP_CHECKS) == 0

@@ -4,7 +4,8 @@ distance in time and in space. The clip comes only from the upload folder (``doo
 through the models' guard (``state.model_source``); decoding passes ``state.video_limits`` (a public server reads a
 short clip only) and every refusal is one sentence. The analysis is a heavy job of its own group; the slider draws
 from the cached analysis, never runs the model. Below, a class map per frame (``viz.video.classmap``) for one of the
-clip's top-5 classes, by a method of its table, a heavy job of the same group (its own block at the end)."""
+clip's top-5 classes, by a method of its table, a heavy job of the same group (its own block), and the deletion and
+insertion check of the maps drawn for that class (``viz.video.faithfulness``, its own block at the end)."""
 from __future__ import annotations
 
 import math
@@ -15,11 +16,15 @@ import numpy as np
 import torch
 
 from vit.explain.targets import ClassTarget
+from viz.drawing.plots import figure_to_image
 from viz.explorer import verified_text
 from viz.i18n import t
+from viz.trust.verdicts import ProtocolsReport
+from viz.trust.view import verdict_kind, verdict_words
 from viz.video.attention import attention_note, clip_strip, head_label, heads_picture, patch_at, patch_maps, \
     patch_token, readout_frames
 from viz.video.classmap import VIDEO_METHODS, clip_maps, scale_clip
+from viz.video.faithfulness import BATCH, ClipCheck, curves_figure
 from viz.video.view import (captioned, distance_picture, frame_caption, frame_maps, frame_overlay, frame_overlays,
                             frames_strip)
 
@@ -53,6 +58,7 @@ def build(page) -> None:
     page.add("video_distance", picture(i18n, "picture.video_distance", enlarge=False, elem_id="video-distance"))
     build_attention(page)
     build_classmaps(page)
+    build_check(page)
 
 
 def video_key(video_model, video_file, lang: str) -> tuple[str, str]:
@@ -106,6 +112,7 @@ def wire(page) -> None:
     page["video_frame"].input(**page.wire(show_frame, ["video_picture"]), **page.render)
     wire_attention(page, analysed)
     wire_classmaps(page)
+    wire_check(page)
 
 
 # ---- one attention step's views: the readout per frame, the heads at the chosen frame, a clicked patch -------------
@@ -354,3 +361,88 @@ def wire_classmaps(page) -> None:
     page["video_top5"].change(**page.wire(offer_classes, ["video_class", *CLASSMAP_OUTPUTS]), **page.render)
     page["video_classmap_button"].click(**page.wire(explain_clip, list(CLASSMAP_OUTPUTS), heavy_group="video"))
     page["video_frame"].input(**page.wire(show_classmap_frame, ["video_classmap_frame"]), **page.render)
+
+
+# ---- does the map say what the model uses? deletion and insertion over the clip's tubelets -------------------------
+# ``viz.video.faithfulness.ClipCheck`` on the class maps drawn for the chosen class (the methods of VIDEO_METHODS whose
+# map ``state.CLASSMAPS`` holds for this clip, model and class), the random order its reference, the library's
+# baseline. A heavy job of the video group (``jobs.video_check``), run a forward batch at a time, each batch in the
+# model's turn (a visitor who leaves or cancels stops it at the next batch), with progress; the report cached per
+# (clip, model, class, methods) in ``state.CLIP_CHECKS``. The verdicts are the Trust tab's (``viz.trust``).
+
+CHECK_OUTPUTS = ("video_check_note", "video_check_picture")
+BLUR_COMMAND = f"`python -m viz VIDEO --explain {','.join(VIDEO_METHODS)} --faithfulness --perturbation blur`"
+
+
+def build_check(page) -> None:
+    i18n = page.i18n
+    gr.Markdown(i18n("about.video_check"), elem_id="video-check-about")
+    page.add("video_check_button", gr.Button(i18n("video.check_button"), elem_id="video-check-button"))
+    page.add("video_check_note", gr.Markdown(elem_id="video-check-note"))      # body text: a reading, not a note
+    page.add("video_check_picture", picture(i18n, "picture.video_check", enlarge=False,
+                                            elem_id="video-check-picture"))
+
+
+def drawn_maps(video_model, video_file, video_class, video_method, lang):
+    """(the cached analysis, the check's cache key (clip, model, class, methods), {method: its map}) for the class the
+    visitor chose: the class maps of VIDEO_METHODS drawn for it (``state.CLASSMAPS``); the request is the class
+    map's (``_classmap_request``: refused the same way), and without a drawn map one sentence asks for one."""
+    a, (path, source, _, index), _, _ = _classmap_request(video_model, video_file, video_class, video_method, lang)
+    maps = {m: cam for m in VIDEO_METHODS if (cam := state.CLASSMAPS.find((path, source, m, index))) is not None}
+    if not maps:
+        raise gr.Error(t("message.video_check_first", lang, name=a.labels[index]), print_exception=False)
+    return a, (path, source, index, tuple(maps)), maps
+
+
+def check_clip(video_model, video_file, video_class, video_method, lang, narrow=False, progress=gr.Progress()):
+    """The deletion and insertion curves of the maps drawn for the chosen class, and what they say. A generator: it
+    yields after each forward batch and returns {output: value}; a check already run is drawn from the cache."""
+    a, key, maps = drawn_maps(video_model, video_file, video_class, video_method, lang)
+    report = state.CLIP_CHECKS.find(key)
+    if report is None:
+        loaded = state.MODELS.get(key[1]).loaded
+        check = ClipCheck(loaded.model, loaded.preprocess.clip_tensor(a.clip.frames), key[2], maps, batch=BATCH,
+                          name=a.labels[key[2]])
+        steps = check.steps()
+        while True:
+            with state.MODEL_TURN:
+                step = next(steps, None)
+            if step is None:
+                break
+            done, total = step
+            progress(done / total, desc=f"{t('video.check_progress', lang)} · {done}/{total}")
+            yield                                         # between batches: a cancelled check stops here
+        report = check.result()
+        state.CLIP_CHECKS.put(key, report)
+    return dict(video_check_note=check_note(report, lang),
+                video_check_picture=figure_to_image(curves_figure(report, lang, bool(narrow))))
+
+
+def check_note(report, lang: str) -> str:
+    """What the curves mean, then each method's verdict (the Trust tab's rule and words, one way of removing), most
+    faithful first, with its areas against the random order's, its gains, and what its verdict means for the clip."""
+    verdicts = ProtocolsReport({report.protocol: report}).verdicts()
+    r = report.random
+    lines = [t("video.check_head", lang, name=report.target["name"], probability=report.probability,
+               variant=t(f"video.trust.{report.protocol}", lang), points=len(report.fractions)), "",
+             t("video.check_read", lang), ""]
+    for name in report.ranking():
+        f, gains, v = report.methods[name].faithfulness, report.gains(name), verdicts[name]
+        numbers = t("video.check_numbers", lang, deletion=f.deletion_auc, random_deletion=r.deletion_auc,
+                    insertion=f.insertion_auc, random_insertion=r.insertion_auc, gain=v.abpc_gain[report.protocol],
+                    margin=v.margin[report.protocol], **gains)
+        lines.append("- " + t("video.check_bullet", lang, method=t(f"video.method.{name}", lang),
+                              verdict=verdict_words(v, lang), numbers=numbers,
+                              meaning=t(f"video.check_meaning.{verdict_kind(v)}", lang)))
+    return "\n".join(lines + ["", t("video.check_legend", lang, points=len(report.fractions)), "",
+                              t("video.check_one_way", lang, command=BLUR_COMMAND)])
+
+
+def forget_check():
+    """Another clip analysed: the last check's curves and note go (they were another clip's)."""
+    return dict.fromkeys(CHECK_OUTPUTS)
+
+
+def wire_check(page) -> None:
+    page["video_top5"].change(**page.wire(forget_check, list(CHECK_OUTPUTS)), **page.render)
+    page["video_check_button"].click(**page.wire(check_clip, list(CHECK_OUTPUTS), heavy_group="video"))

@@ -27,8 +27,9 @@ The jobs (``JOBS``): an analysis (its forward pass and every tab's first picture
 every layer's head-fused matrix recomputed), each family of explanation passes and the Explain tab's every method,
 the trust check (fast or thorough, with or without the sanity check), the inside views (the views, an ablation,
 patching), a comparison, the depth animation, the dense features, the guided walk, a training run's snapshots,
-CLIP's zero-shot scores, and the Video tab's two: a clip's analysis and a clip's class map (their terms from
-``ClipShape``: each attention step inside its groups, ``of("video", ClipShape.of(model))``).
+CLIP's zero-shot scores, and the Video tab's three: a clip's analysis, a clip's class map and the deletion and
+insertion check of its class maps (their terms from ``ClipShape``: each attention step inside its groups,
+``of("video", ClipShape.of(model))``).
 """
 from __future__ import annotations
 
@@ -46,7 +47,7 @@ CLIP_CHUNK = CLIP_CHUNK_BYTES // F32   # float32 elements a clip's capture reduc
 TOLERANCE = (1.6, 96 * MB)        # tests/load: measured <= estimate <= 1.6 · measured + 96 MB
 
 Job = Literal["analysis", "render", "explain", "trust", "inside", "compare", "animation", "features", "walk",
-              "snapshots", "zero_shot", "video", "video_classmap"]
+              "snapshots", "zero_shot", "video", "video_classmap", "video_check"]
 JOBS: tuple[str, ...] = Job.__args__
 
 
@@ -144,7 +145,9 @@ class Terms:
 # pixels and its tensor. A clip's Grad-CAM: every step's graph (the fused kernel keeps no attention: its output and
 # log-sum-exp) and the backward's step; no weight gradient is computed. Its GAE: every step's explicit attention
 # held until the backward reaches it (``vit.explain.video.gradcam_pass``'s reduce), and a step's attention, gradient
-# and product at once.
+# and product at once. A clip's deletion and insertion check: the clip, its baseline and, per perturbed clip of a
+# batch, its mask, its pixels and their temporaries (``viz.video.faithfulness.perturbed_clips``) and one step's working
+# set of the plain forward (inference mode, the fused kernel: no attention kept); the curves' picture.
 COEFFICIENTS: dict[str, Terms] = {
     "render": Terms(constant=32 * MB, square=5.0, chunk=1.2, stream=1.2),
     "analysis": Terms(constant=72 * MB, square=5.0, chunk=1.2, stream=3.0),
@@ -170,6 +173,8 @@ COEFFICIENTS: dict[str, Terms] = {
                    photo=2.0),
     "video_gradcam": Terms(constant=32 * MB, graph=2.0, activation=1.0, photo=2.0),
     "video_gae": Terms(constant=32 * MB, graph=2.0, activation=1.0, photo=2.0, attention=1.2, layer=3.0),
+    "video_check": Terms(constant=32 * MB, photo=2.0),
+    "video_check_clip": Terms(photo=4.0, activation=2.0),                           # per perturbed clip of a batch
 }
 FAMILY_NAMES = ("gradient", "attnlrp", "cp_lrp", "attention", "none")     # viz.explain.methods.FAMILIES
 
@@ -308,9 +313,18 @@ def video_classmap(s: ClipShape, method: str = "gradcam") -> int:
     return COEFFICIENTS[f"video_{method}"].bytes(s)
 
 
+def video_check(s: ClipShape, batch: int) -> int:
+    """The deletion and insertion check of the clip's class maps (``viz.video.faithfulness.ClipCheck``): ``batch``
+    perturbed clips at a time through the plain model, beside the clip and its baseline."""
+    if batch < 1:
+        raise ValueError(f"batch must be at least 1 but got {batch}!")
+    return COEFFICIENTS["video_check"].bytes(s) + batch * COEFFICIENTS["video_check_clip"].bytes(s)
+
+
 PEAKS: dict[str, Callable[..., int]] = {
     "analysis": analysis, "render": render, "explain": explain, "trust": trust, "inside": inside,
     "compare": compare, "features": features, "video": video, "video_classmap": video_classmap,
+    "video_check": video_check,
     **{job: (lambda job: lambda s: COEFFICIENTS[job].bytes(s))(job)
        for job in ("animation", "walk", "snapshots", "zero_shot")},
 }

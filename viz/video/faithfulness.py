@@ -153,24 +153,38 @@ def trust_json(report: TrustReport) -> dict:
     return {**info, "perturbation": report.protocol, "gains": {n: report.gains(n) for n in report.methods}}
 
 
-def curves_figure(report: TrustReport, lang: str = "en") -> Figure:
+def curves_figure(report: TrustReport, lang: str = "en", narrow: bool = False) -> Figure:
     """The deletion and insertion curves of every method over the clip's tubelets, the random order dashed, each
-    method labelled with its two areas."""
+    method labelled with its name on the Video tab (``video.method.*``) and its two areas: side by side, or for a
+    narrow screen (``narrow``) one under the other, ``screens.NARROW_INCHES`` wide with the title wrapped
+    (``viz.drawing.screens``)."""
     lang = language(lang)
-    fig = new_figure(10.0, 4.2)
-    fig.suptitle(t("picture.video_trust", lang, name=report.target.get("name", ""), probability=report.probability,
-                   variant=t(f"video.trust.{report.protocol}", lang)), fontsize=screens.MIN_POINTS + 2)
+    title = t("picture.video_trust", lang, name=report.target.get("name", ""), probability=report.probability,
+              variant=t(f"video.trust.{report.protocol}", lang))
+    if narrow:
+        title = screens.wrap(title, screens.MIN_POINTS + 1, screens.NARROW_INCHES - 0.2)
+        lines = len(report.methods) + 1                                                  # the legend's, one each
+        top, panel, legend = 0.25 + 0.17 * (title.count("\n") + 1), 2.5, 0.2 * lines + 0.15   # inches
+        height = top + 2 * panel + legend
+        fig = new_figure(screens.NARROW_INCHES, height, screens.NARROW_DPI)
+        fig.suptitle(title, fontsize=screens.MIN_POINTS + 1, y=1 - 0.08 / height, va="top")
+        boxes = [(0.2, 1 - (top + (k + 1) * panel - 0.55) / height, 0.76, (panel - 0.9) / height) for k in range(2)]
+        where = dict(loc="lower center", bbox_to_anchor=(0.5, 0.0), ncol=1)
+    else:
+        fig = new_figure(10.0, 4.2)
+        fig.suptitle(title, fontsize=screens.MIN_POINTS + 2)
+        boxes = [(0.07 + 0.48 * k, 0.3, 0.4, 0.56) for k in range(2)]
+        where = dict(loc="lower center", ncol=2)
     x = np.asarray(report.fractions)
-    for k, kind in enumerate(("deletion", "insertion")):
-        ax = fig.add_axes((0.07 + 0.48 * k, 0.3, 0.4, 0.56))
+    for box, kind in zip(boxes, ("deletion", "insertion")):
+        ax = fig.add_axes(box)
         for name, m in report.methods.items():
             f = m.faithfulness
-            ax.plot(x, getattr(f, kind), linewidth=1.4, label=f"{t(f'method.{name}', lang)}: " +
+            ax.plot(x, getattr(f, kind), linewidth=1.4, label=f"{t(f'video.method.{name}', lang)}: " +
                     t("trust.aucs", lang, deletion=f.deletion_auc, insertion=f.insertion_auc))
         r = report.random
         ax.plot(x, getattr(r, kind), color="gray", linestyle="--", linewidth=1.0, label=f"{t('method.random', lang)}: " +
                 t("trust.aucs", lang, deletion=r.deletion_auc, insertion=r.insertion_auc))
         curve_axes(ax, kind, lang, "video.trust.axis.removed", "video.trust.axis.kept")
-    fig.legend(handles=fig.axes[-1].get_lines(), loc="lower center", ncol=2, fontsize=screens.MIN_POINTS,
-               frameon=False)
+    fig.legend(handles=fig.axes[-1].get_lines(), fontsize=screens.MIN_POINTS, frameon=False, **where)
     return use_language_font(fig, lang)

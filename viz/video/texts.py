@@ -165,4 +165,65 @@ ATTENTION_PICTURES = {
     "video.where": ("step {step}, {head}", "第 {step} 步，{head}"),
 }
 
-register({**PAGE, **ATTENTION_PAGE}, {**PICTURES, **ATTENTION_PICTURES})
+# ---- does the map say what the model uses? the deletion and insertion check of the drawn class maps --------------
+
+CHECK_PAGE = {
+    "about.video_check": (
+        "**Does the map say what the model uses?** **Check this map** puts the class maps drawn above for the chosen "
+        "class to the test: the clip's tubelets (one patch over the frames of one time position) are removed in the "
+        "order the map ranks them, and the class's probability is read after each step, against a random order of "
+        "the same tubelets: about 20 altered clips per map and as many for the random order, four to a forward pass.",
+        "**这张图说的是模型真正用到的东西吗？** **检验这张图**检验上方为所选类别画出的类别图：按图的排序移除片段的管块"
+        "（一个图块在一个时间位置的几帧上），每一步之后读出该类别的概率，并与同一组管块的随机顺序比较。"
+        "每张图约 20 个改动后的片段，随机顺序也一样多，每次前向计算四个。"),
+    "video.check_button": ("Check this map", "检验这张图"),
+    "picture.video_check": ("Deletion and insertion over the clip's tubelets", "对片段管块的删除与插入"),
+    "video.check_progress": ("checking the map", "正在检验类别图"),
+    "message.video_check_first": (
+        "Explain this class first: the check tests the class maps drawn for “{name}”, and none is drawn yet.",
+        "请先解释该类别：检验针对为“{name}”画出的类别图，目前还没有画出任何一张。"),
+    "video.check_head": (
+        "**{name}** (probability {probability:.2f}) · removed tubelets show {variant} (the library's default "
+        "baseline) · {points} points per curve · against a random order of the same tubelets",
+        "**{name}**（概率 {probability:.2f}）· 被移除的管块显示为{variant}（库的默认基线）· 每条曲线 {points} 个点 · "
+        "与同一组管块的随机顺序比较"),
+    "video.check_read": (
+        "**How to read the curves.** *Deletion*: the tubelets the map ranks highest are removed first. If the map "
+        "ranks first the tubelets the model uses, the class's probability falls fast and the area under the curve "
+        "(AUC) is below the random order's (grey, dashed). *Insertion*: only the tubelets the map ranks highest are "
+        "shown first; the probability should rise fast, its AUC above the random order's.",
+        "**怎样读这些曲线。** *删除*：先移除图排得最高的管块。如果图把模型真正用到的管块排在前面，该类别的概率会很快下降，"
+        "曲线下面积（AUC）低于随机顺序的（灰色虚线）。*插入*：先只显示图排得最高的管块；概率应当很快上升，"
+        "AUC 高于随机顺序的。"),
+    "video.check_bullet": ("**{method}**: {verdict}. {numbers} {meaning}", "**{method}**：{verdict}。{numbers}{meaning}"),
+    "video.check_numbers": (
+        "Deletion AUC {deletion:.3f} against the random order's {random_deletion:.3f} (gain {deletion_gain:+.3f}), "
+        "insertion AUC {insertion:.3f} against {random_insertion:.3f} (gain {insertion_gain:+.3f}); gain over random "
+        "{gain:+.3f} ± {margin:.3f}:",
+        "删除 AUC {deletion:.3f}，随机顺序为 {random_deletion:.3f}（增益 {deletion_gain:+.3f}）；插入 AUC {insertion:.3f}，"
+        "随机顺序为 {random_insertion:.3f}（增益 {insertion_gain:+.3f}）；相对随机的增益 {gain:+.3f} ± {margin:.3f}："),
+    "video.check_meaning.faithful": (
+        "removing the tubelets it ranks first takes the class away faster than chance, and showing them first brings "
+        "it back faster: they are ones the model uses.",
+        "先移除它排在前面的管块比随机更快地让该类别消失，先显示它们也更快地让该类别回来：这些正是模型用到的管块。"),
+    "video.check_meaning.inside": (
+        "within the curves' own error of the random order, so on this clip its order cannot be told from chance.",
+        "与随机顺序的差别在曲线本身的误差之内，所以在这个片段上，它的排序与随机无法区分。"),
+    "video.check_meaning.not_faithful": (
+        "worse than the random order: the tubelets it ranks first are not the ones the model uses.",
+        "比随机顺序还差：它排在前面的管块并不是模型用到的。"),
+    "video.check_legend": (
+        "**Gain over random**: the method's insertion − deletion minus the random order's; it counts only beyond its ± "
+        "(the two orders' sampling errors added, each how far its areas move between the curve's {points} points and "
+        "every other one; at least 0.01). A deletion or insertion gain is positive where the map beats the random "
+        "order.",
+        "**相对随机的增益**：该方法的 插入 − 删除 减去随机顺序的；只有超出其 ± 才算数（两种顺序的采样误差之和，"
+        "即用曲线的 {points} 个点与只用隔一个点时面积的差；至少 0.01）。删除或插入的增益为正，表示图胜过随机顺序。"),
+    "video.check_one_way": (
+        "One way of removing tubelets: a verdict can change under another (each frame blurred instead: {command}).",
+        "只用了一种移除管块的方式：换一种方式结论可能改变（改为每帧模糊：{command}）。"),
+    "job.video_check": ("The check of a class map of a clip of {frames} frames of {side} px",
+                        "{frames} 帧、{side} 像素片段的类别图检验"),
+}
+
+register({**PAGE, **ATTENTION_PAGE, **CHECK_PAGE}, {**PICTURES, **ATTENTION_PICTURES})

@@ -1,10 +1,11 @@
 """The Video tab's jobs run as the page runs them, in this process, their peak memory measured from /proc beside the
 estimate of ``viz.analysis.peak`` (``ClipShape``): what ``test_peaks.py`` runs in a process of its own per clip size.
 
-    python tests/load/measured_video_peaks.py SIDE FRAMES JOB [JOB …]     # one JSON line per job
+    python tests/load/measured_video_peaks.py FAMILY SIDE FRAMES JOB [JOB …]     # one JSON line per job
 
-The model is a random VideoMAE-like one (tubelets of 2 frames, joint attention, no CLS token, the mean read; width
-192, 3 heads, 4 blocks) for clips of FRAMES frames of SIDE×SIDE pixels, saved as this explorer's own checkpoint and
+The model is a random VideoMAE-like one (tubelets of 2 frames, joint attention, no CLS token, the mean read) or a
+TimeSformer-like one (one frame a time position, a CLS token, divided blocks), of width 192, 3 heads, 4 blocks, for
+clips of FRAMES frames of SIDE×SIDE pixels, saved as this explorer's own checkpoint and
 served from it; the clip is twice as many frames of moving colour gradients, uploaded. The jobs: ``video`` (the clip
 decoded and analysed, its rollout and first pictures: ``vit_explorer.tabs.video.analyse``), ``video_gradcam``
 (Grad-CAM per frame of its top-1 class on the analysed clip: ``explain_clip``), ``video_gae`` (GAE through space and
@@ -40,21 +41,28 @@ from viz.analysis import peak  # noqa: E402
 CLASSES = [f"class {i}" for i in range(10)]
 
 
-def videomae_like(side: int, frames: int) -> VideoTransformer:
+# FAMILY: a VideoMAE-like model (tubelets of 2 frames, joint attention, no CLS token, the mean read) or a
+# TimeSformer-like one (one frame a time position, a CLS token, divided blocks: a time step then a space step)
+FAMILIES = {"videomae": dict(tubelet_size=2, k_bias=False),
+            "timesformer": dict(tubelet_size=1, attention="divided", class_token=True, pos_embed="space_time",
+                                global_pool="token")}
+
+
+def small_video_model(family: str, side: int, frames: int) -> VideoTransformer:
     torch.manual_seed(0)
-    cfg = VideoConfig(img_size=side, num_frames=frames, tubelet_size=2, patch_size=16, num_classes=len(CLASSES),
-                      embed_dim=192, depth=4, num_heads=3, mlp_dim=768, k_bias=False)
+    cfg = VideoConfig(img_size=side, num_frames=frames, patch_size=16, num_classes=len(CLASSES), embed_dim=192,
+                      depth=4, num_heads=3, mlp_dim=768, **FAMILIES[family])
     return VideoTransformer(cfg).eval()
 
 
 def main(argv: list[str]) -> None:
-    side, frames, jobs = int(argv[0]), int(argv[1]), argv[2:]
+    family, side, frames, jobs = argv[0], int(argv[1]), int(argv[2]), argv[3:]
     server.return_freed_memory_to_the_os()
     state.SETTINGS.any_model = True
     torch.set_num_threads(min(2, torch.get_num_threads()))
     folder = Path(os.environ["GRADIO_TEMP_DIR"])
-    model = videomae_like(side, frames)
-    weights = str(vit.save_checkpoint(folder / "videomae_like.pt", model, CLASSES,
+    model = small_video_model(family, side, frames)
+    weights = str(vit.save_checkpoint(folder / f"{family}_like.pt", model, CLASSES,
                                       VideoPreprocess(resize=side, crop=(side, side), num_frames=frames)))
     (folder / "f00d").mkdir(exist_ok=True)
     clip = str(write_video(folder / "f00d" / "clip.mp4", gradient_frames(2 * frames, side, side)))
@@ -74,7 +82,7 @@ def main(argv: list[str]) -> None:
         if name == "video_check":                  # a map to check, drawn before the peak (or found, drawn already)
             tab.explain_clip(weights, clip, None, "gradcam", 0, "en")
         measured, seconds = measure(fn)
-        print(json.dumps({"job": name, "side": side, "frames": frames, "tokens": shape.tokens,
+        print(json.dumps({"job": name, "family": family, "side": side, "frames": frames, "tokens": shape.tokens,
                           "measured": measured, "estimate": estimate, "seconds": round(seconds, 2)}), flush=True)
 
 

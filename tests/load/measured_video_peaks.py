@@ -4,7 +4,8 @@ estimate of ``viz.analysis.peak`` (``ClipShape``): what ``test_peaks.py`` runs i
     python tests/load/measured_video_peaks.py FAMILY SIDE FRAMES JOB [JOB …]     # one JSON line per job
 
 The model is a random VideoMAE-like one (tubelets of 2 frames, joint attention, no CLS token, the mean read) or a
-TimeSformer-like one (one frame a time position, a CLS token, divided blocks), of width 192, 3 heads, 4 blocks, for
+TimeSformer-like one (one frame a time position, a CLS token, divided blocks) or a V-JEPA 2-like one (rotary
+positions, the attentive probe read), of width 192, 3 heads, 4 blocks, for
 clips of FRAMES frames of SIDE×SIDE pixels, saved as this explorer's own checkpoint and
 served from it; the clip is twice as many frames of moving colour gradients, uploaded. The jobs: ``video`` (the clip
 decoded and analysed, its rollout and first pictures: ``vit_explorer.tabs.video.analyse``), ``video_gradcam``
@@ -42,10 +43,12 @@ CLASSES = [f"class {i}" for i in range(10)]
 
 
 # FAMILY: a VideoMAE-like model (tubelets of 2 frames, joint attention, no CLS token, the mean read) or a
-# TimeSformer-like one (one frame a time position, a CLS token, divided blocks: a time step then a space step)
+# TimeSformer-like one (one frame a time position, a CLS token, divided blocks: a time step then a space step) or a
+# V-JEPA 2-like one (rotary positions, no CLS token, an attentive probe of one block and a query)
 FAMILIES = {"videomae": dict(tubelet_size=2, k_bias=False),
             "timesformer": dict(tubelet_size=1, attention="divided", class_token=True, pos_embed="space_time",
-                                global_pool="token")}
+                                global_pool="token"),
+            "vjepa2": dict(tubelet_size=2, pos_embed="rope3d", global_pool="probe", probe_depth=1, probe_mlp_dim=768)}
 
 
 def small_video_model(family: str, side: int, frames: int) -> VideoTransformer:

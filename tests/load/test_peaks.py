@@ -4,7 +4,8 @@ runs it in a process of its own (``measured_peaks.py``), peaks at no more than i
 AugReg ViT-Ti (real weights: its trust check and inside views run as they do for visitors) and a random ViT-S/16
 (twice the heads and the width: the terms that follow them), so that the terms are checked where they differ; the
 Video tab's jobs (a clip's analysis, its Grad-CAM and GAE per frame, the deletion and insertion check of both) on a
-random VideoMAE-like model at two clip sizes and a TimeSformer-like one (``measured_video_peaks.py``).
+random VideoMAE-like model at two clip sizes, a TimeSformer-like and a V-JEPA 2-like one
+(``measured_video_peaks.py``).
 
 The peak is the process's VmHWM above its VmRSS before the job, from /proc, malloc tuned as the server tunes it."""
 from __future__ import annotations
@@ -73,8 +74,9 @@ def test_each_jobs_peak_is_within_its_estimate(real_weights_dir, vit_s, model, s
 
 
 @pytest.mark.parametrize("family, side, frames", [("videomae", 112, 8), ("videomae", 224, 16),
-                                                  ("timesformer", 224, 8)],
-                         ids=["VideoMAE-like 196 tokens", "VideoMAE-like 1568 tokens", "TimeSformer-like 1569 tokens"])
+                                                  ("timesformer", 224, 8), ("vjepa2", 224, 8)],
+                         ids=["VideoMAE-like 196 tokens", "VideoMAE-like 1568 tokens", "TimeSformer-like 1569 tokens",
+                              "V-JEPA 2-like 784 tokens"])
 def test_a_clips_jobs_peak_within_their_estimates(family, side, frames):
     rows = measured("measured_video_peaks.py", family, side, frames, jobs=("video", "video_gradcam", "video_gae",
                                                                            "video_check"))

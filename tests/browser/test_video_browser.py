@@ -114,7 +114,7 @@ def test_a_visitor_presses_an_example_and_clicks_a_patch(server, locale, viewpor
     moving right) gives the analysis and one step's views; a click on the chosen frame gives that patch's row and
     column over every frame, captioned in the page's language; another step redraws them."""
     with video_tab(server, locale, viewport) as (page, lang):
-        page.locator("#video-examples button:has-text('right 1')").click()
+        page.locator("#video-examples button:has-text('→ 1')").click()
         shown(page, "#video-readout")
         shown(page, "#video-heads")
         summary = t("video.summary", lang, frames=8, total=8, seconds=1.0, top="right")

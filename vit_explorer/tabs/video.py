@@ -16,6 +16,7 @@ import numpy as np
 import torch
 
 from vit.explain.targets import ClassTarget
+from vit.train.moving_squares import DIRECTIONS
 from viz.drawing.plots import figure_to_image
 from viz.explorer import verified_text
 from viz.i18n import t
@@ -124,12 +125,21 @@ PATCH_OUTPUTS = ("video_patch_row", "video_patch_column", "video_attention_note"
 STEP_OUTPUTS = ("video_readout", "video_heads", *PATCH_OUTPUTS)
 
 
+ARROWS = {(1, 0): "↓", (0, -1): "←", (0, 1): "→", (-1, 0): "↑"}      # a square's (Δrow, Δcol): read in any language
+
+
+def example_label(clip: str) -> str:
+    """"→ 1" for right/0000.mp4: the direction its square moves, as an arrow, and the clip's number."""
+    direction = Path(clip).parent.name
+    return f"{ARROWS.get(DIRECTIONS.get(direction), direction)} {int(Path(clip).stem) + 1}"
+
+
 def build_examples(page) -> None:
     """The bundled moving-squares clips with the toy model trained on them: one click fills both and analyses."""
     clips, toy = state.example_clips(), list(state.example_video_models())
     if not clips or not toy:
         return
-    labels = [f"{Path(c).parent.name} {int(Path(c).stem) + 1}" for c in clips]      # "right 1": right/0000.mp4
+    labels = [example_label(c) for c in clips]
     examples = gr.Examples([[toy[0], c] for c in clips], inputs=[page["video_model"], page["video_file"]],
                            cache_examples=False, api_visibility="private", example_labels=labels,
                            label=page.i18n("video.examples"), examples_per_page=8, elem_id="video-examples")

@@ -55,3 +55,12 @@ def test_the_documented_generator_writes_the_same_clips(tmp_path):
         assert np.array_equal(np.load(ours.with_suffix(".npy")), np.load(theirs.with_suffix(".npy")))
         a, b = read_clip(ours, preprocess).frames, read_clip(theirs, preprocess).frames
         assert a.shape == b.shape == (8, 32, 32, 3) and np.abs(a.astype(int) - b).mean() < 1.0
+
+
+def test_the_examples_arrows_point_the_way_their_squares_move():
+    """The page labels each example clip by an arrow (``ARROWS``, kept beside the page: it never loads the trainer)."""
+    from vit_explorer.tabs.video import ARROWS, example_label
+
+    way = {"↓": (1, 0), "←": (0, -1), "→": (0, 1), "↑": (-1, 0)}                 # (Δrow, Δcol) on the screen
+    assert {direction: way[arrow] for direction, arrow in ARROWS.items()} == DIRECTIONS
+    assert [example_label(str(p)) for p in CLIPS if p.parent.name == "right"] == ["→ 1", "→ 2"]

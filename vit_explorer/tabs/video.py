@@ -16,7 +16,6 @@ import numpy as np
 import torch
 
 from vit.explain.targets import ClassTarget
-from vit.train.moving_squares import DIRECTIONS
 from viz.drawing.plots import figure_to_image
 from viz.explorer import verified_text
 from viz.i18n import t
@@ -125,13 +124,15 @@ PATCH_OUTPUTS = ("video_patch_row", "video_patch_column", "video_attention_note"
 STEP_OUTPUTS = ("video_readout", "video_heads", *PATCH_OUTPUTS)
 
 
-ARROWS = {(1, 0): "↓", (0, -1): "←", (0, 1): "→", (-1, 0): "↑"}      # a square's (Δrow, Δcol): read in any language
+# the moving squares' classes (``vit.train.moving_squares.DIRECTIONS``, not imported: the page never loads the
+# trainer) as arrows, read in any language
+ARROWS = {"down": "↓", "left": "←", "right": "→", "up": "↑"}
 
 
 def example_label(clip: str) -> str:
     """"→ 1" for right/0000.mp4: the direction its square moves, as an arrow, and the clip's number."""
     direction = Path(clip).parent.name
-    return f"{ARROWS.get(DIRECTIONS.get(direction), direction)} {int(Path(clip).stem) + 1}"
+    return f"{ARROWS.get(direction, direction)} {int(Path(clip).stem) + 1}"
 
 
 def build_examples(page) -> None:

@@ -17,8 +17,6 @@ Token ``prefix + τ·gh·gw + r·gw + c`` is patch (r, c) of time position τ, w
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 from PIL import Image
 
@@ -27,7 +25,7 @@ from ..i18n import t
 from ..maps.layout import layer_index, pixel_to_patch
 from ..maps.source import check_head
 from ..records import Analysis
-from .view import _enlarged, captioned, frame_caption, frame_maps, frame_overlays
+from .view import _enlarged, captioned, frame_caption, frame_maps, frame_overlays, tiled
 
 STEP_KINDS = {"all": "joint", "time": "time", "space": "space"}   # BlockLayout.attends -> what the page calls it
 READOUT_NOTES = {"cls": "video.readout_cls", "mean": "video.readout_mean", "map": "video.readout_map"}
@@ -139,17 +137,6 @@ def heads_picture(a: Analysis, layer: int, frame: int, lang: str = "en", cell: i
         cells.append(captioned(picture, t("name.head", lang, head=h), lang))
     return render.add_colorbar(tiled(cells, columns), render.DEFAULT_CMAP, vmin, vmax,
                                t("video.colorbar_attention", lang), lang=lang)
-
-
-def tiled(cells: list[Image.Image], columns: int, gap: int = 4) -> Image.Image:
-    """Pictures of one size in rows of ``columns`` on white."""
-    w, h = cells[0].size
-    cols = max(1, min(columns, len(cells)))
-    rows = math.ceil(len(cells) / cols)
-    out = Image.new("RGB", (cols * (w + gap) - gap, rows * (h + gap) - gap), "white")
-    for i, cell in enumerate(cells):
-        out.paste(cell, ((i % cols) * (w + gap), (i // cols) * (h + gap)))
-    return out
 
 
 def head_label(head: int | None, lang: str = "en") -> str:

@@ -72,15 +72,18 @@ def frame_caption(a: Analysis, frame: int, lang: str = "en") -> str:
 
 def frames_strip(a: Analysis, overlays: list[Image.Image], lang: str = "en", columns: int = COLUMNS) -> Image.Image:
     """The frames in rows of ``columns``, each captioned with its index and time in the video."""
-    cells = [captioned(picture, frame_caption(a, i, lang), lang) for i, picture in enumerate(overlays)]
+    return tiled([captioned(picture, frame_caption(a, i, lang), lang) for i, picture in enumerate(overlays)], columns)
+
+
+def tiled(cells: list[Image.Image], columns: int, gap: int = 4) -> Image.Image:
+    """Pictures of one size in rows of ``columns`` on white."""
     w, h = cells[0].size
-    cols = min(columns, len(cells))
+    cols = max(1, min(columns, len(cells)))
     rows = math.ceil(len(cells) / cols)
-    gap = 4
-    strip = Image.new("RGB", (cols * (w + gap) - gap, rows * (h + gap) - gap), "white")
+    out = Image.new("RGB", (cols * (w + gap) - gap, rows * (h + gap) - gap), "white")
     for i, cell in enumerate(cells):
-        strip.paste(cell, ((i % cols) * (w + gap), (i // cols) * (h + gap)))
-    return strip
+        out.paste(cell, ((i % cols) * (w + gap), (i // cols) * (h + gap)))
+    return out
 
 
 def captioned(picture: Image.Image, caption: str, lang: str = "en") -> Image.Image:
